@@ -1,0 +1,5 @@
+//! The generic API server (upstream's `k8s.io/apiserver`): configuration,
+//! the handler chain, health checks, the generic REST handler over storage,
+//! discovery, and serving.
+
+pub mod serving;

@@ -1,0 +1,1 @@
+//! TLS and HTTP serving. Being written.

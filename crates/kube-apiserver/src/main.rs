@@ -1,0 +1,6 @@
+//! `kube-apiserver`: the Kubernetes API server.
+
+mod options;
+mod pki;
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Certificates, keys and kubeconfig generated for the embedded default. Being written.

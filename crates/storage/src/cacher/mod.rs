@@ -1,0 +1,1 @@
+//! The watch cache (upstream's cacher). Being written.

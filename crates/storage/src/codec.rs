@@ -1,0 +1,32 @@
+//! How objects become stored bytes and back. The JSON codec is the default;
+//! protobuf storage encoding and encryption-at-rest transformers wrap or
+//! replace it later without touching the store.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::error::{Result, StorageError};
+
+pub trait Codec: Send + Sync + 'static {
+    fn encode(&self, obj: &Value) -> Result<Bytes>;
+    fn decode(&self, key: &str, data: &[u8]) -> Result<Value>;
+}
+
+/// Stores objects as compact JSON.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct JsonCodec;
+
+impl Codec for JsonCodec {
+    fn encode(&self, obj: &Value) -> Result<Bytes> {
+        serde_json::to_vec(obj)
+            .map(Bytes::from)
+            .map_err(StorageError::internal)
+    }
+
+    fn decode(&self, key: &str, data: &[u8]) -> Result<Value> {
+        serde_json::from_slice(data).map_err(|e| StorageError::Corrupt {
+            key: key.to_string(),
+            message: e.to_string(),
+        })
+    }
+}

@@ -1,0 +1,1 @@
+//! Periodic compaction of a Kv's history. Being written.

@@ -1,0 +1,1 @@
+//! Opaque continue tokens for paginated lists. Being written.

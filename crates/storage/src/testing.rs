@@ -1,0 +1,1 @@
+//! The backend-independent semantics suite. Being written.
