@@ -1,1 +1,11 @@
-//! (being written)
+//! Pure API machinery shared by the API server: Status errors, field
+//! errors, label and field selectors, request info resolution, object
+//! metadata validation and accessors (upstream's `k8s.io/apimachinery`
+//! plus the request-info part of `k8s.io/apiserver`). Nothing here does
+//! I/O.
+
+pub mod field_errors;
+pub mod status;
+
+pub use field_errors::{ErrorList, ErrorType, FieldError, Path};
+pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
