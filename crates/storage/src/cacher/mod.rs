@@ -1,1 +1,483 @@
-//! The watch cache (upstream's cacher). Being written.
+//! The watch cache (upstream's `k8s.io/apiserver/pkg/storage/cacher`): a
+//! [`Storage`] in front of another one for a single resource prefix. One
+//! underlying list + watch keeps an in-memory copy of the resource and a
+//! window of recent events; reads that allow it and every watch are served
+//! from memory, writes pass through.
+//!
+//! Which reads the cache serves follows upstream's delegator (1.37):
+//!
+//! * `get`: `Any` and `NotOlderThan(n)` from the cache (waiting up to 3 s for
+//!   it to reach `n`, then `TooLargeResourceVersion`); `MostRecent` and
+//!   `Exact` from storage.
+//! * `get_list`: `Any` from the cache, ignoring `limit`; `NotOlderThan(n)`
+//!   from the cache with `limit` and a continue token; `MostRecent` is a
+//!   consistent read from the cache — storage's current revision, then wait
+//!   for the cache to reach it, falling back to storage on timeout; `Exact`
+//!   and continue tokens go to storage (the cache keeps no snapshots).
+//! * Until the first list completes (and while re-listing) reads go to
+//!   storage; watches wait for readiness briefly, then go to storage too.
+
+mod reflector;
+mod watch_cache;
+mod watchers;
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::continue_token;
+use crate::error::{Result, StorageError};
+use crate::interface::{
+    GetOptions, ListOptions, ListResult, Object, Preconditions, ReadVersion, Storage, UpdateFn,
+    ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
+};
+use watch_cache::{CacheEvent, WatchCache, WatchFilter};
+use watchers::{Initial, NewWatcher, Registry, TimeBudget};
+
+pub use watch_cache::WindowConfig;
+
+/// Computes an object's storage key (upstream's `KeyFunc`).
+pub type KeyFunc = Arc<dyn Fn(&Value) -> Option<String> + Send + Sync>;
+
+/// The key of `obj` under `prefix` in the standard layout:
+/// `prefix/namespace/name` for namespaced objects, `prefix/name` otherwise.
+pub fn default_key(prefix: &str, obj: &Value) -> Option<String> {
+    let meta = obj.get("metadata")?;
+    let name = meta.get("name")?.as_str().filter(|n| !n.is_empty())?;
+    let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
+    match meta.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() => Some(format!("{prefix}/{ns}/{name}")),
+        _ => Some(format!("{prefix}/{name}")),
+    }
+}
+
+/// How a [`Cacher`] caches one resource.
+#[derive(Clone)]
+pub struct CacherConfig {
+    /// Every object of the resource lives under this prefix (a trailing `/`
+    /// is added when missing), e.g. `/registry/pods/`.
+    pub resource_prefix: String,
+    /// Computes an object's key; defaults to [`default_key`].
+    pub key_func: KeyFunc,
+    /// Size bounds of the event window.
+    pub window: WindowConfig,
+    /// Per-watcher buffer; `None` sizes it from the window as upstream does.
+    pub watcher_buffer: Option<usize>,
+    /// How often watchers with bookmarks enabled get one (upstream: 1 min).
+    pub bookmark_frequency: Duration,
+    /// How long a read waits for the cache to reach a revision (upstream: 3 s).
+    pub fresh_timeout: Duration,
+    /// The most one dispatch waits for blocked watchers (upstream: 100 ms),
+    /// refilled at `dispatch_budget_refill` per second (upstream: 50 ms).
+    pub dispatch_budget: Duration,
+    pub dispatch_budget_refill: Duration,
+}
+
+impl CacherConfig {
+    pub fn new(resource_prefix: impl Into<String>) -> Self {
+        let mut resource_prefix = resource_prefix.into();
+        if !resource_prefix.ends_with('/') {
+            resource_prefix.push('/');
+        }
+        let prefix = resource_prefix.clone();
+        CacherConfig {
+            resource_prefix,
+            key_func: Arc::new(move |obj| default_key(&prefix, obj)),
+            window: WindowConfig::default(),
+            watcher_buffer: None,
+            bookmark_frequency: Duration::from_secs(60),
+            fresh_timeout: Duration::from_secs(3),
+            dispatch_budget: Duration::from_millis(100),
+            dispatch_budget_refill: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What readers wait on: whether the cache is ready and its revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Progress {
+    ready: bool,
+    rv: i64,
+}
+
+/// State shared by the cacher, its feed task and its watchers.
+struct Shared {
+    config: CacherConfig,
+    cache: RwLock<WatchCache>,
+    progress: watch::Sender<Progress>,
+    registry: Arc<Registry>,
+    budget: Mutex<TimeBudget>,
+}
+
+impl Shared {
+    fn read(&self) -> RwLockReadGuard<'_, WatchCache> {
+        self.cache.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, WatchCache> {
+        self.cache.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn publish(&self, cache: &WatchCache) {
+        self.progress.send_replace(Progress {
+            ready: cache.is_ready(),
+            rv: cache.rv(),
+        });
+    }
+
+    fn current_rv(&self) -> i64 {
+        self.read().rv()
+    }
+
+    fn replace(&self, items: impl IntoIterator<Item = (String, Object)>, rv: i64) {
+        let mut cache = self.write();
+        cache.replace(items, rv);
+        self.publish(&cache);
+    }
+
+    fn become_unready(&self) {
+        {
+            let mut cache = self.write();
+            cache.set_unready();
+            self.publish(&cache);
+        }
+        // Registration checks readiness under the cache lock, so no watcher
+        // can join the stale state after this.
+        self.registry.terminate_all();
+    }
+
+    fn advance(&self, rv: i64) {
+        let mut cache = self.write();
+        cache.advance(rv);
+        self.publish(&cache);
+    }
+
+    fn apply(&self, key: &str, obj: Object, deleted: bool, rv: i64) -> Arc<CacheEvent> {
+        let mut cache = self.write();
+        let event = cache.apply(key, obj, deleted, rv);
+        self.publish(&cache);
+        event
+    }
+}
+
+/// The watch cache for one resource; see the module documentation.
+pub struct Cacher {
+    storage: Arc<dyn Storage>,
+    shared: Arc<Shared>,
+    feed: tokio::task::JoinHandle<()>,
+}
+
+impl Cacher {
+    /// Starts caching the resource under `config.resource_prefix` of
+    /// `storage`. Must be called within a Tokio runtime.
+    pub fn new(storage: Arc<dyn Storage>, config: CacherConfig) -> Self {
+        let (progress, _) = watch::channel(Progress {
+            ready: false,
+            rv: 0,
+        });
+        let shared = Arc::new(Shared {
+            cache: RwLock::new(WatchCache::new(config.window)),
+            progress,
+            registry: Arc::new(Registry::new(config.bookmark_frequency)),
+            budget: Mutex::new(TimeBudget::new(
+                config.dispatch_budget,
+                config.dispatch_budget_refill,
+            )),
+            config,
+        });
+        let feed = tokio::spawn(reflector::run(shared.clone(), storage.clone()));
+        Cacher {
+            storage,
+            shared,
+            feed,
+        }
+    }
+
+    /// Whether the first list has completed (and no re-list is under way).
+    pub fn is_ready(&self) -> bool {
+        self.shared.read().is_ready()
+    }
+
+    /// Waits until the cache is ready.
+    pub async fn wait_ready(&self) {
+        let mut progress = self.shared.progress.subscribe();
+        // The sender lives in `self.shared`, so this cannot fail while `self` lives.
+        let _ = progress.wait_for(|p| p.ready).await;
+    }
+
+    /// The revision the cache has caught up to.
+    pub fn resource_version(&self) -> i64 {
+        self.shared.current_rv()
+    }
+
+    /// The number of live cache watches.
+    pub fn watcher_count(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    /// Whether `key` (normalized for `recursive`) lies in the cached resource.
+    fn covers(&self, key: &str) -> bool {
+        let prefix = &self.shared.config.resource_prefix;
+        key.starts_with(prefix.as_str()) || key == prefix.trim_end_matches('/')
+    }
+
+    /// Waits until the cache is ready and at `rv` or newer. `Ok(false)`: the
+    /// cache is not ready; `TooLargeResourceVersion` on timeout.
+    async fn wait_fresh(&self, rv: i64) -> Result<bool> {
+        let mut progress = self.shared.progress.subscribe();
+        let state = *progress.borrow_and_update();
+        if !state.ready {
+            return Ok(false);
+        }
+        if state.rv >= rv {
+            return Ok(true);
+        }
+        let wait = async {
+            progress
+                .wait_for(|p| !p.ready || p.rv >= rv)
+                .await
+                .map(|state| state.ready)
+        };
+        match tokio::time::timeout(self.shared.config.fresh_timeout, wait).await {
+            Ok(Ok(ready)) => Ok(ready),
+            _ => Err(StorageError::TooLargeResourceVersion {
+                requested: rv,
+                current: self.shared.current_rv(),
+            }),
+        }
+    }
+
+    /// Serves a list from the cache; `None` when the cache is not ready.
+    fn list_from_cache(
+        &self,
+        key: &str,
+        opts: &ListOptions,
+        apply_limit: bool,
+    ) -> Result<Option<ListResult>> {
+        let cache = self.shared.read();
+        if !cache.is_ready() {
+            return Ok(None);
+        }
+        let resource_version = cache.rv();
+        if !opts.recursive {
+            let items = cache
+                .get(key)
+                .filter(|obj| opts.predicate.matches(obj))
+                .cloned()
+                .into_iter()
+                .collect();
+            return Ok(Some(ListResult {
+                items,
+                resource_version,
+                ..ListResult::default()
+            }));
+        }
+        let limit = opts.limit.filter(|l| apply_limit && *l > 0);
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut range = cache.range(key);
+        for (obj_key, obj) in range.by_ref() {
+            if opts.predicate.matches(obj) {
+                items.push(obj.clone());
+                last_key = Some(obj_key);
+                if limit.is_some_and(|l| items.len() as i64 >= l) {
+                    break;
+                }
+            }
+        }
+        let remaining = if limit.is_some() { range.count() } else { 0 };
+        let mut result = ListResult {
+            items,
+            resource_version,
+            ..ListResult::default()
+        };
+        if let (Some(last), true) = (last_key, remaining > 0) {
+            result.continue_token = Some(continue_token::encode(
+                &format!("{last}\0"),
+                key,
+                resource_version,
+            )?);
+            result.remaining_item_count =
+                opts.predicate.is_everything().then_some(remaining as i64);
+        }
+        Ok(Some(result))
+    }
+
+    /// Starts a cache watch; `None` when the cache is not ready.
+    fn watch_from_cache(&self, key: String, opts: WatchOptions) -> Option<WatchStream> {
+        let cache = self.shared.read();
+        if !cache.is_ready() {
+            return None;
+        }
+        let filter = WatchFilter {
+            key,
+            recursive: opts.recursive,
+            predicate: opts.predicate,
+        };
+        let initial = if opts.resource_version == 0 {
+            Initial::State(cache.current_objects(&filter).into_iter())
+        } else {
+            match cache.events_after(opts.resource_version) {
+                Ok(events) => Initial::Events(events.into_iter()),
+                Err(e) => return Some(Box::pin(futures::stream::iter([WatchEvent::Error(e)]))),
+            }
+        };
+        let buffer = self
+            .shared
+            .config
+            .watcher_buffer
+            .unwrap_or_else(|| suggested_buffer(&cache));
+        let stream = self.shared.registry.register(NewWatcher {
+            filter,
+            start_rv: opts.resource_version.max(cache.rv()),
+            allow_bookmarks: opts.allow_bookmarks,
+            buffer,
+            initial,
+        });
+        Some(Box::pin(stream))
+    }
+}
+
+/// Upstream's `suggestedWatchChannelSize` (events per second the window
+/// holds, within 10..=100), doubled: upstream buffers in two channels per
+/// watcher, this cacher in one.
+fn suggested_buffer(cache: &WatchCache) -> usize {
+    let seconds = cache.event_fresh_duration().as_secs().max(1) as usize;
+    cache.window_capacity().div_ceil(seconds).clamp(10, 100) * 2
+}
+
+/// `key` as a recursive read sees it: the children of `key/`.
+fn collection_key(key: &str, recursive: bool) -> std::borrow::Cow<'_, str> {
+    if recursive && !key.ends_with('/') {
+        format!("{key}/").into()
+    } else {
+        key.into()
+    }
+}
+
+impl Drop for Cacher {
+    fn drop(&mut self) {
+        self.feed.abort();
+        self.shared.registry.terminate_all();
+    }
+}
+
+#[async_trait]
+impl Storage for Cacher {
+    async fn create(&self, key: &str, obj: Value) -> Result<Object> {
+        self.storage.create(key, obj).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: ValidateDeletionFn<'_>,
+    ) -> Result<Object> {
+        self.storage.delete(key, preconditions, validate).await
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        let cache_key = collection_key(key, opts.recursive);
+        if !self.covers(&cache_key) {
+            return self.storage.watch(key, opts).await;
+        }
+        if !self.is_ready() {
+            // Upstream answers 429 until the cache is ready; give the first
+            // list a moment, then serve the watch from storage.
+            let _ = tokio::time::timeout(self.shared.config.fresh_timeout, self.wait_ready()).await;
+        }
+        match self.watch_from_cache(cache_key.into_owned(), opts.clone()) {
+            Some(stream) => Ok(stream),
+            None => self.storage.watch(key, opts).await,
+        }
+    }
+
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+        let min_rv = match opts.version {
+            ReadVersion::Any => 0,
+            ReadVersion::NotOlderThan(n) => n,
+            ReadVersion::MostRecent | ReadVersion::Exact(_) => {
+                return self.storage.get(key, opts).await
+            }
+        };
+        if !self.covers(key) || !self.wait_fresh(min_rv).await? {
+            return self.storage.get(key, opts).await;
+        }
+        let found = {
+            let cache = self.shared.read();
+            cache.is_ready().then(|| cache.get(key).cloned())
+        };
+        match found {
+            None => self.storage.get(key, opts).await,
+            Some(Some(obj)) => Ok(Some(obj)),
+            Some(None) if opts.ignore_not_found => Ok(None),
+            Some(None) => Err(StorageError::NotFound {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
+        let cache_key = collection_key(key, opts.recursive);
+        let has_continue = opts
+            .continue_token
+            .as_deref()
+            .is_some_and(|t| !t.is_empty());
+        let (min_rv, apply_limit) = match opts.version {
+            _ if has_continue => return self.storage.get_list(key, opts).await,
+            ReadVersion::Exact(_) => return self.storage.get_list(key, opts).await,
+            ReadVersion::Any => (Some(0), false),
+            ReadVersion::NotOlderThan(n) => (Some(n), true),
+            ReadVersion::MostRecent => (None, true),
+        };
+        if !self.covers(&cache_key) || !self.is_ready() {
+            return self.storage.get_list(key, opts).await;
+        }
+        let consistent = min_rv.is_none();
+        let min_rv = match min_rv {
+            Some(rv) => rv,
+            None => self.storage.current_revision().await?,
+        };
+        match self.wait_fresh(min_rv).await {
+            Ok(true) => {}
+            Ok(false) => return self.storage.get_list(key, opts).await,
+            Err(StorageError::TooLargeResourceVersion { .. }) if consistent => {
+                tracing::debug!(key, "consistent read fell back to storage");
+                return self.storage.get_list(key, opts).await;
+            }
+            Err(e) => return Err(e),
+        }
+        match self.list_from_cache(&cache_key, &opts, apply_limit)? {
+            Some(result) => Ok(result),
+            None => self.storage.get_list(key, opts).await,
+        }
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        preconditions: Option<&Preconditions>,
+        update: UpdateFn<'_>,
+    ) -> Result<Object> {
+        self.storage
+            .guaranteed_update(key, ignore_not_found, preconditions, update)
+            .await
+    }
+
+    async fn count(&self, key: &str) -> Result<i64> {
+        self.storage.count(key).await
+    }
+
+    async fn current_revision(&self) -> Result<i64> {
+        self.storage.current_revision().await
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.storage.health().await
+    }
+}
