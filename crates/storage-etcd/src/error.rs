@@ -1,0 +1,120 @@
+//! Errors of the etcd backend: [`ConnectError`] for setting up a client, and
+//! the translation of etcd's failures into [`StorageError`].
+//!
+//! etcd reports its domain errors as gRPC statuses whose message carries the
+//! etcd error text (`etcdserver: mvcc: required revision has been compacted`,
+//! …), the same strings upstream's client library matches on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use storage::StorageError;
+use tonic::Code;
+
+/// Why a client for etcd could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// `--etcd-servers` is empty.
+    #[error("no etcd servers configured (--etcd-servers)")]
+    NoServers,
+    /// A client certificate was given without its key, or the reverse.
+    #[error("--etcd-certfile and --etcd-keyfile must be given together")]
+    IncompleteClientCert,
+    /// A TLS file could not be read.
+    #[error("failed to read {path}: {source}")]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The client rejected the configuration (an endpoint that is not a URL,
+    /// TLS options with an `http://` endpoint, …).
+    #[error("invalid etcd client configuration: {0}")]
+    Client(#[source] etcd_client::Error),
+    /// etcd did not answer before the startup deadline.
+    #[error("unable to reach etcd at {servers:?} within {waited:?}: {last_error}")]
+    Unavailable {
+        servers: Vec<String>,
+        waited: Duration,
+        last_error: StorageError,
+    },
+}
+
+/// etcd's failures, sorted by what the storage layer needs to tell apart.
+/// The variants that need request context (the requested revision, the
+/// value size) are completed into a [`StorageError`] by the caller.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The requested revision has been compacted.
+    Compacted,
+    /// The requested revision is newer than the store's.
+    FutureRevision,
+    /// The request exceeded etcd's `--max-request-bytes` (or the gRPC
+    /// message limit derived from it).
+    TooLarge,
+    /// Anything else, already translated.
+    Other(StorageError),
+}
+
+const MSG_COMPACTED: &str = "required revision has been compacted";
+const MSG_FUTURE_REV: &str = "required revision is a future revision";
+const MSG_TOO_LARGE: &str = "request is too large";
+const MSG_GRPC_TOO_LARGE: &str = "larger than max";
+const MSG_PERMISSION_DENIED: &str = "permission denied";
+const MSG_TIMED_OUT: &str = "request timed out";
+
+impl Failure {
+    pub(crate) fn classify(err: etcd_client::Error) -> Self {
+        match err {
+            etcd_client::Error::GRpcStatus(status) => Self::from_status(&status),
+            etcd_client::Error::TransportError(e) => {
+                Self::Other(StorageError::Unreachable(e.to_string()))
+            }
+            etcd_client::Error::IoError(e) => Self::Other(StorageError::Unreachable(e.to_string())),
+            // The request channel of a watch closed under us.
+            etcd_client::Error::WatchError(e) => Self::Other(StorageError::Unreachable(e)),
+            other => Self::Other(StorageError::internal(other)),
+        }
+    }
+
+    fn from_status(status: &tonic::Status) -> Self {
+        let message = status.message();
+        if message.contains(MSG_COMPACTED) {
+            return Self::Compacted;
+        }
+        if message.contains(MSG_FUTURE_REV) {
+            return Self::FutureRevision;
+        }
+        if message.contains(MSG_TOO_LARGE)
+            || (status.code() == Code::ResourceExhausted && message.contains(MSG_GRPC_TOO_LARGE))
+        {
+            return Self::TooLarge;
+        }
+        let text = format!("etcd: {message}");
+        Self::Other(match status.code() {
+            Code::DeadlineExceeded => StorageError::Timeout(text),
+            // etcd answers "request timed out" (with Unavailable) when raft
+            // did not commit in time: a timeout, not a connection failure.
+            Code::Unavailable if message.contains(MSG_TIMED_OUT) => StorageError::Timeout(text),
+            Code::Unavailable | Code::Cancelled => StorageError::Unreachable(text),
+            _ => StorageError::Internal(text),
+        })
+    }
+
+    /// Completes a failure with no request-specific meaning.
+    pub(crate) fn into_storage_error(self) -> StorageError {
+        match self {
+            Self::Compacted => StorageError::Internal(format!("etcd: {MSG_COMPACTED}")),
+            Self::FutureRevision => StorageError::Internal(format!("etcd: {MSG_FUTURE_REV}")),
+            Self::TooLarge => StorageError::Internal(format!("etcd: {MSG_TOO_LARGE}")),
+            Self::Other(e) => e,
+        }
+    }
+}
+
+/// Whether etcd refused a request for lack of permission: upstream's health
+/// check counts that as healthy (etcd answered, and RBAC is its business).
+pub(crate) fn is_permission_denied(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(s)
+        if s.code() == Code::PermissionDenied || s.message().contains(MSG_PERMISSION_DENIED))
+}
