@@ -39,8 +39,11 @@ pub enum ReadVersion {
 /// selectors. `None` matches everything (and lets stores skip decoding work).
 #[derive(Clone, Default)]
 pub struct Predicate {
-    pub filter: Option<Arc<dyn Fn(&Value) -> bool + Send + Sync>>,
+    pub filter: Option<Arc<PredicateFn>>,
 }
+
+/// The test a [`Predicate`] applies to an object.
+pub type PredicateFn = dyn Fn(&Value) -> bool + Send + Sync;
 
 impl Predicate {
     pub fn everything() -> Self {

@@ -1,1 +1,0 @@
-//! The Storage implementation over any Kv (upstream's etcd3 store). Being written.

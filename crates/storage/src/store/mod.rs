@@ -1,0 +1,325 @@
+//! The [`Storage`] implementation over any [`Kv`]: upstream's etcd3 store
+//! (`k8s.io/apiserver/pkg/storage/etcd3/store.go`), written once so the
+//! embedded and etcd backends share the same semantics.
+//!
+//! Objects are stored without `metadata.resourceVersion` and
+//! `metadata.selfLink`; every object handed out carries the key's mod
+//! revision as its resourceVersion.
+
+mod object;
+mod update;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::codec::Codec;
+use crate::continue_token;
+use crate::error::{Result, StorageError};
+use crate::interface::{
+    GetOptions, ListOptions, ListResult, Object, Preconditions, ReadVersion, Storage, UpdateFn,
+    ValidateDeletionFn, WatchOptions, WatchStream,
+};
+use crate::kv::{prefix_end, Kv, RangeRequest, TxnOp, TxnResponse};
+
+use object::{decode_object, prepare_for_storage, set_resource_version};
+
+/// etcd's default `--max-request-bytes` (1.5 MiB): larger values are refused.
+pub const DEFAULT_MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
+/// How often a watch with bookmarks enabled reports progress when the
+/// backend sends no progress notifications of its own.
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The most keys one list fetches from the KV at once while it fills a
+/// filtered page (upstream's `maxLimit`).
+const MAX_FETCH_LIMIT: i64 = 10_000;
+
+/// The storage semantics over a revisioned KV.
+#[derive(Clone)]
+pub struct Store {
+    kv: Arc<dyn Kv>,
+    codec: Arc<dyn Codec>,
+    max_object_bytes: usize,
+    bookmark_interval: Duration,
+}
+
+impl Store {
+    pub fn new(kv: Arc<dyn Kv>, codec: Arc<dyn Codec>) -> Self {
+        Store {
+            kv,
+            codec,
+            max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
+            bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+        }
+    }
+
+    /// Refuses encoded objects larger than `bytes` with `TooLarge`.
+    pub fn with_max_object_bytes(mut self, bytes: usize) -> Self {
+        self.max_object_bytes = bytes;
+        self
+    }
+
+    /// Sets how often bookmark-enabled watches report the latest revision
+    /// they have seen (zero disables the timer; KV progress still counts).
+    pub fn with_bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// The KV underneath (for compaction and diagnostics).
+    pub fn kv(&self) -> &Arc<dyn Kv> {
+        &self.kv
+    }
+
+    fn encode(&self, obj: &Value) -> Result<Bytes> {
+        let data = self.codec.encode(obj)?;
+        if data.len() > self.max_object_bytes {
+            return Err(StorageError::TooLarge {
+                size: data.len(),
+                limit: self.max_object_bytes,
+            });
+        }
+        Ok(data)
+    }
+
+    fn decode(&self, key: &str, data: &[u8], revision: i64) -> Result<Value> {
+        decode_object(self.codec.as_ref(), key, data, revision)
+    }
+}
+
+/// Upstream's `validateMinimumResourceVersion`: a read "not older than" a
+/// revision the store has not reached yet cannot be served.
+fn check_minimum(version: ReadVersion, current: i64) -> Result<()> {
+    match version {
+        ReadVersion::NotOlderThan(requested) if requested > current => {
+            Err(StorageError::TooLargeResourceVersion { requested, current })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Where a list starts and at which revision it reads.
+struct ListStart {
+    key_prefix: String,
+    start_key: String,
+    revision: i64,
+    /// The revision of the continue token, when resuming a list.
+    continued_from: Option<i64>,
+}
+
+fn list_start(key: &str, opts: &ListOptions) -> Result<ListStart> {
+    // Recursive lists read the children of `key/`, so `/a` never matches `/ab`.
+    let key_prefix = if opts.recursive && !key.ends_with('/') {
+        format!("{key}/")
+    } else {
+        key.to_string()
+    };
+    let token = opts.continue_token.as_deref().filter(|t| !t.is_empty());
+    match token {
+        Some(token) if opts.recursive => {
+            let cont = continue_token::decode(token, &key_prefix)?;
+            if let ReadVersion::NotOlderThan(n) | ReadVersion::Exact(n) = opts.version {
+                if n > 0 {
+                    return Err(StorageError::InvalidContinue(
+                        "specifying resource version is not allowed when using continue".into(),
+                    ));
+                }
+            }
+            Ok(ListStart {
+                key_prefix,
+                start_key: cont.start_key,
+                // A negative token revision asks for the latest state.
+                revision: cont.resource_version.max(0),
+                continued_from: Some(cont.resource_version),
+            })
+        }
+        _ => Ok(ListStart {
+            start_key: key_prefix.clone(),
+            key_prefix,
+            revision: match opts.version {
+                ReadVersion::Exact(n) => n,
+                _ => 0,
+            },
+            continued_from: None,
+        }),
+    }
+}
+
+#[async_trait]
+impl Storage for Store {
+    async fn create(&self, key: &str, mut obj: Value) -> Result<Object> {
+        prepare_for_storage(key, &mut obj)?;
+        let data = self.encode(&obj)?;
+        match self.kv.txn(key, 0, TxnOp::Put(data)).await? {
+            TxnResponse::Succeeded { revision, .. } => {
+                set_resource_version(key, &mut obj, revision)?;
+                Ok(Arc::new(obj))
+            }
+            TxnResponse::Failed { .. } => Err(StorageError::AlreadyExists {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: Option<&Preconditions>,
+        validate: ValidateDeletionFn<'_>,
+    ) -> Result<Object> {
+        update::delete(self, key, preconditions, validate).await
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        watch::watch(self, key, opts).await
+    }
+
+    async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+        let revision = match opts.version {
+            ReadVersion::Exact(n) => n,
+            _ => 0,
+        };
+        let resp = self
+            .kv
+            .range(RangeRequest {
+                key: key.to_string(),
+                revision,
+                ..RangeRequest::default()
+            })
+            .await?;
+        check_minimum(opts.version, resp.revision)?;
+        match resp.kvs.into_iter().next() {
+            Some(kv) => Ok(Some(Arc::new(self.decode(
+                &kv.key,
+                &kv.value,
+                kv.mod_revision,
+            )?))),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(StorageError::NotFound {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
+        let start = list_start(key, &opts)?;
+        let limit = opts.limit.filter(|l| *l > 0);
+        let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
+        let mut revision = start.revision;
+        let mut fetch_from = start.start_key;
+        let mut fetch_limit = limit.unwrap_or(0);
+        let mut items: Vec<Object> = Vec::new();
+        let mut last_key: Option<String> = None;
+        let (has_more, remaining) = loop {
+            let resp = self
+                .kv
+                .range(RangeRequest {
+                    key: fetch_from,
+                    range_end: range_end.clone(),
+                    revision,
+                    limit: fetch_limit,
+                    count_only: false,
+                })
+                .await
+                .map_err(|e| match (e, start.continued_from) {
+                    (StorageError::TooOldResourceVersion { .. }, Some(requested)) => {
+                        StorageError::ContinueExpired { requested }
+                    }
+                    (e, _) => e,
+                })?;
+            check_minimum(opts.version, resp.revision)?;
+            if resp.kvs.is_empty() && resp.more {
+                return Err(StorageError::internal(
+                    "no results were found, but the store indicated more values remain",
+                ));
+            }
+            // Every later page and fetch reads the same revision.
+            if revision == 0 {
+                revision = resp.revision;
+            }
+            let mut has_more = resp.more;
+            for kv in resp.kvs {
+                if limit.is_some_and(|l| items.len() as i64 >= l) {
+                    has_more = true;
+                    break;
+                }
+                let obj = self.decode(&kv.key, &kv.value, kv.mod_revision)?;
+                if opts.predicate.matches(&obj) {
+                    items.push(Arc::new(obj));
+                }
+                last_key = Some(kv.key);
+            }
+            let Some(limit) = limit else {
+                break (false, None);
+            };
+            if !has_more || items.len() as i64 >= limit {
+                // The KV's count covers the range from this fetch's start, so it
+                // is exact only when nothing was filtered out.
+                let remaining = opts.predicate.is_everything().then(|| resp.count - limit);
+                break (has_more, remaining);
+            }
+            // Filtering dropped items: fetch bigger batches (upstream doubles).
+            fetch_limit = fetch_limit
+                .saturating_mul(2)
+                .min(MAX_FETCH_LIMIT)
+                .max(fetch_limit);
+            fetch_from = format!("{}\0", last_key.as_deref().unwrap_or_default());
+        };
+        let continue_token = match (has_more, last_key) {
+            (true, Some(last)) => Some(continue_token::encode(
+                &format!("{last}\0"),
+                &start.key_prefix,
+                revision,
+            )?),
+            _ => None,
+        };
+        Ok(ListResult {
+            items,
+            resource_version: revision,
+            remaining_item_count: continue_token.as_ref().and(remaining),
+            continue_token,
+        })
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        preconditions: Option<&Preconditions>,
+        update: UpdateFn<'_>,
+    ) -> Result<Object> {
+        update::guaranteed_update(self, key, ignore_not_found, preconditions, update).await
+    }
+
+    async fn count(&self, key: &str) -> Result<i64> {
+        // Count children of `key/` only, as upstream does.
+        let prefix = if key.ends_with('/') {
+            key.to_string()
+        } else {
+            format!("{key}/")
+        };
+        let resp = self
+            .kv
+            .range(RangeRequest {
+                range_end: Some(prefix_end(&prefix)),
+                key: prefix,
+                count_only: true,
+                ..RangeRequest::default()
+            })
+            .await?;
+        Ok(resp.count)
+    }
+
+    async fn current_revision(&self) -> Result<i64> {
+        self.kv.current_revision().await
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.kv.health().await
+    }
+}

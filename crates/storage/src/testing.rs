@@ -1,1 +1,0 @@
-//! The backend-independent semantics suite. Being written.

@@ -1,0 +1,223 @@
+//! The backend-independent semantics suite (upstream's `pkg/storage/testing`):
+//! one set of cases every [`Kv`] backend, and every [`Storage`] layered on
+//! top of one, must pass.
+//!
+//! Enabled by the crate feature `testing`. Use it from a backend's tests:
+//!
+//! ```ignore
+//! async fn make_kv() -> std::sync::Arc<dyn storage::Kv> { /* a fresh store */ }
+//! storage::semantics_suite!(make_kv);
+//! ```
+//!
+//! That expands to one `#[tokio::test]` per case (so `cargo nextest` lists
+//! each); each case builds a [`Store`] over a KV from `make_kv` (any
+//! expression callable as `make_kv().await`). The caller needs `tokio` as a
+//! (dev-)dependency. Invoke the macro inside a `mod` to run it more than once
+//! in one test crate.
+//!
+//! To run the same cases through another [`Storage`] built over the store
+//! (the watch cache), pass an async wrapper as well:
+//!
+//! ```ignore
+//! async fn wrap(store: Arc<dyn storage::Storage>) -> Arc<dyn storage::Storage> { /* … */ }
+//! storage::semantics_suite!(make_kv, wrap);
+//! ```
+//!
+//! The wrapped form leaves out the cases that test the plain store's own
+//! timing (its bookmark timer). Cases use their own key prefix and tolerate
+//! other writers bumping the revision, but the compaction cases compact the
+//! whole KV: give each test its own store.
+//!
+//! [`MemoryKv`] is a small in-memory reference backend the suite runs against
+//! in this crate; it is for tests only.
+
+pub mod cases;
+mod memory_kv;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+pub use memory_kv::MemoryKv;
+
+use crate::codec::JsonCodec;
+use crate::interface::{Storage, WatchEvent, WatchStream};
+use crate::kv::Kv;
+use crate::store::Store;
+
+/// How long a case waits for an expected watch event.
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The bookmark interval of the stores the suite builds.
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The object size limit of the stores the suite builds.
+pub const MAX_OBJECT_BYTES: usize = 64 * 1024;
+
+/// The identity wrapper: run the cases against the plain [`Store`].
+pub async fn unwrapped(store: Arc<dyn Storage>) -> Arc<dyn Storage> {
+    store
+}
+
+/// What one case works with.
+pub struct Harness {
+    /// The KV under test (cases compact it directly).
+    pub kv: Arc<dyn Kv>,
+    /// The storage under test: the store over `kv`, possibly wrapped.
+    pub storage: Arc<dyn Storage>,
+    /// A key prefix no other case or run uses, without a trailing slash.
+    pub prefix: String,
+}
+
+impl Harness {
+    pub async fn new<W, F>(kv: Arc<dyn Kv>, case: &str, wrap: W) -> Self
+    where
+        W: FnOnce(Arc<dyn Storage>) -> F,
+        F: Future<Output = Arc<dyn Storage>>,
+    {
+        let store = Store::new(kv.clone(), Arc::new(JsonCodec))
+            .with_max_object_bytes(MAX_OBJECT_BYTES)
+            .with_bookmark_interval(BOOKMARK_INTERVAL);
+        let storage = wrap(Arc::new(store)).await;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Harness {
+            kv,
+            storage,
+            prefix: format!("/registry/semantics/{case}-{nanos:x}"),
+        }
+    }
+
+    /// The key of object `name` in the case's collection (`prefix/name`).
+    pub fn key(&self, name: &str) -> String {
+        format!("{}/{name}", self.prefix)
+    }
+}
+
+/// A ConfigMap-like object with the given name and a `value` data field.
+pub fn object(name: &str, value: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+        "data": {"value": value},
+    })
+}
+
+/// The object's `data.value`.
+pub fn value_of(obj: &Value) -> &str {
+    obj["data"]["value"].as_str().unwrap_or_default()
+}
+
+/// The object's resourceVersion as a number (panics when missing: every
+/// object storage returns must carry one).
+pub fn rv(obj: &Value) -> i64 {
+    let text = obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_else(|| panic!("object without resourceVersion: {obj}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("bad resourceVersion {text:?}: {e}"))
+}
+
+/// The object's name.
+pub fn name(obj: &Value) -> &str {
+    obj["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+/// The next watch event, failing the test after [`EVENT_TIMEOUT`].
+pub async fn next_event(stream: &mut WatchStream) -> WatchEvent {
+    match tokio::time::timeout(EVENT_TIMEOUT, stream.next()).await {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("watch ended while an event was expected"),
+        Err(_) => panic!("no watch event within {EVENT_TIMEOUT:?}"),
+    }
+}
+
+/// The next event that is not a bookmark.
+pub async fn next_change(stream: &mut WatchStream) -> WatchEvent {
+    loop {
+        match next_event(stream).await {
+            WatchEvent::Bookmark(_) => {}
+            event => return event,
+        }
+    }
+}
+
+/// Asserts that no change (other than bookmarks) arrives within `wait`.
+pub async fn assert_no_change(stream: &mut WatchStream, wait: Duration) {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return,
+            Ok(Some(WatchEvent::Bookmark(_))) => {}
+            Ok(other) => panic!("unexpected watch event: {other:?}"),
+        }
+    }
+}
+
+/// Expands to one `#[tokio::test]` per semantics case; see the module docs.
+#[macro_export]
+macro_rules! semantics_suite {
+    (@cases $make_kv:expr, $wrap:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                let harness = $crate::testing::Harness::new(
+                    ($make_kv)().await,
+                    stringify!($case),
+                    $wrap,
+                )
+                .await;
+                $crate::testing::cases::$case(harness).await;
+            }
+        )*
+    };
+    (@shared $make_kv:expr, $wrap:expr) => {
+        $crate::semantics_suite!(@cases $make_kv, $wrap;
+            create_and_get,
+            create_already_exists,
+            create_strips_resource_version_and_self_link,
+            get_resource_version_semantics,
+            object_too_large,
+            count_children,
+            list_with_predicate,
+            list_recursive_prefix_boundary,
+            list_limit_and_continue,
+            list_limit_with_predicate,
+            list_pages_share_one_revision,
+            list_exact_old_revision,
+            list_not_older_than,
+            list_invalid_continue,
+            compaction_too_old,
+            continue_expired_after_compaction,
+            guaranteed_update_concurrent_writers,
+            guaranteed_update_preconditions,
+            guaranteed_update_noop_keeps_revision,
+            guaranteed_update_ignore_not_found_creates,
+            guaranteed_update_not_found,
+            guaranteed_update_callback_error,
+            delete_returns_deletion_revision,
+            delete_preconditions,
+            delete_validation,
+            watch_ordering_many_keys,
+            watch_from_revision_replays_history,
+            watch_from_zero_sends_current_state,
+            watch_single_key,
+            watch_predicate_transitions,
+            watch_compacted_revision,
+        );
+    };
+    ($make_kv:expr, $wrap:expr $(,)?) => {
+        $crate::semantics_suite!(@shared $make_kv, $wrap);
+    };
+    ($make_kv:expr $(,)?) => {
+        $crate::semantics_suite!(@shared $make_kv, $crate::testing::unwrapped);
+        $crate::semantics_suite!(@cases $make_kv, $crate::testing::unwrapped;
+            watch_bookmarks,
+        );
+    };
+}
