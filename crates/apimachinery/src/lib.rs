@@ -5,7 +5,10 @@
 //! I/O.
 
 pub mod field_errors;
+pub mod fields;
+pub mod labels;
 pub mod status;
+pub mod validation;
 
 pub use field_errors::{ErrorList, ErrorType, FieldError, Path};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};
