@@ -2,22 +2,18 @@
 //!
 //! At every tick the compactor compacts to the revision it recorded at the
 //! previous tick, so roughly one interval of history stays available for
-//! watches and exact-revision lists. Several API servers sharing one KV
-//! coordinate through a compare-and-swap on [`COMPACT_REV_KEY`]: only the one
-//! whose view of that key is current compacts; the others adopt the new
-//! state and try again next interval.
+//! watches and exact-revision lists; nothing is compacted at startup.
+//! Coordination between API servers sharing one etcd (upstream's
+//! compare-and-swap on `compact_rev_key`) belongs to the etcd backend's
+//! [`Kv::compact`], which skips a round another server already took.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::task::JoinHandle;
 
 use crate::error::Result;
-use crate::kv::{Kv, TxnOp, TxnResponse};
-
-/// The key the API servers sharing a KV use to take turns (upstream's name).
-pub const COMPACT_REV_KEY: &str = "compact_rev_key";
+use crate::kv::Kv;
 
 /// Upstream's `--etcd-compaction-interval` default.
 pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(300);
@@ -26,6 +22,13 @@ pub const DEFAULT_COMPACTION_INTERVAL: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct CompactorHandle {
     task: Option<JoinHandle<()>>,
+}
+
+impl CompactorHandle {
+    /// Whether a compaction task is running (false for a zero interval).
+    pub fn is_running(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
+    }
 }
 
 impl Drop for CompactorHandle {
@@ -43,51 +46,36 @@ pub fn start(kv: Arc<dyn Kv>, interval: Duration) -> CompactorHandle {
         return CompactorHandle { task: None };
     }
     let task = tokio::spawn(async move {
-        let mut state = CompactState::default();
+        let mut compactor = Compactor::default();
         loop {
             tokio::time::sleep(interval).await;
-            if let Err(e) = state.tick(kv.as_ref()).await {
-                tracing::warn!(error = %e, "compaction failed");
+            if let Err(e) = compactor.tick(kv.as_ref()).await {
+                tracing::warn!(error = %e, "storage compaction failed");
             }
         }
     });
     CompactorHandle { task: Some(task) }
 }
 
-/// What this compactor believes about the shared compaction lease.
+/// One compactor's memory between ticks.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct CompactState {
-    /// The mod revision of [`COMPACT_REV_KEY`] as last seen (0: absent).
-    lease_revision: i64,
+pub struct Compactor {
     /// The store revision recorded at the previous tick (0: none yet).
-    recorded_revision: i64,
+    recorded: i64,
 }
 
-impl CompactState {
-    /// One round of upstream's `compact`: claim the lease by rewriting the
-    /// key; the winner compacts to the revision recorded last time.
-    pub async fn tick(&mut self, kv: &dyn Kv) -> Result<()> {
-        let value = Bytes::from(self.recorded_revision.to_string());
-        match kv
-            .txn(COMPACT_REV_KEY, self.lease_revision, TxnOp::Put(value))
-            .await?
-        {
-            TxnResponse::Failed { current, revision } => {
-                // Another server compacted (or we restarted): follow its clock.
-                self.lease_revision = current.map_or(0, |kv| kv.mod_revision);
-                self.recorded_revision = revision;
-                Ok(())
-            }
-            TxnResponse::Succeeded { revision, .. } => {
-                let target = std::mem::replace(&mut self.recorded_revision, revision);
-                self.lease_revision = revision;
-                // Nothing recorded yet on the first round: never compact at startup.
-                if target > 0 {
-                    kv.compact(target).await?;
-                    tracing::debug!(revision = target, "compacted storage history");
-                }
-                Ok(())
-            }
+impl Compactor {
+    /// One tick: compacts to the revision recorded last time (if it is not
+    /// compacted already) and records the current revision for next time.
+    /// Returns the revision compacted to, if any.
+    pub async fn tick(&mut self, kv: &dyn Kv) -> Result<Option<i64>> {
+        let current = kv.current_revision().await?;
+        let target = std::mem::replace(&mut self.recorded, current);
+        if target == 0 || target <= kv.compacted_revision().await? {
+            return Ok(None);
         }
+        kv.compact(target).await?;
+        tracing::debug!(revision = target, "compacted storage history");
+        Ok(Some(target))
     }
 }
