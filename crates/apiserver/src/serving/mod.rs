@@ -1,1 +1,14 @@
-//! TLS and HTTP serving. Being written.
+//! Secure serving (upstream's `SecureServingInfo`): the rustls server
+//! configuration built from the `--tls-*` and `--client-ca-file` flags, and
+//! the HTTPS serving loop with HTTP/1.1 + HTTP/2, client-certificate
+//! identity per request, and graceful shutdown.
+
+mod ciphers;
+mod client_cert;
+mod server;
+mod tls;
+
+pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
+pub use client_cert::{ClientCert, ClientCertError, ClientCertUser};
+pub use server::{serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS};
+pub use tls::{TlsConfigError, TlsOptions};

@@ -1,0 +1,260 @@
+//! The secure serving loop (upstream's `SecureServingInfo.Serve`): TLS on a
+//! TCP listener, HTTP/1.1 and HTTP/2 on one port with upstream's HTTP/2
+//! sizing, per-connection client-certificate identity in every request's
+//! extensions, and graceful shutdown with a deadline.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use http::{Request, Response};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use rustls::ServerConfig;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tower::{Service, ServiceExt};
+
+use super::client_cert::ClientCert;
+
+/// Go's HTTP/2 default for concurrent streams, which upstream makes explicit
+/// when `--http2-max-streams-per-connection` is 0.
+pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 250;
+/// Upstream's sizing unit: 99% of serialized resources are smaller, so most
+/// POSTs fit in one frame and one stream window.
+const RESOURCE_BODY_99_PERCENTILE: u32 = 256 * 1024;
+/// Largest flow-control window HTTP/2 allows (2^31 - 1).
+const MAX_HTTP2_WINDOW: u32 = (1 << 31) - 1;
+/// Upstream's `MaxHeaderBytes`.
+const MAX_HEADER_BYTES: u32 = 1 << 20;
+/// Upstream's `ReadHeaderTimeout`; Go also bounds the TLS handshake by it.
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+/// Longest pause after failed `accept` calls (as Go's server backs off).
+const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// HTTP-level serving settings.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `--http2-max-streams-per-connection`; 0 means
+    /// [`DEFAULT_HTTP2_MAX_STREAMS`].
+    pub http2_max_streams_per_connection: u32,
+    /// Serve HTTP/2 (false with `--disable-http2-serving`; the TLS config's
+    /// ALPN should then offer only HTTP/1.1).
+    pub http2: bool,
+    /// How long in-flight requests may continue once shutdown begins
+    /// (upstream's `ShutdownTimeout`, the request timeout: 60s).
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            http2_max_streams_per_connection: 0,
+            http2: true,
+            shutdown_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ServeOptions {
+    fn max_streams(&self) -> u32 {
+        match self.http2_max_streams_per_connection {
+            0 => DEFAULT_HTTP2_MAX_STREAMS,
+            n => n,
+        }
+    }
+}
+
+/// Errors from [`serve`].
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{remaining} connections were still open when the shutdown timeout expired")]
+    ShutdownTimedOut { remaining: usize },
+}
+
+/// Serves `service` over TLS on `listener` until `shutdown` resolves, then
+/// stops accepting, lets open connections finish their in-flight requests
+/// (HTTP/1.1 closes after the current response, HTTP/2 sends GOAWAY) for up
+/// to `options.shutdown_timeout`, and aborts whatever is left.
+///
+/// Every request carries `ConnectInfo<SocketAddr>` (the peer address) and,
+/// when the client presented a verified certificate whose subject has a
+/// common name, a [`ClientCert`] in its extensions.
+pub async fn serve<S, B>(
+    listener: TcpListener,
+    tls: Arc<ServerConfig>,
+    service: S,
+    shutdown: impl Future<Output = ()> + Send,
+    options: &ServeOptions,
+) -> Result<(), ServeError>
+where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let acceptor = TlsAcceptor::from(tls);
+    let builder = Arc::new(connection_builder(options));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut backoff = Duration::ZERO;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            Some(joined) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(err) = joined {
+                    tracing::error!(error = %err, "connection task failed");
+                }
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    backoff = Duration::ZERO;
+                    connections.spawn(serve_connection(
+                        stream,
+                        peer,
+                        acceptor.clone(),
+                        builder.clone(),
+                        service.clone(),
+                        stop_rx.clone(),
+                    ));
+                }
+                Err(err) => {
+                    // Out of file descriptors and the like: wait, don't spin.
+                    backoff = (backoff * 2).clamp(Duration::from_millis(5), MAX_ACCEPT_BACKOFF);
+                    tracing::warn!(error = %err, retry_in = ?backoff, "accept failed");
+                    tokio::time::sleep(backoff).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    // Receivers only fail once the sender is gone, which cannot happen here.
+    let _ = stop_tx.send(true);
+    let drain = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(options.shutdown_timeout, drain)
+        .await
+        .is_err()
+    {
+        let remaining = connections.len();
+        connections.abort_all();
+        return Err(ServeError::ShutdownTimedOut { remaining });
+    }
+    Ok(())
+}
+
+/// HTTP/1.1 + HTTP/2 connection builder with upstream's limits.
+fn connection_builder(options: &ServeOptions) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_HEADER_TIMEOUT)
+        // Go allows MaxHeaderBytes plus 4 KiB of slack.
+        .max_buf_size(MAX_HEADER_BYTES as usize + 4096);
+    let streams = options.max_streams();
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(streams)
+        // Per-stream upload buffer and frame size from the 1 MiB Go default
+        // down to 256 KiB; the connection window holds one such buffer per stream.
+        .initial_stream_window_size(RESOURCE_BODY_99_PERCENTILE)
+        .max_frame_size(RESOURCE_BODY_99_PERCENTILE)
+        .initial_connection_window_size(
+            RESOURCE_BODY_99_PERCENTILE
+                .saturating_mul(streams)
+                .min(MAX_HTTP2_WINDOW),
+        )
+        .max_header_list_size(MAX_HEADER_BYTES);
+    if options.http2 {
+        builder
+    } else {
+        builder.http1_only()
+    }
+}
+
+/// Handshakes TLS, then serves HTTP on one connection until it ends or
+/// shutdown asks it to wind down.
+async fn serve_connection<S, B>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    builder: Arc<Builder<TokioExecutor>>,
+    service: S,
+    mut stop: watch::Receiver<bool>,
+) where
+    S: Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %err, "setting TCP_NODELAY failed");
+    }
+    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+    let tls = tokio::select! {
+        result = handshake => match result {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(err)) => {
+                tracing::debug!(%peer, error = %err, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                return;
+            }
+        },
+        () = stopping(&mut stop) => return,
+    };
+    let client_cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| ClientCert::from_der(leaf));
+
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        let extensions = request.extensions_mut();
+        extensions.insert(ConnectInfo(peer));
+        if let Some(cert) = &client_cert {
+            extensions.insert(cert.clone());
+        }
+        service.clone().oneshot(request)
+    });
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = stopping(&mut stop) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(err) = result {
+        tracing::debug!(%peer, error = %err, "connection ended with an error");
+    }
+}
+
+/// Resolves once shutdown has begun (or the server is gone).
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is not `Send`; drop it right here.
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}

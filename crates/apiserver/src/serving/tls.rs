@@ -1,0 +1,132 @@
+//! The serving TLS configuration (upstream's `SecureServingInfo` TLS part):
+//! serving certificate and key from PEM files, optional client CA whose
+//! certificates are requested and verified but not required, minimum
+//! version, cipher suites and ALPN.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+
+use super::ciphers::{self, TlsVersion, UnknownCipherSuite};
+
+/// ALPN identifiers, most preferred first (as upstream's Go server offers).
+const ALPN_H2: &[u8] = b"h2";
+const ALPN_HTTP11: &[u8] = b"http/1.1";
+
+/// Errors building the TLS configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    #[error("reading {path}: {source}")]
+    Pem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{path}: no certificates found")]
+    NoCertificates { path: PathBuf },
+    #[error(transparent)]
+    CipherSuite(#[from] UnknownCipherSuite),
+    #[error("client CA file {path}: {source}")]
+    ClientCa {
+        path: PathBuf,
+        source: rustls::server::VerifierBuilderError,
+    },
+    #[error("invalid TLS configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// Inputs of the serving TLS configuration (`--tls-cert-file`,
+/// `--tls-private-key-file`, `--client-ca-file`, `--tls-min-version`,
+/// `--tls-cipher-suites`).
+#[derive(Debug, Clone)]
+pub struct TlsOptions {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// PEM bundle of CAs that sign client certificates; when set, clients
+    /// are asked for a certificate, which is verified if presented.
+    pub client_ca_file: Option<PathBuf>,
+    pub min_version: TlsVersion,
+    /// Upstream cipher-suite names; empty means the defaults.
+    pub cipher_suites: Vec<String>,
+    /// Offer HTTP/2 through ALPN (off with `--disable-http2-serving`).
+    pub http2: bool,
+}
+
+impl TlsOptions {
+    /// Builds the rustls server configuration (ring provider).
+    ///
+    /// Blocking (reads files): call it at start-up or via `spawn_blocking`.
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsConfigError> {
+        let provider = Arc::new(CryptoProvider {
+            cipher_suites: ciphers::cipher_suites(&self.cipher_suites)?,
+            ..rustls::crypto::ring::default_provider()
+        });
+        let versions: &[&'static SupportedProtocolVersion] = match self.min_version {
+            TlsVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+            TlsVersion::Tls13 => &[&rustls::version::TLS13],
+        };
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(versions)?;
+        let builder = match &self.client_ca_file {
+            Some(path) => {
+                let roots = Arc::new(load_roots(path)?);
+                // Anonymous and token-authenticated clients must still get in.
+                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider)
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|source| TlsConfigError::ClientCa {
+                        path: path.clone(),
+                        source,
+                    })?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let mut config =
+            builder.with_single_cert(load_certs(&self.cert_file)?, load_key(&self.key_file)?)?;
+        config.alpn_protocols = if self.http2 {
+            vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
+        } else {
+            vec![ALPN_HTTP11.to_vec()]
+        };
+        Ok(Arc::new(config))
+    }
+}
+
+fn pem_err(path: &Path) -> impl FnOnce(rustls::pki_types::pem::Error) -> TlsConfigError + '_ {
+    move |source| TlsConfigError::Pem {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(pem_err(path))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem_err(path))?;
+    if certs.is_empty() {
+        return Err(TlsConfigError::NoCertificates {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(certs)
+}
+
+fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsConfigError> {
+    PrivateKeyDer::from_pem_file(path).map_err(pem_err(path))
+}
+
+fn load_roots(path: &Path) -> Result<RootCertStore, TlsConfigError> {
+    let mut roots = RootCertStore::empty();
+    for cert in load_certs(path)? {
+        roots.add(cert)?;
+    }
+    Ok(roots)
+}

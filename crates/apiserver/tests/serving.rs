@@ -1,0 +1,408 @@
+//! End-to-end tests of secure serving: real TLS handshakes and HTTP/1.1 and
+//! HTTP/2 requests against `serving::serve` on 127.0.0.1.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::serving::{
+    serve, ClientCert, ServeError, ServeOptions, TlsConfigError, TlsOptions, TlsVersion,
+};
+use axum::extract::{ConnectInfo, Request};
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore, SupportedProtocolVersion};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// A CA with a serving certificate for localhost and one client certificate.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_der: CertificateDer<'static>,
+    client: Identity,
+    /// A client certificate from a CA the server does not trust.
+    stranger: Identity,
+}
+
+fn ca(name: &str) -> (rcgen::Certificate, Issuer<'static, KeyPair>) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap();
+    (cert, Issuer::new(params, key))
+}
+
+/// A certificate and its PKCS#8 key, as DER and PEM.
+struct Identity {
+    cert: CertificateDer<'static>,
+    key: Vec<u8>,
+    cert_pem: String,
+    key_pem: String,
+}
+
+fn leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    org: Option<&str>,
+    sans: &[&str],
+    eku: ExtendedKeyUsagePurpose,
+) -> Identity {
+    let key = KeyPair::generate().unwrap();
+    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+    let mut params = CertificateParams::new(sans).unwrap();
+    params.distinguished_name = DistinguishedName::new();
+    if let Some(org) = org {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+    }
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.extended_key_usages = vec![eku];
+    let cert = params.signed_by(&key, issuer).unwrap();
+    Identity {
+        cert: cert.der().clone(),
+        key: key.serialize_der(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
+fn pki() -> Pki {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca_cert, issuer) = ca("test-ca");
+    let server = leaf(
+        &issuer,
+        "kube-apiserver",
+        None,
+        &["localhost", "127.0.0.1"],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let client = leaf(
+        &issuer,
+        "alice",
+        Some("devs"),
+        &[],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    let (_, other_issuer) = ca("other-ca");
+    let stranger = leaf(
+        &other_issuer,
+        "mallory",
+        None,
+        &[],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    std::fs::write(dir.path().join("ca.crt"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.path().join("tls.crt"), &server.cert_pem).unwrap();
+    std::fs::write(dir.path().join("tls.key"), &server.key_pem).unwrap();
+    Pki {
+        dir,
+        ca_der: ca_cert.der().clone(),
+        client,
+        stranger,
+    }
+}
+
+impl Pki {
+    fn tls_options(&self) -> TlsOptions {
+        TlsOptions {
+            cert_file: self.dir.path().join("tls.crt"),
+            key_file: self.dir.path().join("tls.key"),
+            client_ca_file: Some(self.dir.path().join("ca.crt")),
+            min_version: TlsVersion::Tls12,
+            cipher_suites: Vec::new(),
+            http2: true,
+        }
+    }
+}
+
+/// Reports who the request is from, how it arrived, and where from.
+async fn whoami(request: Request) -> String {
+    let user = match request
+        .extensions()
+        .get::<ClientCert>()
+        .map(ClientCert::user)
+    {
+        Some(Ok(user)) => format!("{} {:?}", user.name, user.groups),
+        Some(Err(err)) => format!("error: {err}"),
+        None => "anonymous".to_string(),
+    };
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip().to_string())
+        .unwrap_or_default();
+    format!("{user} {:?} {peer}", request.version())
+}
+
+async fn slow() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    "done"
+}
+
+struct Server {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), ServeError>>,
+}
+
+async fn start(tls: TlsOptions, options: ServeOptions) -> Server {
+    let config = tls.server_config().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let router = Router::new()
+        .route("/whoami", get(whoami))
+        .route("/slow", get(slow));
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        serve(listener, config, router, shutdown, &options).await
+    });
+    Server { addr, stop, task }
+}
+
+fn client_config(
+    pki: &Pki,
+    identity: Option<&Identity>,
+    versions: &[&'static SupportedProtocolVersion],
+    alpn: &[u8],
+) -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    roots.add(pki.ca_der.clone()).unwrap();
+    let builder =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_root_certificates(roots);
+    let mut config = match identity {
+        Some(identity) => builder
+            .with_client_auth_cert(
+                vec![identity.cert.clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(identity.key.clone())),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Arc::new(config)
+}
+
+async fn connect(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+) -> std::io::Result<TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(addr).await?;
+    let name = ServerName::try_from("localhost").unwrap();
+    TlsConnector::from(config).connect(name, tcp).await
+}
+
+/// GET `path` over HTTP/1.1 or HTTP/2 (by the negotiated ALPN); returns the body.
+async fn get_body(tls: TlsStream<TcpStream>, path: &str) -> String {
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let io = TokioIo::new(tls);
+    let request = http::Request::get(format!("https://localhost{path}"))
+        .header(http::header::HOST, "localhost")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = if h2 {
+        let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        sender.send_request(request).await.unwrap()
+    } else {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+        tokio::spawn(conn);
+        sender.send_request(request).await.unwrap()
+    };
+    assert_eq!(response.status(), http::StatusCode::OK);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+const BOTH: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+#[tokio::test]
+async fn http1_without_client_certificate_is_anonymous() {
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    let tls = connect(server.addr, client_config(&pki, None, BOTH, b"http/1.1"))
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    assert_eq!(
+        get_body(tls, "/whoami").await,
+        "anonymous HTTP/1.1 127.0.0.1"
+    );
+}
+
+#[tokio::test]
+async fn http2_with_client_certificate_carries_the_user() {
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    let tls = connect(
+        server.addr,
+        client_config(&pki, Some(&pki.client), BOTH, b"h2"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    assert_eq!(
+        get_body(tls, "/whoami").await,
+        r#"alice ["devs"] HTTP/2.0 127.0.0.1"#
+    );
+}
+
+#[tokio::test]
+async fn client_certificate_user_over_http1() {
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    let config = client_config(
+        &pki,
+        Some(&pki.client),
+        &[&rustls::version::TLS12],
+        b"http/1.1",
+    );
+    let tls = connect(server.addr, config).await.unwrap();
+    assert_eq!(
+        get_body(tls, "/whoami").await,
+        r#"alice ["devs"] HTTP/1.1 127.0.0.1"#
+    );
+}
+
+#[tokio::test]
+async fn untrusted_client_certificate_is_rejected() {
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    let config = client_config(&pki, Some(&pki.stranger), BOTH, b"http/1.1");
+    // In TLS 1.3 the client learns of the rejection on its first read.
+    let result = match connect(server.addr, config).await {
+        Ok(mut tls) => {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let _ = tls
+                .write_all(b"GET /whoami HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                .await;
+            let mut buf = [0u8; 64];
+            tls.read(&mut buf).await.and_then(|n| match n {
+                0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
+                _ => Ok(()),
+            })
+        }
+        Err(err) => Err(err),
+    };
+    assert!(
+        result.is_err(),
+        "a certificate from an unknown CA must be refused"
+    );
+}
+
+#[tokio::test]
+async fn tls12_is_refused_when_minimum_is_tls13() {
+    let pki = pki();
+    let mut tls = pki.tls_options();
+    tls.min_version = TlsVersion::Tls13;
+    let server = start(tls, ServeOptions::default()).await;
+    let only12 = client_config(&pki, None, &[&rustls::version::TLS12], b"http/1.1");
+    assert!(connect(server.addr, only12).await.is_err());
+    let only13 = client_config(&pki, None, &[&rustls::version::TLS13], b"http/1.1");
+    let tls = connect(server.addr, only13).await.unwrap();
+    assert_eq!(
+        tls.get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+}
+
+#[tokio::test]
+async fn cipher_suite_restriction_applies_to_tls12() {
+    let pki = pki();
+    let mut tls = pki.tls_options();
+    // The server key is ECDSA: an RSA-only TLS 1.2 suite leaves nothing usable.
+    tls.cipher_suites = vec!["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()];
+    let server = start(tls, ServeOptions::default()).await;
+    let only12 = client_config(&pki, None, &[&rustls::version::TLS12], b"http/1.1");
+    assert!(connect(server.addr, only12).await.is_err());
+    let only13 = client_config(&pki, None, &[&rustls::version::TLS13], b"http/1.1");
+    assert!(connect(server.addr, only13).await.is_ok());
+}
+
+#[tokio::test]
+async fn unknown_cipher_suite_is_a_config_error() {
+    let pki = pki();
+    let mut tls = pki.tls_options();
+    tls.cipher_suites = vec!["TLS_NOT_A_SUITE".into()];
+    assert!(matches!(
+        tls.server_config(),
+        Err(TlsConfigError::CipherSuite(_))
+    ));
+}
+
+#[tokio::test]
+async fn missing_key_file_is_a_config_error() {
+    let pki = pki();
+    let mut tls = pki.tls_options();
+    tls.key_file = pki.dir.path().join("absent.key");
+    assert!(matches!(
+        tls.server_config(),
+        Err(TlsConfigError::Pem { .. })
+    ));
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_in_flight_requests_finish() {
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    let h1 = connect(server.addr, client_config(&pki, None, BOTH, b"http/1.1"))
+        .await
+        .unwrap();
+    let h2 = connect(server.addr, client_config(&pki, None, BOTH, b"h2"))
+        .await
+        .unwrap();
+    let slow_h1 = tokio::spawn(get_body(h1, "/slow"));
+    let slow_h2 = tokio::spawn(get_body(h2, "/slow"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.stop.send(()).unwrap();
+
+    assert_eq!(slow_h1.await.unwrap(), "done");
+    assert_eq!(slow_h2.await.unwrap(), "done");
+    server.task.await.unwrap().unwrap();
+    // The listener is closed: nothing is accepted any more.
+    assert!(TcpStream::connect(server.addr).await.is_err());
+}
+
+#[tokio::test]
+async fn shutdown_deadline_aborts_stragglers() {
+    let pki = pki();
+    let options = ServeOptions {
+        shutdown_timeout: Duration::from_millis(100),
+        ..ServeOptions::default()
+    };
+    let server = start(pki.tls_options(), options).await;
+    let tls = connect(server.addr, client_config(&pki, None, BOTH, b"http/1.1"))
+        .await
+        .unwrap();
+    let request = tokio::spawn(get_body(tls, "/slow"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.stop.send(()).unwrap();
+    let result = server.task.await.unwrap();
+    assert!(
+        matches!(result, Err(ServeError::ShutdownTimedOut { remaining: 1 })),
+        "{result:?}"
+    );
+    // The aborted connection never delivers the response.
+    assert!(request.await.is_err());
+}
