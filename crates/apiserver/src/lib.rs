@@ -2,4 +2,8 @@
 //! the handler chain, health checks, the generic REST handler over storage,
 //! discovery, and serving.
 
+pub mod endpoints;
+pub mod filters;
+pub mod registry;
+pub mod server;
 pub mod serving;

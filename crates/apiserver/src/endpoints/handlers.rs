@@ -1,0 +1,472 @@
+//! The one REST handler for every resource (upstream's
+//! `endpoints/handlers`): it reads the request, calls the generic registry
+//! store, and writes the answer. Resources differ only by their strategy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::status::{ApiError, Status, StatusDetails};
+use axum::body::Body;
+use bytes::Bytes;
+use http::{request::Parts, Method, Response, StatusCode};
+use serde_json::Value;
+use storage::{GetOptions, ListOptions, Preconditions};
+
+use super::negotiation::{self, Encoding, Negotiated, Shape};
+use super::query::{FieldValidation, ListParams, Query};
+use super::response;
+use super::selection;
+use super::warning::Warnings;
+use super::watch;
+use crate::registry::table::IncludeObject;
+use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
+
+/// Upstream's limit on request bodies (3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What the URL addressed, resolved by the request-info step.
+#[derive(Debug, Clone)]
+pub struct ResourceRequest {
+    pub verb: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Settings of the REST handler that come from the server's configuration.
+#[derive(Debug, Clone)]
+pub struct HandlerConfig {
+    /// `--min-request-timeout`: watches last between this and twice this.
+    pub min_request_timeout: Duration,
+}
+
+pub async fn serve(
+    store: Arc<Store>,
+    req: ResourceRequest,
+    parts: Parts,
+    body: Body,
+    config: &HandlerConfig,
+) -> Response<Body> {
+    let query = Query::parse(parts.uri.query());
+    let table_ok = matches!(req.verb.as_str(), "get" | "list");
+    let neg = match negotiation::negotiate(&parts.headers, query.get("pretty"), table_ok) {
+        Ok(neg) => with_include_object(neg, &query),
+        Err(e) => return response::error(&e, Encoding::Json),
+    };
+    let mut warnings = Warnings::default();
+    let result = dispatch(
+        &store,
+        &req,
+        &parts,
+        body,
+        &query,
+        &neg,
+        &mut warnings,
+        config,
+    )
+    .await;
+    let mut resp = match result {
+        Ok(resp) => resp,
+        Err(e) => response::error(&e, neg.encoding),
+    };
+    warnings.apply(resp.headers_mut());
+    resp
+}
+
+fn with_include_object(mut neg: Negotiated, query: &Query) -> Negotiated {
+    if let (Shape::Table(_), Some(v)) = (neg.shape, query.get("includeObject")) {
+        if let Some(include) = IncludeObject::parse(v) {
+            neg.shape = Shape::Table(include);
+        }
+    }
+    neg
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn dispatch(
+    store: &Arc<Store>,
+    req: &ResourceRequest,
+    parts: &Parts,
+    body: Body,
+    query: &Query,
+    neg: &Negotiated,
+    warnings: &mut Warnings,
+    config: &HandlerConfig,
+) -> Result<Response<Body>, ApiError> {
+    let target = match req.subresource.as_deref() {
+        None => Target::Main,
+        Some("status") if store.info.has_status => Target::Status,
+        Some(_) => return Err(not_found_subresource(store, req)),
+    };
+    if !store.info.supports(&req.verb) {
+        return Err(ApiError::method_not_supported(
+            &store.info.group,
+            &store.info.resource,
+            &req.verb,
+        ));
+    }
+    let ns = req.namespace.as_deref();
+    let name = req.name.as_deref().unwrap_or("");
+    match req.verb.as_str() {
+        "get" => {
+            let obj = store
+                .get(
+                    ns,
+                    name,
+                    GetOptions {
+                        version: query.get_version()?,
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            Ok(response::object(
+                StatusCode::OK,
+                &obj,
+                neg,
+                &store.info,
+                store.strategy.as_ref(),
+            ))
+        }
+        "list" => list(store, ns, query, neg).await,
+        "watch" => {
+            let params = query.list_options()?;
+            watch::serve(store, ns, req.name.as_deref(), params, neg, config).await
+        }
+        "create" => {
+            let bytes = read_body(body).await?;
+            create(store, ns, &parts.headers, bytes, query, neg, warnings).await
+        }
+        "update" => {
+            let bytes = read_body(body).await?;
+            update(
+                store,
+                ns,
+                name,
+                target,
+                &parts.headers,
+                bytes,
+                query,
+                neg,
+                warnings,
+            )
+            .await
+        }
+        "patch" => {
+            let bytes = read_body(body).await?;
+            super::patch::serve(store, ns, name, target, &parts.headers, bytes, query, neg).await
+        }
+        "delete" => {
+            let bytes = read_body(body).await?;
+            delete(store, ns, name, &parts.method, bytes, query, neg).await
+        }
+        "deletecollection" => {
+            let bytes = read_body(body).await?;
+            delete_collection(store, ns, bytes, query, neg).await
+        }
+        other => Err(ApiError::method_not_supported(
+            &store.info.group,
+            &store.info.resource,
+            other,
+        )),
+    }
+}
+
+fn not_found_subresource(store: &Store, req: &ResourceRequest) -> ApiError {
+    ApiError::not_found(
+        &store.info.group,
+        &format!(
+            "{}/{}",
+            store.info.resource,
+            req.subresource.as_deref().unwrap_or("")
+        ),
+        req.name.as_deref().unwrap_or(""),
+    )
+}
+
+pub async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| ApiError::request_entity_too_large("limit is 3145728"))
+}
+
+async fn list(
+    store: &Store,
+    ns: Option<&str>,
+    query: &Query,
+    neg: &Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let params = query.list_options()?;
+    let opts = list_options(store, &params)?;
+    let list = store.list(ns, opts).await?;
+    Ok(response::list(
+        &list,
+        neg,
+        &store.info,
+        store.strategy.as_ref(),
+    ))
+}
+
+pub fn list_options(store: &Store, params: &ListParams) -> Result<ListOptions, ApiError> {
+    Ok(ListOptions {
+        version: params.version,
+        predicate: selection::predicate(store, &params.label_selector, &params.field_selector)?,
+        limit: params.limit,
+        continue_token: params.continue_token.clone(),
+        recursive: true,
+    })
+}
+
+/// Decodes a request body into an object of the store's type: the
+/// encoding, apiVersion/kind, and unknown fields per `fieldValidation`.
+pub fn decode_body(
+    store: &Store,
+    headers: &http::HeaderMap,
+    bytes: &[u8],
+    validation: FieldValidation,
+    warnings: &mut Warnings,
+) -> Result<Value, ApiError> {
+    let encoding = negotiation::body_encoding(headers)?;
+    let value: Value = match encoding {
+        Encoding::Json => serde_json::from_slice(bytes).map_err(|e| decode_error(store, e))?,
+        Encoding::Yaml => serde_yaml::from_slice(bytes).map_err(|e| decode_error(store, e))?,
+    };
+    let value = check_type(store, value)?;
+    let decoded = store
+        .strategy
+        .decode(value)
+        .map_err(|e| decode_error(store, e))?;
+    if !decoded.unknown_fields.is_empty() {
+        match validation {
+            FieldValidation::Ignore => {}
+            FieldValidation::Warn => {
+                for field in &decoded.unknown_fields {
+                    warnings.add(format!("unknown field \"{field}\""));
+                }
+            }
+            FieldValidation::Strict => {
+                return Err(super::patch::strict_error(&decoded.unknown_fields));
+            }
+        }
+    }
+    Ok(decoded.object)
+}
+
+fn decode_error(store: &Store, e: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!(
+        "{} in version \"{}\" cannot be handled as a {}: {e}",
+        store.info.kind, store.info.version, store.info.kind
+    ))
+}
+
+/// The body must be an object of the URL's kind; a missing apiVersion or
+/// kind is filled in, as upstream's decoder defaults them from the URL.
+fn check_type(store: &Store, mut value: Value) -> Result<Value, ApiError> {
+    let Some(map) = value.as_object_mut() else {
+        return Err(decode_error(store, "the request body is not an object"));
+    };
+    let want_version = store.info.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("apiVersion".into(), Value::String(want_version));
+        }
+        Some(v) if v == want_version => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({want_version})"
+            )))
+        }
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("kind".into(), Value::String(store.info.kind.clone()));
+        }
+        Some(k) if k == store.info.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                store.info.kind
+            )))
+        }
+    }
+    Ok(value)
+}
+
+/// The namespace of a namespaced object must match the URL's; an empty one
+/// takes the URL's.
+fn check_namespace(store: &Store, ns: Option<&str>, obj: &mut Value) -> Result<(), ApiError> {
+    if !store.info.namespaced {
+        return Ok(());
+    }
+    let meta = crate::registry::object_meta::metadata_mut(obj);
+    let url_ns = ns.unwrap_or("");
+    match meta.get("namespace").and_then(Value::as_str) {
+        None | Some("") => {
+            meta.insert("namespace".into(), Value::String(url_ns.to_owned()));
+            Ok(())
+        }
+        Some(body_ns) if body_ns == url_ns => Ok(()),
+        Some(_) => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+    }
+}
+
+async fn create(
+    store: &Store,
+    ns: Option<&str>,
+    headers: &http::HeaderMap,
+    bytes: Bytes,
+    query: &Query,
+    neg: &Negotiated,
+    warnings: &mut Warnings,
+) -> Result<Response<Body>, ApiError> {
+    let opts = WriteOptions {
+        dry_run: query.dry_run()?,
+    };
+    let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
+    check_namespace(store, ns, &mut obj)?;
+    store.strategy.default(&mut obj);
+    let created = store.create(obj, &opts).await?;
+    Ok(response::object(
+        StatusCode::CREATED,
+        &created,
+        neg,
+        &store.info,
+        store.strategy.as_ref(),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn update(
+    store: &Store,
+    ns: Option<&str>,
+    name: &str,
+    target: Target,
+    headers: &http::HeaderMap,
+    bytes: Bytes,
+    query: &Query,
+    neg: &Negotiated,
+    warnings: &mut Warnings,
+) -> Result<Response<Body>, ApiError> {
+    let opts = WriteOptions {
+        dry_run: query.dry_run()?,
+    };
+    let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
+    check_namespace(store, ns, &mut obj)?;
+    let body_name = crate::registry::object_meta::name(&obj);
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    store.strategy.default(&mut obj);
+    let obj = Arc::new(obj);
+    let mutate = Arc::new(move |_current: Option<&Value>| Ok((*obj).clone()));
+    let (stored, created) = store.update(ns, name, target, mutate, &opts).await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(response::object(
+        code,
+        &stored,
+        neg,
+        &store.info,
+        store.strategy.as_ref(),
+    ))
+}
+
+/// The parts of a DeleteOptions body this server acts on.
+fn delete_options(bytes: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions {
+        dry_run: query.dry_run()?,
+        ..Default::default()
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(opts);
+    }
+    let body: Value = serde_json::from_slice(bytes)
+        .or_else(|_| serde_yaml::from_slice(bytes))
+        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+    if let Some(p) = body.get("preconditions") {
+        let field = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+        opts.preconditions = Some(Preconditions {
+            uid: field("uid"),
+            resource_version: field("resourceVersion"),
+        });
+    }
+    if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
+        opts.dry_run |= dry.iter().any(|v| v == "All");
+    }
+    Ok(opts)
+}
+
+async fn delete(
+    store: &Store,
+    ns: Option<&str>,
+    name: &str,
+    _method: &Method,
+    bytes: Bytes,
+    query: &Query,
+    neg: &Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let opts = delete_options(&bytes, query)?;
+    let outcome = store.delete(ns, name, &opts).await?;
+    let neg = Negotiated {
+        shape: Shape::Object,
+        ..*neg
+    };
+    Ok(match outcome {
+        DeleteOutcome::Pending(obj) => response::object(
+            StatusCode::ACCEPTED,
+            &obj,
+            &neg,
+            &store.info,
+            store.strategy.as_ref(),
+        ),
+        DeleteOutcome::Deleted(obj) => {
+            let status = Status::success(Some(StatusDetails {
+                name: name.to_owned(),
+                group: store.info.group.clone(),
+                kind: store.info.resource.clone(),
+                uid: crate::registry::object_meta::uid(&obj)
+                    .unwrap_or_default()
+                    .to_owned(),
+                ..Default::default()
+            }));
+            response::respond(
+                StatusCode::OK,
+                response::encode(&status, neg.encoding, neg.pretty),
+                neg.encoding,
+            )
+        }
+    })
+}
+
+async fn delete_collection(
+    store: &Store,
+    ns: Option<&str>,
+    bytes: Bytes,
+    query: &Query,
+    neg: &Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let opts = delete_options(&bytes, query)?;
+    let params = query.list_options()?;
+    let list_opts = list_options(store, &params)?;
+    let deleted = store.delete_collection(ns, list_opts, &opts).await?;
+    let list = storage::ListResult {
+        items: deleted,
+        ..Default::default()
+    };
+    let neg = Negotiated {
+        shape: Shape::Object,
+        ..*neg
+    };
+    Ok(response::list(
+        &list,
+        &neg,
+        &store.info,
+        store.strategy.as_ref(),
+    ))
+}

@@ -1,0 +1,11 @@
+//! The REST endpoints: one generic handler for every resource, content
+//! negotiation, watch streams, patches and response encoding.
+
+pub mod handlers;
+pub mod negotiation;
+pub mod patch;
+pub mod query;
+pub mod response;
+pub mod selection;
+pub mod warning;
+pub mod watch;

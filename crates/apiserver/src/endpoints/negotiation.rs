@@ -1,0 +1,215 @@
+//! Content negotiation (upstream's `runtime/serializer` negotiation): which
+//! encoding a response uses (from `Accept`) and how a request body is read
+//! (from `Content-Type`). Every handler goes through here, so no handler
+//! assumes JSON.
+
+use apimachinery::status::ApiError;
+use http::HeaderMap;
+
+use crate::registry::table::IncludeObject;
+
+/// The wire encodings this server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
+    Yaml,
+}
+
+impl Encoding {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Json => "application/json",
+            Encoding::Yaml => "application/yaml",
+        }
+    }
+}
+
+/// The shape of a response body the client asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The object (or list) itself.
+    Object,
+    /// A `meta.k8s.io/v1` Table (server-side printing).
+    Table(IncludeObject),
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
+    PartialMetadata,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiated {
+    pub encoding: Encoding,
+    pub shape: Shape,
+    pub pretty: bool,
+}
+
+/// The media types a response can be offered in, for 406 messages.
+const SUPPORTED: &[&str] = &["application/json", "application/yaml"];
+
+struct MediaRange<'a> {
+    essence: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+    quality: f32,
+}
+
+fn parse_accept(header: &str) -> Vec<MediaRange<'_>> {
+    let mut ranges: Vec<MediaRange> = header
+        .split(',')
+        .filter_map(|part| {
+            let mut pieces = part.split(';').map(str::trim);
+            let essence = pieces.next().filter(|e| !e.is_empty())?;
+            let mut params = Vec::new();
+            let mut quality = 1.0;
+            for p in pieces {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                let (k, v) = (k.trim(), v.trim().trim_matches('"'));
+                if k == "q" {
+                    quality = v.parse().unwrap_or(0.0);
+                } else {
+                    params.push((k, v));
+                }
+            }
+            Some(MediaRange {
+                essence,
+                params,
+                quality,
+            })
+        })
+        .collect();
+    // Stable: equal qualities keep the client's order.
+    ranges.sort_by(|a, b| b.quality.total_cmp(&a.quality));
+    ranges.retain(|r| r.quality > 0.0);
+    ranges
+}
+
+fn encoding_for(essence: &str) -> Option<Encoding> {
+    match essence.to_ascii_lowercase().as_str() {
+        "application/json" | "application/*" | "*/*" => Some(Encoding::Json),
+        "application/yaml" => Some(Encoding::Yaml),
+        _ => None,
+    }
+}
+
+/// Picks the response format from the Accept header. `table_ok` says whether
+/// the request may be answered as a Table (get and list).
+pub fn negotiate(
+    headers: &HeaderMap,
+    pretty_param: Option<&str>,
+    table_ok: bool,
+) -> Result<Negotiated, ApiError> {
+    let accept = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim();
+    let pretty = wants_pretty(headers, pretty_param);
+    if accept.is_empty() {
+        return Ok(Negotiated {
+            encoding: Encoding::Json,
+            shape: Shape::Object,
+            pretty,
+        });
+    }
+    for range in parse_accept(accept) {
+        let Some(encoding) = encoding_for(range.essence) else {
+            continue;
+        };
+        if let Some(shape) = shape_for(&range.params, table_ok) {
+            return Ok(Negotiated {
+                encoding,
+                shape,
+                pretty,
+            });
+        }
+    }
+    Err(ApiError::not_acceptable(SUPPORTED))
+}
+
+/// The `as`/`g`/`v` media type parameters select a transformed shape; an
+/// unknown one makes the range unacceptable.
+fn shape_for(params: &[(&str, &str)], table_ok: bool) -> Option<Shape> {
+    let get = |key: &str| params.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    let Some(as_kind) = get("as") else {
+        return Some(Shape::Object);
+    };
+    if get("g") != Some("meta.k8s.io") || !matches!(get("v"), Some("v1") | Some("v1beta1")) {
+        return None;
+    }
+    match as_kind {
+        "Table" if table_ok => Some(Shape::Table(IncludeObject::Metadata)),
+        "PartialObjectMetadata" | "PartialObjectMetadataList" => Some(Shape::PartialMetadata),
+        _ => None,
+    }
+}
+
+/// Upstream pretty-prints for `?pretty=true` and for browsers and curl.
+fn wants_pretty(headers: &HeaderMap, pretty_param: Option<&str>) -> bool {
+    if let Some(p) = pretty_param {
+        return matches!(p, "true" | "1");
+    }
+    let agent = headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    ["curl", "Wget", "Mozilla/5.0"]
+        .iter()
+        .any(|p| agent.starts_with(p))
+}
+
+/// The encoding of a request body, from Content-Type.
+pub fn body_encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+    let content_type = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    match essence.to_ascii_lowercase().as_str() {
+        "" | "application/json" => Ok(Encoding::Json),
+        "application/yaml" => Ok(Encoding::Yaml),
+        _ => Err(ApiError::unsupported_media_type(SUPPORTED)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::ACCEPT, value.parse().expect("header"));
+        h
+    }
+
+    #[test]
+    fn kubectl_table_request_is_a_table() {
+        let h = accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
+        let n = negotiate(&h, None, true).expect("negotiated");
+        assert_eq!(n.shape, Shape::Table(IncludeObject::Metadata));
+        let n = negotiate(&h, None, false).expect("negotiated");
+        assert_eq!(n.shape, Shape::Object);
+    }
+
+    #[test]
+    fn quality_orders_and_unknown_types_fall_back() {
+        let h = accept(
+            "application/vnd.kubernetes.protobuf, application/yaml;q=0.5, application/json;q=0.9",
+        );
+        let n = negotiate(&h, None, false).expect("negotiated");
+        assert_eq!(n.encoding, Encoding::Json);
+    }
+
+    #[test]
+    fn nothing_acceptable_is_406() {
+        let err = negotiate(&accept("text/html"), None, false).expect_err("406");
+        assert_eq!(err.code, 406);
+    }
+
+    #[test]
+    fn unsupported_body_is_415() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            "text/plain".parse().expect("header"),
+        );
+        assert_eq!(body_encoding(&h).expect_err("415").code, 415);
+    }
+}

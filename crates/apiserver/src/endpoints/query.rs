@@ -1,0 +1,223 @@
+//! Query parameters of API requests, parsed into typed options with
+//! upstream's validation (list options, resourceVersion semantics, write
+//! options).
+
+use std::collections::HashMap;
+
+use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::status::ApiError;
+use serde_json::json;
+use storage::ReadVersion;
+
+pub struct Query {
+    params: HashMap<String, String>,
+}
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Self {
+        let params = form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+        Query { params }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.params.get(key).map(String::as_str)
+    }
+
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(key).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("invalid value for {key}: {v:?} is not an integer"))
+            }),
+        }
+    }
+
+    /// `dryRun=All` (the only value upstream accepts).
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        match self.get("dryRun") {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+            ))),
+        }
+    }
+
+    /// `fieldValidation`: Ignore, Warn (the default) or Strict.
+    pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
+        match self.get("fieldValidation") {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}"
+            ))),
+        }
+    }
+
+    /// The read version of a GET.
+    pub fn get_version(&self) -> Result<ReadVersion, ApiError> {
+        match self.get("resourceVersion").unwrap_or("") {
+            "" => Ok(ReadVersion::MostRecent),
+            "0" => Ok(ReadVersion::Any),
+            rv => parse_rv(rv).map(ReadVersion::NotOlderThan),
+        }
+    }
+
+    /// List options with upstream's resourceVersion/resourceVersionMatch
+    /// rules (`ValidateListOptions`).
+    pub fn list_options(&self) -> Result<ListParams, ApiError> {
+        let limit = self.int("limit")?.filter(|l| *l > 0);
+        let continue_token = self.get("continue").filter(|c| !c.is_empty());
+        let rv = self.get("resourceVersion").unwrap_or("");
+        let rv_match = self.get("resourceVersionMatch").unwrap_or("");
+        let watch = self.flag("watch");
+        let mut errors = Vec::new();
+        if continue_token.is_some() && !rv.is_empty() && rv != "0" {
+            errors.push(FieldError::forbidden(
+                &Path::new("resourceVersion"),
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let version = match (rv_match, rv) {
+            (_, _) if watch => ReadVersion::MostRecent,
+            ("", "") => ReadVersion::MostRecent,
+            ("", "0") => ReadVersion::Any,
+            // A paginated list at a given version reads exactly that version.
+            ("", rv) if limit.is_some() && continue_token.is_none() => {
+                ReadVersion::Exact(parse_rv(rv)?)
+            }
+            ("", rv) => ReadVersion::NotOlderThan(parse_rv(rv)?),
+            (_, "") => {
+                errors.push(FieldError::forbidden(
+                    &Path::new("resourceVersionMatch"),
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+                ReadVersion::MostRecent
+            }
+            ("NotOlderThan", "0") => ReadVersion::Any,
+            ("NotOlderThan", rv) => ReadVersion::NotOlderThan(parse_rv(rv)?),
+            ("Exact", "0") => {
+                errors.push(FieldError::forbidden(
+                    &Path::new("resourceVersionMatch"),
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+                ReadVersion::Any
+            }
+            ("Exact", rv) => ReadVersion::Exact(parse_rv(rv)?),
+            (other, _) => {
+                errors.push(FieldError::not_supported(
+                    &Path::new("resourceVersionMatch"),
+                    json!(other),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+                ReadVersion::MostRecent
+            }
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", &errors));
+        }
+        Ok(ListParams {
+            version,
+            limit,
+            continue_token: continue_token.map(str::to_owned),
+            label_selector: self.get("labelSelector").unwrap_or("").to_owned(),
+            field_selector: self.get("fieldSelector").unwrap_or("").to_owned(),
+            watch,
+            watch_from: if watch { parse_watch_rv(rv)? } else { 0 },
+            allow_bookmarks: self.flag("allowWatchBookmarks"),
+            timeout_seconds: self.int("timeoutSeconds")?,
+        })
+    }
+}
+
+fn parse_rv(rv: &str) -> Result<i64, ApiError> {
+    rv.parse::<i64>()
+        .ok()
+        .filter(|v| *v >= 0)
+        .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+fn parse_watch_rv(rv: &str) -> Result<i64, ApiError> {
+    if rv.is_empty() {
+        return Ok(0);
+    }
+    parse_rv(rv)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListParams {
+    pub version: ReadVersion,
+    pub limit: Option<i64>,
+    pub continue_token: Option<String>,
+    pub label_selector: String,
+    pub field_selector: String,
+    pub watch: bool,
+    /// For watches: send events after this revision (0: current state first).
+    pub watch_from: i64,
+    pub allow_bookmarks: bool,
+    pub timeout_seconds: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(q: &str) -> Result<ListParams, ApiError> {
+        Query::parse(Some(q)).list_options()
+    }
+
+    #[test]
+    fn resource_version_semantics_follow_upstream() {
+        assert_eq!(list("").map(|l| l.version), Ok(ReadVersion::MostRecent));
+        assert_eq!(
+            list("resourceVersion=0").map(|l| l.version),
+            Ok(ReadVersion::Any)
+        );
+        assert_eq!(
+            list("resourceVersion=7").map(|l| l.version),
+            Ok(ReadVersion::NotOlderThan(7))
+        );
+        assert_eq!(
+            list("resourceVersion=7&limit=5").map(|l| l.version),
+            Ok(ReadVersion::Exact(7))
+        );
+        assert_eq!(
+            list("resourceVersion=7&resourceVersionMatch=Exact").map(|l| l.version),
+            Ok(ReadVersion::Exact(7))
+        );
+    }
+
+    #[test]
+    fn invalid_combinations_are_rejected() {
+        let err = list("resourceVersionMatch=Exact").expect_err("forbidden");
+        assert_eq!(err.code, 422);
+        assert_eq!(list("resourceVersion=abc").expect_err("bad").code, 400);
+        assert_eq!(list("limit=x").expect_err("bad").code, 400);
+        assert_eq!(
+            list("continue=abc&resourceVersion=5")
+                .expect_err("bad")
+                .code,
+            422
+        );
+    }
+
+    #[test]
+    fn dry_run_accepts_only_all() {
+        assert_eq!(Query::parse(Some("dryRun=All")).dry_run(), Ok(true));
+        assert!(Query::parse(Some("dryRun=Some")).dry_run().is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! Writing response bodies: objects, lists, tables and Status errors in the
+//! negotiated encoding. Lists are written item by item from the shared
+//! stored objects, without copying them into a new tree.
+
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use axum::body::Body;
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+use serde::Serialize;
+use serde_json::{json, Value};
+use storage::{ListResult, Object};
+
+use super::negotiation::{Encoding, Negotiated, Shape};
+use crate::registry::strategy::Strategy;
+use crate::registry::table::IncludeObject;
+use crate::registry::ResourceInfo;
+
+/// Serializes a value in the given encoding.
+pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool) -> Bytes {
+    let result = match encoding {
+        Encoding::Json if pretty => serde_json::to_vec_pretty(value).map_err(|e| e.to_string()),
+        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
+        Encoding::Yaml => serde_yaml::to_string(value)
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string()),
+    };
+    match result {
+        Ok(mut bytes) => {
+            if encoding == Encoding::Json && pretty {
+                bytes.push(b'\n');
+            }
+            Bytes::from(bytes)
+        }
+        // Values here are JSON trees and always serialize; keep a valid body anyway.
+        Err(e) => Bytes::from(format!("{{\"kind\":\"Status\",\"message\":{e:?}}}")),
+    }
+}
+
+pub fn respond(code: StatusCode, body: Bytes, encoding: Encoding) -> Response<Body> {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(encoding.content_type()),
+    );
+    resp
+}
+
+/// A Status error response (always answerable: JSON unless YAML was asked).
+pub fn error(err: &ApiError, encoding: Encoding) -> Response<Body> {
+    let code = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = respond(
+        code,
+        encode(&err.to_status_json(), encoding, false),
+        encoding,
+    );
+    if let Some(secs) = err.retry_after_seconds().filter(|s| *s > 0) {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+/// One object in the negotiated shape.
+pub fn object(
+    code: StatusCode,
+    obj: &Object,
+    neg: &Negotiated,
+    info: &ResourceInfo,
+    strategy: &dyn Strategy,
+) -> Response<Body> {
+    let body = match neg.shape {
+        Shape::Object => encode(obj.as_ref(), neg.encoding, neg.pretty),
+        Shape::PartialMetadata => encode(&partial_metadata(obj), neg.encoding, neg.pretty),
+        Shape::Table(include) => {
+            let resource_version = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let table = table(
+                std::slice::from_ref(obj),
+                resource_version,
+                None,
+                include,
+                info,
+                strategy,
+            );
+            encode(&table, neg.encoding, neg.pretty)
+        }
+    };
+    respond(code, body, neg.encoding)
+}
+
+fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+fn list_metadata(list: &ListResult) -> Value {
+    let mut meta = json!({"resourceVersion": list.resource_version.to_string()});
+    if let Some(token) = &list.continue_token {
+        meta["continue"] = json!(token);
+    }
+    if let Some(remaining) = list.remaining_item_count {
+        meta["remainingItemCount"] = json!(remaining);
+    }
+    meta
+}
+
+/// A list in the negotiated shape.
+pub fn list(
+    list: &ListResult,
+    neg: &Negotiated,
+    info: &ResourceInfo,
+    strategy: &dyn Strategy,
+) -> Response<Body> {
+    let body = match neg.shape {
+        Shape::Object => encode(
+            &ListBody {
+                kind: &info.list_kind,
+                api_version: &info.api_version(),
+                metadata: list_metadata(list),
+                items: &list.items,
+            },
+            neg.encoding,
+            neg.pretty,
+        ),
+        Shape::PartialMetadata => {
+            let items: Vec<Value> = list.items.iter().map(|o| partial_metadata(o)).collect();
+            encode(
+                &json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": list_metadata(list),
+                    "items": items,
+                }),
+                neg.encoding,
+                neg.pretty,
+            )
+        }
+        Shape::Table(include) => {
+            let rv = list.resource_version.to_string();
+            let table = table(
+                &list.items,
+                &rv,
+                list.continue_token.as_deref(),
+                include,
+                info,
+                strategy,
+            );
+            encode(&table, neg.encoding, neg.pretty)
+        }
+    };
+    respond(StatusCode::OK, body, neg.encoding)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListBody<'a> {
+    kind: &'a str,
+    api_version: &'a str,
+    metadata: Value,
+    items: &'a [Arc<Value>],
+}
+
+/// A `meta.k8s.io/v1` Table of the given objects.
+pub fn table(
+    items: &[Object],
+    resource_version: &str,
+    continue_token: Option<&str>,
+    include: IncludeObject,
+    _info: &ResourceInfo,
+    strategy: &dyn Strategy,
+) -> Value {
+    let columns: Vec<Value> = strategy
+        .table_columns()
+        .iter()
+        .map(|c| c.to_json())
+        .collect();
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|obj| {
+            let mut row = json!({"cells": strategy.table_row(obj)});
+            if let Some(o) = include.row_object(obj) {
+                row["object"] = o;
+            }
+            row
+        })
+        .collect();
+    let mut metadata = json!({"resourceVersion": resource_version});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}

@@ -1,0 +1,117 @@
+//! Watch responses: a chunked stream of `{"type":…,"object":…}` events
+//! (upstream's watch server), ended by the request's timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::status::ApiError;
+use axum::body::Body;
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{header, HeaderValue, Response, StatusCode};
+use rand::Rng;
+use serde_json::{json, Value};
+use storage::{WatchEvent, WatchOptions};
+
+use super::handlers::{list_options, HandlerConfig};
+use super::negotiation::{Encoding, Negotiated};
+use super::query::ListParams;
+use super::response::encode;
+use crate::registry::errors::interpret;
+use crate::registry::Store;
+
+pub async fn serve(
+    store: &Arc<Store>,
+    ns: Option<&str>,
+    name: Option<&str>,
+    params: ListParams,
+    neg: &Negotiated,
+    config: &HandlerConfig,
+) -> Result<Response<Body>, ApiError> {
+    let mut params = params;
+    if let Some(name) = name {
+        // A watch on one object is a watch on the collection narrowed to it.
+        let by_name = format!("metadata.name={name}");
+        params.field_selector = if params.field_selector.is_empty() {
+            by_name
+        } else {
+            format!("{},{by_name}", params.field_selector)
+        };
+    }
+    let predicate = list_options(store, &params)?.predicate;
+    let events = store
+        .watch(
+            ns,
+            WatchOptions {
+                resource_version: params.watch_from,
+                predicate,
+                recursive: true,
+                allow_bookmarks: params.allow_bookmarks,
+            },
+        )
+        .await?;
+    let timeout = watch_timeout(params.timeout_seconds, config.min_request_timeout);
+    let encoding = neg.encoding;
+    let store = store.clone();
+    let frames = events
+        .take_until(tokio::time::sleep(timeout))
+        .map(move |event| Ok::<Bytes, std::io::Error>(frame(&store, event, encoding)));
+    let mut resp = Response::new(Body::from_stream(frames));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(encoding.content_type()),
+    );
+    Ok(resp)
+}
+
+/// `timeoutSeconds` when given, else a random time between
+/// `--min-request-timeout` and twice that, so watches do not all end at once.
+fn watch_timeout(timeout_seconds: Option<i64>, min: Duration) -> Duration {
+    match timeout_seconds {
+        Some(secs) if secs > 0 => Duration::from_secs(secs.unsigned_abs()),
+        _ => {
+            let factor: f64 = rand::rng().random_range(1.0..2.0);
+            min.mul_f64(factor)
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Frame<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: &'a Value,
+}
+
+fn frame(store: &Store, event: WatchEvent, encoding: Encoding) -> Bytes {
+    let owned;
+    let (kind, object): (&str, &Value) = match &event {
+        WatchEvent::Added(o) => ("ADDED", o),
+        WatchEvent::Modified(o) => ("MODIFIED", o),
+        WatchEvent::Deleted(o) => ("DELETED", o),
+        WatchEvent::Bookmark(rv) => {
+            owned = json!({
+                "kind": store.info.kind,
+                "apiVersion": store.info.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()},
+            });
+            ("BOOKMARK", &owned)
+        }
+        WatchEvent::Error(e) => {
+            owned = interpret(e.clone(), &store.info, "").to_status_json();
+            ("ERROR", &owned)
+        }
+    };
+    let encoded = encode(&Frame { kind, object }, encoding, false);
+    let mut bytes = Vec::with_capacity(encoded.len() + 4);
+    if encoding == Encoding::Yaml {
+        // YAML watch events are separated as documents.
+        bytes.extend_from_slice(b"---\n");
+    }
+    bytes.extend_from_slice(&encoded);
+    if encoding == Encoding::Json {
+        bytes.push(b'\n');
+    }
+    Bytes::from(bytes)
+}

@@ -1,0 +1,45 @@
+//! The handler chain's filters, one small middleware per file, assembled in
+//! upstream's order by [`build_handler_chain`].
+
+pub mod authentication;
+pub mod authorization;
+pub mod max_in_flight;
+pub mod panic_recovery;
+pub mod request_info;
+pub mod timeout;
+
+use std::sync::Arc;
+
+use axum::middleware::from_fn_with_state;
+use axum::Router;
+
+use crate::server::CompletedConfig;
+
+/// Wraps the API handler in the filters, listed here from the outermost
+/// (first to see a request) to the innermost, as upstream's
+/// `DefaultBuildHandlerChain`: panic recovery → request info → max in
+/// flight → timeout → authentication → (audit) → authorization →
+/// (admission, in the REST handler) → handler.
+pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
+    let limits = Arc::new(max_in_flight::Limits::new(
+        config.max_requests_inflight,
+        config.max_mutating_requests_inflight,
+    ));
+    // axum applies the last `layer` outermost, so the list reads inside out.
+    handler
+        .layer(from_fn_with_state(
+            config.authorization.clone(),
+            authorization::filter,
+        ))
+        .layer(from_fn_with_state(
+            config.authentication.clone(),
+            authentication::filter,
+        ))
+        .layer(from_fn_with_state(config.request_timeout, timeout::filter))
+        .layer(from_fn_with_state(limits, max_in_flight::filter))
+        .layer(from_fn_with_state(
+            Arc::new(apimachinery::request_info::RequestInfoResolver::default()),
+            request_info::filter,
+        ))
+        .layer(axum::middleware::from_fn(panic_recovery::filter))
+}

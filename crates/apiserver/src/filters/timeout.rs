@@ -1,0 +1,41 @@
+//! Ends requests that run past `--request-timeout` with a 504 Status
+//! (upstream's `WithTimeoutForNonLongRunningRequests`); watches are bounded
+//! by their own timeout instead.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::request_info::RequestInfo;
+use apimachinery::status::ApiError;
+use axum::body::Body;
+use axum::extract::State;
+use axum::middleware::Next;
+use http::{Request, Response};
+
+use super::max_in_flight::is_long_running;
+use crate::endpoints::negotiation::Encoding;
+use crate::endpoints::response;
+
+pub async fn filter(
+    State(timeout): State<Duration>,
+    req: Request<Body>,
+    next: Next,
+) -> Response<Body> {
+    let long_running = req
+        .extensions()
+        .get::<Arc<RequestInfo>>()
+        .is_some_and(|i| is_long_running(i));
+    if long_running || timeout.is_zero() {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => response::error(
+            &ApiError::timeout(
+                "request did not complete within requested timeout - context deadline exceeded",
+                0,
+            ),
+            Encoding::Json,
+        ),
+    }
+}

@@ -1,0 +1,61 @@
+//! The static description of one served resource: what discovery publishes
+//! and what the REST handler needs to route, store and name it.
+
+/// The verbs a resource supports, as discovery lists them.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group; empty for the core ("legacy") group.
+    pub group: String,
+    pub version: String,
+    /// Plural lower-case name used in URLs, e.g. `deployments`.
+    pub resource: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub verbs: Vec<String>,
+    /// Whether the resource has a `status` subresource (spec/status split).
+    pub has_status: bool,
+    /// Whether the resource has a `scale` subresource (autoscaling/v1 Scale).
+    pub has_scale: bool,
+    /// Storage key root below the storage prefix, e.g. `pods` or
+    /// `apiextensions.k8s.io/customresourcedefinitions` (upstream's layout).
+    pub storage_root: String,
+}
+
+impl ResourceInfo {
+    /// `apps/v1`, or `v1` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `deployments.apps`, or `pods` for the core group (as errors name it).
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+}

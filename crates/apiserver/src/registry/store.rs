@@ -1,0 +1,520 @@
+//! The generic registry store (upstream's `registry/generic/registry.Store`):
+//! every verb implemented once over [`storage::Storage`], with the
+//! resource's [`Strategy`] supplying defaults, preparation and validation.
+
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use futures::FutureExt;
+use serde_json::{json, Value};
+use storage::{
+    GetOptions, ListOptions, ListResult, Object, Preconditions, Storage, WatchOptions, WatchStream,
+};
+
+use super::errors::{interpret, into_storage};
+use super::object_meta;
+use super::resource::ResourceInfo;
+use super::strategy::Strategy;
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Main,
+    Status,
+}
+
+/// Options shared by the write verbs.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: run every step but do not persist.
+    pub dry_run: bool,
+}
+
+/// What `delete` did.
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// The object is gone; this is its last state.
+    Deleted(Object),
+    /// The object has finalizers: it is marked for deletion and stays until
+    /// they are removed.
+    Pending(Object),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub preconditions: Option<Preconditions>,
+    pub dry_run: bool,
+}
+
+pub struct Store {
+    pub info: ResourceInfo,
+    pub strategy: Arc<dyn Strategy>,
+    storage: Arc<dyn Storage>,
+    /// `<storage prefix>/<storage root>`, e.g. `/registry/pods`.
+    key_root: String,
+}
+
+impl Store {
+    pub fn new(
+        info: ResourceInfo,
+        strategy: Arc<dyn Strategy>,
+        storage: Arc<dyn Storage>,
+        prefix: &str,
+    ) -> Self {
+        let key_root = format!("{}/{}", prefix.trim_end_matches('/'), info.storage_root);
+        Store {
+            info,
+            strategy,
+            storage,
+            key_root,
+        }
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The key of one object: `<root>/<namespace>/<name>` or `<root>/<name>`.
+    pub fn object_key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace.filter(|_| self.info.namespaced) {
+            Some(ns) => format!("{}/{ns}/{name}", self.key_root),
+            None => format!("{}/{name}", self.key_root),
+        }
+    }
+
+    /// The key under which a collection lives (all namespaces when `None`).
+    pub fn collection_key(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.info.namespaced) {
+            Some(ns) => format!("{}/{ns}", self.key_root),
+            None => self.key_root.clone(),
+        }
+    }
+
+    fn err(&self, name: &str) -> impl Fn(storage::StorageError) -> ApiError + '_ {
+        let name = name.to_owned();
+        move |e| interpret(e, &self.info, &name)
+    }
+
+    pub async fn get(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: GetOptions,
+    ) -> Result<Object, ApiError> {
+        let key = self.object_key(namespace, name);
+        let found = self
+            .storage
+            .get(
+                &key,
+                GetOptions {
+                    ignore_not_found: true,
+                    ..opts
+                },
+            )
+            .await
+            .map_err(self.err(name))?;
+        found.ok_or_else(|| self.not_found(name))
+    }
+
+    fn not_found(&self, name: &str) -> ApiError {
+        ApiError::not_found(&self.info.group, &self.info.resource, name)
+    }
+
+    pub async fn list(
+        &self,
+        namespace: Option<&str>,
+        opts: ListOptions,
+    ) -> Result<ListResult, ApiError> {
+        let key = self.collection_key(namespace);
+        self.storage
+            .get_list(
+                &key,
+                ListOptions {
+                    recursive: true,
+                    ..opts
+                },
+            )
+            .await
+            .map_err(self.err(""))
+    }
+
+    pub async fn watch(
+        &self,
+        namespace: Option<&str>,
+        opts: WatchOptions,
+    ) -> Result<WatchStream, ApiError> {
+        let key = self.collection_key(namespace);
+        self.storage
+            .watch(
+                &key,
+                WatchOptions {
+                    recursive: true,
+                    ..opts
+                },
+            )
+            .await
+            .map_err(self.err(""))
+    }
+
+    /// Creates an object. The namespace has already been checked against the
+    /// request's; the body is decoded and defaulted.
+    pub async fn create(&self, mut obj: Value, opts: &WriteOptions) -> Result<Object, ApiError> {
+        let generated = object_meta::fill_on_create(&mut obj, self.info.namespaced);
+        self.strategy.prepare_for_create(&mut obj);
+        self.validate_create(&obj)?;
+        self.strategy.canonicalize(&mut obj);
+        let name = object_meta::name(&obj).to_owned();
+        let namespace = object_meta::namespace(&obj).map(str::to_owned);
+        if opts.dry_run {
+            return self.dry_run_create(namespace.as_deref(), &name, obj).await;
+        }
+        let key = self.object_key(namespace.as_deref(), &name);
+        self.storage.create(&key, obj).await.map_err(|e| {
+            if generated && matches!(e, storage::StorageError::AlreadyExists { .. }) {
+                ApiError::generate_name_conflict(&self.info.group, &self.info.resource, &name, 1)
+            } else {
+                interpret(e, &self.info, &name)
+            }
+        })
+    }
+
+    /// A dry-run create answers as a real one would, without writing.
+    async fn dry_run_create(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Value,
+    ) -> Result<Object, ApiError> {
+        let key = self.object_key(namespace, name);
+        let existing = self
+            .storage
+            .get(
+                &key,
+                GetOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(self.err(name))?;
+        if existing.is_some() {
+            return Err(ApiError::already_exists(
+                &self.info.group,
+                &self.info.resource,
+                name,
+            ));
+        }
+        Ok(Arc::new(obj))
+    }
+
+    fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
+        let mut errors = object_meta::validate(obj, self.info.namespaced);
+        errors.extend(self.strategy.validate(obj));
+        self.invalid_if_any(obj, &errors)
+    }
+
+    fn invalid_if_any(
+        &self,
+        obj: &Value,
+        errors: &[apimachinery::field_errors::FieldError],
+    ) -> Result<(), ApiError> {
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            &self.info.group,
+            &self.info.kind,
+            object_meta::name(obj),
+            errors,
+        ))
+    }
+
+    /// Replaces an object (PUT), or creates it when the strategy allows.
+    /// `mutate` turns the current object into the requested one: for PUT it
+    /// returns the body; for PATCH it applies the patch to the current state.
+    /// Returns the stored object and whether it was created.
+    pub async fn update(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: Target,
+        mutate: Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>,
+        opts: &WriteOptions,
+    ) -> Result<(Object, bool), ApiError> {
+        let key = self.object_key(namespace, name);
+        let created = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let step = UpdateStep {
+            info: self.info.clone(),
+            strategy: self.strategy.clone(),
+            target,
+            mutate,
+            created: created.clone(),
+        };
+        let step = Arc::new(step);
+        let update_fn = move |current: Option<Object>| {
+            let step = step.clone();
+            async move { step.apply(current.as_deref()).map_err(into_storage) }.boxed()
+        };
+        let allow_create = self.strategy.allow_create_on_update() && target == Target::Main;
+        if opts.dry_run {
+            let current = self
+                .storage
+                .get(
+                    &key,
+                    GetOptions {
+                        ignore_not_found: true,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(self.err(name))?;
+            if current.is_none() && !allow_create {
+                return Err(self.not_found(name));
+            }
+            let obj = update_fn(current).await.map_err(self.err(name))?;
+            return Ok((
+                Arc::new(obj),
+                created.load(std::sync::atomic::Ordering::SeqCst),
+            ));
+        }
+        let obj = self
+            .storage
+            .guaranteed_update(&key, allow_create, None, &update_fn)
+            .await
+            .map_err(self.err(name))?;
+        let obj = self.finish_if_finalized(&key, obj).await?;
+        Ok((obj, created.load(std::sync::atomic::Ordering::SeqCst)))
+    }
+
+    /// An object marked for deletion whose last finalizer was just removed
+    /// is deleted now (upstream's deleteWithoutFinalizers on update).
+    async fn finish_if_finalized(&self, key: &str, obj: Object) -> Result<Object, ApiError> {
+        if !object_meta::is_terminating(&obj) || object_meta::has_finalizers(&obj) {
+            return Ok(obj);
+        }
+        let preconditions = Preconditions {
+            uid: None,
+            resource_version: object_meta::resource_version(&obj).map(str::to_owned),
+        };
+        let no_check = |_: Object| async { Ok(()) }.boxed();
+        match self
+            .storage
+            .delete(key, Some(&preconditions), &no_check)
+            .await
+        {
+            Ok(deleted) => Ok(deleted),
+            Err(
+                storage::StorageError::NotFound { .. } | storage::StorageError::Conflict { .. },
+            ) => Ok(obj),
+            Err(e) => Err(interpret(e, &self.info, object_meta::name(&obj))),
+        }
+    }
+
+    /// Deletes an object, or marks it for deletion when it has finalizers.
+    pub async fn delete(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = self.object_key(namespace, name);
+        let current = self.get(namespace, name, GetOptions::default()).await?;
+        check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
+        if object_meta::has_finalizers(&current) {
+            return self.mark_for_deletion(&key, name, opts).await;
+        }
+        if opts.dry_run {
+            return Ok(DeleteOutcome::Deleted(current));
+        }
+        let no_check = |_: Object| async { Ok(()) }.boxed();
+        let deleted = self
+            .storage
+            .delete(&key, opts.preconditions.as_ref(), &no_check)
+            .await
+            .map_err(self.err(name))?;
+        Ok(DeleteOutcome::Deleted(deleted))
+    }
+
+    /// Sets deletionTimestamp (once) on an object with finalizers.
+    async fn mark_for_deletion(
+        &self,
+        key: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let mark = |current: Option<Object>| {
+            let result = match current {
+                Some(obj) => {
+                    let mut obj = (*obj).clone();
+                    object_meta::mark_terminating(&mut obj);
+                    Ok(obj)
+                }
+                None => Err(storage::StorageError::NotFound { key: String::new() }),
+            };
+            async move { result }.boxed()
+        };
+        if opts.dry_run {
+            let current = self.get_by_key(key, name).await?;
+            let obj = mark(Some(current)).await.map_err(self.err(name))?;
+            return Ok(DeleteOutcome::Pending(Arc::new(obj)));
+        }
+        let obj = self
+            .storage
+            .guaranteed_update(key, false, opts.preconditions.as_ref(), &mark)
+            .await
+            .map_err(self.err(name))?;
+        Ok(DeleteOutcome::Pending(obj))
+    }
+
+    async fn get_by_key(&self, key: &str, name: &str) -> Result<Object, ApiError> {
+        self.storage
+            .get(
+                key,
+                GetOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(self.err(name))?
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    /// Deletes every object the list options select (deletecollection).
+    pub async fn delete_collection(
+        &self,
+        namespace: Option<&str>,
+        list: ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Object>, ApiError> {
+        let items = self.list(namespace, list).await?.items;
+        let mut deleted = Vec::with_capacity(items.len());
+        for item in items {
+            let name = object_meta::name(&item).to_owned();
+            let ns = object_meta::namespace(&item).map(str::to_owned);
+            match self.delete(ns.as_deref(), &name, opts).await {
+                Ok(DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj)) => deleted.push(obj),
+                // Deleted concurrently: nothing left to do.
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    current: &Value,
+    preconditions: Option<&Preconditions>,
+) -> Result<(), ApiError> {
+    let Some(p) = preconditions else {
+        return Ok(());
+    };
+    if let Some(uid) = &p.uid {
+        let actual = object_meta::uid(current).unwrap_or_default();
+        if actual != uid {
+            return Err(ApiError::conflict(
+                &info.group,
+                &info.resource,
+                name,
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = &p.resource_version {
+        let actual = object_meta::resource_version(current).unwrap_or_default();
+        if actual != rv {
+            return Err(ApiError::conflict(
+                &info.group,
+                &info.resource,
+                name,
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The read-modify-write step of an update, run against the current state
+/// (possibly several times when writers conflict).
+struct UpdateStep {
+    info: ResourceInfo,
+    strategy: Arc<dyn Strategy>,
+    target: Target,
+    mutate: Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>,
+    created: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl UpdateStep {
+    fn apply(&self, current: Option<&Value>) -> Result<Value, ApiError> {
+        let mut new = (self.mutate)(current)?;
+        let Some(old) = current else {
+            return self.create_instead(new);
+        };
+        self.created
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let name = object_meta::name(old).to_owned();
+        let requested_rv = object_meta::resource_version(&new).unwrap_or_default();
+        if !requested_rv.is_empty() && Some(requested_rv) != object_meta::resource_version(old) {
+            return Err(ApiError::optimistic_lock_conflict(
+                &self.info.group,
+                &self.info.resource,
+                &name,
+            ));
+        }
+        if requested_rv.is_empty() && !self.strategy.allow_unconditional_update() {
+            return Err(ApiError::invalid(
+                &self.info.group,
+                &self.info.kind,
+                &name,
+                &[apimachinery::field_errors::FieldError::invalid(
+                    &apimachinery::field_errors::Path::new("metadata").child("resourceVersion"),
+                    json!(0),
+                    "must be specified for an update",
+                )],
+            ));
+        }
+        match self.target {
+            Target::Main => self.strategy.prepare_for_update(&mut new, old),
+            Target::Status => self.strategy.prepare_for_status_update(&mut new, old),
+        }
+        object_meta::carry_over_on_update(&mut new, old);
+        let mut errors = object_meta::validate_update(&new, old, self.info.namespaced);
+        errors.extend(self.strategy.validate_update(&new, old));
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(
+                &self.info.group,
+                &self.info.kind,
+                &name,
+                &errors,
+            ));
+        }
+        self.strategy.canonicalize(&mut new);
+        Ok(new)
+    }
+
+    fn create_instead(&self, mut new: Value) -> Result<Value, ApiError> {
+        self.created
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        object_meta::fill_on_create(&mut new, self.info.namespaced);
+        self.strategy.prepare_for_create(&mut new);
+        let mut errors = object_meta::validate(&new, self.info.namespaced);
+        errors.extend(self.strategy.validate(&new));
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(
+                &self.info.group,
+                &self.info.kind,
+                object_meta::name(&new),
+                &errors,
+            ));
+        }
+        self.strategy.canonicalize(&mut new);
+        Ok(new)
+    }
+}

@@ -1,0 +1,114 @@
+//! Per-resource behaviour plugged into the generic registry store
+//! (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`/… and table
+//! convertors). The generic store implements every verb once; a resource
+//! only says how its objects are defaulted, prepared, validated and printed.
+
+use std::collections::BTreeMap;
+
+use apimachinery::field_errors::FieldError;
+use serde_json::Value;
+
+use super::table::{self, TableColumn};
+
+/// A request body turned into an object of the resource's type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub object: Value,
+    /// Paths of fields the type does not have (dropped from `object`), for
+    /// `fieldValidation` warnings or errors.
+    pub unknown_fields: Vec<String>,
+}
+
+pub trait Strategy: Send + Sync + 'static {
+    /// Checks a request body against the resource's type, dropping unknown
+    /// fields (upstream decodes into the Go type). `Err` is a decoding error
+    /// message (answered with 400).
+    fn decode(&self, obj: Value) -> Result<Decoded, String> {
+        Ok(Decoded {
+            object: obj,
+            unknown_fields: Vec::new(),
+        })
+    }
+
+    /// Fills upstream's defaults (done when decoding a request body).
+    fn default(&self, _obj: &mut Value) {}
+
+    /// Clears or sets fields the user may not set on create (status reset,
+    /// generation = 1, …).
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// Carries over fields the user may not change on update (status on the
+    /// main resource, generation bump on spec change, …).
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Like `prepare_for_update`, for writes to the `status` subresource:
+    /// only status may change.
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        let status = new.get("status").cloned();
+        let mut merged = old.clone();
+        match status {
+            Some(status) => merged["status"] = status,
+            None => {
+                if let Some(map) = merged.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+        // Metadata changes other than labels/annotations are ignored, as upstream.
+        for field in ["labels", "annotations"] {
+            if let Some(v) = new.pointer(&format!("/metadata/{field}")) {
+                merged["metadata"][field] = v.clone();
+            }
+        }
+        *new = merged;
+    }
+
+    /// Type-specific validation of a new object (metadata is validated by the
+    /// store for every resource).
+    fn validate(&self, _obj: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// Type-specific validation of an update.
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        self.validate(new)
+    }
+
+    /// Normalizes an object before it is stored.
+    fn canonicalize(&self, _obj: &mut Value) {}
+
+    /// Whether PUT of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether PUT without metadata.resourceVersion is allowed.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Field values a field selector may match, beyond metadata.name and
+    /// metadata.namespace (e.g. pods' spec.nodeName and status.phase).
+    fn selectable_fields(&self, _obj: &Value, _fields: &mut BTreeMap<String, String>) {}
+
+    /// The names of the extra selectable fields, to reject unknown ones.
+    fn selectable_field_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Columns of `kubectl get` (Table output). The default is upstream's
+    /// default table: name and creation time.
+    fn table_columns(&self) -> Vec<TableColumn> {
+        table::default_columns()
+    }
+
+    /// One row's cells for `table_columns`.
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        table::default_row(obj)
+    }
+}
+
+/// The strategy of a resource with no behaviour of its own.
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {}

@@ -1,0 +1,80 @@
+//! The generic server's configuration: `Config` holds what the user set;
+//! `complete()` derives the rest and returns a `CompletedConfig`, the only
+//! thing a server can be built from (upstream's Config → Complete → New).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::discovery::DiscoveryRegistry;
+use super::healthz::HealthCheck;
+use crate::filters::authentication::Authentication;
+use crate::filters::authorization::{Authorization, AuthorizationMode};
+
+#[derive(Clone)]
+pub struct Config {
+    /// `--request-timeout`.
+    pub request_timeout: Duration,
+    /// `--min-request-timeout`.
+    pub min_request_timeout: Duration,
+    /// `--max-requests-inflight`.
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight`.
+    pub max_mutating_requests_inflight: usize,
+    /// `--livez-grace-period`.
+    pub livez_grace_period: Duration,
+    /// `--shutdown-delay-duration`.
+    pub shutdown_delay: Duration,
+    /// host:port clients should use, published by `/api`.
+    pub external_address: String,
+    /// Checks for /healthz, /livez and /readyz beyond ping (e.g. etcd).
+    pub health_checks: Vec<Arc<dyn HealthCheck>>,
+    /// `--anonymous-auth`.
+    pub anonymous_auth: bool,
+    /// `--authorization-mode`.
+    pub authorization_modes: Vec<AuthorizationMode>,
+    /// The `/version` document.
+    pub version: Value,
+    /// Discovery shared by every server of the chain.
+    pub discovery: DiscoveryRegistry,
+}
+
+impl Config {
+    pub fn complete(self) -> CompletedConfig {
+        CompletedConfig(Arc::new(Completed {
+            authentication: Arc::new(Authentication {
+                anonymous: self.anonymous_auth,
+            }),
+            authorization: Arc::new(Authorization {
+                modes: self.authorization_modes.clone(),
+            }),
+            config: self,
+        }))
+    }
+}
+
+pub struct Completed {
+    pub config: Config,
+    pub authentication: Arc<Authentication>,
+    pub authorization: Arc<Authorization>,
+}
+
+/// A configuration with every derived value filled in; cheap to clone and
+/// shared by the servers of the chain.
+#[derive(Clone)]
+pub struct CompletedConfig(Arc<Completed>);
+
+impl std::ops::Deref for CompletedConfig {
+    type Target = Completed;
+    fn deref(&self) -> &Completed {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Completed {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}

@@ -1,0 +1,343 @@
+//! API discovery documents: `/api`, `/apis`, `/apis/<group>`,
+//! `/apis/<group>/<version>` (upstream's `endpoints/discovery`), and
+//! aggregated discovery (`apidiscovery.k8s.io/v2`), which current kubectl
+//! asks for first.
+//!
+//! The registry is shared by the three servers of the chain: each registers
+//! the groups it serves, and the outermost server answers `/apis` for all.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use base64::Engine;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::registry::ResourceInfo;
+
+/// Media type parameters of an aggregated discovery request/response.
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// One group version and the resources it serves.
+#[derive(Debug, Clone)]
+pub struct GroupVersionDiscovery {
+    pub group: String,
+    pub version: String,
+    pub resources: Vec<ResourceInfo>,
+}
+
+#[derive(Debug, Default)]
+struct Groups {
+    /// Group name → versions in preference order (first = preferred).
+    order: Vec<String>,
+    versions: BTreeMap<String, Vec<GroupVersionDiscovery>>,
+}
+
+/// The discovery state of the whole server chain.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoveryRegistry {
+    inner: Arc<RwLock<Groups>>,
+}
+
+impl DiscoveryRegistry {
+    /// Adds (or replaces) a group version. Versions of one group keep the
+    /// order in which they were added; the first is preferred.
+    pub fn add(&self, gv: GroupVersionDiscovery) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        if !groups.versions.contains_key(&gv.group) {
+            groups.order.push(gv.group.clone());
+        }
+        let versions = groups.versions.entry(gv.group.clone()).or_default();
+        match versions.iter_mut().find(|v| v.version == gv.version) {
+            Some(existing) => *existing = gv,
+            None => versions.push(gv),
+        }
+    }
+
+    /// Removes a group version (and the group when it has none left).
+    pub fn remove(&self, group: &str, version: &str) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        if let Some(versions) = groups.versions.get_mut(group) {
+            versions.retain(|v| v.version != version);
+            if versions.is_empty() {
+                groups.versions.remove(group);
+                groups.order.retain(|g| g != group);
+            }
+        }
+    }
+
+    fn snapshot(&self) -> Vec<(String, Vec<GroupVersionDiscovery>)> {
+        let Ok(groups) = self.inner.read() else {
+            return Vec::new();
+        };
+        groups
+            .order
+            .iter()
+            .filter_map(|g| groups.versions.get(g).map(|v| (g.clone(), v.clone())))
+            .collect()
+    }
+
+    pub fn group_version(&self, group: &str, version: &str) -> Option<GroupVersionDiscovery> {
+        let groups = self.inner.read().ok()?;
+        groups
+            .versions
+            .get(group)?
+            .iter()
+            .find(|v| v.version == version)
+            .cloned()
+    }
+
+    /// `/api`: the core group's versions.
+    pub fn api_versions(&self, server_address: &str) -> Value {
+        let versions: Vec<String> = self
+            .snapshot()
+            .into_iter()
+            .filter(|(g, _)| g.is_empty())
+            .flat_map(|(_, vs)| vs.into_iter().map(|v| v.version))
+            .collect();
+        json!({
+            "kind": "APIVersions",
+            "versions": versions,
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+        })
+    }
+
+    /// `/apis`: every named group.
+    pub fn api_group_list(&self) -> Value {
+        let groups: Vec<Value> = self
+            .snapshot()
+            .into_iter()
+            .filter(|(g, _)| !g.is_empty())
+            .map(|(g, vs)| group_doc(&g, &vs))
+            .collect();
+        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    }
+
+    /// `/apis/<group>`.
+    pub fn api_group(&self, group: &str) -> Option<Value> {
+        let snapshot = self.snapshot();
+        let (_, versions) = snapshot.iter().find(|(g, _)| g == group && !g.is_empty())?;
+        let mut doc = group_doc(group, versions);
+        doc["kind"] = json!("APIGroup");
+        doc["apiVersion"] = json!("v1");
+        Some(doc)
+    }
+
+    /// Aggregated discovery for `/api` (core only) or `/apis` (named groups).
+    pub fn aggregated(&self, core: bool) -> Value {
+        let items: Vec<Value> = self
+            .snapshot()
+            .into_iter()
+            .filter(|(g, _)| g.is_empty() == core)
+            .map(|(g, vs)| {
+                json!({
+                    "metadata": {"name": g, "creationTimestamp": null},
+                    "versions": vs.iter().map(aggregated_version).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!({
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {},
+            "items": items,
+        })
+    }
+}
+
+fn group_version_string(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+fn group_doc(group: &str, versions: &[GroupVersionDiscovery]) -> Value {
+    let entries: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": group_version_string(group, &v.version), "version": v.version}))
+        .collect();
+    let preferred = entries.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": entries, "preferredVersion": preferred})
+}
+
+/// Upstream's storageVersionHash: the first 8 bytes of the SHA-256 of the
+/// storage group/version/kind, base64-encoded.
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+fn subresource_verbs(name: &str) -> Vec<&'static str> {
+    match name {
+        "status" | "scale" => vec!["get", "patch", "update"],
+        _ => vec!["get"],
+    }
+}
+
+fn subresources(r: &ResourceInfo) -> Vec<&'static str> {
+    let mut subs = Vec::new();
+    if r.has_status {
+        subs.push("status");
+    }
+    if r.has_scale {
+        subs.push("scale");
+    }
+    subs
+}
+
+/// `/apis/<group>/<version>` (or `/api/v1`): an APIResourceList.
+pub fn resource_list(gv: &GroupVersionDiscovery) -> Value {
+    let mut resources = Vec::new();
+    for r in &gv.resources {
+        let mut doc = json!({
+            "name": r.resource,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": r.verbs,
+            "storageVersionHash": storage_version_hash(&r.group, &r.version, &r.kind),
+        });
+        if !r.short_names.is_empty() {
+            doc["shortNames"] = json!(r.short_names);
+        }
+        if !r.categories.is_empty() {
+            doc["categories"] = json!(r.categories);
+        }
+        resources.push(doc);
+        for sub in subresources(r) {
+            let mut sub_doc = json!({
+                "name": format!("{}/{sub}", r.resource),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": subresource_verbs(sub),
+            });
+            if sub == "scale" {
+                sub_doc["group"] = json!("autoscaling");
+                sub_doc["version"] = json!("v1");
+                sub_doc["kind"] = json!("Scale");
+            }
+            resources.push(sub_doc);
+        }
+    }
+    json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version_string(&gv.group, &gv.version),
+        "resources": resources,
+    })
+}
+
+fn aggregated_version(gv: &GroupVersionDiscovery) -> Value {
+    let resources: Vec<Value> = gv
+        .resources
+        .iter()
+        .map(|r| {
+            let mut doc = json!({
+                "resource": r.resource,
+                "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                "singularResource": r.singular,
+                "verbs": r.verbs,
+            });
+            if !r.short_names.is_empty() {
+                doc["shortNames"] = json!(r.short_names);
+            }
+            if !r.categories.is_empty() {
+                doc["categories"] = json!(r.categories);
+            }
+            let subs: Vec<Value> = subresources(r)
+                .into_iter()
+                .map(|sub| {
+                    let kind = if sub == "scale" {
+                        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+                    } else {
+                        json!({"group": r.group, "version": r.version, "kind": r.kind})
+                    };
+                    json!({"subresource": sub, "responseKind": kind, "verbs": subresource_verbs(sub)})
+                })
+                .collect();
+            if !subs.is_empty() {
+                doc["subresources"] = json!(subs);
+            }
+            doc
+        })
+        .collect();
+    json!({"version": gv.version, "resources": resources, "freshness": "Current"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(group: &str, resource: &str, kind: &str) -> ResourceInfo {
+        ResourceInfo {
+            group: group.into(),
+            version: "v1".into(),
+            resource: resource.into(),
+            singular: kind.to_lowercase(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec!["get".into()],
+            has_status: true,
+            has_scale: false,
+            storage_root: resource.into(),
+        }
+    }
+
+    #[test]
+    fn groups_and_versions_are_listed_in_order() {
+        let reg = DiscoveryRegistry::default();
+        reg.add(GroupVersionDiscovery {
+            group: "".into(),
+            version: "v1".into(),
+            resources: vec![info("", "pods", "Pod")],
+        });
+        reg.add(GroupVersionDiscovery {
+            group: "apps".into(),
+            version: "v1".into(),
+            resources: vec![info("apps", "deployments", "Deployment")],
+        });
+        let list = reg.api_group_list();
+        assert_eq!(list["groups"][0]["name"], "apps");
+        assert_eq!(
+            list["groups"][0]["preferredVersion"]["groupVersion"],
+            "apps/v1"
+        );
+        assert_eq!(reg.api_versions("1.2.3.4:6443")["versions"][0], "v1");
+        let agg = reg.aggregated(true);
+        assert_eq!(
+            agg["items"][0]["versions"][0]["resources"][0]["subresources"][0]["subresource"],
+            "status"
+        );
+        reg.remove("apps", "v1");
+        assert!(reg.api_group("apps").is_none());
+    }
+
+    #[test]
+    fn resource_list_includes_subresources() {
+        let gv = GroupVersionDiscovery {
+            group: "".into(),
+            version: "v1".into(),
+            resources: vec![info("", "pods", "Pod")],
+        };
+        let doc = resource_list(&gv);
+        assert_eq!(doc["resources"][1]["name"], "pods/status");
+        assert_eq!(
+            doc["resources"][0]["storageVersionHash"]
+                .as_str()
+                .map(str::len),
+            Some(12)
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! The generic API server (upstream's `GenericAPIServer`): the API groups
+//! it serves, its non-resource paths, hooks and health checks, and the
+//! delegate it hands every other request to. Servers are chained by
+//! delegation: each one's unprotected handler falls through to its
+//! delegate's, ending in a 404.
+
+pub mod config;
+pub mod discovery;
+pub mod healthz;
+pub mod hooks;
+mod mux;
+mod run;
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use futures::future::BoxFuture;
+use http::{Request, Response};
+use tower::util::BoxCloneSyncService;
+
+pub use config::{CompletedConfig, Config};
+pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery};
+pub use healthz::{FnCheck, HealthCheck};
+pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
+pub use run::PreparedServer;
+
+use crate::registry::Store;
+
+/// An HTTP handler: the unit servers are chained by.
+pub type Handler = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
+
+/// A handler of one non-resource path.
+pub type PathHandler =
+    Arc<dyn Fn(Request<Body>) -> BoxFuture<'static, Response<Body>> + Send + Sync>;
+
+/// What a server hands to the server built in front of it (upstream's
+/// `DelegationTarget`).
+pub trait DelegationTarget: Send + Sync {
+    /// Serves requests without the handler chain (the front server's chain
+    /// has already run).
+    fn unprotected_handler(&self) -> Handler;
+    fn post_start_hooks(&self) -> Vec<PostStartHook>;
+    fn pre_shutdown_hooks(&self) -> Vec<PreShutdownHook>;
+    fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>>;
+}
+
+/// The end of the chain: every request is a 404 Status.
+pub struct NotFoundDelegate;
+
+impl DelegationTarget for NotFoundDelegate {
+    fn unprotected_handler(&self) -> Handler {
+        BoxCloneSyncService::new(tower::service_fn(|_req: Request<Body>| async {
+            Ok::<_, Infallible>(mux::not_found())
+        }))
+    }
+    fn post_start_hooks(&self) -> Vec<PostStartHook> {
+        Vec::new()
+    }
+    fn pre_shutdown_hooks(&self) -> Vec<PreShutdownHook> {
+        Vec::new()
+    }
+    fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
+        Vec::new()
+    }
+}
+
+/// Resources of one group version, by plural name.
+pub type GroupVersionStores = BTreeMap<String, Arc<Store>>;
+
+pub struct GenericApiServer {
+    pub name: String,
+    config: CompletedConfig,
+    /// (group, version) → resources; the core group is "".
+    groups: HashMap<(String, String), GroupVersionStores>,
+    paths: HashMap<String, PathHandler>,
+    delegate: Handler,
+    post_start_hooks: Vec<PostStartHook>,
+    pre_shutdown_hooks: Vec<PreShutdownHook>,
+    health_checks: Vec<Arc<dyn HealthCheck>>,
+}
+
+impl CompletedConfig {
+    /// Builds a server that hands what it does not serve to `delegate`.
+    pub fn new_server(&self, name: &str, delegate: &dyn DelegationTarget) -> GenericApiServer {
+        GenericApiServer {
+            name: name.to_owned(),
+            config: self.clone(),
+            groups: HashMap::new(),
+            paths: HashMap::new(),
+            delegate: delegate.unprotected_handler(),
+            post_start_hooks: delegate.post_start_hooks(),
+            pre_shutdown_hooks: delegate.pre_shutdown_hooks(),
+            health_checks: delegate.health_checks(),
+        }
+    }
+}
+
+impl GenericApiServer {
+    pub fn config(&self) -> &CompletedConfig {
+        &self.config
+    }
+
+    /// Serves the resources of one group version (the core group is "")
+    /// and publishes them in discovery. Versions of a group installed first
+    /// are preferred.
+    pub fn install_group_version(&mut self, group: &str, version: &str, stores: Vec<Arc<Store>>) {
+        let resources = stores.iter().map(|s| s.info.clone()).collect();
+        self.config.discovery.add(GroupVersionDiscovery {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resources,
+        });
+        let map = stores
+            .into_iter()
+            .map(|s| (s.info.resource.clone(), s))
+            .collect();
+        self.groups
+            .insert((group.to_owned(), version.to_owned()), map);
+    }
+
+    /// Serves one non-resource path (exact match).
+    pub fn handle_path(&mut self, path: &str, handler: PathHandler) {
+        self.paths.insert(path.to_owned(), handler);
+    }
+
+    pub fn add_post_start_hook(&mut self, name: &str, run: HookFn) {
+        self.post_start_hooks.push(PostStartHook::new(name, run));
+    }
+
+    pub fn add_pre_shutdown_hook(&mut self, name: &str, run: HookFn) {
+        self.pre_shutdown_hooks.push(PreShutdownHook {
+            name: name.to_owned(),
+            run,
+        });
+    }
+
+    pub fn add_health_check(&mut self, check: Arc<dyn HealthCheck>) {
+        self.health_checks.push(check);
+    }
+
+    /// The store serving a resource, for hooks and controllers.
+    pub fn store(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Store>> {
+        self.groups
+            .get(&(group.to_owned(), version.to_owned()))?
+            .get(resource)
+            .cloned()
+    }
+}
+
+impl DelegationTarget for GenericApiServer {
+    fn unprotected_handler(&self) -> Handler {
+        let mux = mux::Mux::new(
+            self.groups.clone(),
+            self.paths.clone(),
+            self.delegate.clone(),
+            self.config.clone(),
+        );
+        mux.into_handler()
+    }
+
+    fn post_start_hooks(&self) -> Vec<PostStartHook> {
+        self.post_start_hooks.clone()
+    }
+
+    fn pre_shutdown_hooks(&self) -> Vec<PreShutdownHook> {
+        self.pre_shutdown_hooks.clone()
+    }
+
+    fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
+        self.health_checks.clone()
+    }
+}

@@ -1,0 +1,192 @@
+//! One server's request dispatch (upstream's director + go-restful
+//! container + NonGoRestfulMux): resource requests for the group versions
+//! this server serves go to the REST handler, discovery and registered paths
+//! are answered here, and everything else goes to the delegate.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::request_info::{RequestInfo, RequestInfoResolver};
+use apimachinery::status::{ApiError, StatusReason};
+use axum::body::Body;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use serde_json::Value;
+use tower::util::BoxCloneSyncService;
+use tower::ServiceExt;
+
+use super::discovery::{self, AGGREGATED_V2};
+use super::{CompletedConfig, GroupVersionStores, Handler, PathHandler};
+use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
+use crate::endpoints::negotiation::Encoding;
+use crate::endpoints::response;
+
+/// The end of the chain's answer.
+pub fn not_found() -> Response<Body> {
+    response::error(
+        &ApiError::new(
+            404,
+            StatusReason::NotFound,
+            "the server could not find the requested resource",
+        ),
+        Encoding::Json,
+    )
+}
+
+pub struct Mux {
+    groups: HashMap<(String, String), GroupVersionStores>,
+    paths: HashMap<String, PathHandler>,
+    delegate: Handler,
+    config: CompletedConfig,
+    handler_config: HandlerConfig,
+}
+
+impl Mux {
+    pub fn new(
+        groups: HashMap<(String, String), GroupVersionStores>,
+        paths: HashMap<String, PathHandler>,
+        delegate: Handler,
+        config: CompletedConfig,
+    ) -> Self {
+        let handler_config = HandlerConfig {
+            min_request_timeout: config.min_request_timeout.max(Duration::from_secs(1)),
+        };
+        Mux {
+            groups,
+            paths,
+            delegate,
+            config,
+            handler_config,
+        }
+    }
+
+    pub fn into_handler(self) -> Handler {
+        let mux = Arc::new(self);
+        BoxCloneSyncService::new(tower::service_fn(move |req: Request<Body>| {
+            let mux = mux.clone();
+            async move { Ok::<_, Infallible>(mux.serve(req).await) }
+        }))
+    }
+
+    fn serves_group(&self, group: &str) -> bool {
+        self.groups.keys().any(|(g, _)| g == group)
+    }
+
+    async fn serve(&self, req: Request<Body>) -> Response<Body> {
+        let info = match req.extensions().get::<Arc<RequestInfo>>() {
+            Some(info) => info.clone(),
+            None => match RequestInfoResolver::default().resolve(
+                req.method().as_str(),
+                req.uri().path(),
+                req.uri().query().unwrap_or(""),
+            ) {
+                Ok(info) => Arc::new(info),
+                Err(_) => return not_found(),
+            },
+        };
+        if info.is_resource_request {
+            let key = (info.api_group.clone(), info.api_version.clone());
+            if let Some(stores) = self.groups.get(&key) {
+                return self.serve_resource(stores, &info, req).await;
+            }
+        } else if let Some(resp) = self.serve_path(&req) {
+            return resp;
+        } else if let Some(handler) = self.paths.get(req.uri().path()) {
+            return handler(req).await;
+        }
+        match self.delegate.clone().oneshot(req).await {
+            Ok(resp) => resp,
+            Err(never) => match never {},
+        }
+    }
+
+    async fn serve_resource(
+        &self,
+        stores: &GroupVersionStores,
+        info: &RequestInfo,
+        req: Request<Body>,
+    ) -> Response<Body> {
+        let Some(store) = stores.get(&info.resource) else {
+            return not_found();
+        };
+        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        let request = ResourceRequest {
+            verb: info.verb.clone(),
+            namespace: non_empty(&info.namespace),
+            name: non_empty(&info.name),
+            subresource: non_empty(&info.subresource),
+        };
+        let (parts, body) = req.into_parts();
+        handlers::serve(store.clone(), request, parts, body, &self.handler_config).await
+    }
+
+    /// Discovery documents for the groups this server serves.
+    fn serve_path(&self, req: &Request<Body>) -> Option<Response<Body>> {
+        let path = req.uri().path().trim_end_matches('/');
+        let registry = &self.config.discovery;
+        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        let aggregated = accepts_aggregated(req);
+        let doc = match segments.as_slice() {
+            ["api"] if self.serves_group("") => {
+                if aggregated {
+                    return Some(aggregated_response(registry.aggregated(true)));
+                }
+                registry.api_versions(&self.config.external_address)
+            }
+            ["apis"] => {
+                if aggregated {
+                    return Some(aggregated_response(registry.aggregated(false)));
+                }
+                registry.api_group_list()
+            }
+            ["api", version]
+                if self
+                    .groups
+                    .contains_key(&(String::new(), version.to_string())) =>
+            {
+                discovery::resource_list(&registry.group_version("", version)?)
+            }
+            ["apis", group] if self.serves_group(group) => registry.api_group(group)?,
+            ["apis", group, version]
+                if self
+                    .groups
+                    .contains_key(&(group.to_string(), version.to_string())) =>
+            {
+                discovery::resource_list(&registry.group_version(group, version)?)
+            }
+            _ => return None,
+        };
+        Some(json_response(&doc))
+    }
+}
+
+fn json_response(doc: &Value) -> Response<Body> {
+    response::respond(
+        StatusCode::OK,
+        response::encode(doc, Encoding::Json, false),
+        Encoding::Json,
+    )
+}
+
+fn accepts_aggregated(req: &Request<Body>) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| {
+            accept.split(',').any(|range| {
+                range.contains("g=apidiscovery.k8s.io")
+                    && range.contains("v=v2;")
+                    && range.contains("as=APIGroupDiscoveryList")
+            })
+        })
+}
+
+fn aggregated_response(doc: Value) -> Response<Body> {
+    let mut resp = json_response(&doc);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(AGGREGATED_V2),
+    );
+    resp
+}

@@ -1,0 +1,184 @@
+//! PrepareRun and Run (upstream's `preparedGenericAPIServer`): health
+//! endpoints, `/version` and the path index are installed, the handler chain
+//! wraps the server, then it serves TLS until shutdown, which it carries out
+//! in upstream's order: /readyz fails at once, serving continues for
+//! `--shutdown-delay-duration`, pre-shutdown hooks run, then in-flight
+//! requests drain.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::Router;
+use http::{Request, Response, StatusCode};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use super::healthz::{self, FnCheck, HealthCheck};
+use super::{DelegationTarget, GenericApiServer, PostStartHook, PreShutdownHook};
+use crate::endpoints::negotiation::Encoding;
+use crate::endpoints::response;
+use crate::filters::build_handler_chain;
+use crate::serving::{self, ServeOptions};
+
+pub struct PreparedServer {
+    router: Router,
+    post_start_hooks: Vec<PostStartHook>,
+    pre_shutdown_hooks: Vec<PreShutdownHook>,
+    shutting_down: Arc<AtomicBool>,
+    config: super::CompletedConfig,
+}
+
+impl GenericApiServer {
+    /// Installs the health endpoints, `/version` and `/`, and wraps the
+    /// server in the handler chain.
+    pub fn prepare_run(mut self) -> PreparedServer {
+        let shutting_down = Arc::new(AtomicBool::new(false));
+        let hooks = self.post_start_hooks.clone();
+        let hook_checks: Vec<Arc<dyn HealthCheck>> = hooks.iter().map(|h| h.check()).collect();
+        let mut base = vec![healthz::ping(), log_check()];
+        base.extend(self.health_checks.iter().cloned());
+        let mut healthz_checks = base.clone();
+        healthz_checks.extend(hook_checks.iter().cloned());
+        let livez_checks = healthz_checks.clone();
+        let mut readyz_checks = healthz_checks.clone();
+        readyz_checks.push(shutdown_check(shutting_down.clone()));
+        for (endpoint, checks) in [
+            ("healthz", healthz_checks),
+            ("livez", livez_checks),
+            ("readyz", readyz_checks),
+        ] {
+            self.install_health(endpoint, Arc::new(checks));
+        }
+        let version = self.config.version.clone();
+        self.handle_path(
+            "/version",
+            Arc::new(move |_req| {
+                let body = response::encode(&version, Encoding::Json, true);
+                Box::pin(async move { response::respond(StatusCode::OK, body, Encoding::Json) })
+            }),
+        );
+        self.install_index();
+        let handler = self.unprotected_handler();
+        let router = build_handler_chain(Router::new().fallback_service(handler), &self.config);
+        PreparedServer {
+            router,
+            post_start_hooks: self.post_start_hooks.clone(),
+            pre_shutdown_hooks: self.pre_shutdown_hooks.clone(),
+            shutting_down,
+            config: self.config.clone(),
+        }
+    }
+
+    fn install_health(&mut self, endpoint: &'static str, checks: Arc<Vec<Arc<dyn HealthCheck>>>) {
+        let serve = move |sub: Option<String>| {
+            let checks = checks.clone();
+            move |req: Request<Body>| {
+                let checks = checks.clone();
+                let sub = sub.clone();
+                let query = req.uri().query().map(str::to_owned);
+                Box::pin(async move {
+                    healthz::serve(endpoint, &checks, sub.as_deref(), query.as_deref()).await
+                }) as futures::future::BoxFuture<'static, Response<Body>>
+            }
+        };
+        self.handle_path(&format!("/{endpoint}"), Arc::new(serve(None)));
+        let names: Vec<String> = self
+            .health_checks
+            .iter()
+            .map(|c| c.name().to_owned())
+            .chain(["ping".to_owned(), "log".to_owned(), "shutdown".to_owned()])
+            .chain(
+                self.post_start_hooks
+                    .iter()
+                    .map(|h| format!("poststarthook/{}", h.name)),
+            )
+            .collect();
+        for name in names {
+            self.handle_path(
+                &format!("/{endpoint}/{name}"),
+                Arc::new(serve(Some(name.clone()))),
+            );
+        }
+    }
+
+    /// `/`: the index of every path served.
+    fn install_index(&mut self) {
+        let mut paths: Vec<String> = self.paths.keys().cloned().collect();
+        paths.extend(["/api".to_owned(), "/apis".to_owned()]);
+        for (group, version) in self.groups.keys() {
+            if group.is_empty() {
+                paths.push(format!("/api/{version}"));
+            } else {
+                paths.push(format!("/apis/{group}"));
+                paths.push(format!("/apis/{group}/{version}"));
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let doc = json!({ "paths": paths });
+        self.handle_path(
+            "/",
+            Arc::new(move |_req| {
+                let body = response::encode(&doc, Encoding::Json, true);
+                Box::pin(async move { response::respond(StatusCode::OK, body, Encoding::Json) })
+            }),
+        );
+    }
+}
+
+fn log_check() -> Arc<dyn HealthCheck> {
+    FnCheck::new("log", || Box::pin(async { Ok(()) }))
+}
+
+fn shutdown_check(flag: Arc<AtomicBool>) -> Arc<dyn HealthCheck> {
+    FnCheck::new("shutdown", move || {
+        let down = flag.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if down {
+                Err("process is shutting down".to_string())
+            } else {
+                Ok(())
+            }
+        })
+    })
+}
+
+impl PreparedServer {
+    /// The whole handler, chain included (for tests and embedding).
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// Serves on `listener` until `shutdown` resolves, then shuts down
+    /// gracefully.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        tls: Arc<rustls::ServerConfig>,
+        options: ServeOptions,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), serving::ServeError> {
+        let started = Instant::now();
+        for hook in &self.post_start_hooks {
+            hook.spawn();
+        }
+        let flag = self.shutting_down.clone();
+        let delay = self.config.shutdown_delay;
+        let pre_shutdown = self.pre_shutdown_hooks.clone();
+        let drain = async move {
+            shutdown.await;
+            tracing::info!(uptime = ?started.elapsed(), "shutdown requested; /readyz now fails");
+            flag.store(true, Ordering::SeqCst);
+            tokio::time::sleep(delay).await;
+            for hook in pre_shutdown {
+                if let Err(e) = (hook.run)().await {
+                    tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
+                }
+            }
+        };
+        serving::serve(listener, tls, self.router, drain, &options).await
+    }
+}
