@@ -16,10 +16,15 @@
 //! in one test crate.
 //!
 //! To run the same cases through another [`Storage`] built over the store
-//! (the watch cache), pass an async wrapper as well:
+//! (the watch cache), pass an async wrapper as well. It gets the store and
+//! the case's resource prefix (ending in `/`); every object a case stores
+//! lives at `prefix` + its name (no namespace, so upstream's key layout
+//! holds), except a few deliberately outside the prefix:
 //!
 //! ```ignore
-//! async fn wrap(store: Arc<dyn storage::Storage>) -> Arc<dyn storage::Storage> { /* … */ }
+//! async fn wrap(store: Arc<dyn storage::Storage>, prefix: String) -> Arc<dyn storage::Storage> {
+//!     /* e.g. build a watch cache for `prefix` over `store` and wait until it is ready */
+//! }
 //! storage::semantics_suite!(make_kv, wrap);
 //! ```
 //!
@@ -58,7 +63,7 @@ pub const BOOKMARK_INTERVAL: Duration = Duration::from_millis(200);
 pub const MAX_OBJECT_BYTES: usize = 64 * 1024;
 
 /// The identity wrapper: run the cases against the plain [`Store`].
-pub async fn unwrapped(store: Arc<dyn Storage>) -> Arc<dyn Storage> {
+pub async fn unwrapped(store: Arc<dyn Storage>, _prefix: String) -> Arc<dyn Storage> {
     store
 }
 
@@ -75,20 +80,21 @@ pub struct Harness {
 impl Harness {
     pub async fn new<W, F>(kv: Arc<dyn Kv>, case: &str, wrap: W) -> Self
     where
-        W: FnOnce(Arc<dyn Storage>) -> F,
+        W: FnOnce(Arc<dyn Storage>, String) -> F,
         F: Future<Output = Arc<dyn Storage>>,
     {
         let store = Store::new(kv.clone(), Arc::new(JsonCodec))
             .with_max_object_bytes(MAX_OBJECT_BYTES)
             .with_bookmark_interval(BOOKMARK_INTERVAL);
-        let storage = wrap(Arc::new(store)).await;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
+        let prefix = format!("/registry/semantics/{case}-{nanos:x}");
+        let storage = wrap(Arc::new(store), format!("{prefix}/")).await;
         Harness {
             kv,
             storage,
-            prefix: format!("/registry/semantics/{case}-{nanos:x}"),
+            prefix,
         }
     }
 
@@ -98,12 +104,12 @@ impl Harness {
     }
 }
 
-/// A ConfigMap-like object with the given name and a `value` data field.
+/// A cluster-scoped object with the given name and a `value` data field.
 pub fn object(name: &str, value: &str) -> Value {
     json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+        "apiVersion": "semantics.test/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "uid": format!("uid-{name}")},
         "data": {"value": value},
     })
 }
@@ -182,12 +188,14 @@ macro_rules! semantics_suite {
             create_already_exists,
             create_strips_resource_version_and_self_link,
             get_resource_version_semantics,
+            get_exact_sees_deleted_object,
             object_too_large,
             count_children,
             list_with_predicate,
             list_recursive_prefix_boundary,
             list_limit_and_continue,
             list_limit_with_predicate,
+            list_many_pages,
             list_pages_share_one_revision,
             list_exact_old_revision,
             list_not_older_than,
@@ -200,14 +208,18 @@ macro_rules! semantics_suite {
             guaranteed_update_ignore_not_found_creates,
             guaranteed_update_not_found,
             guaranteed_update_callback_error,
+            guaranteed_update_retries_with_fresh_state,
             delete_returns_deletion_revision,
             delete_preconditions,
             delete_validation,
+            delete_retries_with_fresh_state,
             watch_ordering_many_keys,
             watch_from_revision_replays_history,
             watch_from_zero_sends_current_state,
             watch_single_key,
             watch_predicate_transitions,
+            watch_recreated_key,
+            watch_from_zero_with_predicate,
             watch_compacted_revision,
         );
     };

@@ -163,3 +163,22 @@ pub async fn count_children(h: Harness) {
         .unwrap();
     assert_eq!(h.storage.count(&h.prefix).await.unwrap(), 2);
 }
+
+pub async fn get_exact_sees_deleted_object(h: Harness) {
+    let key = h.key("a");
+    let created = h.storage.create(&key, object("a", "1")).await.unwrap();
+    h.storage
+        .delete(&key, None, &super::allow_delete)
+        .await
+        .unwrap();
+    let at = GetOptions {
+        version: ReadVersion::Exact(rv(&created)),
+        ignore_not_found: false,
+    };
+    let old = h.storage.get(&key, at).await.unwrap().unwrap();
+    assert_eq!(old, created);
+    assert!(matches!(
+        h.storage.get(&key, GetOptions::default()).await,
+        Err(StorageError::NotFound { .. })
+    ));
+}

@@ -345,3 +345,30 @@ pub async fn continue_expired_after_compaction(h: Harness) {
         other => panic!("expected ContinueExpired, got {other:?}"),
     }
 }
+
+pub async fn list_many_pages(h: Harness) {
+    let all: Vec<String> = (0..25).map(|i| format!("item-{i:02}")).collect();
+    for n in &all {
+        h.storage.create(&h.key(n), object(n, n)).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut remaining = Vec::new();
+    let mut token = None;
+    loop {
+        let result = h
+            .storage
+            .get_list(&h.prefix, page(10, token))
+            .await
+            .unwrap();
+        seen.extend(names(&result).into_iter().map(str::to_string));
+        remaining.push(result.remaining_item_count);
+        token = result.continue_token;
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, all);
+    assert_eq!(remaining, [Some(15), Some(5), None]);
+    assert_eq!(h.storage.count(&h.prefix).await.unwrap(), 25);
+    assert_eq!(h.storage.count(&h.key("none")).await.unwrap(), 0);
+}

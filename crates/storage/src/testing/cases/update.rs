@@ -263,3 +263,94 @@ pub async fn delete_validation(h: Harness) {
         .take();
     assert_eq!(seen, Some(created));
 }
+
+pub async fn guaranteed_update_retries_with_fresh_state(h: Harness) {
+    let key = h.key("a");
+    let created = h.storage.create(&key, object("a", "1")).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (storage, record, k) = (h.storage.clone(), seen.clone(), key.clone());
+    let append = move |current: Option<Object>| -> BoxFuture<'static, Result<Value>> {
+        let (storage, record, key) = (storage.clone(), record.clone(), k.clone());
+        Box::pin(async move {
+            let current = current.ok_or(StorageError::internal("no object"))?;
+            let first = {
+                let mut seen = record
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                seen.push(current.clone());
+                seen.len() == 1
+            };
+            if first {
+                // Another writer gets in between this read and the write.
+                storage
+                    .guaranteed_update(&key, false, None, &set_value("other"))
+                    .await?;
+            }
+            let mut obj = (*current).clone();
+            obj["data"]["value"] = Value::String(format!("{}+mine", value_of(&current)));
+            Ok(obj)
+        })
+    };
+    let updated = h
+        .storage
+        .guaranteed_update(&key, false, None, &append)
+        .await
+        .unwrap();
+    assert_eq!(
+        value_of(&updated),
+        "other+mine",
+        "the retry saw the other write"
+    );
+    let seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[0], created,
+        "the update function sees the stored object"
+    );
+    assert_eq!(value_of(&seen[1]), "other");
+    assert!(rv(&seen[1]) > rv(&created) && rv(&updated) > rv(&seen[1]));
+}
+
+pub async fn delete_retries_with_fresh_state(h: Harness) {
+    let key = h.key("a");
+    let created = h.storage.create(&key, object("a", "1")).await.unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (storage, count, k) = (h.storage.clone(), calls.clone(), key.clone());
+    let interfere = move |_: Object| -> BoxFuture<'static, Result<()>> {
+        let (storage, key) = (storage.clone(), k.clone());
+        let first = count.fetch_add(1, Ordering::SeqCst) == 0;
+        Box::pin(async move {
+            if first {
+                storage
+                    .guaranteed_update(&key, false, None, &set_value("2"))
+                    .await?;
+            }
+            Ok(())
+        })
+    };
+    let deleted = h.storage.delete(&key, None, &interfere).await.unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "validated again after the conflict"
+    );
+    assert_eq!(value_of(&deleted), "2", "returns the state it deleted");
+    assert!(get(h.storage.as_ref(), &key).await.is_none());
+
+    // A resourceVersion precondition is rechecked against the fresh state.
+    let again = h.storage.create(&key, object("a", "1")).await.unwrap();
+    assert!(rv(&again) > rv(&created));
+    calls.store(0, Ordering::SeqCst);
+    let pinned = Preconditions {
+        uid: None,
+        resource_version: Some(rv(&again).to_string()),
+    };
+    assert!(matches!(
+        h.storage.delete(&key, Some(&pinned), &interfere).await,
+        Err(StorageError::Conflict { .. })
+    ));
+    assert_eq!(value_of(&get(h.storage.as_ref(), &key).await.unwrap()), "2");
+}

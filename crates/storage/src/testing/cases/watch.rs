@@ -261,3 +261,34 @@ pub async fn watch_bookmarks(h: Harness) {
         }
     }
 }
+
+pub async fn watch_recreated_key(h: Harness) {
+    let key = h.key("a");
+    let start = h.storage.current_revision().await.unwrap();
+    let mut stream = h.storage.watch(&h.prefix, from(start)).await.unwrap();
+    let first = rv(&h.storage.create(&key, object("a", "1")).await.unwrap());
+    let gone = rv(&h.storage.delete(&key, None, &allow_delete).await.unwrap());
+    let second = rv(&h.storage.create(&key, object("a", "2")).await.unwrap());
+    assert_eq!(expect(&mut stream, "Added", "a", "1").await, first);
+    assert_eq!(expect(&mut stream, "Deleted", "a", "1").await, gone);
+    assert_eq!(expect(&mut stream, "Added", "a", "2").await, second);
+}
+
+pub async fn watch_from_zero_with_predicate(h: Harness) {
+    for (n, v) in [("a", "no"), ("b", "yes"), ("c", "no"), ("d", "yes")] {
+        h.storage.create(&h.key(n), object(n, v)).await.unwrap();
+    }
+    let opts = WatchOptions {
+        predicate: Predicate::new(|o| value_of(o) == "yes"),
+        ..from(0)
+    };
+    let mut stream = h.storage.watch(&h.prefix, opts).await.unwrap();
+    expect(&mut stream, "Added", "b", "yes").await;
+    expect(&mut stream, "Added", "d", "yes").await;
+    h.storage
+        .guaranteed_update(&h.key("a"), false, None, &set_value("yes"))
+        .await
+        .unwrap();
+    expect(&mut stream, "Added", "a", "yes").await;
+    assert_no_change(&mut stream, Duration::from_millis(200)).await;
+}
