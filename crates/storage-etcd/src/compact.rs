@@ -10,16 +10,15 @@
 //! once, and a crashed server's role is taken over by the next CAS winner.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
 
 use etcd_client::proto::{PbRangeResponse, PbTxnOpResponse};
-use etcd_client::{Compare, CompareOp, KvClient, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use storage::error::Result;
 use storage::StorageError;
 use tokio::sync::Mutex;
 
-use crate::error::Failure;
-use crate::kv::bounded;
+use crate::error::{Failure, Retry};
+use crate::members::Members;
 
 /// The key upstream's compactor coordinates through.
 pub const COMPACT_REV_KEY: &str = "compact_rev_key";
@@ -49,21 +48,17 @@ impl Compaction {
     /// One round of the coordinated compaction: claim the round by CAS on
     /// the compact time, then compact `revision` (0 only claims the round,
     /// as upstream does on bootstrap).
-    pub(crate) async fn compact(
-        &self,
-        mut kv: KvClient,
-        revision: i64,
-        timeout: Duration,
-    ) -> Result<()> {
+    pub(crate) async fn compact(&self, members: &Members, revision: i64) -> Result<()> {
         let mut time = self.time.lock().await;
         let txn = Txn::new()
             .when([Compare::version(COMPACT_REV_KEY, CompareOp::Equal, *time)])
             .and_then([TxnOp::put(COMPACT_REV_KEY, revision.to_string(), None)])
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
-        let resp = bounded(timeout, "compaction txn", kv.txn(txn))
-            .await
-            .map_err(Failure::into_storage_error)?
-            .0;
+        let sent = members.call("compaction txn", Retry::NotSentOnly, txn, |m, txn| {
+            let mut kv = m.kv.clone();
+            async move { kv.txn(txn).await }
+        });
+        let resp = sent.await.map_err(Failure::into_storage_error)?.0;
         let current = resp.header.as_ref().map_or(0, |h| h.revision);
         if !resp.succeeded {
             // Another server compacted since we last looked: adopt its
@@ -86,7 +81,12 @@ impl Compaction {
         if revision == 0 {
             return Ok(());
         }
-        match bounded(timeout, "compaction", kv.compact(revision, None)).await {
+        // Compacting is idempotent: safe to repeat on another member.
+        let sent = members.call("compaction", Retry::Idempotent, (), |m, ()| {
+            let mut kv = m.kv.clone();
+            async move { kv.compact(revision, None).await }
+        });
+        match sent.await {
             // Already compacted at or past `revision` (by hand, or by etcd's
             // own auto-compaction): the outcome is the one wanted.
             Ok(_) | Err(Failure::Compacted) => {
@@ -104,10 +104,12 @@ impl Compaction {
 
     /// Reads the shared compacted revision from etcd, merges it into what is
     /// known locally and returns the result.
-    pub(crate) async fn fetch(&self, mut kv: KvClient, timeout: Duration) -> Result<i64> {
-        let resp = bounded(timeout, "range", kv.get(COMPACT_REV_KEY, None))
-            .await
-            .map_err(Failure::into_storage_error)?;
+    pub(crate) async fn fetch(&self, members: &Members) -> Result<i64> {
+        let sent = members.call("range", Retry::Idempotent, (), |m, ()| {
+            let mut kv = m.kv.clone();
+            async move { kv.get(COMPACT_REV_KEY, None).await }
+        });
+        let resp = sent.await.map_err(Failure::into_storage_error)?;
         self.adopt(resp.0);
         Ok(self.known())
     }

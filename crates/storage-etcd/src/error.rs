@@ -52,6 +52,12 @@ pub(crate) enum Failure {
     /// The request exceeded etcd's `--max-request-bytes` (or the gRPC
     /// message limit derived from it).
     TooLarge,
+    /// Connecting to the member failed: the request was never sent, so it
+    /// may go to another member, even a write.
+    NotSent(String),
+    /// The connection failed with the request in flight: only a read may be
+    /// repeated elsewhere.
+    Broken(String),
     /// Anything else, already translated.
     Other(StorageError),
 }
@@ -67,12 +73,10 @@ impl Failure {
     pub(crate) fn classify(err: etcd_client::Error) -> Self {
         match err {
             etcd_client::Error::GRpcStatus(status) => Self::from_status(&status),
-            etcd_client::Error::TransportError(e) => {
-                Self::Other(StorageError::Unreachable(e.to_string()))
-            }
-            etcd_client::Error::IoError(e) => Self::Other(StorageError::Unreachable(e.to_string())),
+            etcd_client::Error::TransportError(e) => Self::NotSent(e.to_string()),
+            etcd_client::Error::IoError(e) => Self::Broken(e.to_string()),
             // The request channel of a watch closed under us.
-            etcd_client::Error::WatchError(e) => Self::Other(StorageError::Unreachable(e)),
+            etcd_client::Error::WatchError(e) => Self::Broken(e),
             other => Self::Other(StorageError::internal(other)),
         }
     }
@@ -91,6 +95,16 @@ impl Failure {
             return Self::TooLarge;
         }
         let text = format!("etcd: {message}");
+        // A status with a source was made by the client's transport, not
+        // sent by etcd; the transport reports failures to connect (nothing
+        // was sent) as Unavailable.
+        if std::error::Error::source(status).is_some() {
+            return match status.code() {
+                Code::Unavailable => Self::NotSent(text),
+                Code::DeadlineExceeded => Self::Other(StorageError::Timeout(text)),
+                _ => Self::Broken(text),
+            };
+        }
         Self::Other(match status.code() {
             Code::DeadlineExceeded => StorageError::Timeout(text),
             // etcd answers "request timed out" (with Unavailable) when raft
@@ -107,7 +121,27 @@ impl Failure {
             Self::Compacted => StorageError::Internal(format!("etcd: {MSG_COMPACTED}")),
             Self::FutureRevision => StorageError::Internal(format!("etcd: {MSG_FUTURE_REV}")),
             Self::TooLarge => StorageError::Internal(format!("etcd: {MSG_TOO_LARGE}")),
+            Self::NotSent(e) | Self::Broken(e) => StorageError::Unreachable(e),
             Self::Other(e) => e,
+        }
+    }
+}
+
+/// Which failures a request may be repeated on another member after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Reads: any connection failure.
+    Idempotent,
+    /// Writes: only when the request was certainly not sent.
+    NotSentOnly,
+}
+
+impl Failure {
+    pub(crate) fn may_retry(&self, retry: Retry) -> bool {
+        match self {
+            Self::NotSent(_) => true,
+            Self::Broken(_) => retry == Retry::Idempotent,
+            _ => false,
         }
     }
 }

@@ -1,39 +1,30 @@
 //! [`EtcdKv`]: the storage layer's [`Kv`] over an etcd v3 cluster, issuing
 //! the same requests as upstream's etcd3 store.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::proto::{PbKeyValue, PbTxnOpResponse};
-use etcd_client::{
-    Client, Compare, CompareOp, DeleteOptions, GetOptions, KvClient, Txn, WatchClient,
-};
+use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, Txn};
+use storage::error::Result;
 use storage::{
     KeyValue, Kv, KvWatchStream, RangeRequest, RangeResponse, StorageError, TxnOp, TxnResponse,
 };
 
-use storage::error::Result;
-
 use crate::compact::Compaction;
 use crate::config::EtcdConfig;
-use crate::error::{is_permission_denied, ConnectError, Failure};
+use crate::error::{is_permission_denied, ConnectError, Failure, Retry};
+use crate::members::Members;
 use crate::watch;
 
 /// The key upstream's etcd health check reads.
 const HEALTH_KEY: &str = "health";
 
-/// Largest response accepted from etcd: big lists must not fail on the
-/// transport's default 4 MiB (upstream sets the same limit).
-const MAX_RECV_MSG_SIZE: usize = i32::MAX as usize;
-
-/// A [`Kv`] backed by etcd. Cheap to share behind an `Arc`; all requests
-/// multiplex over the client's connections to the configured servers.
+/// A [`Kv`] backed by etcd. Share it behind an `Arc`; requests multiplex
+/// over one connection per configured server.
 pub struct EtcdKv {
-    kv: KvClient,
-    watch: WatchClient,
+    members: Members,
     config: EtcdConfig,
     compaction: Arc<Compaction>,
 }
@@ -51,17 +42,8 @@ impl EtcdKv {
     /// lazily, so this succeeds while etcd is down; use
     /// [`crate::wait_for_etcd`] to wait for it at startup.
     pub async fn connect(config: EtcdConfig) -> Result<EtcdKv, ConnectError> {
-        let options = config.connect_options().await?;
-        let client = Client::connect(&config.servers, Some(options))
-            .await
-            .map_err(ConnectError::Client)?;
         Ok(EtcdKv {
-            kv: client
-                .kv_client()
-                .max_decoding_message_size(MAX_RECV_MSG_SIZE),
-            watch: client
-                .watch_client()
-                .max_decoding_message_size(MAX_RECV_MSG_SIZE),
+            members: Members::connect(&config).await?,
             config,
             compaction: Arc::default(),
         })
@@ -76,38 +58,20 @@ impl EtcdKv {
     /// the compacted or current revision the error reports.
     async fn revision_error(&self, failure: Failure, requested: i64) -> StorageError {
         match failure {
-            Failure::Compacted => {
-                let compacted = self
+            Failure::Compacted => StorageError::TooOldResourceVersion {
+                requested,
+                compacted: self
                     .compaction
-                    .fetch(self.kv.clone(), self.config.request_timeout)
+                    .fetch(&self.members)
                     .await
-                    .unwrap_or_else(|_| self.compaction.known());
-                StorageError::TooOldResourceVersion {
-                    requested,
-                    compacted,
-                }
-            }
+                    .unwrap_or_else(|_| self.compaction.known()),
+            },
             Failure::FutureRevision => StorageError::TooLargeResourceVersion {
                 requested,
                 current: self.current_revision().await.unwrap_or(0),
             },
             other => other.into_storage_error(),
         }
-    }
-}
-
-/// Runs one etcd request with the request timeout.
-pub(crate) async fn bounded<T>(
-    timeout: Duration,
-    what: &str,
-    request: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, Failure> {
-    match tokio::time::timeout(timeout, request).await {
-        Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(e)) => Err(Failure::classify(e)),
-        Err(_) => Err(Failure::Other(StorageError::Timeout(format!(
-            "etcd {what} request did not finish within {timeout:?}"
-        )))),
     }
 }
 
@@ -148,9 +112,14 @@ impl Kv for EtcdKv {
         if count_only {
             options = options.with_count_only();
         }
-        let mut kv = self.kv.clone();
-        let request = kv.get(key, Some(options));
-        let resp = match bounded(self.config.request_timeout, "range", request).await {
+        let request = (key, options);
+        let sent = self
+            .members
+            .call("range", Retry::Idempotent, request, |m, (key, options)| {
+                let mut kv = m.kv.clone();
+                async move { kv.get(key, Some(options)).await }
+            });
+        let resp = match sent.await {
             Ok(resp) => resp.0,
             Err(failure) => return Err(self.revision_error(failure, revision).await),
         };
@@ -181,8 +150,11 @@ impl Kv for EtcdKv {
             )])
             .and_then([then])
             .or_else([etcd_client::TxnOp::get(key, None)]);
-        let mut kv = self.kv.clone();
-        let resp = match bounded(self.config.request_timeout, "txn", kv.txn(txn)).await {
+        let sent = self.members.call("txn", Retry::NotSentOnly, txn, |m, txn| {
+            let mut kv = m.kv.clone();
+            async move { kv.txn(txn).await }
+        });
+        let resp = match sent.await {
             Ok(resp) => resp.0,
             Err(Failure::TooLarge) => {
                 return Err(StorageError::TooLarge {
@@ -218,37 +190,31 @@ impl Kv for EtcdKv {
     }
 
     async fn watch(&self, key: &str, prefix: bool, start_revision: i64) -> Result<KvWatchStream> {
-        watch::open(
-            self.watch.clone(),
-            watch::Target {
-                key,
-                prefix,
-                start_revision,
-            },
-            self.compaction.clone(),
-            self.config.request_timeout,
-        )
-        .await
+        let target = watch::Target {
+            key,
+            prefix,
+            start_revision,
+        };
+        watch::open(&self.members, target, self.compaction.clone()).await
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        self.compaction
-            .compact(self.kv.clone(), revision, self.config.request_timeout)
-            .await
+        self.compaction.compact(&self.members, revision).await
     }
 
     async fn compacted_revision(&self) -> Result<i64> {
-        self.compaction
-            .fetch(self.kv.clone(), self.config.request_timeout)
-            .await
+        self.compaction.fetch(&self.members).await
     }
 
     async fn current_revision(&self) -> Result<i64> {
-        let mut kv = self.kv.clone();
-        let request = kv.get(HEALTH_KEY, Some(GetOptions::new().with_count_only()));
-        let resp = bounded(self.config.request_timeout, "range", request)
-            .await
-            .map_err(Failure::into_storage_error)?;
+        let options = GetOptions::new().with_count_only();
+        let sent = self
+            .members
+            .call("range", Retry::Idempotent, options, |m, options| {
+                let mut kv = m.kv.clone();
+                async move { kv.get(HEALTH_KEY, Some(options)).await }
+            });
+        let resp = sent.await.map_err(Failure::into_storage_error)?;
         Ok(resp.0.header.map_or(0, |h| h.revision))
     }
 
@@ -256,11 +222,17 @@ impl Kv for EtcdKv {
     /// health check timeout; "permission denied" still proves etcd is up.
     async fn health(&self) -> Result<()> {
         let timeout = self.config.health_timeout;
-        let mut kv = self.kv.clone();
-        match tokio::time::timeout(timeout, kv.get(HEALTH_KEY, None)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if is_permission_denied(&e) => Ok(()),
-            Ok(Err(e)) => Err(Failure::classify(e).into_storage_error()),
+        let sent = self.members.call("health", Retry::Idempotent, (), |m, ()| {
+            let mut kv = m.kv.clone();
+            async move {
+                match kv.get(HEALTH_KEY, None).await {
+                    Err(e) if !is_permission_denied(&e) => Err(e),
+                    _ => Ok(()),
+                }
+            }
+        });
+        match tokio::time::timeout(timeout, sent).await {
+            Ok(result) => result.map_err(Failure::into_storage_error),
             Err(_) => Err(StorageError::Timeout(format!(
                 "etcd health check did not finish within {timeout:?}"
             ))),

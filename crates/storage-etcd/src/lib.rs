@@ -15,6 +15,7 @@ mod compact;
 mod config;
 mod error;
 mod kv;
+mod members;
 mod preflight;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -8,18 +8,18 @@
 //! ends the stream with an error.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use etcd_client::proto::{PbEvent, PbWatchResponse};
-use etcd_client::{WatchClient, WatchOptions, WatchRequestSender, WatchResponseStream};
+use etcd_client::{WatchOptions, WatchRequestSender, WatchResponseStream};
 use futures::StreamExt;
 use storage::{KvEvent, KvEventKind, KvWatchItem, KvWatchStream, StorageError};
 
 use storage::error::Result;
 
 use crate::compact::Compaction;
-use crate::error::Failure;
-use crate::kv::{bounded, key_value};
+use crate::error::{Failure, Retry};
+use crate::kv::key_value;
+use crate::members::{bounded, Members};
 
 /// What to watch.
 pub(crate) struct Target<'a> {
@@ -32,10 +32,9 @@ pub(crate) struct Target<'a> {
 /// Creates the watch and returns once etcd has confirmed it, so that every
 /// write after this returns is seen even with `start_revision` 0.
 pub(crate) async fn open(
-    mut client: WatchClient,
+    members: &Members,
     target: Target<'_>,
     compaction: Arc<Compaction>,
-    timeout: Duration,
 ) -> Result<KvWatchStream> {
     let mut options = WatchOptions::new()
         .with_start_revision(target.start_revision)
@@ -44,9 +43,13 @@ pub(crate) async fn open(
     if target.prefix {
         options = options.with_prefix();
     }
-    let created = bounded(timeout, "watch", client.watch(target.key, Some(options)));
+    let request = (target.key.to_string(), options);
+    let created = members.call("watch", Retry::Idempotent, request, |m, (key, options)| {
+        let mut client = m.watch.clone();
+        async move { client.watch(key, Some(options)).await }
+    });
     let (requests, mut responses) = created.await.map_err(Failure::into_storage_error)?.split();
-    let first = bounded(timeout, "watch", responses.message())
+    let first = bounded(members.request_timeout(), "watch", responses.message())
         .await
         .map_err(Failure::into_storage_error)?;
     let mut state = State {

@@ -1,0 +1,129 @@
+//! The etcd members of `--etcd-servers` and failover between them.
+//!
+//! Each member gets its own client. Requests go to a pinned member; when it
+//! cannot be reached the request moves on to the next member, which becomes
+//! the pinned one. (A single balanced channel over all members does not do
+//! this: it keeps sending a share of the requests to a dead member.)
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use etcd_client::{Client, KvClient, WatchClient};
+use storage::StorageError;
+
+use crate::config::EtcdConfig;
+use crate::error::{ConnectError, Failure, Retry};
+
+/// Largest response accepted from etcd: big lists must not fail on the
+/// transport's default 4 MiB (upstream sets the same limit).
+const MAX_RECV_MSG_SIZE: usize = i32::MAX as usize;
+
+/// The clients of one member.
+pub(crate) struct Member {
+    pub(crate) kv: KvClient,
+    pub(crate) watch: WatchClient,
+}
+
+pub(crate) struct Members {
+    members: Vec<Member>,
+    /// Index of the member requests go to first.
+    pinned: AtomicUsize,
+    request_timeout: Duration,
+}
+
+impl Members {
+    /// Sets up one client per server; connections are made lazily.
+    pub(crate) async fn connect(config: &EtcdConfig) -> Result<Members, ConnectError> {
+        let options = config.connect_options().await?;
+        let mut members = Vec::with_capacity(config.servers.len());
+        for server in &config.servers {
+            let client = Client::connect([server], Some(options.clone()))
+                .await
+                .map_err(ConnectError::Client)?;
+            members.push(Member {
+                kv: client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_RECV_MSG_SIZE),
+                watch: client
+                    .watch_client()
+                    .max_decoding_message_size(MAX_RECV_MSG_SIZE),
+            });
+        }
+        Ok(Members {
+            members,
+            pinned: AtomicUsize::new(0),
+            request_timeout: config.request_timeout,
+        })
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Sends `request` with `send`, starting at the pinned member and moving
+    /// on to the next ones while `retry` allows. Each attempt is bounded by
+    /// the request timeout. The request is cloned only for attempts that
+    /// may be followed by another.
+    pub(crate) async fn call<R, T, Fut>(
+        &self,
+        what: &str,
+        retry: Retry,
+        request: R,
+        send: impl Fn(&Member, R) -> Fut,
+    ) -> Result<T, Failure>
+    where
+        R: Clone,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let count = self.members.len();
+        let first = self.pinned.load(Ordering::Relaxed);
+        let mut request = Some(request);
+        let mut last = Failure::Other(StorageError::Unreachable("no etcd servers".to_string()));
+        for attempt in 0..count {
+            let index = (first + attempt) % count;
+            let this = if attempt + 1 == count {
+                request.take()
+            } else {
+                request.clone()
+            };
+            let (Some(member), Some(this)) = (self.members.get(index), this) else {
+                break;
+            };
+            match bounded(self.request_timeout, what, send(member, this)).await {
+                Ok(resp) => {
+                    if attempt > 0 {
+                        self.pinned.store(index, Ordering::Relaxed);
+                        tracing::info!(member = index, "etcd: switched to another server");
+                    }
+                    return Ok(resp);
+                }
+                Err(failure) if failure.may_retry(retry) => {
+                    tracing::debug!(
+                        member = index,
+                        ?failure,
+                        "etcd: {what} failed, trying the next server"
+                    );
+                    last = failure;
+                }
+                Err(failure) => return Err(failure),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Runs one etcd request with a timeout.
+pub(crate) async fn bounded<T>(
+    timeout: Duration,
+    what: &str,
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(timeout, request).await {
+        Ok(Ok(resp)) => Ok(resp),
+        Ok(Err(e)) => Err(Failure::classify(e)),
+        Err(_) => Err(Failure::Other(StorageError::Timeout(format!(
+            "etcd {what} request did not finish within {timeout:?}"
+        )))),
+    }
+}
