@@ -7,6 +7,7 @@
 pub mod field_errors;
 pub mod fields;
 pub mod labels;
+pub mod meta;
 pub mod request_info;
 pub mod status;
 pub mod validation;

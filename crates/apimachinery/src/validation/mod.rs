@@ -3,7 +3,10 @@
 //! `pkg/api/validate/content` and `pkg/api/validation`).
 //!
 //! Checks return the list of problems as messages (empty when valid), the
-//! way upstream's `IsDNS1123Label` and friends do.
+//! way upstream's `IsDNS1123Label` and friends do; [`object_meta`] turns
+//! them into field errors for an object's metadata.
+
+pub mod object_meta;
 
 /// Longest DNS-1123 label (and DNS-1035 label).
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
