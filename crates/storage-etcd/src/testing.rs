@@ -4,18 +4,26 @@
 //! authentication, and kills it when dropped.
 //!
 //! Startup takes well under a second: a single member with short raft
-//! timers, its data under `/dev/shm` when available.
+//! timers, its data under `/dev/shm` when available. etcd is also killed
+//! when the test process dies without dropping the server (a test killed
+//! for a timeout), so no etcd outlives its test.
+//!
+//! [`EtcdServer::into_kv`] gives a [`Kv`] that owns its server, for suites
+//! that take an `Arc<dyn Kv>`.
 
 use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use storage::Kv;
+use storage::error::Result as StorageResult;
+use storage::{Kv, KvWatchStream, RangeRequest, RangeResponse, TxnOp, TxnResponse};
 use tempfile::TempDir;
 use tokio::time::Instant;
 
@@ -148,6 +156,14 @@ impl EtcdServer {
         Ok(EtcdKv::connect(self.config()).await?)
     }
 
+    /// A client that owns this server: etcd stops when the client is dropped.
+    pub async fn into_kv(self) -> Result<TestEtcdKv, HarnessError> {
+        Ok(TestEtcdKv {
+            kv: self.kv().await?,
+            server: self,
+        })
+    }
+
     /// Kills etcd now (to test a dead backend); also done on drop.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -189,6 +205,18 @@ impl EtcdServer {
                 .arg(format!("--key-file={}", dir.join("server.key").display()))
                 .arg(format!("--trusted-ca-file={}", tls.ca_file.display()))
                 .arg("--client-cert-auth");
+        }
+        // SAFETY: the closure runs in the forked child before exec and only
+        // makes one async-signal-safe system call.
+        unsafe {
+            cmd.pre_exec(|| {
+                // Die with the thread that launched us: a test process killed
+                // before dropping the server must not leave etcd behind.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         self.child = Some(cmd.spawn()?);
         Ok(())
@@ -244,6 +272,48 @@ impl EtcdServer {
 impl Drop for EtcdServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// An [`EtcdKv`] that owns the etcd it talks to.
+#[derive(Debug)]
+pub struct TestEtcdKv {
+    kv: EtcdKv,
+    server: EtcdServer,
+}
+
+impl TestEtcdKv {
+    pub fn server(&self) -> &EtcdServer {
+        &self.server
+    }
+
+    pub fn kv(&self) -> &EtcdKv {
+        &self.kv
+    }
+}
+
+#[async_trait]
+impl Kv for TestEtcdKv {
+    async fn range(&self, req: RangeRequest) -> StorageResult<RangeResponse> {
+        self.kv.range(req).await
+    }
+    async fn txn(&self, key: &str, expected: i64, op: TxnOp) -> StorageResult<TxnResponse> {
+        self.kv.txn(key, expected, op).await
+    }
+    async fn watch(&self, key: &str, prefix: bool, start: i64) -> StorageResult<KvWatchStream> {
+        self.kv.watch(key, prefix, start).await
+    }
+    async fn compact(&self, revision: i64) -> StorageResult<()> {
+        self.kv.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> StorageResult<i64> {
+        self.kv.compacted_revision().await
+    }
+    async fn current_revision(&self) -> StorageResult<i64> {
+        self.kv.current_revision().await
+    }
+    async fn health(&self) -> StorageResult<()> {
+        self.kv.health().await
     }
 }
 
