@@ -10,6 +10,10 @@ use super::feature_gates::{self, FeatureGates};
 use super::syntax::Cidr;
 use super::{OptionError, Options};
 
+/// Concurrent HTTP/2 streams per connection when
+/// `--http2-max-streams-per-connection` is 0 (upstream's serving default).
+pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
+
 /// The authorizer used when none is configured.
 pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
 
@@ -75,6 +79,8 @@ pub struct CompletedOptions {
     pub feature_gates: FeatureGates,
     /// `--tls-min-version`, `None` when not given.
     pub tls_min_version: Option<TlsVersion>,
+    /// `--http2-max-streams-per-connection`, or 100 when it is 0.
+    pub http2_max_concurrent_streams: u32,
     pub(super) feature_gate_errors: Vec<String>,
 }
 
@@ -110,6 +116,11 @@ impl Options {
         let (feature_gates, feature_gate_errors) =
             feature_gates::resolve(&self.generic.feature_gates);
         let tls_min_version = TlsVersion::from_flag(&self.secure_serving.tls_min_version);
+        let http2_max_concurrent_streams =
+            u32::try_from(self.secure_serving.http2_max_streams_per_connection)
+                .ok()
+                .filter(|streams| *streams > 0)
+                .unwrap_or(DEFAULT_HTTP2_MAX_STREAMS);
         CompletedOptions {
             options: self,
             advertise_address,
@@ -120,6 +131,7 @@ impl Options {
             runtime_config,
             feature_gates,
             tls_min_version,
+            http2_max_concurrent_streams,
             feature_gate_errors,
         }
     }

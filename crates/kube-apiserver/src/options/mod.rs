@@ -6,6 +6,21 @@
 //! problem at once (bad values, and flags this server does not implement yet
 //! set to a non-default value). The flag tables live in [`sets`], one module
 //! per flag set; which flags are implemented is listed in [`support`].
+//!
+//! ```ignore
+//! let options = match Options::parse_from(std::env::args_os()) {
+//!     Ok(options) => options,
+//!     Err(err) => err.exit(), // also prints --help and exits 0 for it
+//! };
+//! let completed = options.complete();
+//! let errors = completed.validate();
+//! if !errors.is_empty() {
+//!     for error in &errors {
+//!         eprintln!("{error}"); // "--secure-port: 0 must be between 1 and 65535, ..."
+//!     }
+//!     std::process::exit(1);
+//! }
+//! ```
 
 mod command;
 mod complete;

@@ -110,6 +110,7 @@ fn completion_derives_upstream_defaults() {
         completed.authorization_modes,
         vec!["AlwaysAllow".to_string()]
     );
+    assert_eq!(completed.http2_max_concurrent_streams, 100);
     assert!(matches!(completed.storage, StorageBackend::Embedded { .. }));
     assert!(!completed.advertise_address.is_unspecified());
     assert_eq!(
