@@ -1,0 +1,48 @@
+//! The backend-independent storage semantics suite on the embedded backend,
+//! one fresh store (in its own temporary directory) per case.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use storage::error::Result;
+use storage::{Kv, KvWatchStream, RangeRequest, RangeResponse, TxnOp, TxnResponse};
+use storage_embedded::EmbeddedKv;
+
+/// An embedded store that owns (and finally removes) its directory.
+struct TempKv {
+    kv: EmbeddedKv,
+    _dir: tempfile::TempDir,
+}
+
+#[async_trait]
+impl Kv for TempKv {
+    async fn range(&self, req: RangeRequest) -> Result<RangeResponse> {
+        self.kv.range(req).await
+    }
+    async fn txn(&self, key: &str, expected: i64, op: TxnOp) -> Result<TxnResponse> {
+        self.kv.txn(key, expected, op).await
+    }
+    async fn watch(&self, key: &str, prefix: bool, start: i64) -> Result<KvWatchStream> {
+        self.kv.watch(key, prefix, start).await
+    }
+    async fn compact(&self, revision: i64) -> Result<()> {
+        self.kv.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> Result<i64> {
+        self.kv.compacted_revision().await
+    }
+    async fn current_revision(&self) -> Result<i64> {
+        self.kv.current_revision().await
+    }
+    async fn health(&self) -> Result<()> {
+        self.kv.health().await
+    }
+}
+
+async fn make_kv() -> Arc<dyn Kv> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kv = EmbeddedKv::open(dir.path()).expect("open the embedded store");
+    Arc::new(TempKv { kv, _dir: dir })
+}
+
+storage::semantics_suite!(make_kv);
