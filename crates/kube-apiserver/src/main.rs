@@ -1,6 +1,74 @@
 //! `kube-apiserver`: the Kubernetes API server.
+//!
+//! The command line is parsed, completed and validated (every error
+//! reported together, exit 1), then the server chain is built and run.
 
+mod app;
+mod controlplane;
 mod options;
 mod pki;
+mod registry;
 
-fn main() {}
+use std::process::ExitCode;
+
+use options::{Options, VersionFlag};
+
+fn init_logging(verbosity: u32) {
+    let level = match verbosity {
+        0..=1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let opts = match Options::parse_from(std::env::args_os()) {
+        Ok(opts) => opts,
+        Err(e) => e.exit(),
+    };
+    match &opts.version {
+        VersionFlag::Off => {}
+        VersionFlag::Print | VersionFlag::Override(_) => {
+            println!("Kubernetes v1.37.0");
+            return ExitCode::SUCCESS;
+        }
+        VersionFlag::Raw => {
+            println!("{:#}", app::server::version_info());
+            return ExitCode::SUCCESS;
+        }
+    }
+    let completed = opts.complete();
+    let mut errors = completed.validate();
+    errors.extend(completed.unsupported());
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("Error: {e}");
+        }
+        return ExitCode::from(1);
+    }
+    init_logging(completed.options.verbosity);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: starting the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(app::run::run(completed)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "server failed");
+            eprintln!("Error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

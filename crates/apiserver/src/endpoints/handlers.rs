@@ -325,7 +325,7 @@ async fn create(
     };
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
-    store.strategy.default(&mut obj);
+    store.strategy.apply_defaults(&mut obj);
     let created = store.create(obj, &opts).await?;
     Ok(response::object(
         StatusCode::CREATED,
@@ -359,7 +359,7 @@ async fn update(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    store.strategy.default(&mut obj);
+    store.strategy.apply_defaults(&mut obj);
     let obj = Arc::new(obj);
     let mutate = Arc::new(move |_current: Option<&Value>| Ok((*obj).clone()));
     let (stored, created) = store.update(ns, name, target, mutate, &opts).await?;

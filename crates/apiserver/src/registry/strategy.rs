@@ -31,7 +31,7 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// Fills upstream's defaults (done when decoding a request body).
-    fn default(&self, _obj: &mut Value) {}
+    fn apply_defaults(&self, _obj: &mut Value) {}
 
     /// Clears or sets fields the user may not set on create (status reset,
     /// generation = 1, …).

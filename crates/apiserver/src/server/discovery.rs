@@ -82,6 +82,14 @@ impl DiscoveryRegistry {
             .collect()
     }
 
+    /// Every (group, version) served, in registration order.
+    pub fn group_versions(&self) -> Vec<(String, String)> {
+        self.snapshot()
+            .into_iter()
+            .flat_map(|(g, vs)| vs.into_iter().map(move |v| (g.clone(), v.version)))
+            .collect()
+    }
+
     pub fn group_version(&self, group: &str, version: &str) -> Option<GroupVersionDiscovery> {
         let groups = self.inner.read().ok()?;
         groups

@@ -1,0 +1,237 @@
+//! Post-start hooks that create what every cluster has (upstream's
+//! bootstrap controllers): the system namespaces, the `kubernetes` Service
+//! and its endpoints, the system priority classes, the apiserver identity
+//! Lease, and the aggregator's APIServices for the built-in group versions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::status::ApiError;
+use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::server::{DiscoveryRegistry, GenericApiServer, HookFn};
+use serde_json::{json, Value};
+
+use crate::options::CompletedOptions;
+
+/// Creates an object unless it exists already.
+async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
+    match store.create(obj, &WriteOptions::default()).await {
+        Ok(_) => Ok(()),
+        Err(ApiError { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e.message),
+    }
+}
+
+fn hook<F, Fut>(f: F) -> HookFn
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    Arc::new(move || Box::pin(f()))
+}
+
+fn store_of(server: &GenericApiServer, group: &str, resource: &str) -> Option<Arc<Store>> {
+    server.store(group, "v1", resource)
+}
+
+pub fn install_hooks(server: &mut GenericApiServer, opts: &CompletedOptions) {
+    let (
+        Some(namespaces),
+        Some(services),
+        Some(endpoints),
+        Some(slices),
+        Some(priority),
+        Some(leases),
+    ) = (
+        store_of(server, "", "namespaces"),
+        store_of(server, "", "services"),
+        store_of(server, "", "endpoints"),
+        store_of(server, "discovery.k8s.io", "endpointslices"),
+        store_of(server, "scheduling.k8s.io", "priorityclasses"),
+        store_of(server, "coordination.k8s.io", "leases"),
+    )
+    else {
+        return;
+    };
+    server.add_post_start_hook(
+        "start-system-namespaces-controller",
+        hook(move || {
+            let namespaces = namespaces.clone();
+            async move {
+                for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+                    ensure(&namespaces, ns).await?;
+                }
+                Ok(())
+            }
+        }),
+    );
+    let service_ip = opts.service_ip_ranges.api_server_service_ip.to_string();
+    let endpoint_ip = opts.advertise_address.to_string();
+    let port = opts.options.secure_serving.secure_port;
+    server.add_post_start_hook(
+        "bootstrap-controller",
+        hook(move || {
+            let (services, endpoints, slices) =
+                (services.clone(), endpoints.clone(), slices.clone());
+            let (service_ip, endpoint_ip) = (service_ip.clone(), endpoint_ip.clone());
+            async move {
+                ensure(&services, kubernetes_service(&service_ip, port)).await?;
+                ensure(&endpoints, kubernetes_endpoints(&endpoint_ip, port)).await?;
+                ensure(&slices, kubernetes_endpoint_slice(&endpoint_ip, port)).await
+            }
+        }),
+    );
+    server.add_post_start_hook(
+        "scheduling/bootstrap-system-priority-classes",
+        hook(move || {
+            let priority = priority.clone();
+            async move {
+                for (name, value, description) in [
+                    ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
+                    ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+                ] {
+                    let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                        "metadata": {"name": name}, "value": value, "description": description,
+                        "preemptionPolicy": "PreemptLowerPriority"});
+                    ensure(&priority, pc).await?;
+                }
+                Ok(())
+            }
+        }),
+    );
+    server.add_post_start_hook(
+        "start-kube-apiserver-identity-lease-controller",
+        hook(move || {
+            let leases = leases.clone();
+            async move {
+                tokio::spawn(renew_identity_lease(leases));
+                Ok(())
+            }
+        }),
+    );
+}
+
+fn kubernetes_service(cluster_ip: &str, port: i64) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": cluster_ip, "clusterIPs": [cluster_ip],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None",
+            "internalTrafficPolicy": "Cluster",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    })
+}
+
+fn kubernetes_endpoints(ip: &str, port: i64) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": ip}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    })
+}
+
+fn kubernetes_endpoint_slice(ip: &str, port: i64) -> Value {
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    })
+}
+
+/// Keeps the `kube-system/apiserver-<id>` Lease renewed, as upstream's
+/// identity lease controller does (lease 1 h, renewed every 10 s).
+async fn renew_identity_lease(leases: Arc<Store>) {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+    let id = format!("apiserver-{}", uuid::Uuid::new_v4().simple());
+    loop {
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": id, "namespace": "kube-system",
+                "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": host}},
+            "spec": {"holderIdentity": id, "leaseDurationSeconds": 3600, "renewTime": now},
+        });
+        let result = match leases.create(lease.clone(), &WriteOptions::default()).await {
+            Err(ApiError { code: 409, .. }) => {
+                let body = Arc::new(lease);
+                let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
+                let opts = WriteOptions::default();
+                leases
+                    .update(Some("kube-system"), &id, Target::Main, mutate, &opts)
+                    .await
+                    .map(|_| ())
+            }
+            other => other.map(|_| ()),
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e.message, "renewing the apiserver identity lease failed");
+        }
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+}
+
+/// Registers an APIService for every group version the chain serves
+/// (upstream's autoregistration controller), local to this server.
+pub fn install_autoregistration(server: &mut GenericApiServer, discovery: DiscoveryRegistry) {
+    let Some(api_services) = server.store("apiregistration.k8s.io", "v1", "apiservices") else {
+        return;
+    };
+    server.add_post_start_hook(
+        "kube-apiserver-autoregistration",
+        hook(move || {
+            let (api_services, discovery) = (api_services.clone(), discovery.clone());
+            async move {
+                for (group, version) in discovery.group_versions() {
+                    ensure(&api_services, api_service(&group, &version)).await?;
+                }
+                Ok(())
+            }
+        }),
+    );
+}
+
+fn api_service(group: &str, version: &str) -> Value {
+    let (min_priority, version_priority) = group_priority(group);
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": format!("{version}.{group}"),
+            "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
+        "spec": {"group": group, "version": version,
+            "groupPriorityMinimum": min_priority, "versionPriority": version_priority},
+    })
+}
+
+/// Upstream's fixed priorities of the built-in groups (higher first).
+fn group_priority(group: &str) -> (i64, i64) {
+    let min = match group {
+        "" => 18000,
+        "apps" => 17800,
+        "events.k8s.io" => 17750,
+        "authentication.k8s.io" => 17700,
+        "authorization.k8s.io" => 17600,
+        "autoscaling" => 17500,
+        "batch" => 17400,
+        "certificates.k8s.io" => 17300,
+        "networking.k8s.io" => 17200,
+        "policy" => 17100,
+        "rbac.authorization.k8s.io" => 17000,
+        "storage.k8s.io" => 16800,
+        "apiextensions.k8s.io" => 16700,
+        "admissionregistration.k8s.io" => 16700,
+        "scheduling.k8s.io" => 16600,
+        "coordination.k8s.io" => 16500,
+        "node.k8s.io" => 16300,
+        "discovery.k8s.io" => 16200,
+        "flowcontrol.apiserver.k8s.io" => 16100,
+        "apiregistration.k8s.io" => 18000,
+        _ => 16000,
+    };
+    (min, 15)
+}

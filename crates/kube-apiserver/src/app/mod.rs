@@ -1,0 +1,6 @@
+//! The kube-apiserver application (upstream's `cmd/kube-apiserver/app`):
+//! storage, the server chain, and running it.
+
+pub mod bootstrap;
+pub mod run;
+pub mod server;

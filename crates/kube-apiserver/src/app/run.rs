@@ -1,0 +1,163 @@
+//! Running the server: storage opened (embedded or etcd), certificates
+//! ensured, the chain built and served until SIGTERM/SIGINT.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::serving::{ServeOptions, TlsOptions, TlsVersion};
+use storage::Kv;
+use storage_embedded::EmbeddedKv;
+use storage_etcd::{wait_for_etcd, EtcdConfig};
+
+use super::server::{create_server_chain, generic_config};
+use crate::controlplane::StorageFactory;
+use crate::options::{CompletedOptions, StorageBackend};
+use crate::pki::{ensure_pki, PkiOptions};
+
+/// How long startup waits for etcd (upstream's storage preflight).
+const ETCD_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub type RunError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> {
+    match &opts.storage {
+        StorageBackend::Embedded { dir } => {
+            let dir = dir.clone();
+            let kv = tokio::task::spawn_blocking(move || EmbeddedKv::open(&dir)).await??;
+            Ok(Arc::new(kv))
+        }
+        StorageBackend::Etcd { servers } => {
+            let etcd = &opts.options.etcd;
+            let config = EtcdConfig {
+                ca_file: etcd.ca_file.clone(),
+                cert_file: etcd.cert_file.clone(),
+                key_file: etcd.key_file.clone(),
+                ..EtcdConfig::new(servers.clone())
+            };
+            Ok(Arc::new(
+                wait_for_etcd(config, ETCD_PREFLIGHT_TIMEOUT).await?,
+            ))
+        }
+    }
+}
+
+struct Serving {
+    tls: TlsOptions,
+    kubeconfig: Option<PathBuf>,
+}
+
+/// The serving certificate and client CA: the user's files, or ones
+/// generated into the data directory (the embedded default).
+async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> {
+    let o = &opts.options;
+    let min_version = match o.secure_serving.tls_min_version.as_str() {
+        "" => TlsVersion::default(),
+        v => v.parse()?,
+    };
+    let mut tls = TlsOptions {
+        cert_file: PathBuf::new(),
+        key_file: PathBuf::new(),
+        client_ca_file: o.client_ca_file.clone(),
+        min_version,
+        cipher_suites: o.secure_serving.tls_cipher_suites.clone(),
+        http2: true,
+    };
+    if let (Some(cert), Some(key)) = (
+        &o.secure_serving.tls_cert_file,
+        &o.secure_serving.tls_private_key_file,
+    ) {
+        tls.cert_file = cert.clone();
+        tls.key_file = key.clone();
+        return Ok(Serving {
+            tls,
+            kubeconfig: None,
+        });
+    }
+    let port = u16::try_from(o.secure_serving.secure_port)?;
+    let bind = o.secure_serving.bind_address;
+    let server_host = if bind.is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        bind.to_string()
+    };
+    let pki_opts = PkiOptions {
+        ip_addresses: vec![bind, opts.advertise_address],
+        service_ip: Some(opts.service_ip_ranges.api_server_service_ip),
+        server_host,
+        secure_port: port,
+        ..PkiOptions::default()
+    };
+    let data_dir = o.data_dir.clone();
+    let pki = tokio::task::spawn_blocking(move || ensure_pki(&data_dir, &pki_opts)).await??;
+    tls.cert_file = pki.serving_cert;
+    tls.key_file = pki.serving_key;
+    if tls.client_ca_file.is_none() {
+        tls.client_ca_file = Some(pki.ca_cert);
+    }
+    Ok(Serving {
+        tls,
+        kubeconfig: Some(pki.kubeconfig),
+    })
+}
+
+pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
+    let kv = open_storage(&opts).await?;
+    let o = &opts.options;
+    let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
+    let serving = serving_material(&opts).await?;
+    let tls_config = {
+        let tls = serving.tls.clone();
+        tokio::task::spawn_blocking(move || tls.server_config()).await??
+    };
+    let config = generic_config(&opts, kv.clone())?;
+    let factory = StorageFactory {
+        kv,
+        prefix: o.etcd.prefix.clone(),
+        watch_cache: o.etcd.watch_cache,
+    };
+    let chain = create_server_chain(&config, &factory, &opts);
+    let prepared = chain.prepare_run();
+    let port = u16::try_from(o.secure_serving.secure_port)?;
+    let addr = SocketAddr::new(o.secure_serving.bind_address, port);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(address = %listener.local_addr()?, "serving securely");
+    if let Some(kubeconfig) = &serving.kubeconfig {
+        eprintln!("export KUBECONFIG={}", kubeconfig.display());
+    }
+    let serve_options = ServeOptions {
+        http2_max_streams_per_connection: opts.http2_max_concurrent_streams,
+        ..ServeOptions::default()
+    };
+    prepared
+        .run(listener, tls_config, serve_options, shutdown_signal())
+        .await?;
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

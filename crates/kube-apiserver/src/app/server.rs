@@ -1,0 +1,123 @@
+//! `CreateServerChain`: the apiextensions server, the kube-apiserver and
+//! the aggregator, each built from the generic server (Config → Complete →
+//! New(delegate)) and chained by delegation: aggregator → kube-apiserver →
+//! apiextensions-apiserver → 404.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::filters::authorization::AuthorizationMode;
+use apiserver::server::{
+    CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer, NotFoundDelegate,
+};
+use serde_json::json;
+use storage::Kv;
+
+use super::bootstrap;
+use crate::controlplane::builtin::{self, Builtin};
+use crate::controlplane::StorageFactory;
+use crate::options::CompletedOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    #[error(
+        "--authorization-mode: unsupported mode {0:?} (built so far: AlwaysAllow, AlwaysDeny)"
+    )]
+    AuthorizationMode(String),
+}
+
+/// The generic configuration shared by the three servers.
+pub fn generic_config(
+    opts: &CompletedOptions,
+    kv: Arc<dyn Kv>,
+) -> Result<CompletedConfig, ChainError> {
+    let o = &opts.options;
+    let modes = opts
+        .authorization_modes
+        .iter()
+        .map(|m| match m.as_str() {
+            "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
+            "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
+            other => Err(ChainError::AuthorizationMode(other.to_owned())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let etcd_check = FnCheck::new("etcd", move || {
+        let kv = kv.clone();
+        Box::pin(async move { kv.health().await.map_err(|e| e.to_string()) })
+    });
+    let port = o.secure_serving.secure_port;
+    Ok(Config {
+        request_timeout: o.generic.request_timeout.to_std(),
+        min_request_timeout: Duration::from_secs(o.generic.min_request_timeout.unsigned_abs()),
+        max_requests_inflight: usize::try_from(o.generic.max_requests_inflight).unwrap_or(0),
+        max_mutating_requests_inflight: usize::try_from(o.generic.max_mutating_requests_inflight)
+            .unwrap_or(0),
+        livez_grace_period: o.generic.livez_grace_period.to_std(),
+        shutdown_delay: o.generic.shutdown_delay_duration.to_std(),
+        external_address: format!("{}:{port}", opts.advertise_address),
+        health_checks: vec![etcd_check],
+        anonymous_auth: true,
+        authorization_modes: modes,
+        version: version_info(),
+        discovery: DiscoveryRegistry::default(),
+    }
+    .complete())
+}
+
+/// The `/version` document.
+pub fn version_info() -> serde_json::Value {
+    json!({
+        "major": "1",
+        "minor": "37",
+        "emulationMajor": "1",
+        "emulationMinor": "37",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "36",
+        "gitVersion": "v1.37.0",
+        "gitCommit": env!("CARGO_PKG_VERSION"),
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "rust",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+    })
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+fn install(server: &mut GenericApiServer, factory: &StorageFactory, builtins: Vec<Builtin>) {
+    let Some(first) = builtins.first() else {
+        return;
+    };
+    let (group, version) = (first.info.group.clone(), first.info.version.clone());
+    let stores = builtins.into_iter().map(|b| factory.store(b)).collect();
+    server.install_group_version(&group, &version, stores);
+}
+
+/// Builds the chain and returns its front server (the aggregator).
+pub fn create_server_chain(
+    config: &CompletedConfig,
+    factory: &StorageFactory,
+    opts: &CompletedOptions,
+) -> GenericApiServer {
+    let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
+    install(&mut extensions, factory, vec![builtin::crd()]);
+
+    let mut kube = config.new_server("kube-apiserver", &extensions);
+    install(&mut kube, factory, builtin::core_v1());
+    for group in builtin::named_groups() {
+        install(&mut kube, factory, group);
+    }
+    bootstrap::install_hooks(&mut kube, opts);
+
+    let mut aggregator = config.new_server("kube-aggregator", &kube);
+    install(&mut aggregator, factory, vec![builtin::api_service()]);
+    bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
+    aggregator
+}

@@ -1,0 +1,289 @@
+//! The catalogue of built-in resources served at GA versions: each entry
+//! ties a k8s-openapi type (names, scope, decoding) to its discovery
+//! details (short names, categories, subresources), its etcd key root and
+//! its strategy. Groups are listed in upstream's order.
+
+use std::sync::Arc;
+
+use apiserver::registry::resource::ALL_VERBS;
+use apiserver::registry::{ResourceInfo, Strategy};
+use k8s_openapi::api::{
+    admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
+    batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
+    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+    flowcontrol::v1 as flowcontrol, networking::v1 as networking, node::v1 as node,
+    policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource, scheduling::v1 as scheduling,
+    storage::v1 as storage,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::typed::Typed;
+use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
+
+/// One built-in resource: what discovery says about it and how it behaves.
+pub struct Builtin {
+    pub info: ResourceInfo,
+    pub strategy: Arc<dyn Strategy>,
+}
+
+/// Whether a k8s-openapi scope is namespaced.
+pub trait Scope {
+    const NAMESPACED: bool;
+}
+
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// Upstream's etcd key roots that differ from the resource name.
+fn storage_root(group: &str, resource: &str) -> String {
+    match (group, resource) {
+        ("", "services") => "services/specs".into(),
+        ("", "endpoints") => "services/endpoints".into(),
+        ("", "nodes") => "minions".into(),
+        ("", "replicationcontrollers") => "controllers".into(),
+        ("networking.k8s.io", "ingresses") => "ingress".into(),
+        ("apiextensions.k8s.io" | "apiregistration.k8s.io", _) => format!("{group}/{resource}"),
+        _ => resource.into(),
+    }
+}
+
+struct Extra {
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    scale: bool,
+}
+
+const PLAIN: Extra = Extra {
+    short_names: &[],
+    categories: &[],
+    scale: false,
+};
+
+const fn short(names: &'static [&'static str]) -> Extra {
+    Extra {
+        short_names: names,
+        categories: &[],
+        scale: false,
+    }
+}
+
+const fn all(names: &'static [&'static str]) -> Extra {
+    Extra {
+        short_names: names,
+        categories: &["all"],
+        scale: false,
+    }
+}
+
+const fn scalable(names: &'static [&'static str]) -> Extra {
+    Extra {
+        short_names: names,
+        categories: &["all"],
+        scale: true,
+    }
+}
+
+const API_EXTENSIONS: Extra = Extra {
+    short_names: &[],
+    categories: &["api-extensions"],
+    scale: false,
+};
+
+fn builtin<K>(strategy: ResourceStrategy, extra: Extra) -> Builtin
+where
+    K: k8s_openapi::Resource
+        + k8s_openapi::ListableResource
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::Scope: Scope,
+{
+    let strings = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+    let info = ResourceInfo {
+        group: K::GROUP.into(),
+        version: K::VERSION.into(),
+        resource: K::URL_PATH_SEGMENT.into(),
+        singular: K::KIND.to_lowercase(),
+        kind: K::KIND.into(),
+        list_kind: K::LIST_KIND.into(),
+        namespaced: <K::Scope as Scope>::NAMESPACED,
+        short_names: strings(extra.short_names),
+        categories: strings(extra.categories),
+        verbs: strings(ALL_VERBS),
+        has_status: strategy.status,
+        has_scale: extra.scale,
+        storage_root: storage_root(K::GROUP, K::URL_PATH_SEGMENT),
+    };
+    Builtin {
+        info,
+        strategy: Arc::new(Typed::<K>::new(Arc::new(strategy))),
+    }
+}
+
+fn plain() -> ResourceStrategy {
+    ResourceStrategy::default()
+}
+
+fn status() -> ResourceStrategy {
+    core_types::with_status()
+}
+
+/// The core ("legacy") group, v1.
+pub fn core_v1() -> Vec<Builtin> {
+    vec![
+        builtin::<core::ConfigMap>(core_types::configmaps(), short(&["cm"])),
+        builtin::<core::Endpoints>(plain(), short(&["ep"])),
+        builtin::<core::Event>(plain(), short(&["ev"])),
+        builtin::<core::LimitRange>(plain(), short(&["limits"])),
+        builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
+        builtin::<core::Node>(core_types::nodes(), short(&["no"])),
+        builtin::<core::PersistentVolumeClaim>(status(), short(&["pvc"])),
+        builtin::<core::PersistentVolume>(status(), short(&["pv"])),
+        builtin::<core::Pod>(core_types::pods(), all(&["po"])),
+        builtin::<core::PodTemplate>(plain(), PLAIN),
+        builtin::<core::ReplicationController>(ResourceStrategy::spec_status(), scalable(&["rc"])),
+        builtin::<core::ResourceQuota>(status(), short(&["quota"])),
+        builtin::<core::Secret>(core_types::secrets(), PLAIN),
+        builtin::<core::ServiceAccount>(core_types::service_accounts(), short(&["sa"])),
+        builtin::<core::Service>(crate::registry::core::services(), all(&["svc"])),
+    ]
+}
+
+/// The named groups, each with its resources at their GA version.
+pub fn named_groups() -> Vec<Vec<Builtin>> {
+    vec![
+        vec![
+            builtin::<apps::ControllerRevision>(plain(), PLAIN),
+            builtin::<apps::DaemonSet>(workloads::daemonsets(), all(&["ds"])),
+            builtin::<apps::Deployment>(workloads::deployments(), scalable(&["deploy"])),
+            builtin::<apps::ReplicaSet>(workloads::replicasets(), scalable(&["rs"])),
+            builtin::<apps::StatefulSet>(workloads::statefulsets(), scalable(&["sts"])),
+        ],
+        vec![builtin::<autoscaling::HorizontalPodAutoscaler>(
+            ResourceStrategy::spec_status(),
+            all(&["hpa"]),
+        )],
+        vec![
+            builtin::<batch::CronJob>(workloads::cronjobs(), all(&["cj"])),
+            builtin::<batch::Job>(workloads::jobs(), all(&[])),
+        ],
+        vec![
+            builtin::<certificates::CertificateSigningRequest>(status(), short(&["csr"])),
+            builtin::<certificates::ClusterTrustBundle>(plain(), PLAIN),
+        ],
+        vec![builtin::<coordination::Lease>(plain(), PLAIN)],
+        vec![builtin::<discovery::EndpointSlice>(plain(), PLAIN)],
+        vec![
+            builtin::<networking::IngressClass>(plain(), PLAIN),
+            builtin::<networking::Ingress>(status(), short(&["ing"])),
+            builtin::<networking::IPAddress>(plain(), short(&["ip"])),
+            builtin::<networking::NetworkPolicy>(plain(), short(&["netpol"])),
+            builtin::<networking::ServiceCIDR>(status(), PLAIN),
+        ],
+        vec![builtin::<node::RuntimeClass>(plain(), PLAIN)],
+        vec![builtin::<policy::PodDisruptionBudget>(
+            ResourceStrategy::spec_status(),
+            short(&["pdb"]),
+        )],
+        vec![
+            builtin::<rbac::ClusterRoleBinding>(plain(), PLAIN),
+            builtin::<rbac::ClusterRole>(plain(), PLAIN),
+            builtin::<rbac::RoleBinding>(plain(), PLAIN),
+            builtin::<rbac::Role>(plain(), PLAIN),
+        ],
+        vec![builtin::<scheduling::PriorityClass>(
+            plain(),
+            short(&["pc"]),
+        )],
+        vec![
+            builtin::<storage::CSIDriver>(plain(), PLAIN),
+            builtin::<storage::CSINode>(plain(), PLAIN),
+            builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
+            builtin::<storage::StorageClass>(plain(), short(&["sc"])),
+            builtin::<storage::VolumeAttachment>(status(), PLAIN),
+            builtin::<storage::VolumeAttributesClass>(plain(), short(&["vac"])),
+        ],
+        vec![
+            builtin::<flowcontrol::FlowSchema>(status(), PLAIN),
+            builtin::<flowcontrol::PriorityLevelConfiguration>(status(), PLAIN),
+        ],
+        vec![
+            builtin::<admission::MutatingAdmissionPolicy>(plain(), API_EXTENSIONS),
+            builtin::<admission::MutatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
+            builtin::<admission::MutatingWebhookConfiguration>(plain(), API_EXTENSIONS),
+            builtin::<admission::ValidatingAdmissionPolicy>(status(), API_EXTENSIONS),
+            builtin::<admission::ValidatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
+            builtin::<admission::ValidatingWebhookConfiguration>(plain(), API_EXTENSIONS),
+        ],
+        vec![builtin::<events::Event>(plain(), short(&["ev"]))],
+        vec![
+            builtin::<resource::DeviceClass>(plain(), PLAIN),
+            builtin::<resource::ResourceClaim>(status(), PLAIN),
+            builtin::<resource::ResourceClaimTemplate>(plain(), PLAIN),
+            builtin::<resource::ResourceSlice>(plain(), PLAIN),
+        ],
+    ]
+}
+
+/// apiextensions.k8s.io/v1 CustomResourceDefinitions (served by the
+/// apiextensions server).
+pub fn crd() -> Builtin {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    builtin::<apiextensions::CustomResourceDefinition>(
+        status(),
+        Extra {
+            short_names: &["crd", "crds"],
+            categories: &["api-extensions"],
+            scale: false,
+        },
+    )
+}
+
+/// apiregistration.k8s.io/v1 APIServices (served by the aggregator).
+pub fn api_service() -> Builtin {
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+    builtin::<apiregistration::APIService>(status(), API_EXTENSIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_names_match_upstream() {
+        let core = core_v1();
+        let pods = core
+            .iter()
+            .find(|b| b.info.resource == "pods")
+            .map(|b| &b.info);
+        let pods = pods.cloned().unwrap_or_else(|| panic!("pods missing"));
+        assert!(pods.namespaced);
+        assert_eq!(pods.list_kind, "PodList");
+        assert_eq!(pods.short_names, vec!["po"]);
+        let svc = core
+            .iter()
+            .find(|b| b.info.resource == "services")
+            .map(|b| b.info.storage_root.clone());
+        assert_eq!(svc.as_deref(), Some("services/specs"));
+        let groups = named_groups();
+        let deploy = groups
+            .iter()
+            .flatten()
+            .find(|b| b.info.resource == "deployments")
+            .map(|b| &b.info);
+        assert!(deploy.is_some_and(|d| d.has_scale && d.has_status && d.group == "apps"));
+        let ns = core
+            .iter()
+            .find(|b| b.info.resource == "namespaces")
+            .map(|b| b.info.namespaced);
+        assert_eq!(ns, Some(false));
+    }
+}

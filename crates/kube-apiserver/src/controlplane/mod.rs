@@ -1,0 +1,42 @@
+//! The built-in API: the resource catalogue and how each resource's store
+//! is assembled over storage (upstream's `pkg/controlplane` and its REST
+//! storage providers).
+
+pub mod builtin;
+pub mod typed;
+
+use std::sync::Arc;
+
+use apiserver::registry::Store;
+use storage::cacher::{Cacher, CacherConfig};
+use storage::{JsonCodec, Kv, Storage};
+
+use builtin::Builtin;
+
+/// Builds stores over one KV backend, the way upstream's storage factory
+/// does: the etcd3-style store, with the watch cache in front when enabled.
+#[derive(Clone)]
+pub struct StorageFactory {
+    pub kv: Arc<dyn Kv>,
+    /// `--etcd-prefix`.
+    pub prefix: String,
+    /// `--watch-cache`.
+    pub watch_cache: bool,
+}
+
+impl StorageFactory {
+    pub fn store(&self, builtin: Builtin) -> Arc<Store> {
+        let prefix = self.prefix.trim_end_matches('/');
+        let raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
+            self.kv.clone(),
+            Arc::new(JsonCodec),
+        ));
+        let storage: Arc<dyn Storage> = if self.watch_cache {
+            let root = format!("{prefix}/{}/", builtin.info.storage_root);
+            Arc::new(Cacher::new(raw, CacherConfig::new(root)))
+        } else {
+            raw
+        };
+        Arc::new(Store::new(builtin.info, builtin.strategy, storage, prefix))
+    }
+}

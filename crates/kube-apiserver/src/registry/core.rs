@@ -1,0 +1,510 @@
+//! Strategies of core (v1) resources: upstream's defaults, printer columns
+//! and selectable fields for the types users meet first.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::printers::*;
+use super::ResourceStrategy;
+
+/// Sets `obj[key]` when missing.
+pub fn default_field(obj: &mut Value, key: &str, value: Value) {
+    if let Some(map) = obj.as_object_mut() {
+        map.entry(key).or_insert(value);
+    }
+}
+
+/// Upstream's container defaults (`SetDefaults_Container`, ports' protocol).
+fn default_container(c: &mut Value) {
+    default_field(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default_field(c, "terminationMessagePolicy", json!("File"));
+    default_field(c, "resources", json!({}));
+    let image = text(c, "/image").to_owned();
+    let after_slash = image.rsplit('/').next().unwrap_or("");
+    let tagged_latest = after_slash.ends_with(":latest");
+    let has_tag = after_slash.contains(':') || image.contains('@');
+    let policy = if tagged_latest || !has_tag {
+        "Always"
+    } else {
+        "IfNotPresent"
+    };
+    default_field(c, "imagePullPolicy", json!(policy));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            default_field(p, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// Upstream's pod spec defaults (`SetDefaults_PodSpec` and containers).
+pub fn default_pod_spec(spec: &mut Value) {
+    default_field(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_field(spec, "restartPolicy", json!("Always"));
+    default_field(spec, "terminationGracePeriodSeconds", json!(30));
+    default_field(spec, "securityContext", json!({}));
+    default_field(spec, "schedulerName", json!("default-scheduler"));
+    default_field(spec, "enableServiceLinks", json!(true));
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            cs.iter_mut().for_each(default_container);
+        }
+    }
+}
+
+fn pod_defaults(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec") {
+        default_pod_spec(spec);
+    }
+}
+
+fn pod_on_create(obj: &mut Value) {
+    obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
+}
+
+/// BestEffort when no container sets requests or limits, else Burstable
+/// (Guaranteed needs equal requests and limits everywhere).
+fn qos_class(pod: &Value) -> &'static str {
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+        any |= requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty());
+        let full = |m: Option<&serde_json::Map<String, Value>>| {
+            m.is_some_and(|m| m.contains_key("cpu") && m.contains_key("memory"))
+        };
+        guaranteed &= full(limits) && requests.is_none_or(|r| Some(r) == limits);
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+fn pod_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        string("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+        string("Status", "The aggregate status of the containers in this pod."),
+        string("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+        AGE_COLUMN,
+        string("IP", "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.").wide(),
+        string("Node", "NodeName is a request to schedule this pod onto a specific node.").wide(),
+        string("Nominated Node", "nominatedNodeName is set when this pod preempts other pods on the node.").wide(),
+        string("Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness.").wide(),
+    ]
+}
+
+fn pod_row(pod: &Value) -> Vec<Value> {
+    let total = count(pod, "/spec/containers");
+    let statuses = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ready = statuses
+        .iter()
+        .filter(|s| s["ready"] == json!(true))
+        .count();
+    let restarts: i64 = statuses
+        .iter()
+        .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
+        .sum();
+    let waiting = statuses
+        .iter()
+        .find_map(|s| s.pointer("/state/waiting/reason").and_then(Value::as_str));
+    let status = if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        "Terminating"
+    } else if let Some(reason) = waiting {
+        reason
+    } else {
+        match text(pod, "/status/reason") {
+            "" => text(pod, "/status/phase"),
+            reason => reason,
+        }
+    };
+    let gates = count(pod, "/spec/readinessGates");
+    vec![
+        name_cell(pod),
+        json!(format!("{ready}/{total}")),
+        json!(status),
+        json!(restarts.to_string()),
+        age_cell(pod),
+        or_none(pod, "/status/podIP"),
+        or_none(pod, "/spec/nodeName"),
+        or_none(pod, "/status/nominatedNodeName"),
+        if gates == 0 {
+            json!("<none>")
+        } else {
+            json!(format!("0/{gates}"))
+        },
+    ]
+}
+
+const POD_FIELDS: &[&str] = &[
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.podIPs",
+    "status.nominatedNodeName",
+];
+
+fn pod_fields(pod: &Value, fields: &mut BTreeMap<String, String>) {
+    for (name, pointer) in [
+        ("spec.nodeName", "/spec/nodeName"),
+        ("spec.restartPolicy", "/spec/restartPolicy"),
+        ("spec.schedulerName", "/spec/schedulerName"),
+        ("spec.serviceAccountName", "/spec/serviceAccountName"),
+        ("status.phase", "/status/phase"),
+        ("status.podIP", "/status/podIP"),
+        ("status.podIPs", "/status/podIP"),
+        ("status.nominatedNodeName", "/status/nominatedNodeName"),
+    ] {
+        fields.insert(name.to_owned(), text(pod, pointer).to_owned());
+    }
+    let host_network = pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true);
+    fields.insert("spec.hostNetwork".into(), host_network.to_string());
+}
+
+pub fn pods() -> ResourceStrategy {
+    ResourceStrategy {
+        status: true,
+        generation: true,
+        defaults: pod_defaults,
+        on_create: pod_on_create,
+        field_names: POD_FIELDS,
+        fields: pod_fields,
+        ..Default::default()
+    }
+    .printed(pod_columns, pod_row)
+}
+
+fn namespace_on_create(obj: &mut Value) {
+    obj["status"] = json!({"phase": "Active"});
+    let finalizers = obj.pointer("/spec/finalizers").cloned();
+    if finalizers.is_none() {
+        obj["spec"] = json!({"finalizers": ["kubernetes"]});
+    }
+}
+
+fn namespace_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        string("Status", "The status of the namespace"),
+        AGE_COLUMN,
+    ]
+}
+
+fn namespace_row(ns: &Value) -> Vec<Value> {
+    vec![
+        name_cell(ns),
+        json!(text(ns, "/status/phase")),
+        age_cell(ns),
+    ]
+}
+
+fn namespace_fields(ns: &Value, fields: &mut BTreeMap<String, String>) {
+    fields.insert("status.phase".into(), text(ns, "/status/phase").to_owned());
+}
+
+pub fn namespaces() -> ResourceStrategy {
+    ResourceStrategy {
+        status: true,
+        on_create: namespace_on_create,
+        field_names: &["status.phase"],
+        fields: namespace_fields,
+        ..Default::default()
+    }
+    .printed(namespace_columns, namespace_row)
+}
+
+fn configmap_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        integer("Data", "Number of data entries"),
+        AGE_COLUMN,
+    ]
+}
+
+fn configmap_row(cm: &Value) -> Vec<Value> {
+    let n = count(cm, "/data") + count(cm, "/binaryData");
+    vec![name_cell(cm), json!(n), age_cell(cm)]
+}
+
+pub fn configmaps() -> ResourceStrategy {
+    ResourceStrategy::default().printed(configmap_columns, configmap_row)
+}
+
+fn secret_defaults(obj: &mut Value) {
+    default_field(obj, "type", json!("Opaque"));
+}
+
+fn secret_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        string("Type", "The type of the secret"),
+        integer("Data", "The number of entries in the secret"),
+        AGE_COLUMN,
+    ]
+}
+
+fn secret_row(s: &Value) -> Vec<Value> {
+    let n = count(s, "/data");
+    vec![name_cell(s), json!(text(s, "/type")), json!(n), age_cell(s)]
+}
+
+fn secret_fields(s: &Value, fields: &mut BTreeMap<String, String>) {
+    fields.insert("type".into(), text(s, "/type").to_owned());
+}
+
+pub fn secrets() -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: secret_defaults,
+        field_names: &["type"],
+        fields: secret_fields,
+        ..Default::default()
+    }
+    .printed(secret_columns, secret_row)
+}
+
+fn service_account_columns() -> Vec<TableColumn> {
+    vec![NAME_COLUMN, integer("Secrets", "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount."), AGE_COLUMN]
+}
+
+fn service_account_row(sa: &Value) -> Vec<Value> {
+    vec![name_cell(sa), json!(count(sa, "/secrets")), age_cell(sa)]
+}
+
+pub fn service_accounts() -> ResourceStrategy {
+    ResourceStrategy::default().printed(service_account_columns, service_account_row)
+}
+
+fn node_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        string("Status", "The status of the node"),
+        string("Roles", "The roles of the node"),
+        AGE_COLUMN,
+        string("Version", "Kubelet Version reported by the node."),
+    ]
+}
+
+fn node_row(node: &Value) -> Vec<Value> {
+    let ready = node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+        .map(|c| {
+            if c["status"] == "True" {
+                "Ready"
+            } else {
+                "NotReady"
+            }
+        })
+        .unwrap_or("Unknown");
+    let roles: Vec<String> = node
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let roles = if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    };
+    vec![
+        name_cell(node),
+        json!(ready),
+        json!(roles),
+        age_cell(node),
+        json!(text(node, "/status/nodeInfo/kubeletVersion")),
+    ]
+}
+
+fn node_fields(node: &Value, fields: &mut BTreeMap<String, String>) {
+    let unschedulable = node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
+    fields.insert("spec.unschedulable".into(), unschedulable.to_string());
+}
+
+pub fn nodes() -> ResourceStrategy {
+    ResourceStrategy {
+        status: true,
+        field_names: &["spec.unschedulable"],
+        fields: node_fields,
+        ..Default::default()
+    }
+    .printed(node_columns, node_row)
+}
+
+fn service_defaults(svc: &mut Value) {
+    let Some(spec) = svc.get_mut("spec") else {
+        return;
+    };
+    default_field(spec, "type", json!("ClusterIP"));
+    default_field(spec, "sessionAffinity", json!("None"));
+    let service_type = text(spec, "/type").to_owned();
+    if service_type != "ExternalName" {
+        default_field(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if matches!(service_type.as_str(), "NodePort" | "LoadBalancer") {
+        default_field(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            default_field(p, "protocol", json!("TCP"));
+            if let Some(port) = p.get("port").cloned() {
+                default_field(p, "targetPort", port);
+            }
+        }
+    }
+}
+
+fn service_columns() -> Vec<TableColumn> {
+    vec![
+        NAME_COLUMN,
+        string("Type", "The type of the service"),
+        string("Cluster-IP", "The cluster IP of the service"),
+        string("External-IP", "The external IP of the service"),
+        string("Port(s)", "The ports of the service"),
+        AGE_COLUMN,
+        string(
+            "Selector",
+            "Route service traffic to pods with label keys and values matching this selector.",
+        )
+        .wide(),
+    ]
+}
+
+fn service_ports(svc: &Value) -> String {
+    let ports = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if ports.is_empty() {
+        return "<none>".into();
+    }
+    ports
+        .iter()
+        .map(|p| {
+            let port = int(p, "/port");
+            let proto = text(p, "/protocol");
+            match int(p, "/nodePort") {
+                0 => format!("{port}/{proto}"),
+                node => format!("{port}:{node}/{proto}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn service_row(svc: &Value) -> Vec<Value> {
+    let service_type = text(svc, "/spec/type");
+    let external = match service_type {
+        "ExternalName" => text(svc, "/spec/externalName").to_owned(),
+        "LoadBalancer" => {
+            let ingress = join(svc, "/status/loadBalancer/ingress", "ip");
+            match ingress.as_str() {
+                Some("<none>") | None => "<pending>".to_owned(),
+                Some(ips) => ips.to_owned(),
+            }
+        }
+        _ => svc
+            .pointer("/spec/externalIPs")
+            .and_then(Value::as_array)
+            .map(|ips| {
+                ips.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "<none>".to_owned()),
+    };
+    vec![
+        name_cell(svc),
+        json!(service_type),
+        or_none(svc, "/spec/clusterIP"),
+        json!(external),
+        json!(service_ports(svc)),
+        age_cell(svc),
+        map_selector(svc, "/spec/selector"),
+    ]
+}
+
+pub fn services() -> ResourceStrategy {
+    ResourceStrategy {
+        status: true,
+        defaults: service_defaults,
+        ..Default::default()
+    }
+    .printed(service_columns, service_row)
+}
+
+/// Resources whose status is a subresource but that print the default table.
+pub fn with_status() -> ResourceStrategy {
+    ResourceStrategy {
+        status: true,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_defaults_follow_upstream() {
+        let mut pod = json!({"spec": {"containers": [
+            {"name": "a", "image": "nginx", "ports": [{"containerPort": 80}]},
+            {"name": "b", "image": "registry:5000/app:1.2"}]}});
+        pod_defaults(&mut pod);
+        assert_eq!(pod["spec"]["restartPolicy"], "Always");
+        assert_eq!(pod["spec"]["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(
+            pod["spec"]["containers"][1]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        assert_eq!(pod["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
+    }
+
+    #[test]
+    fn pod_rows_print_readiness_and_phase() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{}, {}]},
+            "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false}]}});
+        let row = pod_row(&pod);
+        assert_eq!(row[1], "1/2");
+        assert_eq!(row[2], "Running");
+        assert_eq!(row[3], "2");
+        assert_eq!(row[5], "<none>");
+    }
+
+    #[test]
+    fn qos_classes() {
+        assert_eq!(
+            qos_class(&json!({"spec": {"containers": [{}]}})),
+            "BestEffort"
+        );
+        let limited = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        assert_eq!(qos_class(&limited), "Guaranteed");
+        let burst = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        assert_eq!(qos_class(&burst), "Burstable");
+    }
+}

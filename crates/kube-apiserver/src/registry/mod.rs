@@ -1,0 +1,176 @@
+//! Strategies of the built-in resources (upstream's `pkg/registry/<group>/<resource>`):
+//! a data-driven [`ResourceStrategy`] covers the common behaviour (status
+//! reset, generation bumps, printer columns, selectable fields); each
+//! resource module fills in only what differs.
+
+pub mod apps;
+pub mod core;
+pub mod printers;
+
+use std::collections::BTreeMap;
+
+use apimachinery::field_errors::FieldError;
+use apiserver::registry::table::{self, TableColumn};
+use apiserver::registry::Strategy;
+use serde_json::{json, Value};
+
+type Columns = fn() -> Vec<TableColumn>;
+type Row = fn(&Value) -> Vec<Value>;
+type Mutate = fn(&mut Value);
+type Fields = fn(&Value, &mut BTreeMap<String, String>);
+type Validate = fn(&Value) -> Vec<FieldError>;
+
+/// Behaviour of one built-in resource.
+#[derive(Clone)]
+pub struct ResourceStrategy {
+    /// The resource has a status subresource: status is reset on create and
+    /// kept on updates of the main resource.
+    pub status: bool,
+    /// metadata.generation starts at 1 and grows with every spec change.
+    pub generation: bool,
+    pub defaults: Mutate,
+    /// Extra preparation on create (e.g. a pod's initial phase).
+    pub on_create: Mutate,
+    pub validate: Validate,
+    pub columns: Columns,
+    pub row: Row,
+    pub field_names: &'static [&'static str],
+    pub fields: Fields,
+    pub create_on_update: bool,
+}
+
+fn no_op(_: &mut Value) {}
+fn no_fields(_: &Value, _: &mut BTreeMap<String, String>) {}
+fn no_errors(_: &Value) -> Vec<FieldError> {
+    Vec::new()
+}
+
+impl Default for ResourceStrategy {
+    fn default() -> Self {
+        ResourceStrategy {
+            status: false,
+            generation: false,
+            defaults: no_op,
+            on_create: no_op,
+            validate: no_errors,
+            columns: table::default_columns,
+            row: table::default_row,
+            field_names: &[],
+            fields: no_fields,
+            create_on_update: false,
+        }
+    }
+}
+
+impl ResourceStrategy {
+    /// A resource with spec and status (most workload types).
+    pub fn spec_status() -> Self {
+        ResourceStrategy {
+            status: true,
+            generation: true,
+            ..Default::default()
+        }
+    }
+
+    pub fn printed(mut self, columns: Columns, row: Row) -> Self {
+        self.columns = columns;
+        self.row = row;
+        self
+    }
+}
+
+fn spec_of(obj: &Value) -> Value {
+    let mut copy = obj.clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.remove("status");
+        map.remove("metadata");
+    }
+    copy
+}
+
+impl Strategy for ResourceStrategy {
+    fn apply_defaults(&self, obj: &mut Value) {
+        (self.defaults)(obj)
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status {
+            obj["status"] = json!({});
+        }
+        if self.generation {
+            obj["metadata"]["generation"] = json!(1);
+        }
+        (self.on_create)(obj)
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.status {
+            match old.get("status") {
+                Some(status) => new["status"] = status.clone(),
+                None => {
+                    if let Some(map) = new.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        if self.generation {
+            let old_generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let bump = spec_of(new) != spec_of(old);
+            new["metadata"]["generation"] = json!(old_generation + i64::from(bump));
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        (self.validate)(obj)
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.create_on_update
+    }
+
+    fn selectable_fields(&self, obj: &Value, fields: &mut BTreeMap<String, String>) {
+        (self.fields)(obj, fields)
+    }
+
+    fn selectable_field_names(&self) -> &'static [&'static str] {
+        self.field_names
+    }
+
+    fn table_columns(&self) -> Vec<TableColumn> {
+        (self.columns)()
+    }
+
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        (self.row)(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_bumps_only_on_spec_change() {
+        let s = ResourceStrategy::spec_status();
+        let mut obj =
+            json!({"metadata": {"name": "a"}, "spec": {"replicas": 1}, "status": {"x": 1}});
+        s.prepare_for_create(&mut obj);
+        assert_eq!(obj["metadata"]["generation"], 1);
+        assert_eq!(obj["status"], json!({}));
+        let old = obj.clone();
+        let mut same = old.clone();
+        same["metadata"]["labels"] = json!({"a": "b"});
+        s.prepare_for_update(&mut same, &old);
+        assert_eq!(same["metadata"]["generation"], 1);
+        let mut changed = old.clone();
+        changed["spec"]["replicas"] = json!(3);
+        changed["status"] = json!({"replicas": 9});
+        s.prepare_for_update(&mut changed, &old);
+        assert_eq!(changed["metadata"]["generation"], 2);
+        assert_eq!(changed["status"], json!({}));
+    }
+}

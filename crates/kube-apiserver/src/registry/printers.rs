@@ -1,0 +1,111 @@
+//! Cell helpers for the printer columns of built-in resources (what
+//! `kubectl get` shows, as upstream's `pkg/printers/internalversion`).
+
+use serde_json::{json, Value};
+
+pub use apiserver::registry::table::{age_cell, name_cell, TableColumn, AGE_COLUMN, NAME_COLUMN};
+
+pub const fn string(name: &'static str, description: &'static str) -> TableColumn {
+    TableColumn::new(name, "string", description)
+}
+
+pub const fn integer(name: &'static str, description: &'static str) -> TableColumn {
+    TableColumn::new(name, "integer", description)
+}
+
+/// The string at a JSON pointer, or "".
+pub fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The string at a pointer, or `<none>` as upstream prints missing values.
+pub fn or_none(obj: &Value, pointer: &str) -> Value {
+    match text(obj, pointer) {
+        "" => json!("<none>"),
+        s => json!(s),
+    }
+}
+
+pub fn int(obj: &Value, pointer: &str) -> i64 {
+    obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// Number of entries of a map or list at a pointer.
+pub fn count(obj: &Value, pointer: &str) -> usize {
+    match obj.pointer(pointer) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+/// Comma-joined values of `field` over the list at `pointer`.
+pub fn join(obj: &Value, pointer: &str, field: &str) -> Value {
+    let items: Vec<&str> = obj
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|c| c.get(field)?.as_str()).collect())
+        .unwrap_or_default();
+    if items.is_empty() {
+        json!("<none>")
+    } else {
+        json!(items.join(","))
+    }
+}
+
+/// A label selector printed as upstream's `metav1.FormatLabelSelector`
+/// (matchLabels only, which covers the workloads).
+pub fn selector(obj: &Value, pointer: &str) -> Value {
+    let Some(sel) = obj.pointer(pointer) else {
+        return json!("<none>");
+    };
+    let mut parts: Vec<String> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let key = text(e, "/key");
+            match text(e, "/operator") {
+                "In" => parts.push(format!("{key} in ({})", values.join(","))),
+                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
+                "Exists" => parts.push(key.to_owned()),
+                "DoesNotExist" => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    if parts.is_empty() {
+        json!("<none>")
+    } else {
+        json!(parts.join(","))
+    }
+}
+
+/// A flat `key=value` map (service selectors, node selectors).
+pub fn map_selector(obj: &Value, pointer: &str) -> Value {
+    let parts: Vec<String> = obj
+        .pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if parts.is_empty() {
+        json!("<none>")
+    } else {
+        json!(parts.join(","))
+    }
+}
