@@ -13,4 +13,8 @@ pub mod status;
 pub mod validation;
 
 pub use field_errors::{ErrorList, ErrorType, FieldError, Path};
+pub use fields::FieldSelector;
+pub use labels::Selector as LabelSelector;
+pub use meta::{GroupKind, GroupResource, GroupVersion, GroupVersionKind, GroupVersionResource};
+pub use request_info::{RequestInfo, RequestInfoResolver};
 pub use status::{ApiError, Status, StatusCause, StatusDetails, StatusReason};

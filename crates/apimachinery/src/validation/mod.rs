@@ -6,6 +6,7 @@
 //! way upstream's `IsDNS1123Label` and friends do; [`object_meta`] turns
 //! them into field errors for an object's metadata.
 
+pub mod formats;
 pub mod object_meta;
 
 /// Longest DNS-1123 label (and DNS-1035 label).
