@@ -28,8 +28,9 @@
 //! storage::semantics_suite!(make_kv, wrap);
 //! ```
 //!
-//! The wrapped form leaves out the cases that test the plain store's own
-//! timing (its bookmark timer). Cases use their own key prefix and tolerate
+//! The wrapped form leaves out the cases that only hold for the plain store:
+//! its bookmark timer, and a watch from a compacted revision failing (a watch
+//! cache serves such a watch from its own window, as upstream's does). Cases use their own key prefix and tolerate
 //! other writers bumping the revision, but the compaction cases compact the
 //! whole KV: give each test its own store.
 //!
@@ -220,7 +221,6 @@ macro_rules! semantics_suite {
             watch_predicate_transitions,
             watch_recreated_key,
             watch_from_zero_with_predicate,
-            watch_compacted_revision,
         );
     };
     ($make_kv:expr, $wrap:expr $(,)?) => {
@@ -230,6 +230,7 @@ macro_rules! semantics_suite {
         $crate::semantics_suite!(@shared $make_kv, $crate::testing::unwrapped);
         $crate::semantics_suite!(@cases $make_kv, $crate::testing::unwrapped;
             watch_bookmarks,
+            watch_compacted_revision,
         );
     };
 }

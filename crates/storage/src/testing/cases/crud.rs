@@ -82,11 +82,8 @@ pub async fn get_resource_version_semantics(h: Harness) {
         ignore_not_found: false,
     };
 
-    for version in [
-        ReadVersion::MostRecent,
-        ReadVersion::Any,
-        ReadVersion::NotOlderThan(rv(&v1)),
-    ] {
+    // (`Any` may be served from a stale cache, so it is not checked here.)
+    for version in [ReadVersion::MostRecent, ReadVersion::NotOlderThan(rv(&v2))] {
         let got = h.storage.get(&key, get(version)).await.unwrap().unwrap();
         assert_eq!(value_of(&got), "2", "{version:?} reads the latest state");
     }
