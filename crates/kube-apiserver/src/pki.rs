@@ -1,1 +1,0 @@
-//! Certificates, keys and kubeconfig generated for the embedded default. Being written.

@@ -1,0 +1,285 @@
+//! Certificates, keys and the admin kubeconfig generated into the data
+//! directory for the embedded default (no `--tls-cert-file` given), in the
+//! spirit of upstream's self-signed `--cert-dir` material and kubeadm's PKI:
+//!
+//! ```text
+//! <data-dir>/pki/ca.crt, ca.key                 self-signed cluster CA
+//! <data-dir>/pki/apiserver.crt, apiserver.key   serving certificate
+//! <data-dir>/pki/admin.crt, admin.key           admin client certificate
+//! <data-dir>/pki/sa.key, sa.pub                 service-account signing key
+//! <data-dir>/admin.kubeconfig                   kubeconfig for the admin
+//! ```
+//!
+//! Existing material is reused across restarts: the CA is kept while it is
+//! valid, leaves are reissued only when missing, mismatched, near expiry, not
+//! issued by the current CA, or (serving) missing a requested name.
+
+mod certs;
+mod files;
+mod kubeconfig;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use certs::{CertAuthority, LeafSpec, PemPair, San, Usage};
+use files::{PUBLIC_MODE, SECRET_MODE};
+
+/// Common name of the admin client certificate (kubeadm's admin user).
+pub const ADMIN_USER: &str = "kubernetes-admin";
+/// Group of the admin client certificate: the group upstream's authorizer
+/// always allows, so the admin works before any RBAC binding exists.
+pub const ADMIN_GROUP: &str = "system:masters";
+/// Common name of the serving certificate (as kubeadm names it).
+const SERVING_COMMON_NAME: &str = "kube-apiserver";
+
+/// Errors while creating or loading the PKI.
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("generating certificate material: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("rendering kubeconfig: {0}")]
+    Kubeconfig(#[from] serde_yaml::Error),
+}
+
+/// What the generated material must cover.
+#[derive(Debug, Clone)]
+pub struct PkiOptions {
+    /// Addresses the serving certificate must be valid for besides loopback:
+    /// the bind address (unspecified addresses are skipped) and the
+    /// advertise address.
+    pub ip_addresses: Vec<IpAddr>,
+    /// Extra DNS names for the serving certificate (e.g. the host name).
+    pub dns_names: Vec<String>,
+    /// The first IP of `--service-cluster-ip-range`, the ClusterIP of the
+    /// `default/kubernetes` Service.
+    pub service_ip: Option<IpAddr>,
+    /// Cluster DNS domain for `kubernetes.default.svc.<domain>`.
+    pub cluster_domain: String,
+    /// Host the admin kubeconfig connects to.
+    pub server_host: String,
+    /// `--secure-port`.
+    pub secure_port: u16,
+}
+
+impl Default for PkiOptions {
+    fn default() -> Self {
+        Self {
+            ip_addresses: Vec::new(),
+            dns_names: Vec::new(),
+            service_ip: None,
+            cluster_domain: "cluster.local".into(),
+            server_host: "127.0.0.1".into(),
+            secure_port: 6443,
+        }
+    }
+}
+
+/// Paths of the generated material.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pki {
+    pub ca_cert: PathBuf,
+    pub ca_key: PathBuf,
+    pub serving_cert: PathBuf,
+    pub serving_key: PathBuf,
+    pub admin_cert: PathBuf,
+    pub admin_key: PathBuf,
+    /// Service-account signing key (ECDSA P-256 PKCS#8 PEM, JWT `ES256`).
+    pub sa_key: PathBuf,
+    /// Service-account verification key (SubjectPublicKeyInfo PEM).
+    pub sa_pub: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+impl Pki {
+    fn at(data_dir: &Path) -> Self {
+        let dir = data_dir.join("pki");
+        Self {
+            ca_cert: dir.join("ca.crt"),
+            ca_key: dir.join("ca.key"),
+            serving_cert: dir.join("apiserver.crt"),
+            serving_key: dir.join("apiserver.key"),
+            admin_cert: dir.join("admin.crt"),
+            admin_key: dir.join("admin.key"),
+            sa_key: dir.join("sa.key"),
+            sa_pub: dir.join("sa.pub"),
+            kubeconfig: data_dir.join("admin.kubeconfig"),
+        }
+    }
+}
+
+/// Creates (or reuses) the PKI under `data_dir` and returns its paths.
+///
+/// Blocking (file I/O and key generation): call it before starting the
+/// runtime or through `spawn_blocking`.
+pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
+    let pki = Pki::at(data_dir);
+    std::fs::create_dir_all(data_dir).map_err(files::io_err(data_dir))?;
+    let pki_dir = pki.ca_cert.parent().unwrap_or(data_dir);
+    files::ensure_private_dir(pki_dir)?;
+
+    let (ca, ca_cert_pem, ca_replaced) = ensure_ca(&pki)?;
+    let serving_sans = serving_sans(opts);
+    ensure_leaf(
+        &ca,
+        (&pki.serving_cert, &pki.serving_key),
+        &LeafSpec {
+            common_name: SERVING_COMMON_NAME,
+            organizations: &[],
+            sans: &serving_sans,
+            usage: Usage::Server,
+        },
+        ca_replaced,
+    )?;
+    let admin = ensure_leaf(
+        &ca,
+        (&pki.admin_cert, &pki.admin_key),
+        &LeafSpec {
+            common_name: ADMIN_USER,
+            organizations: &[ADMIN_GROUP],
+            sans: &[],
+            usage: Usage::Client,
+        },
+        ca_replaced,
+    )?;
+    ensure_signing_key(&pki)?;
+
+    let yaml = kubeconfig::AdminKubeconfig {
+        server: kubeconfig::server_url(&opts.server_host, opts.secure_port),
+        ca_cert_pem: &ca_cert_pem,
+        user_name: ADMIN_USER,
+        client_cert_pem: &admin.cert,
+        client_key_pem: &admin.key,
+    }
+    .to_yaml()?;
+    if files::read_optional(&pki.kubeconfig)?.as_deref() == Some(yaml.as_str()) {
+        files::restrict(&pki.kubeconfig, SECRET_MODE)?;
+    } else {
+        files::write_atomic(&pki.kubeconfig, yaml.as_bytes(), SECRET_MODE)?;
+    }
+    Ok(pki)
+}
+
+/// Names the serving certificate must carry.
+fn serving_sans(opts: &PkiOptions) -> Vec<San> {
+    let mut sans: Vec<San> = [
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+    ]
+    .into_iter()
+    .map(|name| San::Dns(name.into()))
+    .collect();
+    if !opts.cluster_domain.is_empty() {
+        sans.push(San::Dns(format!(
+            "kubernetes.default.svc.{}",
+            opts.cluster_domain.trim_end_matches('.')
+        )));
+    }
+    sans.extend(opts.dns_names.iter().cloned().map(San::Dns));
+    let ips = [
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(Ipv6Addr::LOCALHOST),
+    ]
+    .into_iter()
+    .chain(opts.service_ip)
+    .chain(opts.ip_addresses.iter().copied())
+    .filter(|ip| !ip.is_unspecified());
+    sans.extend(ips.map(San::Ip));
+    let mut unique = Vec::with_capacity(sans.len());
+    for san in sans {
+        if !unique.contains(&san) {
+            unique.push(san);
+        }
+    }
+    unique
+}
+
+/// Loads the CA or creates it; the flag tells whether it was (re)created,
+/// in which case every leaf must be reissued.
+fn ensure_ca(pki: &Pki) -> Result<(CertAuthority, String, bool), PkiError> {
+    let cert = files::read_optional(&pki.ca_cert)?;
+    let key = files::read_optional(&pki.ca_key)?;
+    match (cert, key) {
+        (Some(cert), Some(key)) => {
+            let ca = CertAuthority::load(&cert, &key)
+                .map_err(|err| PkiError::Invalid(format!("{}: {err}", pki.ca_cert.display())))?;
+            if ca.is_fresh() {
+                files::restrict(&pki.ca_key, SECRET_MODE)?;
+                return Ok((ca, cert, false));
+            }
+            tracing::warn!(path = %pki.ca_cert.display(), "cluster CA is expiring; replacing it and every certificate it issued");
+        }
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(PkiError::Invalid(format!(
+                "only one of {} and {} exists; remove it or provide both",
+                pki.ca_cert.display(),
+                pki.ca_key.display()
+            )));
+        }
+    }
+    let pair = certs::generate_ca()?;
+    files::write_atomic(&pki.ca_key, pair.key.as_bytes(), SECRET_MODE)?;
+    files::write_atomic(&pki.ca_cert, pair.cert.as_bytes(), PUBLIC_MODE)?;
+    tracing::info!(path = %pki.ca_cert.display(), "generated cluster CA");
+    let ca = CertAuthority::load(&pair.cert, &pair.key)?;
+    Ok((ca, pair.cert, true))
+}
+
+/// Reuses the leaf at `paths` when it is still good, otherwise issues it.
+fn ensure_leaf(
+    ca: &CertAuthority,
+    (cert_path, key_path): (&Path, &Path),
+    spec: &LeafSpec<'_>,
+    force: bool,
+) -> Result<PemPair, PkiError> {
+    if !force {
+        let cert = files::read_optional(cert_path)?;
+        let key = files::read_optional(key_path)?;
+        if let (Some(cert), Some(key)) = (cert, key) {
+            let existing = PemPair { cert, key };
+            if ca.leaf_is_current(&existing, spec.sans) {
+                files::restrict(key_path, SECRET_MODE)?;
+                return Ok(existing);
+            }
+        }
+    }
+    let pair = ca.issue(spec)?;
+    files::write_atomic(key_path, pair.key.as_bytes(), SECRET_MODE)?;
+    files::write_atomic(cert_path, pair.cert.as_bytes(), PUBLIC_MODE)?;
+    tracing::info!(path = %cert_path.display(), subject = spec.common_name, "issued certificate");
+    Ok(pair)
+}
+
+/// Keeps an existing service-account key (tokens signed with it must stay
+/// valid) and (re)writes its public half; generates the pair when missing.
+fn ensure_signing_key(pki: &Pki) -> Result<(), PkiError> {
+    let public = match files::read_optional(&pki.sa_key)? {
+        Some(private) => {
+            files::restrict(&pki.sa_key, SECRET_MODE)?;
+            certs::public_key_pem(&private)
+                .map_err(|err| PkiError::Invalid(format!("{}: {err}", pki.sa_key.display())))?
+        }
+        None => {
+            let (private, public) = certs::generate_signing_key()?;
+            files::write_atomic(&pki.sa_key, private.as_bytes(), SECRET_MODE)?;
+            tracing::info!(path = %pki.sa_key.display(), "generated service-account signing key");
+            public
+        }
+    };
+    if files::read_optional(&pki.sa_pub)?.as_deref() != Some(public.as_str()) {
+        files::write_atomic(&pki.sa_pub, public.as_bytes(), PUBLIC_MODE)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
