@@ -3,8 +3,9 @@
 //!
 //! Use: [`Options::parse_from`] the arguments, [`Options::complete`] to fill
 //! derived defaults, then [`CompletedOptions::validate`], which reports every
-//! problem at once (bad values, and flags this server does not implement yet
-//! set to a non-default value). The flag tables live in [`sets`], one module
+//! invalid value at once, and [`CompletedOptions::unsupported`], which reports
+//! flags this server does not implement yet that are set to a non-default
+//! value; startup needs both lists empty. The flag tables live in [`sets`], one module
 //! per flag set; which flags are implemented is listed in [`support`].
 //!
 //! ```ignore
@@ -13,7 +14,8 @@
 //!     Err(err) => err.exit(), // also prints --help and exits 0 for it
 //! };
 //! let completed = options.complete();
-//! let errors = completed.validate();
+//! let mut errors = completed.validate();
+//! errors.extend(completed.unsupported());
 //! if !errors.is_empty() {
 //!     for error in &errors {
 //!         eprintln!("{error}"); // "--secure-port: 0 must be between 1 and 65535, ..."
