@@ -321,17 +321,18 @@ impl std::error::Error for FieldError {}
 /// renders it: duplicates dropped, a lone message bare, several as
 /// `[a, b]`. `None` for an empty list.
 pub fn aggregate_message(errors: &[FieldError]) -> Option<String> {
-    let mut seen: Vec<String> = Vec::with_capacity(errors.len());
+    let mut seen = std::collections::HashSet::with_capacity(errors.len());
+    let mut unique: Vec<String> = Vec::with_capacity(errors.len());
     for err in errors {
         let msg = err.to_string();
-        if !seen.contains(&msg) {
-            seen.push(msg);
+        if seen.insert(msg.clone()) {
+            unique.push(msg);
         }
     }
-    match seen.len() {
+    match unique.len() {
         0 => None,
-        1 => seen.pop(),
-        _ => Some(format!("[{}]", seen.join(", "))),
+        1 => unique.pop(),
+        _ => Some(format!("[{}]", unique.join(", "))),
     }
 }
 
@@ -382,7 +383,7 @@ pub(crate) fn push_go_quoted(out: &mut String, s: &str) {
 
 /// Approximates Go's `unicode.IsPrint`: letters, marks, numbers,
 /// punctuation, symbols and the ASCII space.
-fn is_go_printable(c: char) -> bool {
+pub(crate) fn is_go_printable(c: char) -> bool {
     if c == ' ' {
         return true;
     }

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::options::validate_managed_fields;
 use super::{is_label_value, is_qualified_name, name_is_dns_label, NameValidator};
 use crate::field_errors::{ErrorList, FieldError, Path};
 use crate::meta;
@@ -60,7 +61,7 @@ fn str_field<'a>(meta: Option<&'a Map<String, Value>>, key: &str) -> &'a str {
 /// `ValidateObjectMetaAccessor`): name or generateName present and valid
 /// per `name_fn`, namespace present and a DNS label exactly when
 /// `namespaced`, and the common checks of labels, annotations, owner
-/// references and finalizers.
+/// references, finalizers and managed fields.
 pub fn validate_object_meta(obj: &Value, namespaced: bool, name_fn: NameValidator) -> ErrorList {
     let path = Path::new("metadata");
     let meta = meta::metadata(obj);
@@ -118,14 +119,15 @@ pub fn validate_object_meta(obj: &Value, namespaced: bool, name_fn: NameValidato
     );
     validate_owner_references(obj, &path.child("ownerReferences"), &mut errs);
     validate_finalizers(obj, &path.child("finalizers"), &mut errs);
+    errs.extend(validate_managed_fields(obj));
     errs
 }
 
 /// Validates an update's metadata against the stored object's (upstream's
 /// `ValidateObjectMetaAccessorUpdate`): no new finalizers while deleting,
 /// resourceVersion given, generation not negative or decremented, the
-/// identity and lifecycle fields unchanged, and labels, annotations and
-/// owner references valid.
+/// identity and lifecycle fields unchanged, and labels, annotations,
+/// owner references and managed fields valid.
 pub fn validate_object_meta_update(new: &Value, old: &Value) -> ErrorList {
     let path = Path::new("metadata");
     let mut errs = ErrorList::new();
@@ -194,6 +196,7 @@ pub fn validate_object_meta_update(new: &Value, old: &Value) -> ErrorList {
         &mut errs,
     );
     validate_owner_references(new, &path.child("ownerReferences"), &mut errs);
+    errs.extend(validate_managed_fields(new));
     errs
 }
 
