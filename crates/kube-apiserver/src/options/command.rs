@@ -2,6 +2,7 @@
 //! upstream's pflag-based help looks, and collects parsed values.
 
 use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
 
 use clap::builder::TypedValueParser;
 use clap::error::ErrorKind;
@@ -169,7 +170,8 @@ pub fn render_sections(data_dir: &str) -> String {
         let indent = " ".repeat(width + 3);
         for (left, text) in rows {
             let text = text.replace('\n', &format!("\n{indent}"));
-            out.push_str(&format!("{left:width$}   {text}\n"));
+            // Writing to a String cannot fail.
+            let _ = writeln!(out, "{left:width$}   {text}");
         }
     }
     out
@@ -202,10 +204,10 @@ fn description(spec: &FlagSpec, data_dir: &str) -> String {
         .ok()
         .and_then(|value| value.help_default(spec.kind))
     {
-        text.push_str(&format!(" (default {default})"));
+        let _ = write!(text, " (default {default})");
     }
     if let Some(note) = spec.deprecated {
-        text.push_str(&format!(" (DEPRECATED: {note})"));
+        let _ = write!(text, " (DEPRECATED: {note})");
     }
     text
 }

@@ -132,11 +132,8 @@ impl FromStr for GoDuration {
         if total > limit {
             return Err(invalid());
         }
-        let nanos = if negative {
-            0i128 - total as i128
-        } else {
-            total as i128
-        };
+        let magnitude = i128::try_from(total).map_err(|_| invalid())?;
+        let nanos = if negative { -magnitude } else { magnitude };
         i64::try_from(nanos)
             .map(Self::from_nanos)
             .map_err(|_| invalid())
@@ -469,7 +466,7 @@ pub struct PortRange {
 
 impl PortRange {
     /// Whether `port` lies within the range.
-    pub fn contains(&self, port: u32) -> bool {
+    pub fn contains(self, port: u32) -> bool {
         let base = u32::from(self.base);
         port >= base && port < base + self.size
     }

@@ -116,7 +116,7 @@ impl Value {
                     value.trim().to_string(),
                 )]))
             }
-            Kind::ColonMultimap => Value::Multimap(parse_colon_multimap(raw)?),
+            Kind::ColonMultimap => Value::Multimap(parse_colon_multimap(raw)),
             Kind::NamedCertKey => Value::CertKeys(vec![parse_named_cert_key(raw)?]),
             Kind::PortRange => Value::PortRange(raw.parse()?),
             Kind::Version => Value::Version(parse_version_flag(raw)?),
@@ -255,7 +255,7 @@ fn parse_string_to_string(raw: &str) -> Result<BTreeMap<String, String>, SyntaxE
 
 /// `comp:key=value,key=value` where a missing `comp:` means the default
 /// (empty) component.
-fn parse_colon_multimap(raw: &str) -> Result<BTreeMap<String, Vec<String>>, SyntaxError> {
+fn parse_colon_multimap(raw: &str) -> BTreeMap<String, Vec<String>> {
     let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for pair in raw.split(',').filter(|pair| !pair.is_empty()) {
         let (component, value) = match pair.split_once(':') {
@@ -266,7 +266,7 @@ fn parse_colon_multimap(raw: &str) -> Result<BTreeMap<String, Vec<String>>, Synt
             .or_default()
             .push(value.to_string());
     }
-    Ok(map)
+    map
 }
 
 fn parse_named_cert_key(raw: &str) -> Result<NamedCertKey, SyntaxError> {
@@ -315,7 +315,7 @@ fn parse_vmodule(raw: &str) -> Result<String, SyntaxError> {
 fn parse_level(raw: &str) -> Result<u32, SyntaxError> {
     raw.parse::<u32>()
         .ok()
-        .filter(|level| *level <= i32::MAX as u32)
+        .filter(|level| i32::try_from(*level).is_ok())
         .ok_or_else(|| {
             SyntaxError(format!(
                 "strconv.ParseUint: parsing {raw:?}: invalid syntax"
