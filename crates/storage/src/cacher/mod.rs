@@ -31,8 +31,8 @@ use tokio::sync::watch;
 use crate::continue_token;
 use crate::error::{Result, StorageError};
 use crate::interface::{
-    GetOptions, ListOptions, ListResult, Object, Preconditions, ReadVersion, Storage, UpdateFn,
-    ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
+    GetOptions, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion, Storage,
+    UpdateFn, ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
 };
 use watch_cache::{CacheEvent, WatchCache, WatchFilter};
 use watchers::{Initial, NewWatcher, Registry, TimeBudget};
@@ -250,6 +250,16 @@ impl Cacher {
         }
     }
 
+    /// The revision a consistent read must see: storage's current one.
+    /// `None` when the cache is behind it and cannot tell when it catches
+    /// up (its feed reports no progress), so storage must answer — as
+    /// upstream delegates consistent reads when etcd lacks progress requests.
+    async fn consistent_read_revision(&self) -> Result<Option<i64>> {
+        let current = self.storage.current_revision().await?;
+        let cache = self.shared.read();
+        Ok((cache.rv() >= current || cache.progress_reported()).then_some(current))
+    }
+
     /// Serves a list from the cache; `None` when the cache is not ready.
     fn list_from_cache(
         &self,
@@ -276,19 +286,20 @@ impl Cacher {
             }));
         }
         let limit = opts.limit.filter(|l| apply_limit && *l > 0);
-        let mut items = Vec::new();
-        let mut last_key = None;
-        let mut range = cache.range(key);
-        for (obj_key, obj) in range.by_ref() {
-            if opts.predicate.matches(obj) {
-                items.push(obj.clone());
-                last_key = Some(obj_key);
-                if limit.is_some_and(|l| items.len() as i64 >= l) {
-                    break;
-                }
-            }
-        }
-        let remaining = if limit.is_some() { range.count() } else { 0 };
+        let page = if opts.predicate.is_everything() {
+            select(cache.range(key), &opts.predicate, limit)
+        } else {
+            // Selectors run off the lock so a long list never stalls the feed.
+            let entries = cache.range_entries(key);
+            drop(cache);
+            let entries = entries.iter().map(|(k, obj)| (&**k, obj));
+            select(entries, &opts.predicate, limit)
+        };
+        let Page {
+            items,
+            last_key,
+            remaining,
+        } = page;
         let mut result = ListResult {
             items,
             resource_version,
@@ -338,6 +349,38 @@ impl Cacher {
             initial,
         });
         Some(Box::pin(stream))
+    }
+}
+
+/// One page of a list served from the cache.
+struct Page {
+    items: Vec<Object>,
+    last_key: Option<String>,
+    /// Entries after the last selected one (counted only with a limit).
+    remaining: usize,
+}
+
+/// Selects up to `limit` entries matching `predicate`, in key order.
+fn select<'a>(
+    mut entries: impl Iterator<Item = (&'a str, &'a Object)>,
+    predicate: &Predicate,
+    limit: Option<i64>,
+) -> Page {
+    let mut items = Vec::new();
+    let mut last_key = None;
+    for (key, obj) in entries.by_ref() {
+        if predicate.matches(obj) {
+            items.push(obj.clone());
+            last_key = Some(key);
+            if limit.is_some_and(|l| items.len() as i64 >= l) {
+                break;
+            }
+        }
+    }
+    Page {
+        items,
+        last_key: last_key.map(str::to_owned),
+        remaining: if limit.is_some() { entries.count() } else { 0 },
     }
 }
 
@@ -437,15 +480,19 @@ impl Storage for Cacher {
         if !self.covers(&cache_key) || !self.is_ready() {
             return self.storage.get_list(key, opts).await;
         }
-        let consistent = min_rv.is_none();
         let min_rv = match min_rv {
             Some(rv) => rv,
-            None => self.storage.current_revision().await?,
+            None => match self.consistent_read_revision().await? {
+                Some(rv) => rv,
+                None => return self.storage.get_list(key, opts).await,
+            },
         };
         match self.wait_fresh(min_rv).await {
             Ok(true) => {}
             Ok(false) => return self.storage.get_list(key, opts).await,
-            Err(StorageError::TooLargeResourceVersion { .. }) if consistent => {
+            Err(StorageError::TooLargeResourceVersion { .. })
+                if opts.version == ReadVersion::MostRecent =>
+            {
                 tracing::debug!(key, "consistent read fell back to storage");
                 return self.storage.get_list(key, opts).await;
             }

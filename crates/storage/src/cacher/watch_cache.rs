@@ -210,6 +210,7 @@ pub(crate) struct WatchCache {
     list_rv: i64,
     /// False until the first list, and again while re-listing.
     ready: bool,
+    progress_reported: bool,
 }
 
 impl WatchCache {
@@ -220,6 +221,7 @@ impl WatchCache {
             rv: 0,
             list_rv: 0,
             ready: false,
+            progress_reported: false,
         }
     }
 
@@ -258,7 +260,16 @@ impl WatchCache {
 
     /// Every event up to `rv` has been seen (a progress notification).
     pub fn advance(&mut self, rv: i64) {
+        // Progress past the last event shows the feed reports revisions of
+        // writes elsewhere, which is what lets consistent reads wait.
+        self.progress_reported |= rv > self.rv;
         self.rv = self.rv.max(rv);
+    }
+
+    /// Whether the feed has reported progress beyond its own events
+    /// (upstream checks the backend's RequestWatchProgress support).
+    pub fn progress_reported(&self) -> bool {
+        self.progress_reported
     }
 
     /// Applies a create/update (`deleted == false`) or a deletion at `rv` and
@@ -300,6 +311,16 @@ impl WatchCache {
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .map(|(key, obj)| (&**key, obj))
             .take_while(move |(key, _)| key.starts_with(prefix))
+    }
+
+    /// The entries under `prefix`, copied out (pointers only) so callers can
+    /// filter them without holding the cache.
+    pub fn range_entries(&self, prefix: &str) -> Vec<(Arc<str>, Object)> {
+        self.objects
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(key, obj)| (key.clone(), obj.clone()))
+            .collect()
     }
 
     /// The objects a watch from "now" starts with: everything `filter`
