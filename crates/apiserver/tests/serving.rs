@@ -406,3 +406,56 @@ async fn shutdown_deadline_aborts_stragglers() {
     // The aborted connection never delivers the response.
     assert!(request.await.is_err());
 }
+
+/// Sends `count` concurrent GET /slow requests on one HTTP/2 connection and
+/// returns how long they took together.
+async fn concurrent_slow_h2(tls: TlsStream<TcpStream>, count: usize) -> Duration {
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    // A first exchange makes sure the server's SETTINGS (with its stream
+    // limit) have arrived; before that the client assumes no limit and a
+    // stream over it would be refused rather than queued.
+    let warm_up = http::Request::get("https://localhost/whoami")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    sender.clone().send_request(warm_up).await.unwrap();
+    let started = std::time::Instant::now();
+    let requests = (0..count).map(|_| {
+        let mut sender = sender.clone();
+        async move {
+            let request = http::Request::get("https://localhost/slow")
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            response.into_body().collect().await.unwrap().to_bytes()
+        }
+    });
+    for body in futures::future::join_all(requests).await {
+        assert_eq!(body, "done");
+    }
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn http2_stream_limit_is_advertised_per_connection() {
+    let pki = pki();
+    let one_stream = ServeOptions {
+        http2_max_streams_per_connection: 1,
+        ..ServeOptions::default()
+    };
+    let limited = start(pki.tls_options(), one_stream).await;
+    let tls = connect(limited.addr, client_config(&pki, None, BOTH, b"h2"))
+        .await
+        .unwrap();
+    // One stream at a time: the second request waits for the first.
+    assert!(concurrent_slow_h2(tls, 2).await >= Duration::from_millis(1300));
+
+    let default = start(pki.tls_options(), ServeOptions::default()).await;
+    let tls = connect(default.addr, client_config(&pki, None, BOTH, b"h2"))
+        .await
+        .unwrap();
+    assert!(concurrent_slow_h2(tls, 2).await < Duration::from_millis(1300));
+}
