@@ -123,7 +123,7 @@ impl Watcher {
                 Some(Err(e)) => return Some(self.fail(e)),
                 Some(Ok(KvWatchItem::Progress(revision))) => {
                     self.seen_revision = self.seen_revision.max(revision);
-                    if let Some(event) = self.bookmark(revision) {
+                    if let Some(event) = self.bookmark(self.seen_revision) {
                         return Some(event);
                     }
                 }
@@ -200,5 +200,145 @@ impl Watcher {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use serde_json::json;
+
+    use super::*;
+    use crate::codec::JsonCodec;
+    use crate::kv::KeyValue;
+
+    fn kv(name: &str, value: &str, create_revision: i64, mod_revision: i64) -> KeyValue {
+        let obj = json!({"metadata": {"name": name}, "value": value});
+        KeyValue {
+            key: format!("/p/{name}"),
+            value: Bytes::from(obj.to_string()),
+            create_revision,
+            mod_revision,
+        }
+    }
+
+    fn put(current: KeyValue, prev: Option<KeyValue>) -> Result<KvWatchItem> {
+        Ok(KvWatchItem::Event(KvEvent {
+            kind: KvEventKind::Put,
+            kv: current,
+            prev,
+        }))
+    }
+
+    fn watcher(items: Vec<Result<KvWatchItem>>, predicate: Predicate, bookmarks: bool) -> Watcher {
+        Watcher {
+            codec: Arc::new(JsonCodec),
+            predicate,
+            allow_bookmarks: bookmarks,
+            initial: Vec::new().into_iter(),
+            kv_stream: Some(Box::pin(futures::stream::iter(items))),
+            ticker: None,
+            seen_revision: 1,
+            bookmarked_revision: 1,
+        }
+    }
+
+    fn describe(event: Option<WatchEvent>) -> String {
+        match event {
+            Some(WatchEvent::Added(o)) => {
+                format!("Added {} {}", o["value"], o["metadata"]["resourceVersion"])
+            }
+            Some(WatchEvent::Modified(o)) => format!(
+                "Modified {} {}",
+                o["value"], o["metadata"]["resourceVersion"]
+            ),
+            Some(WatchEvent::Deleted(o)) => format!(
+                "Deleted {} {}",
+                o["value"], o["metadata"]["resourceVersion"]
+            ),
+            Some(WatchEvent::Bookmark(rev)) => format!("Bookmark {rev}"),
+            Some(WatchEvent::Error(e)) => format!("Error {e}"),
+            None => "end".to_string(),
+        }
+    }
+
+    #[tokio::test]
+    async fn progress_becomes_bookmarks_only_when_allowed() {
+        let items = || {
+            vec![
+                Ok(KvWatchItem::Progress(5)),
+                Ok(KvWatchItem::Progress(5)),
+                Ok(KvWatchItem::Progress(7)),
+            ]
+        };
+        let mut w = watcher(items(), Predicate::everything(), true);
+        assert_eq!(describe(w.next_event().await), "Bookmark 5");
+        assert_eq!(
+            describe(w.next_event().await),
+            "Bookmark 7",
+            "no repeated bookmark"
+        );
+        assert_eq!(describe(w.next_event().await), "end");
+        let mut w = watcher(items(), Predicate::everything(), false);
+        assert_eq!(describe(w.next_event().await), "end");
+    }
+
+    #[tokio::test]
+    async fn filtered_events_advance_the_bookmark() {
+        let items = vec![put(kv("a", "x", 3, 3), None), Ok(KvWatchItem::Progress(2))];
+        let mut w = watcher(items, Predicate::new(|_| false), true);
+        assert_eq!(describe(w.next_event().await), "Bookmark 3");
+        assert_eq!(describe(w.next_event().await), "end");
+    }
+
+    #[tokio::test]
+    async fn events_translate_like_upstream() {
+        let items = vec![
+            put(kv("a", "1", 2, 2), None),
+            put(kv("a", "2", 2, 3), Some(kv("a", "1", 2, 2))),
+            Ok(KvWatchItem::Event(KvEvent {
+                kind: KvEventKind::Delete,
+                kv: KeyValue {
+                    value: Bytes::new(),
+                    ..kv("a", "", 0, 4)
+                },
+                prev: Some(kv("a", "2", 2, 3)),
+            })),
+            Ok(KvWatchItem::Event(KvEvent {
+                kind: KvEventKind::Delete,
+                kv: KeyValue {
+                    value: Bytes::new(),
+                    ..kv("a", "", 0, 5)
+                },
+                prev: None,
+            })),
+            put(kv("a", "never", 6, 6), None),
+        ];
+        let mut w = watcher(items, Predicate::everything(), false);
+        assert_eq!(describe(w.next_event().await), r#"Added "1" "2""#);
+        assert_eq!(describe(w.next_event().await), r#"Modified "2" "3""#);
+        assert_eq!(describe(w.next_event().await), r#"Deleted "2" "4""#);
+        // A deletion without the previous value cannot be reported: the watch fails.
+        assert!(describe(w.next_event().await).starts_with("Error"));
+        assert_eq!(describe(w.next_event().await), "end");
+    }
+
+    #[tokio::test]
+    async fn stream_errors_end_the_watch() {
+        let items = vec![
+            Err(StorageError::TooOldResourceVersion {
+                requested: 1,
+                compacted: 5,
+            }),
+            put(kv("a", "1", 6, 6), None),
+        ];
+        let mut w = watcher(items, Predicate::everything(), false);
+        assert!(matches!(
+            w.next_event().await,
+            Some(WatchEvent::Error(
+                StorageError::TooOldResourceVersion { .. }
+            ))
+        ));
+        assert!(w.next_event().await.is_none());
     }
 }
