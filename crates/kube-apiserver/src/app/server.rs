@@ -15,6 +15,7 @@ use storage::Kv;
 
 use super::bootstrap;
 use crate::controlplane::builtin::{self, Builtin};
+use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::StorageFactory;
 use crate::options::CompletedOptions;
 
@@ -91,13 +92,26 @@ fn go_arch() -> &'static str {
     }
 }
 
-fn install(server: &mut GenericApiServer, factory: &StorageFactory, builtins: Vec<Builtin>) {
+/// Serves one group version's resources; returns what OpenAPI needs of them.
+fn install(
+    server: &mut GenericApiServer,
+    factory: &StorageFactory,
+    builtins: Vec<Builtin>,
+) -> Vec<ResourceSchema> {
     let Some(first) = builtins.first() else {
-        return;
+        return Vec::new();
     };
     let (group, version) = (first.info.group.clone(), first.info.version.clone());
+    let schemas = builtins
+        .iter()
+        .map(|b| ResourceSchema {
+            info: b.info.clone(),
+            schema: b.schema,
+        })
+        .collect();
     let stores = builtins.into_iter().map(|b| factory.store(b)).collect();
     server.install_group_version(&group, &version, stores);
+    schemas
 }
 
 /// Builds the chain and returns its front server (the aggregator).
@@ -106,18 +120,24 @@ pub fn create_server_chain(
     factory: &StorageFactory,
     opts: &CompletedOptions,
 ) -> GenericApiServer {
+    let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
-    install(&mut extensions, factory, vec![builtin::crd()]);
+    openapi_groups.push(install(&mut extensions, factory, vec![builtin::crd()]));
 
     let mut kube = config.new_server("kube-apiserver", &extensions);
-    install(&mut kube, factory, builtin::core_v1());
+    openapi_groups.push(install(&mut kube, factory, builtin::core_v1()));
     for group in builtin::named_groups() {
-        install(&mut kube, factory, group);
+        openapi_groups.push(install(&mut kube, factory, group));
     }
     bootstrap::install_hooks(&mut kube, opts);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
-    install(&mut aggregator, factory, vec![builtin::api_service()]);
+    openapi_groups.push(install(
+        &mut aggregator,
+        factory,
+        vec![builtin::api_service()],
+    ));
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
+    openapi::install(&mut aggregator, openapi_groups);
     aggregator
 }

@@ -18,6 +18,7 @@ use k8s_openapi::api::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::openapi::SchemaFn;
 use super::typed::Typed;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
@@ -25,6 +26,7 @@ use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 pub struct Builtin {
     pub info: ResourceInfo,
     pub strategy: Arc<dyn Strategy>,
+    pub schema: SchemaFn,
 }
 
 /// Whether a k8s-openapi scope is namespaced.
@@ -101,6 +103,7 @@ where
         + k8s_openapi::ListableResource
         + Serialize
         + DeserializeOwned
+        + schemars::JsonSchema
         + Send
         + Sync
         + 'static,
@@ -125,6 +128,7 @@ where
     Builtin {
         info,
         strategy: Arc::new(Typed::<K>::new(Arc::new(strategy))),
+        schema: |generator| generator.subschema_for::<K>(),
     }
 }
 

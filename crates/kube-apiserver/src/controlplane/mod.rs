@@ -3,6 +3,7 @@
 //! storage providers).
 
 pub mod builtin;
+pub mod openapi;
 pub mod typed;
 
 use std::sync::Arc;

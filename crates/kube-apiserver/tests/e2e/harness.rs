@@ -1,0 +1,168 @@
+//! Starts the built `kube-apiserver` binary the way a user does (a temp
+//! data dir, a free loopback port, no other flags) and drives it with the
+//! real kubectl and raw HTTPS requests.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct TestServer {
+    child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    pub kubeconfig: PathBuf,
+    extra_args: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl TestServer {
+    /// The embedded default: no storage flags.
+    pub fn start() -> TestServer {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(args: &[&str]) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let child = spawn(dir.path(), port, &extra_args);
+        let kubeconfig = dir.path().join("admin.kubeconfig");
+        let server = TestServer {
+            child,
+            dir,
+            port,
+            kubeconfig,
+            extra_args,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.kubeconfig.exists() {
+                let out = self.kubectl(&["get", "--raw", "/readyz"]);
+                if out.status.success() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("server did not become ready on port {}", self.port);
+    }
+
+    /// Runs kubectl (the default one on PATH) against this server.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with("kubectl", args, None)
+    }
+
+    /// Runs kubectl with standard input.
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Output {
+        self.kubectl_with("kubectl", args, Some(input))
+    }
+
+    pub fn kubectl_with(&self, binary: &str, args: &[&str], input: Option<&str>) -> Output {
+        let mut cmd = Command::new(binary);
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = cmd.spawn().expect("kubectl runs");
+        if let Some(text) = input {
+            use std::io::Write;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(text.as_bytes()).expect("write stdin");
+            }
+        }
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// Runs kubectl and returns its stdout, failing the test on error.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl expecting failure; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} unexpectedly succeeded"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    pub fn apply_yaml(&self, yaml: &str) -> String {
+        let out = self.kubectl_stdin(&["apply", "-f", "-"], yaml);
+        assert!(
+            out.status.success(),
+            "apply failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Stops the server (SIGKILL) and starts it again on the same data dir.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn(self.dir.path(), self.port, &self.extra_args);
+        self.wait_ready();
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().expect("server exits")
+    }
+}
+
+fn spawn(dir: &Path, port: u16, extra: &[String]) -> Child {
+    let log = std::fs::File::create(dir.join("server.log")).expect("log file");
+    Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        .arg(format!("--data-dir={}", dir.display()))
+        .arg(format!("--secure-port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("server starts")
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,178 @@
+//! kubectl against the embedded default: discovery, CRUD, selectors,
+//! output formats and errors.
+
+use crate::harness::TestServer;
+
+const CONFIGMAP: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels: {app: web}
+data:
+  greeting: hello
+"#;
+
+#[test]
+fn system_namespaces_and_kubernetes_service_exist() {
+    let s = TestServer::start();
+    let out = s.ok(&["get", "namespaces", "-o", "name"]);
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert!(out.contains(&format!("namespace/{ns}")), "{out}");
+    }
+    let svc = s.ok(&[
+        "get",
+        "service",
+        "kubernetes",
+        "-o",
+        "jsonpath={.spec.clusterIP} {.spec.ports[0].port}",
+    ]);
+    assert_eq!(svc, "10.0.0.1 443");
+    let ready = s.ok(&["get", "--raw", "/readyz?verbose"]);
+    assert!(
+        ready.contains("[+]poststarthook/start-system-namespaces-controller ok"),
+        "{ready}"
+    );
+    assert!(ready.ends_with("readyz check passed\n"), "{ready}");
+}
+
+#[test]
+fn discovery_lists_builtin_groups() {
+    let s = TestServer::start();
+    let versions = s.ok(&["api-versions"]);
+    for gv in [
+        "v1",
+        "apps/v1",
+        "batch/v1",
+        "rbac.authorization.k8s.io/v1",
+        "apiextensions.k8s.io/v1",
+        "apiregistration.k8s.io/v1",
+    ] {
+        assert!(
+            versions.lines().any(|l| l == gv),
+            "{gv} missing from {versions}"
+        );
+    }
+    let resources = s.ok(&["api-resources", "--no-headers"]);
+    let deploy = resources
+        .lines()
+        .find(|l| l.starts_with("deployments "))
+        .unwrap_or("");
+    assert!(
+        deploy.contains("deploy") && deploy.contains("apps/v1") && deploy.contains("Deployment"),
+        "{deploy}"
+    );
+}
+
+#[test]
+fn configmap_lifecycle_with_apply_label_and_delete() {
+    let s = TestServer::start();
+    let applied = s.apply_yaml(CONFIGMAP);
+    assert!(applied.contains("configmap/demo created"), "{applied}");
+    let got = s.ok(&[
+        "get",
+        "configmap",
+        "demo",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ]);
+    assert_eq!(got, "hello");
+    s.ok(&["label", "configmap", "demo", "tier=frontend"]);
+    s.ok(&["annotate", "configmap", "demo", "note=x"]);
+    let selected = s.ok(&[
+        "get",
+        "configmaps",
+        "-l",
+        "tier=frontend,app=web",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.trim(), "configmap/demo");
+    let none = s.ok(&["get", "configmaps", "-l", "tier=backend", "-o", "name"]);
+    assert_eq!(none.trim(), "");
+    let table = s.ok(&["get", "configmap", "demo"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.contains("DATA") && table.contains("AGE"), "{table}");
+    let deleted = s.ok(&["delete", "configmap", "demo"]);
+    assert!(deleted.contains("configmap \"demo\" deleted"), "{deleted}");
+    let err = s.fails(&["get", "configmap", "demo"]);
+    assert!(
+        err.contains("Error from server (NotFound): configmaps \"demo\" not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn field_selectors_follow_upstream() {
+    let s = TestServer::start();
+    s.apply_yaml(CONFIGMAP);
+    let by_name = s.ok(&[
+        "get",
+        "configmaps",
+        "--field-selector",
+        "metadata.name=demo",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(by_name.trim(), "configmap/demo");
+    let err = s.fails(&["get", "configmaps", "--field-selector", "spec.nothing=x"]);
+    assert!(
+        err.contains("field label not supported: spec.nothing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn errors_are_upstream_status_errors() {
+    let s = TestServer::start();
+    s.apply_yaml(CONFIGMAP);
+    let exists = s.kubectl_stdin(&["create", "-f", "-"], CONFIGMAP);
+    let stderr = String::from_utf8_lossy(&exists.stderr);
+    assert!(
+        stderr.contains("(AlreadyExists)") && stderr.contains("configmaps \"demo\" already exists"),
+        "{stderr}"
+    );
+    let invalid = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: \"\"\n",
+    );
+    let stderr = String::from_utf8_lossy(&invalid.stderr);
+    assert!(
+        stderr.contains("Required value: name or generateName is required"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn output_formats() {
+    let s = TestServer::start();
+    s.apply_yaml(CONFIGMAP);
+    let yaml = s.ok(&["get", "configmap", "demo", "-o", "yaml"]);
+    assert!(
+        yaml.contains("kind: ConfigMap") && yaml.contains("resourceVersion:"),
+        "{yaml}"
+    );
+    let json = s.ok(&["get", "configmap", "demo", "-o", "json"]);
+    let value: serde_json::Value = serde_json::from_str(&json).expect("json output");
+    assert_eq!(value["metadata"]["labels"]["app"], "web");
+    assert!(value["metadata"]["uid"]
+        .as_str()
+        .is_some_and(|u| u.len() == 36));
+    let wide = s.ok(&["get", "pods", "-o", "wide", "--all-namespaces"]);
+    assert!(wide.is_empty() || wide.contains("NODE"), "{wide}");
+}
+
+#[test]
+fn data_survives_a_restart() {
+    let mut s = TestServer::start();
+    s.apply_yaml(CONFIGMAP);
+    s.restart();
+    let got = s.ok(&[
+        "get",
+        "configmap",
+        "demo",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ]);
+    assert_eq!(got, "hello");
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests: the built binary, started as a user starts it, driven
+//! by the real kubectl and raw HTTPS.
+
+mod harness;
+mod kubectl_basics;
