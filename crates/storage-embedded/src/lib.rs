@@ -260,6 +260,13 @@ impl Kv for EmbeddedKv {
     }
 
     async fn watch(&self, key: &str, prefix: bool, start_revision: i64) -> Result<KvWatchStream> {
+        let compacted = self.shared.compacted.load(Ordering::SeqCst);
+        if start_revision > 0 && start_revision < compacted {
+            return Err(StorageError::TooOldResourceVersion {
+                requested: start_revision,
+                compacted,
+            });
+        }
         let live = self.events.upgrade().ok_or_else(closed)?.subscribe();
         let filter = KeyFilter {
             key: key.to_owned(),

@@ -87,11 +87,11 @@ pub(crate) fn range(shared: &Shared, req: &RangeRequest) -> Result<RangeResponse
     let mut out = Collector::new(req);
     if req.revision <= 0 || req.revision == snap.current {
         read_latest(&snap.txn, req, &mut out)?;
-        Ok(out.finish(snap.current))
     } else {
         read_at(&snap.txn, req, req.revision, &mut out)?;
-        Ok(out.finish(req.revision))
     }
+    // Like etcd's response header: the store's revision, whatever was read.
+    Ok(out.finish(snap.current))
 }
 
 /// Accumulates a range result, honouring `limit` and `count_only`.

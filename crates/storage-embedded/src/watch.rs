@@ -13,14 +13,21 @@
 //! from the change log before taking live batches again. Only if those
 //! revisions have been compacted meanwhile does its stream end, with
 //! `TooOldResourceVersion`, so the layer above re-lists.
+//!
+//! While writes go on elsewhere in the keyspace, a watcher whose own keys
+//! are quiet reports `KvWatchItem::Progress` at most every
+//! [`PROGRESS_INTERVAL`], so a watch cache learns it is current (what
+//! upstream gets from etcd's progress notifications).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use storage::error::Result;
 use storage::{KvEvent, KvWatchItem, KvWatchStream, StorageError};
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
 
 use crate::read::{self, KeyFilter};
 use crate::writer::EventBatch;
@@ -28,6 +35,8 @@ use crate::Shared;
 
 /// Most revisions one replay read scans.
 const REPLAY_CHUNK: usize = 1024;
+/// Least time between two progress notifications of one watcher.
+pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 pub(crate) struct Watcher {
     shared: Arc<Shared>,
@@ -38,6 +47,10 @@ pub(crate) struct Watcher {
     /// Revisions up to here must come from the change log.
     replay_until: i64,
     ready: VecDeque<KvEvent>,
+    /// The newest revision the consumer has been told about (by an event
+    /// or a progress notification).
+    reported: i64,
+    last_progress: Instant,
     done: bool,
 }
 
@@ -62,6 +75,8 @@ impl Watcher {
             next_revision,
             replay_until: current,
             ready: VecDeque::new(),
+            reported: next_revision - 1,
+            last_progress: Instant::now(),
             done: false,
         }
     }
@@ -76,6 +91,7 @@ impl Watcher {
     async fn next_item(&mut self) -> Option<Result<KvWatchItem>> {
         loop {
             if let Some(event) = self.ready.pop_front() {
+                self.reported = event.kv.mod_revision;
                 return Some(Ok(KvWatchItem::Event(event)));
             }
             if self.done {
@@ -83,6 +99,18 @@ impl Watcher {
             }
             let step = if self.next_revision <= self.replay_until {
                 self.replay_chunk().await
+            } else if self.reported < self.next_revision - 1 {
+                // Revisions were handled without news for the consumer.
+                let due = self.last_progress + PROGRESS_INTERVAL;
+                if Instant::now() >= due {
+                    self.last_progress = Instant::now();
+                    self.reported = self.next_revision - 1;
+                    return Some(Ok(KvWatchItem::Progress(self.reported)));
+                }
+                match tokio::time::timeout_at(due, self.receive_live()).await {
+                    Ok(step) => step,
+                    Err(_elapsed) => Ok(()),
+                }
             } else {
                 self.receive_live().await
             };

@@ -185,28 +185,35 @@ async fn check_latest(kv: &EmbeddedKv, ledger: &Ledger, acks: &[Ack], round: u64
 /// one at `revision` (an unacknowledged delete, say).
 async fn changed_after(kv: &EmbeddedKv, key: &str, revision: i64) -> bool {
     let compacted = kv.compacted_revision().await.unwrap();
-    if revision + 1 >= compacted {
-        // The log still has it: the next change must name `revision` as its previous.
-        let mut stream = kv.watch(key, false, revision + 1).await.unwrap();
-        loop {
-            let item = tokio::time::timeout(Duration::from_secs(10), stream.next())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            if let KvWatchItem::Event(event) = item {
-                return event.prev.is_some_and(|prev| prev.mod_revision == revision);
-            }
+    if revision + 1 < compacted {
+        // The log before the compacted revision is gone: look at the key there.
+        let req = RangeRequest {
+            key: key.to_owned(),
+            revision: compacted,
+            ..Default::default()
+        };
+        match kv.range(req).await.unwrap().kvs.pop() {
+            // Changed before the compaction (a lost write would leave an older version).
+            None => return true,
+            Some(kv) if kv.mod_revision > revision => return true,
+            Some(kv) if kv.mod_revision < revision => return false,
+            // Still the write at `revision`: it changed after the compaction.
+            Some(_) => {}
         }
     }
-    // Compacted: at the compacted revision the key is gone or newer.
-    let req = RangeRequest {
-        key: key.to_owned(),
-        revision: compacted,
-        ..Default::default()
-    };
-    let at_compacted = kv.range(req).await.unwrap().kvs.pop();
-    at_compacted.is_none_or(|kv| kv.mod_revision > revision)
+    // The next change of the key must name `revision` as its previous.
+    let from = (revision + 1).max(compacted);
+    let mut stream = kv.watch(key, false, from).await.unwrap();
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let KvWatchItem::Event(event) = item {
+            return event.prev.is_some_and(|prev| prev.mod_revision == revision);
+        }
+    }
 }
 
 /// Reads at each acknowledged revision (unless compacted since) see the write.

@@ -408,13 +408,14 @@ async fn compaction_drops_old_history_but_keeps_what_newer_revisions_need() {
 
     // Watching from before the compaction fails; from it, replay is exact,
     // including the previous value of the change at the compacted revision.
-    let mut old = kv.watch("/k/", true, 5).await.unwrap();
-    let item = old.next().await.unwrap();
+    let old = kv.watch("/k/", true, 5).await.err().unwrap();
     assert!(matches!(
-        item,
-        Err(StorageError::TooOldResourceVersion { .. })
+        old,
+        StorageError::TooOldResourceVersion {
+            requested: 5,
+            compacted: 6
+        }
     ));
-    assert!(old.next().await.is_none());
     let mut from = kv.watch("/k/", true, 6).await.unwrap();
     let e = next_event(&mut from).await;
     assert_eq!(e.kv.mod_revision, 6);
@@ -509,4 +510,30 @@ async fn a_closed_store_refuses_requests_and_ends_watches() {
         .await
         .unwrap();
     assert!(end.is_none());
+}
+
+#[tokio::test]
+async fn a_quiet_watcher_hears_progress_while_others_write() {
+    let (_dir, kv) = open();
+    let mut quiet = kv.watch("/quiet/", true, 0).await.unwrap();
+    let mut written = 0;
+    for i in 0..3 {
+        written = set(&kv, "/busy/x", &format!("{i}")).await;
+    }
+    let progress = loop {
+        let item = tokio::time::timeout(Duration::from_secs(5), quiet.next())
+            .await
+            .expect("no progress notification")
+            .unwrap()
+            .unwrap();
+        match item {
+            KvWatchItem::Progress(revision) if revision >= written => break revision,
+            KvWatchItem::Progress(_) => continue,
+            KvWatchItem::Event(event) => panic!("unexpected event {event:?}"),
+        }
+    };
+    assert_eq!(progress, written);
+    // Events for its own keys still come through after the progress.
+    let own = set(&kv, "/quiet/a", "a").await;
+    assert_eq!(next_event(&mut quiet).await.kv.mod_revision, own);
 }
