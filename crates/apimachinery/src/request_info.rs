@@ -129,25 +129,10 @@ impl RequestInfoResolver {
             .to_owned();
         }
 
-        // `/namespaces/{ns}/{resource}/...` addresses a namespaced resource;
-        // `/namespaces/{ns}[/status|/finalize]` the namespace itself.
-        if parts[0] == "namespaces" && parts.len() > 1 {
-            info.namespace = parts[1].to_owned();
-            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
-                parts = &parts[2..];
-            }
-        }
-        info.parts = parts.iter().map(|s| (*s).to_owned()).collect();
-        if parts.len() >= 3 && info.verb != "proxy" {
-            info.subresource = parts[2].to_owned();
-        }
-        if parts.len() >= 2 {
-            info.name = parts[1].to_owned();
-        }
-        info.resource = parts[0].to_owned();
+        fill_resource_parts(&mut info, parts);
 
         if info.name.is_empty() && info.verb == "get" {
-            self.resolve_collection_get(&mut info, &query);
+            resolve_collection_get(&mut info, &query);
         }
         if info.name.is_empty() && info.verb == "delete" {
             info.verb = "deletecollection".to_owned();
@@ -160,36 +145,63 @@ impl RequestInfoResolver {
         info.path = decoded;
         Ok(info)
     }
+}
 
-    /// A GET without a name is a list or a watch; a `metadata.name=`
-    /// field selector names the single object it is about.
-    fn resolve_collection_get(&self, info: &mut RequestInfo, query: &Query) {
-        let watch = query.first("watch").is_some_and(|v| {
-            let v = v.to_ascii_lowercase();
-            v != "false" && v != "0"
-        });
-        info.verb = if watch { "watch" } else { "list" }.to_owned();
-        // Upstream only honours the field selector when all list options
-        // decode; these are the ones that can fail to.
-        let options_decode = query
-            .first("labelSelector")
-            .is_none_or(|s| Selector::parse(s).is_ok())
-            && query
-                .first("timeoutSeconds")
-                .is_none_or(|s| s.parse::<i64>().is_ok())
-            && query
-                .first("limit")
-                .is_none_or(|s| s.parse::<i64>().is_ok());
-        if !options_decode {
-            return;
+/// Fills resource, name, subresource and parts from the path parts after
+/// the version (and any `/watch/` or `/proxy/` verb).
+fn fill_resource_parts(info: &mut RequestInfo, mut parts: &[&str]) {
+    // `/namespaces/{ns}/{resource}/...` addresses a namespaced resource;
+    // `/namespaces/{ns}[/status|/finalize]` the namespace itself.
+    if let ["namespaces", namespace, rest @ ..] = parts {
+        info.namespace = (*namespace).to_owned();
+        if rest
+            .first()
+            .is_some_and(|next| !NAMESPACE_SUBRESOURCES.contains(next))
+        {
+            parts = rest;
         }
-        let Some(Ok(selector)) = query.first("fieldSelector").map(FieldSelector::parse) else {
-            return;
-        };
-        if let Some(name) = selector.requires_exact_match("metadata.name") {
-            if is_path_segment_name(name).is_empty() {
-                info.name = name.to_owned();
+    }
+    info.parts = parts.iter().map(|s| (*s).to_owned()).collect();
+    if let [resource, rest @ ..] = parts {
+        info.resource = (*resource).to_owned();
+        if let [name, rest @ ..] = rest {
+            info.name = (*name).to_owned();
+            // Proxy paths carry no subresource: the rest is the proxied path.
+            if let (Some(sub), false) = (rest.first(), info.verb == "proxy") {
+                info.subresource = (*sub).to_owned();
             }
+        }
+    }
+}
+
+/// A GET without a name is a list or a watch; a `metadata.name=`
+/// field selector names the single object it is about.
+fn resolve_collection_get(info: &mut RequestInfo, query: &Query) {
+    let watch = query.first("watch").is_some_and(|v| {
+        let v = v.to_ascii_lowercase();
+        v != "false" && v != "0"
+    });
+    info.verb = if watch { "watch" } else { "list" }.to_owned();
+    // Upstream only honours the field selector when all list options
+    // decode; these are the ones that can fail to.
+    let options_decode = query
+        .first("labelSelector")
+        .is_none_or(|s| Selector::parse(s).is_ok())
+        && query
+            .first("timeoutSeconds")
+            .is_none_or(|s| s.parse::<i64>().is_ok())
+        && query
+            .first("limit")
+            .is_none_or(|s| s.parse::<i64>().is_ok());
+    if !options_decode {
+        return;
+    }
+    let Some(Ok(selector)) = query.first("fieldSelector").map(FieldSelector::parse) else {
+        return;
+    };
+    if let Some(name) = selector.requires_exact_match("metadata.name") {
+        if is_path_segment_name(name).is_empty() {
+            info.name = name.to_owned();
         }
     }
 }

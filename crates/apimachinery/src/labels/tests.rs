@@ -1,3 +1,4 @@
+//! Tests for the `labels` module.
 use super::*;
 use serde_json::json;
 

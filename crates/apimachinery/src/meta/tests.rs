@@ -1,3 +1,4 @@
+//! Tests for the `meta` module.
 use super::*;
 use serde_json::json;
 

@@ -1,3 +1,4 @@
+//! Tests for the `request_info` module.
 use super::*;
 
 /// method, url, verb, prefix, group, version, namespace, resource,

@@ -1,3 +1,4 @@
+//! Tests for the `status` module.
 use super::*;
 use crate::field_errors::Path;
 use serde_json::json;

@@ -1,3 +1,4 @@
+//! Tests for ObjectMeta validation.
 use super::*;
 use crate::validation::{name_is_dns_subdomain, name_is_path_segment};
 use serde_json::json;
