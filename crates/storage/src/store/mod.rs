@@ -103,6 +103,21 @@ fn check_minimum(version: ReadVersion, current: i64) -> Result<()> {
     }
 }
 
+/// Upstream's `prepareKey` checks: no empty key and no `.` or `..` path
+/// segments, so a key can never climb out of its collection.
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || key == "/" {
+        return Err(StorageError::Internal(format!("empty key: {key:?}")));
+    }
+    if key
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Err(StorageError::Internal(format!("invalid key: {key:?}")));
+    }
+    Ok(())
+}
+
 /// Where a list starts and at which revision it reads.
 struct ListStart {
     key_prefix: String,
@@ -153,6 +168,7 @@ fn list_start(key: &str, opts: &ListOptions) -> Result<ListStart> {
 #[async_trait]
 impl Storage for Store {
     async fn create(&self, key: &str, mut obj: Value) -> Result<Object> {
+        check_key(key)?;
         prepare_for_storage(key, &mut obj)?;
         let data = self.encode(&obj)?;
         match self.kv.txn(key, 0, TxnOp::Put(data)).await? {
@@ -172,14 +188,17 @@ impl Storage for Store {
         preconditions: Option<&Preconditions>,
         validate: ValidateDeletionFn<'_>,
     ) -> Result<Object> {
+        check_key(key)?;
         update::delete(self, key, preconditions, validate).await
     }
 
     async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        check_key(key)?;
         watch::watch(self, key, opts).await
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+        check_key(key)?;
         let revision = match opts.version {
             ReadVersion::Exact(n) => n,
             _ => 0,
@@ -207,6 +226,7 @@ impl Storage for Store {
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
+        check_key(key)?;
         let start = list_start(key, &opts)?;
         let limit = opts.limit.filter(|l| *l > 0);
         let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
@@ -293,10 +313,12 @@ impl Storage for Store {
         preconditions: Option<&Preconditions>,
         update: UpdateFn<'_>,
     ) -> Result<Object> {
+        check_key(key)?;
         update::guaranteed_update(self, key, ignore_not_found, preconditions, update).await
     }
 
     async fn count(&self, key: &str) -> Result<i64> {
+        check_key(key)?;
         // Count children of `key/` only, as upstream does.
         let prefix = if key.ends_with('/') {
             key.to_string()
@@ -321,5 +343,28 @@ impl Storage for Store {
 
     async fn health(&self) -> Result<()> {
         self.kv.health().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_cannot_escape_their_collection() {
+        for bad in [
+            "", "/", "..", "../x", "/a/..", "/a/../b", ".", "./a", "/a/.", "/a/./b",
+        ] {
+            assert!(check_key(bad).is_err(), "{bad:?}");
+        }
+        for good in [
+            "/registry/pods/ns/a",
+            "/registry/pods/",
+            "/a/..b",
+            "/a/b.",
+            "/a",
+        ] {
+            assert!(check_key(good).is_ok(), "{good:?}");
+        }
     }
 }
