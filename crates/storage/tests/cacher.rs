@@ -648,3 +648,65 @@ async fn writes_pass_through() {
     );
     cacher.health().await.unwrap();
 }
+
+/// Lists `PREFIX` with a consistent read.
+async fn consistent_list(storage: &dyn Storage) -> ListResult {
+    let opts = ListOptions {
+        recursive: true,
+        ..ListOptions::default()
+    };
+    storage.get_list(PREFIX, opts).await.unwrap()
+}
+
+#[tokio::test]
+async fn consistent_reads_wait_for_progress_when_the_feed_reports_it() {
+    // The embedded KV reports progress to watchers whose keys are quiet.
+    let dir = tempfile::tempdir().unwrap();
+    let kv = storage_embedded::EmbeddedKv::open(dir.path()).unwrap();
+    let store: Arc<dyn Storage> = Arc::new(Store::new(Arc::new(kv), Arc::new(JsonCodec)));
+    let control = controlled(store.clone());
+    control.lists_open.send_replace(true);
+    let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
+    let mine = create(&cacher, "a", "p", "x").await;
+    let elsewhere = store.create("/registry/other/x", pod("", "x", "x")).await;
+    wait_for_rv(&cacher, rv(&elsewhere.unwrap())).await;
+
+    for i in 0..3 {
+        let other = format!("/registry/other/y{i}");
+        let written = rv(&store.create(&other, pod("", "y", "x")).await.unwrap());
+        let list = consistent_list(&cacher).await;
+        assert_eq!(list.items, vec![mine.clone()]);
+        assert!(list.resource_version >= written);
+    }
+    // All three came from the cache: storage served only the initial list.
+    assert_eq!(control.lists.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn consistent_reads_go_to_storage_without_progress() {
+    // The in-memory KV reports no progress: after a write elsewhere the
+    // cache cannot know it is current, so storage answers, without waiting.
+    let store = new_store();
+    let control = controlled(store.clone());
+    control.lists_open.send_replace(true);
+    let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
+    let mine = create(&cacher, "a", "p", "x").await;
+    wait_for_rv(&cacher, rv(&mine)).await;
+    // Nothing happened elsewhere: the cache is current and answers.
+    assert_eq!(consistent_list(&cacher).await.items, vec![mine.clone()]);
+    assert_eq!(control.lists.load(Ordering::SeqCst), 1);
+
+    store
+        .create("/registry/other/x", pod("", "x", "x"))
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let list = consistent_list(&cacher).await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(list.items, vec![mine]);
+    assert_eq!(
+        list.resource_version,
+        store.current_revision().await.unwrap()
+    );
+    assert_eq!(control.lists.load(Ordering::SeqCst), 2);
+}

@@ -252,7 +252,7 @@ impl Cacher {
 
     /// The revision a consistent read must see: storage's current one.
     /// `None` when the cache is behind it and cannot tell when it catches
-    /// up (its feed reports no progress), so storage must answer — as
+    /// up (its feed reports no timely progress), so storage must answer — as
     /// upstream delegates consistent reads when etcd lacks progress requests.
     async fn consistent_read_revision(&self) -> Result<Option<i64>> {
         let current = self.storage.current_revision().await?;
@@ -494,6 +494,7 @@ impl Storage for Cacher {
                 if opts.version == ReadVersion::MostRecent =>
             {
                 tracing::debug!(key, "consistent read fell back to storage");
+                self.shared.write().progress_missed();
                 return self.storage.get_list(key, opts).await;
             }
             Err(e) => return Err(e),

@@ -266,10 +266,17 @@ impl WatchCache {
         self.rv = self.rv.max(rv);
     }
 
-    /// Whether the feed has reported progress beyond its own events
-    /// (upstream checks the backend's RequestWatchProgress support).
+    /// Whether the feed has reported progress beyond its own events since
+    /// a consistent read last waited for it in vain (upstream checks the
+    /// backend's RequestWatchProgress support instead).
     pub fn progress_reported(&self) -> bool {
         self.progress_reported
+    }
+
+    /// A consistent read waited for progress that did not come: stop waiting
+    /// until the feed reports progress again.
+    pub fn progress_missed(&mut self) {
+        self.progress_reported = false;
     }
 
     /// Applies a create/update (`deleted == false`) or a deletion at `rv` and
@@ -403,6 +410,23 @@ mod tests {
         let keys: Vec<_> = cache.range("/pods/").map(|(k, _)| k.to_string()).collect();
         assert_eq!(keys, vec![key("b")]);
         assert!(cache.range("/pods/other/").next().is_none());
+    }
+
+    #[test]
+    fn only_progress_past_the_last_event_counts_as_reported() {
+        let mut cache = ready_cache(WindowConfig::default());
+        cache.apply(&key("b"), pod("b", 11, "x"), false, 11);
+        // A bookmark at the last event's revision says nothing new.
+        cache.advance(11);
+        assert!(!cache.progress_reported());
+        cache.advance(15);
+        assert!(cache.progress_reported());
+        assert_eq!(cache.rv(), 15);
+        cache.progress_missed();
+        assert!(!cache.progress_reported());
+        cache.advance(12);
+        assert!(!cache.progress_reported());
+        assert_eq!(cache.rv(), 15);
     }
 
     #[test]
