@@ -76,6 +76,7 @@ pub struct CompletedOptions {
     /// `--runtime-config` with the core group's aliases (`v1`, `api/v1`)
     /// rewritten to `/v1` and `api/legacy` dropped.
     pub runtime_config: BTreeMap<String, String>,
+    /// Every known feature gate and whether it is on.
     pub feature_gates: FeatureGates,
     /// `--tls-min-version`, `None` when not given.
     pub tls_min_version: Option<TlsVersion>,

@@ -451,40 +451,34 @@ pub fn find(name: &str) -> Option<&'static Gate> {
         .and_then(|index| KNOWN.get(index))
 }
 
-/// The effective feature gates: defaults plus valid `--feature-gates`
-/// settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FeatureGates {
-    overrides: BTreeMap<String, bool>,
-}
+/// Every known gate's effective state: its default, changed by `AllAlpha`
+/// / `AllBeta` (for unlocked gates of that stage) and by explicit settings.
+pub type FeatureGates = BTreeMap<&'static str, bool>;
 
-impl FeatureGates {
-    /// Whether the gate `name` is on. Unknown gates are off.
-    pub fn enabled(&self, name: &str) -> bool {
-        if let Some(value) = self.overrides.get(name) {
-            return *value;
-        }
-        let Some(gate) = find(name) else {
-            return false;
-        };
-        // AllAlpha/AllBeta switch every unlocked gate of their stage.
-        let group = match gate.stage {
-            Stage::Alpha => self.overrides.get(ALL_ALPHA),
-            Stage::Beta => self.overrides.get(ALL_BETA),
-            Stage::Ga | Stage::Deprecated => None,
-        };
-        match group {
-            Some(value) if !gate.locked => *value,
-            _ => gate.default,
-        }
-    }
+fn effective(overrides: &BTreeMap<&'static str, bool>) -> FeatureGates {
+    let group = |stage: Stage| match stage {
+        Stage::Alpha => overrides.get(ALL_ALPHA),
+        Stage::Beta => overrides.get(ALL_BETA),
+        Stage::Ga | Stage::Deprecated => None,
+    };
+    KNOWN
+        .iter()
+        .map(|gate| {
+            let value = match (overrides.get(gate.name), group(gate.stage)) {
+                (Some(value), _) => *value,
+                (None, Some(value)) if !gate.locked => *value,
+                _ => gate.default,
+            };
+            (gate.name, value)
+        })
+        .collect()
 }
 
 /// Applies the parsed `--feature-gates` value (component -> `Name=bool`
 /// items). Returns the gates that could be applied and one message per
 /// problem.
 pub fn resolve(settings: &BTreeMap<String, Vec<String>>) -> (FeatureGates, Vec<String>) {
-    let mut gates = FeatureGates::default();
+    let mut overrides = BTreeMap::new();
     let mut errors = Vec::new();
     if settings.contains_key("") && settings.contains_key(KUBE) {
         errors.push(
@@ -511,13 +505,13 @@ pub fn resolve(settings: &BTreeMap<String, Vec<String>>) -> (FeatureGates, Vec<S
                     "cannot set feature gate {name} to {value}, feature is locked to {}",
                     gate.default
                 )),
-                Some(_) => {
-                    gates.overrides.insert(name, value);
+                Some(gate) => {
+                    overrides.insert(gate.name, value);
                 }
             }
         }
     }
-    (gates, errors)
+    (effective(&overrides), errors)
 }
 
 /// The settable (alpha and beta) gates, one per line, for `--help`.
@@ -563,10 +557,14 @@ mod tests {
             ("", "CBORServingAndStorage=true"),
         ]));
         assert!(errors.is_empty(), "{errors:?}");
-        assert!(!gates.enabled("WatchList"));
-        assert!(gates.enabled("CBORServingAndStorage"));
-        assert!(gates.enabled("APIResponseCompression"), "beta default on");
-        assert!(!gates.enabled("NoSuchGate"));
+        assert!(gates.get("WatchList") == Some(&false));
+        assert!(gates.get("CBORServingAndStorage") == Some(&true));
+        assert!(
+            gates.get("APIResponseCompression") == Some(&true),
+            "beta default on"
+        );
+        assert_eq!(gates.get("NoSuchGate"), None);
+        assert_eq!(gates.len(), KNOWN.len());
     }
 
     #[test]
@@ -604,12 +602,15 @@ mod tests {
             ("", "APIServingWithRoutine=false"),
         ]));
         assert!(errors.is_empty());
-        assert!(gates.enabled("CBORServingAndStorage"));
+        assert!(gates.get("CBORServingAndStorage") == Some(&true));
         assert!(
-            !gates.enabled("APIServingWithRoutine"),
+            gates.get("APIServingWithRoutine") == Some(&false),
             "explicit setting wins"
         );
-        assert!(gates.enabled("WatchList"), "beta gates keep their default");
+        assert!(
+            gates.get("WatchList") == Some(&true),
+            "beta gates keep their default"
+        );
     }
 
     #[test]

@@ -45,9 +45,9 @@ use std::path::PathBuf;
 
 use clap::error::ErrorKind;
 
-pub use complete::{CompletedOptions, StorageBackend, TlsVersion};
+pub use complete::{CompletedOptions, StorageBackend};
 pub use flags::FlagValues;
-pub use syntax::{Cidr, GoDuration, PortRange};
+pub use syntax::{GoDuration, PortRange};
 pub use value::{Value, VersionFlag};
 
 use flags::FlagTableError;
@@ -164,12 +164,6 @@ impl Options {
             .try_get_matches_from(command::normalize_flag_names(args))?;
         let flags = command::collect(&matches, &data_dir).map_err(internal)?;
         Options::from_flags(flags).map_err(internal)
-    }
-
-    /// The text `--help` prints.
-    pub fn help() -> String {
-        let data_dir = flags::default_data_dir().to_string_lossy().into_owned();
-        command::command(&data_dir).render_help().to_string()
     }
 
     fn from_flags(flags: FlagValues) -> Result<Options, FlagTableError> {

@@ -36,13 +36,6 @@ impl GoDuration {
         Self { nanos }
     }
 
-    /// A duration of the given whole seconds.
-    pub const fn from_secs(secs: i64) -> Self {
-        Self {
-            nanos: secs.saturating_mul(NANOS_PER_SECOND),
-        }
-    }
-
     /// Whether the duration is below zero.
     pub const fn is_negative(self) -> bool {
         self.nanos < 0
@@ -382,11 +375,6 @@ impl Cidr {
         self.network
     }
 
-    /// The number of leading one bits of the mask.
-    pub fn prefix_len(&self) -> u8 {
-        self.prefix_len
-    }
-
     /// The number of bits in an address of this family (32 or 128).
     pub fn address_bits(&self) -> u8 {
         match self.network {
@@ -616,11 +604,11 @@ mod tests {
     #[test]
     fn negative_durations_clamp_to_zero_as_std() {
         assert_eq!(
-            GoDuration::from_secs(-3).to_std(),
+            GoDuration::from_nanos(-3_000_000_000).to_std(),
             std::time::Duration::ZERO
         );
         assert_eq!(
-            GoDuration::from_secs(3).to_std(),
+            GoDuration::from_nanos(3_000_000_000).to_std(),
             std::time::Duration::from_secs(3)
         );
     }

@@ -45,8 +45,3 @@ pub fn all() -> impl Iterator<Item = (Section, &'static FlagSpec)> {
     SETS.iter()
         .flat_map(|(section, flags)| flags.iter().map(move |flag| (*section, flag)))
 }
-
-/// Looks a flag up by its long name.
-pub fn find(name: &str) -> Option<&'static FlagSpec> {
-    all().map(|(_, flag)| flag).find(|flag| flag.name == name)
-}
