@@ -9,7 +9,7 @@
 //! storage::semantics_suite!(make_kv);
 //! ```
 //!
-//! That expands to one `#[tokio::test]` per case (so `cargo nextest` lists
+//! That expands to one multi-threaded `#[tokio::test]` per case (so `cargo nextest` lists
 //! each); each case builds a [`Store`] over a KV from `make_kv` (any
 //! expression callable as `make_kv().await`). The caller needs `tokio` as a
 //! (dev-)dependency. Invoke the macro inside a `mod` to run it more than once
@@ -171,7 +171,7 @@ pub async fn assert_no_change(stream: &mut WatchStream, wait: Duration) {
 macro_rules! semantics_suite {
     (@cases $make_kv:expr, $wrap:expr; $($case:ident),* $(,)?) => {
         $(
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let harness = $crate::testing::Harness::new(
                     ($make_kv)().await,
@@ -197,6 +197,7 @@ macro_rules! semantics_suite {
             list_limit_and_continue,
             list_limit_with_predicate,
             list_many_pages,
+            list_paging_under_concurrent_writes,
             list_pages_share_one_revision,
             list_exact_old_revision,
             list_not_older_than,
@@ -215,6 +216,7 @@ macro_rules! semantics_suite {
             delete_validation,
             delete_retries_with_fresh_state,
             watch_ordering_many_keys,
+            watch_concurrent_writers,
             watch_from_revision_replays_history,
             watch_from_zero_sends_current_state,
             watch_single_key,

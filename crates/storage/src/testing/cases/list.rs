@@ -372,3 +372,54 @@ pub async fn list_many_pages(h: Harness) {
     assert_eq!(h.storage.count(&h.prefix).await.unwrap(), 25);
     assert_eq!(h.storage.count(&h.key("none")).await.unwrap(), 0);
 }
+
+pub async fn list_paging_under_concurrent_writes(h: Harness) {
+    let all: Vec<String> = (0..30).map(|i| format!("item-{i:02}")).collect();
+    for n in &all {
+        h.storage.create(&h.key(n), object(n, "0")).await.unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (storage, prefix, halt) = (h.storage.clone(), h.prefix.clone(), stop.clone());
+    let writer = tokio::spawn(async move {
+        let mut round = 0;
+        while !halt.load(std::sync::atomic::Ordering::SeqCst) {
+            round += 1;
+            let n = format!("item-{:02}", round % 30);
+            let key = format!("{prefix}/{n}");
+            storage
+                .guaranteed_update(&key, false, None, &super::set_value(&round.to_string()))
+                .await
+                .unwrap();
+            let extra = format!("{prefix}/new-{round}");
+            storage.create(&extra, object("new", "new")).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+    });
+    let mut seen = Vec::new();
+    let mut token = None;
+    let mut revision = None;
+    loop {
+        let result = h.storage.get_list(&h.prefix, page(7, token)).await.unwrap();
+        assert_eq!(
+            *revision.get_or_insert(result.resource_version),
+            result.resource_version
+        );
+        seen.extend(result.items);
+        token = result.continue_token;
+        if token.is_none() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.await.unwrap();
+    // The pages together are exactly the collection as of the first page.
+    let revision = revision.unwrap_or_default();
+    let snapshot = h
+        .storage
+        .get_list(&h.prefix, recursive(ReadVersion::Exact(revision)))
+        .await
+        .unwrap();
+    assert_eq!(seen, snapshot.items);
+    assert!(seen.iter().all(|o| rv(o) <= revision));
+}

@@ -292,3 +292,47 @@ pub async fn watch_from_zero_with_predicate(h: Harness) {
     expect(&mut stream, "Added", "a", "yes").await;
     assert_no_change(&mut stream, Duration::from_millis(200)).await;
 }
+
+pub async fn watch_concurrent_writers(h: Harness) {
+    const WRITERS: usize = 4;
+    const WRITES: usize = 10;
+    let start = h.storage.current_revision().await.unwrap();
+    let mut stream = h.storage.watch(&h.prefix, from(start)).await.unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let (storage, key) = (h.storage.clone(), h.key(&format!("w{w}")));
+        tasks.push(tokio::spawn(async move {
+            storage
+                .create(&key, object(&format!("w{w}"), "0"))
+                .await
+                .unwrap();
+            for i in 1..WRITES {
+                let value = i.to_string();
+                storage
+                    .guaranteed_update(&key, false, None, &set_value(&value))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut last = start;
+    let mut next_value = [0usize; WRITERS];
+    for _ in 0..WRITERS * WRITES {
+        let (kind, obj) = match next_change(&mut stream).await {
+            WatchEvent::Added(o) => ("Added", o),
+            WatchEvent::Modified(o) => ("Modified", o),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert!(rv(&obj) > last, "revisions strictly increase");
+        last = rv(&obj);
+        let writer: usize = name(&obj)[1..].parse().unwrap();
+        let expected = next_value[writer];
+        assert_eq!(value_of(&obj), expected.to_string(), "per-key order kept");
+        assert_eq!(kind, if expected == 0 { "Added" } else { "Modified" });
+        next_value[writer] += 1;
+    }
+    assert_no_change(&mut stream, Duration::from_millis(200)).await;
+}
