@@ -25,6 +25,9 @@ pub struct EtcdConfig {
     pub cert_file: Option<PathBuf>,
     /// `--etcd-keyfile`: key of the client certificate.
     pub key_file: Option<PathBuf>,
+    /// `--etcd-prefix`: the key prefix of the API objects; the health check
+    /// reads `<prefix>/health`.
+    pub prefix: String,
     /// How long establishing a connection to one member may take.
     pub dial_timeout: Duration,
     /// Interval of HTTP/2 keepalive pings on an idle connection.
@@ -49,6 +52,7 @@ impl Default for EtcdConfig {
             ca_file: None,
             cert_file: None,
             key_file: None,
+            prefix: "/registry".to_string(),
             dial_timeout: Duration::from_secs(20),
             keepalive_time: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(10),

@@ -66,7 +66,6 @@ const MSG_COMPACTED: &str = "required revision has been compacted";
 const MSG_FUTURE_REV: &str = "required revision is a future revision";
 const MSG_TOO_LARGE: &str = "request is too large";
 const MSG_GRPC_TOO_LARGE: &str = "larger than max";
-const MSG_PERMISSION_DENIED: &str = "permission denied";
 const MSG_TIMED_OUT: &str = "request timed out";
 
 impl Failure {
@@ -144,11 +143,4 @@ impl Failure {
             _ => false,
         }
     }
-}
-
-/// Whether etcd refused a request for lack of permission: upstream's health
-/// check counts that as healthy (etcd answered, and RBAC is its business).
-pub(crate) fn is_permission_denied(err: &etcd_client::Error) -> bool {
-    matches!(err, etcd_client::Error::GRpcStatus(s)
-        if s.code() == Code::PermissionDenied || s.message().contains(MSG_PERMISSION_DENIED))
 }

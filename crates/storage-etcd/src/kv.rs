@@ -14,17 +14,16 @@ use storage::{
 
 use crate::compact::Compaction;
 use crate::config::EtcdConfig;
-use crate::error::{is_permission_denied, ConnectError, Failure, Retry};
+use crate::error::{ConnectError, Failure, Retry};
 use crate::members::Members;
 use crate::watch;
-
-/// The key upstream's etcd health check reads.
-const HEALTH_KEY: &str = "health";
 
 /// A [`Kv`] backed by etcd. Share it behind an `Arc`; requests multiplex
 /// over one connection per configured server.
 pub struct EtcdKv {
     members: Members,
+    /// The key the health check reads: `<prefix>/health`, as upstream's.
+    health_key: String,
     config: EtcdConfig,
     compaction: Arc<Compaction>,
 }
@@ -44,6 +43,7 @@ impl EtcdKv {
     pub async fn connect(config: EtcdConfig) -> Result<EtcdKv, ConnectError> {
         Ok(EtcdKv {
             members: Members::connect(&config).await?,
+            health_key: format!("{}/health", config.prefix.trim_end_matches('/')),
             config,
             compaction: Arc::default(),
         })
@@ -207,32 +207,31 @@ impl Kv for EtcdKv {
     }
 
     async fn current_revision(&self) -> Result<i64> {
-        let options = GetOptions::new().with_count_only();
+        // Any read carries the revision in its header; count one key.
+        let request = (self.health_key.clone(), GetOptions::new().with_count_only());
         let sent = self
             .members
-            .call("range", Retry::Idempotent, options, |m, options| {
+            .call("range", Retry::Idempotent, request, |m, (key, options)| {
                 let mut kv = m.kv.clone();
-                async move { kv.get(HEALTH_KEY, Some(options)).await }
+                async move { kv.get(key, Some(options)).await }
             });
         let resp = sent.await.map_err(Failure::into_storage_error)?;
         Ok(resp.0.header.map_or(0, |h| h.revision))
     }
 
-    /// Upstream's etcd health check: a read of the `health` key within the
-    /// health check timeout; "permission denied" still proves etcd is up.
+    /// Upstream's etcd health check: a read of `<prefix>/health` within the
+    /// health check timeout.
     async fn health(&self) -> Result<()> {
         let timeout = self.config.health_timeout;
-        let sent = self.members.call("health", Retry::Idempotent, (), |m, ()| {
-            let mut kv = m.kv.clone();
-            async move {
-                match kv.get(HEALTH_KEY, None).await {
-                    Err(e) if !is_permission_denied(&e) => Err(e),
-                    _ => Ok(()),
-                }
-            }
-        });
+        let key = self.health_key.clone();
+        let sent = self
+            .members
+            .call("health", Retry::Idempotent, key, |m, key| {
+                let mut kv = m.kv.clone();
+                async move { kv.get(key, None).await }
+            });
         match tokio::time::timeout(timeout, sent).await {
-            Ok(result) => result.map_err(Failure::into_storage_error),
+            Ok(result) => result.map(drop).map_err(Failure::into_storage_error),
             Err(_) => Err(StorageError::Timeout(format!(
                 "etcd health check did not finish within {timeout:?}"
             ))),

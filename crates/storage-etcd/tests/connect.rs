@@ -131,22 +131,32 @@ async fn one_dead_server_among_several_is_tolerated() {
 
 #[tokio::test]
 async fn wait_for_etcd_returns_once_a_late_etcd_is_up() {
-    let port = free_port().unwrap();
+    // Hold the port until etcd starts so no other test takes it meanwhile;
+    // until then connections hang unanswered, like a booting etcd host.
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
     let config = EtcdConfig::new([format!("http://127.0.0.1:{port}")]);
-    let late = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        EtcdServer::start_with(EtcdServerOptions {
-            client_port: Some(port),
-            ..EtcdServerOptions::default()
-        })
-        .await
-    });
     let started = Instant::now();
-    let kv = wait_for_etcd(config, Duration::from_secs(30))
+    let waiter = tokio::spawn(wait_for_etcd(config, Duration::from_secs(60)));
+
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !waiter.is_finished(),
+        "wait_for_etcd returned before etcd was up"
+    );
+    drop(holder);
+    let _etcd = EtcdServer::start_with(EtcdServerOptions {
+        client_port: Some(port),
+        ..EtcdServerOptions::default()
+    })
+    .await
+    .expect("the late etcd starts");
+
+    let kv = waiter
         .await
-        .unwrap();
-    assert!(started.elapsed() >= Duration::from_millis(1400));
-    let _etcd = late.await.unwrap().unwrap();
+        .unwrap()
+        .expect("wait_for_etcd returns once etcd is up");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
     kv.health().await.unwrap();
     create(&kv, "/registry/a").await;
 }
