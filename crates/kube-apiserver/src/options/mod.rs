@@ -144,6 +144,9 @@ pub struct Options {
     pub verbosity: u32,
     pub version: VersionFlag,
     pub data_dir: PathBuf,
+    /// One line per deprecated flag given, worded like upstream's
+    /// ("Flag --x has been deprecated, ..."); print them as warnings.
+    pub deprecation_warnings: Vec<String>,
     /// Every flag, implemented or not, with its value.
     pub flags: FlagValues,
 }
@@ -214,6 +217,13 @@ impl Options {
             verbosity: f.level(sets::logs::VERBOSITY)?,
             version: f.version(sets::global::VERSION)?,
             data_dir: PathBuf::from(f.string(sets::generic::DATA_DIR)?),
+            deprecation_warnings: sets::all()
+                .filter(|(_, spec)| f.explicit(spec.name))
+                .filter_map(|(_, spec)| {
+                    let note = spec.deprecated?;
+                    Some(format!("Flag --{} has been deprecated, {note}", spec.name))
+                })
+                .collect(),
             flags,
         })
     }

@@ -318,6 +318,15 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         "{:?}",
         accepted.unsupported()
     );
+    let deprecated = parse(&["--apiserver-count=1", "--enable-logs-handler=false"]);
+    assert_eq!(
+        deprecated.deprecation_warnings,
+        vec![
+            "Flag --apiserver-count has been deprecated, apiserver-count is deprecated and will be removed in a future version.".to_string(),
+            "Flag --enable-logs-handler has been deprecated, Log handler functionality is deprecated".to_string(),
+        ]
+    );
+    assert!(parse(&[]).deprecation_warnings.is_empty());
     assert!(!parse(&["--kubelet-port=1"])
         .complete()
         .unsupported()
