@@ -144,3 +144,71 @@ impl Failure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Status;
+
+    fn classify(status: Status) -> Failure {
+        Failure::classify(etcd_client::Error::GRpcStatus(status))
+    }
+
+    #[test]
+    fn etcd_domain_errors_are_recognised_by_message() {
+        let compacted =
+            Status::out_of_range("etcdserver: mvcc: required revision has been compacted");
+        assert!(matches!(classify(compacted), Failure::Compacted));
+        let future =
+            Status::out_of_range("etcdserver: mvcc: required revision is a future revision");
+        assert!(matches!(classify(future), Failure::FutureRevision));
+        let large = Status::invalid_argument("etcdserver: request is too large");
+        assert!(matches!(classify(large), Failure::TooLarge));
+        let grpc_large = Status::resource_exhausted(
+            "grpc: received message larger than max (3145781 vs. 2097152)",
+        );
+        assert!(matches!(classify(grpc_large), Failure::TooLarge));
+    }
+
+    #[test]
+    fn server_statuses_map_by_code() {
+        let timed_out = Status::unavailable("etcdserver: request timed out");
+        assert!(matches!(
+            classify(timed_out),
+            Failure::Other(StorageError::Timeout(_))
+        ));
+        let deadline = Status::deadline_exceeded("context deadline exceeded");
+        assert!(matches!(
+            classify(deadline),
+            Failure::Other(StorageError::Timeout(_))
+        ));
+        let no_leader = Status::unavailable("etcdserver: no leader");
+        let failure = classify(no_leader);
+        // Sent by etcd: not safe to repeat a write elsewhere.
+        assert!(!failure.may_retry(Retry::NotSentOnly));
+        assert!(matches!(
+            failure,
+            Failure::Other(StorageError::Unreachable(_))
+        ));
+        let denied = Status::permission_denied("etcdserver: permission denied");
+        assert!(matches!(
+            classify(denied),
+            Failure::Other(StorageError::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn retry_policy() {
+        let not_sent = Failure::NotSent("tcp connect error".into());
+        assert!(not_sent.may_retry(Retry::NotSentOnly));
+        assert!(not_sent.may_retry(Retry::Idempotent));
+        let broken = Failure::Broken("transport error".into());
+        assert!(!broken.may_retry(Retry::NotSentOnly));
+        assert!(broken.may_retry(Retry::Idempotent));
+        assert!(!Failure::Compacted.may_retry(Retry::Idempotent));
+        assert!(matches!(
+            broken.into_storage_error(),
+            StorageError::Unreachable(_)
+        ));
+    }
+}
