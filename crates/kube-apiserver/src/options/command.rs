@@ -100,7 +100,11 @@ pub fn collect(matches: &ArgMatches, data_dir: &str) -> Result<FlagValues, FlagT
     let mut values = FlagValues::default();
     for (_, spec) in sets::all().filter(|(_, spec)| has_value(spec.kind)) {
         let given = matches
-            .get_many::<Value>(spec.name)
+            .try_get_many::<Value>(spec.name)
+            .map_err(|_| FlagTableError {
+                flag: spec.name.to_string(),
+                problem: "is not parsed into a flag value",
+            })?
             .and_then(|occurrences| Value::fold(occurrences.cloned()));
         let flag = match given {
             Some(value) => FlagValue {
