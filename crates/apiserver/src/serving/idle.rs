@@ -35,7 +35,9 @@ impl Activity {
 
     fn state(&self) -> MutexGuard<'_, State> {
         // The state stays consistent even if a holder panicked.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Marks a request as started; it ends when the guard is dropped.

@@ -5,10 +5,13 @@
 
 mod ciphers;
 mod client_cert;
+mod idle;
 mod server;
 mod tls;
 
 pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
 pub use client_cert::{ClientCert, ClientCertError, ClientCertUser};
-pub use server::{serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS};
+pub use server::{
+    serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS, DEFAULT_IDLE_TIMEOUT,
+};
 pub use tls::{TlsConfigError, TlsOptions};

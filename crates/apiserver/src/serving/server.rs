@@ -15,17 +15,21 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use rustls::ServerConfig;
+use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tower::{Service, ServiceExt};
 
 use super::client_cert::ClientCert;
+use super::idle::{Activity, TrackedBody};
 
-/// Go's HTTP/2 default for concurrent streams, which upstream makes explicit
-/// when `--http2-max-streams-per-connection` is 0.
-pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 250;
+/// Upstream's stream limit when `--http2-max-streams-per-connection` is 0:
+/// the initial limit Go's HTTP/2 clients assume, so a misbehaving client
+/// cannot open many more streams than a well-behaved one would.
+pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
 /// Upstream's sizing unit: 99% of serialized resources are smaller, so most
 /// POSTs fit in one frame and one stream window.
 const RESOURCE_BODY_99_PERCENTILE: u32 = 256 * 1024;
@@ -35,6 +39,10 @@ const MAX_HTTP2_WINDOW: u32 = (1 << 31) - 1;
 const MAX_HEADER_BYTES: u32 = 1 << 20;
 /// Upstream's `ReadHeaderTimeout`; Go also bounds the TLS handshake by it.
 const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+/// Upstream's `IdleTimeout`: connections without requests are closed after it.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Upstream's TCP keep-alive period for accepted connections.
+const TCP_KEEPALIVE_PERIOD: Duration = Duration::from_secs(180);
 /// Longest pause after failed `accept` calls (as Go's server backs off).
 const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -52,6 +60,9 @@ pub struct ServeOptions {
     /// How long in-flight requests may continue once shutdown begins
     /// (upstream's `ShutdownTimeout`, the request timeout: 60s).
     pub shutdown_timeout: Duration,
+    /// Connections with no request in flight for this long are closed
+    /// gracefully ([`DEFAULT_IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +71,7 @@ impl Default for ServeOptions {
             http2_max_streams_per_connection: 0,
             http2: true,
             shutdown_timeout: Duration::from_secs(60),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 }
@@ -101,12 +113,15 @@ where
         + Send
         + 'static,
     S::Future: Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Unpin + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let acceptor = TlsAcceptor::from(tls);
-    let builder = Arc::new(connection_builder(options));
+    let context = Arc::new(ConnectionContext {
+        acceptor: TlsAcceptor::from(tls),
+        builder: connection_builder(options),
+        idle_timeout: options.idle_timeout,
+    });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut backoff = Duration::ZERO;
@@ -126,8 +141,7 @@ where
                     connections.spawn(serve_connection(
                         stream,
                         peer,
-                        acceptor.clone(),
-                        builder.clone(),
+                        context.clone(),
                         service.clone(),
                         stop_rx.clone(),
                     ));
@@ -187,13 +201,19 @@ fn connection_builder(options: &ServeOptions) -> Builder<TokioExecutor> {
     }
 }
 
-/// Handshakes TLS, then serves HTTP on one connection until it ends or
-/// shutdown asks it to wind down.
+/// What every connection task shares.
+struct ConnectionContext {
+    acceptor: TlsAcceptor,
+    builder: Builder<TokioExecutor>,
+    idle_timeout: Duration,
+}
+
+/// Handshakes TLS, then serves HTTP on one connection until it ends, stays
+/// idle too long, or shutdown asks it to wind down.
 async fn serve_connection<S, B>(
     stream: TcpStream,
     peer: SocketAddr,
-    acceptor: TlsAcceptor,
-    builder: Arc<Builder<TokioExecutor>>,
+    context: Arc<ConnectionContext>,
     service: S,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -202,27 +222,13 @@ async fn serve_connection<S, B>(
         + Send
         + 'static,
     S::Future: Send + 'static,
-    B: hyper::body::Body + Send + 'static,
+    B: hyper::body::Body + Unpin + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    if let Err(err) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, error = %err, "setting TCP_NODELAY failed");
-    }
-    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
-    let tls = tokio::select! {
-        result = handshake => match result {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(err)) => {
-                tracing::debug!(%peer, error = %err, "TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "TLS handshake timed out");
-                return;
-            }
-        },
-        () = stopping(&mut stop) => return,
+    tune_socket(&stream, peer);
+    let Some(tls) = handshake(stream, peer, &context.acceptor, &mut stop).await else {
+        return;
     };
     let client_cert = tls
         .get_ref()
@@ -231,15 +237,24 @@ async fn serve_connection<S, B>(
         .and_then(|chain| chain.first())
         .and_then(|leaf| ClientCert::from_der(leaf));
 
+    let activity = Activity::new();
+    let tracker = activity.clone();
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        let guard = tracker.begin();
         let extensions = request.extensions_mut();
         extensions.insert(ConnectInfo(peer));
         if let Some(cert) = &client_cert {
             extensions.insert(cert.clone());
         }
-        service.clone().oneshot(request)
+        let response = service.clone().oneshot(request);
+        async move {
+            let response = response.await?;
+            Ok::<_, Infallible>(response.map(|body| TrackedBody::new(body, guard)))
+        }
     });
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    let connection = context
+        .builder
+        .serve_connection_with_upgrades(TokioIo::new(tls), service);
     tokio::pin!(connection);
     let result = tokio::select! {
         result = connection.as_mut() => result,
@@ -247,9 +262,52 @@ async fn serve_connection<S, B>(
             connection.as_mut().graceful_shutdown();
             connection.await
         }
+        () = activity.idle_for(context.idle_timeout) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
     };
     if let Err(err) = result {
         tracing::debug!(%peer, error = %err, "connection ended with an error");
+    }
+}
+
+/// TCP_NODELAY and upstream's 3-minute keep-alive, so dead peers (a laptop
+/// closed mid-watch) are eventually noticed.
+fn tune_socket(stream: &TcpStream, peer: SocketAddr) {
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %err, "setting TCP_NODELAY failed");
+    }
+    let keepalive = TcpKeepalive::new()
+        .with_time(TCP_KEEPALIVE_PERIOD)
+        .with_interval(TCP_KEEPALIVE_PERIOD);
+    if let Err(err) = SockRef::from(stream).set_tcp_keepalive(&keepalive) {
+        tracing::debug!(%peer, error = %err, "setting TCP keep-alive failed");
+    }
+}
+
+/// The TLS handshake, bounded like Go bounds it (by the header timeout) and
+/// abandoned when shutdown begins.
+async fn handshake(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: &TlsAcceptor,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<TlsStream<TcpStream>> {
+    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+    tokio::select! {
+        result = handshake => match result {
+            Ok(Ok(tls)) => Some(tls),
+            Ok(Err(err)) => {
+                tracing::debug!(%peer, error = %err, "TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                None
+            }
+        },
+        () = stopping(stop) => None,
     }
 }
 
