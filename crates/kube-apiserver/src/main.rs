@@ -30,11 +30,16 @@ fn init_logging(verbosity: u32) {
 fn main() -> ExitCode {
     let opts = match Options::parse_from(std::env::args_os()) {
         Ok(opts) => opts,
+        Err(e) if e.use_stderr() => {
+            // Upstream exits 1 on a bad command line (clap would use 2).
+            let _ = e.print();
+            return ExitCode::from(1);
+        }
         Err(e) => e.exit(),
     };
     match &opts.version {
-        VersionFlag::Off => {}
-        VersionFlag::Print | VersionFlag::Override(_) => {
+        VersionFlag::Off | VersionFlag::Override(_) => {}
+        VersionFlag::Print => {
             println!("Kubernetes v1.37.0");
             return ExitCode::SUCCESS;
         }
@@ -42,6 +47,9 @@ fn main() -> ExitCode {
             println!("{:#}", app::server::version_info());
             return ExitCode::SUCCESS;
         }
+    }
+    for warning in &opts.deprecation_warnings {
+        eprintln!("{warning}");
     }
     let completed = opts.complete();
     let mut errors = completed.validate();

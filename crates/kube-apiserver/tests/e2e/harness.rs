@@ -122,14 +122,6 @@ impl TestServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    pub fn data_dir(&self) -> &Path {
-        self.dir.path()
-    }
-
     /// Stops the server (SIGKILL) and starts it again on the same data dir.
     pub fn restart(&mut self) {
         let _ = self.child.kill();

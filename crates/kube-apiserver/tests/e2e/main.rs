@@ -3,3 +3,4 @@
 
 mod harness;
 mod kubectl_basics;
+mod watch_and_lifecycle;
