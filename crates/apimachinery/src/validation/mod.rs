@@ -9,6 +9,7 @@
 pub mod formats;
 pub mod object_meta;
 pub mod options;
+pub mod selectors;
 
 /// Longest DNS-1123 label (and DNS-1035 label).
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
