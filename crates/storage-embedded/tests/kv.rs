@@ -345,25 +345,32 @@ async fn watch_replays_history_then_follows_live_writes() {
     assert_eq!(e.prev.unwrap().value, Bytes::from_static(b"b1"));
 }
 
+/// Commits more batches than the store buffers for watchers (1024), one
+/// write each, under `prefix`.
+async fn overflow_watch_buffer(kv: &EmbeddedKv, prefix: &str) {
+    let mut revision = 0;
+    for i in 0..1100 {
+        let key = format!("{prefix}{}", i % 10);
+        revision = match put(kv, &key, revision_of(kv, &key).await, "v").await {
+            TxnResponse::Succeeded { revision, .. } => revision,
+            other => panic!("write failed: {other:?}"),
+        };
+    }
+    assert_eq!(revision, 1101);
+}
+
+async fn revision_of(kv: &EmbeddedKv, key: &str) -> i64 {
+    get(kv, key, 0).await.map_or(0, |kv| kv.mod_revision)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_watcher_catches_up_without_gaps() {
     let (_dir, kv) = open();
     let kv = Arc::new(kv);
     let mut stream = kv.watch("/lag/", true, 0).await.unwrap();
-    // Far more commits than the broadcast buffer holds, while nobody reads.
-    let writers: Vec<_> = (0..8)
-        .map(|w| {
-            let kv = kv.clone();
-            tokio::spawn(async move {
-                for i in 0..200 {
-                    set(&kv, &format!("/lag/{w}"), &format!("{i}")).await;
-                }
-            })
-        })
-        .collect();
-    for writer in writers {
-        writer.await.unwrap();
-    }
+    // More commits (one write each) than the broadcast buffer holds, while
+    // nobody reads.
+    overflow_watch_buffer(&kv, "/lag/").await;
     let current = kv.current_revision().await.unwrap();
     let mut expected = 2;
     while expected <= current {
@@ -536,4 +543,24 @@ async fn a_quiet_watcher_hears_progress_while_others_write() {
     // Events for its own keys still come through after the progress.
     let own = set(&kv, "/quiet/a", "a").await;
     assert_eq!(next_event(&mut quiet).await.kv.mod_revision, own);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_watcher_whose_history_was_compacted_ends_with_too_old() {
+    let (_dir, kv) = open();
+    let kv = Arc::new(kv);
+    let mut stream = kv.watch("/gone/", true, 0).await.unwrap();
+    // More commits than the broadcast buffer holds, then compact them all.
+    overflow_watch_buffer(&kv, "/gone/").await;
+    let current = kv.current_revision().await.unwrap();
+    kv.compact(current).await.unwrap();
+    let item = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        item,
+        Err(StorageError::TooOldResourceVersion { requested: 2, .. })
+    ));
+    assert!(stream.next().await.is_none());
 }
