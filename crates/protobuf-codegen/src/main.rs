@@ -1,0 +1,94 @@
+//! Code generator for the `protobuf-codec` crate.
+//!
+//! Reads the prost-generated messages of `k8s-pb` (protobuf tags and wire
+//! types) and the `k8s-openapi` types of the targeted Kubernetes version (JSON
+//! names, serialization order, required fields, resource kinds), joins them,
+//! and writes the static schema tables to
+//! `crates/protobuf/src/generated/mod.rs`. Run it with
+//! `cargo run -p protobuf-codegen` after bumping either crate.
+
+mod emit;
+mod openapi;
+mod pb;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `k8s-openapi` version module the server targets.
+const OPENAPI_VERSION_MODULE: &str = "v1_37";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    #[error("reading {0}: {1}")]
+    Io(PathBuf, #[source] std::io::Error),
+    #[error("running cargo metadata: {0}")]
+    Metadata(String),
+    #[error("package {0} not found in cargo metadata")]
+    MissingPackage(&'static str),
+    #[error("cannot parse field declaration {0}")]
+    Parse(String),
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("protobuf-codegen: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), CodegenError> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pb_root = package_dir(manifest_dir, "k8s-pb")?;
+    let oa_root = package_dir(manifest_dir, "k8s-openapi")?;
+    let pb = pb::parse(&pb_root.join("src"))?;
+    let oa = openapi::parse(&oa_root.join("src").join(OPENAPI_VERSION_MODULE))?;
+    let (code, report) = emit::generate(&pb, &oa);
+    let out = manifest_dir.join("../protobuf/src/generated/mod.rs");
+    std::fs::write(&out, code).map_err(|e| CodegenError::Io(out.clone(), e))?;
+    eprintln!("{report}");
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+/// Finds a dependency's source directory through `cargo metadata`.
+fn package_dir(manifest_dir: &Path, name: &'static str) -> Result<PathBuf, CodegenError> {
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .arg(manifest_dir.join("../protobuf/Cargo.toml"))
+        .output()
+        .map_err(|e| CodegenError::Metadata(e.to_string()))?;
+    if !output.status.success() {
+        return Err(CodegenError::Metadata(
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        ));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| CodegenError::Metadata(e.to_string()))?;
+    meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["manifest_path"].as_str())
+        .and_then(|m| Path::new(m).parent().map(Path::to_path_buf))
+        .ok_or(CodegenError::MissingPackage(name))
+}
+
+/// All files below `dir`, sorted for a deterministic output.
+pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, CodegenError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| CodegenError::Io(d.clone(), e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| CodegenError::Io(d.clone(), e))?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,272 @@
+//! JSON → protobuf: walks a `serde_json::Value` along a message's schema
+//! and writes the protobuf encoding of the fields it knows.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use crate::generated::MESSAGES;
+use crate::schema::{FieldDesc, MessageDesc, Shape, Special, Ty};
+use crate::time::parse_time;
+use crate::wire::{
+    put_bytes, put_key, put_nested, put_varint, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT,
+};
+use crate::{ProtobufError, MAX_DEPTH};
+
+fn invalid(desc: &MessageDesc, field: &str, message: &'static str) -> ProtobufError {
+    ProtobufError::InvalidField {
+        message_type: desc.name,
+        field: field.to_owned(),
+        message,
+    }
+}
+
+/// Appends the fields of message `idx` taken from the JSON object `obj`.
+pub(crate) fn encode_object(
+    idx: usize,
+    obj: &Map<String, Value>,
+    buf: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), ProtobufError> {
+    if depth > MAX_DEPTH {
+        return Err(ProtobufError::TooDeep);
+    }
+    let desc = &MESSAGES[idx];
+    for f in desc.fields {
+        if f.inline {
+            if let Ty::Message(inner) = f.ty {
+                put_nested(buf, f.tag, |b| encode_object(inner, obj, b, depth + 1))?;
+            }
+            continue;
+        }
+        let Some(v) = obj.get(f.json) else { continue };
+        if v.is_null() {
+            continue;
+        }
+        match f.shape {
+            Shape::Single => encode_value(desc, f, v, buf, depth)?,
+            Shape::Repeated => {
+                let items = v
+                    .as_array()
+                    .ok_or_else(|| invalid(desc, f.json, "expected an array"))?;
+                for item in items {
+                    encode_value(desc, f, item, buf, depth)?;
+                }
+            }
+            Shape::Map => {
+                let entries = v
+                    .as_object()
+                    .ok_or_else(|| invalid(desc, f.json, "expected an object"))?;
+                for (key, value) in entries {
+                    put_nested(buf, f.tag, |b| {
+                        put_bytes(b, 1, key.as_bytes());
+                        if value.is_null() {
+                            return Ok(());
+                        }
+                        let value_field = FieldDesc { tag: 2, ..*f };
+                        encode_value(desc, &value_field, value, b, depth)
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes one value of field `f` (a single value, list item or map value).
+fn encode_value(
+    desc: &MessageDesc,
+    f: &FieldDesc,
+    v: &Value,
+    buf: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), ProtobufError> {
+    match f.ty {
+        Ty::String => {
+            let s = v
+                .as_str()
+                .ok_or_else(|| invalid(desc, f.json, "expected a string"))?;
+            put_bytes(buf, f.tag, s.as_bytes());
+        }
+        Ty::Bytes => {
+            let s = v
+                .as_str()
+                .ok_or_else(|| invalid(desc, f.json, "expected a base64 string"))?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|_| invalid(desc, f.json, "illegal base64 data"))?;
+            put_bytes(buf, f.tag, &bytes);
+        }
+        Ty::Int32 => {
+            let n = v.as_i64().and_then(|n| i32::try_from(n).ok());
+            let n = n.ok_or_else(|| invalid(desc, f.json, "expected a 32-bit integer"))?;
+            put_key(buf, f.tag, WIRE_VARINT);
+            put_varint(buf, i64::from(n) as u64);
+        }
+        Ty::Int64 => {
+            let n = v
+                .as_i64()
+                .ok_or_else(|| invalid(desc, f.json, "expected a 64-bit integer"))?;
+            put_key(buf, f.tag, WIRE_VARINT);
+            put_varint(buf, n as u64);
+        }
+        Ty::Bool => {
+            let b = v
+                .as_bool()
+                .ok_or_else(|| invalid(desc, f.json, "expected a boolean"))?;
+            put_key(buf, f.tag, WIRE_VARINT);
+            put_varint(buf, u64::from(b));
+        }
+        Ty::Double => {
+            let n = v
+                .as_f64()
+                .ok_or_else(|| invalid(desc, f.json, "expected a number"))?;
+            put_key(buf, f.tag, WIRE_FIXED64);
+            buf.extend_from_slice(&n.to_bits().to_le_bytes());
+        }
+        Ty::Message(idx) => put_nested(buf, f.tag, |b| encode_message(idx, v, b, depth + 1))?,
+    }
+    Ok(())
+}
+
+/// Appends the body of message `idx` for the JSON value `v`, honouring the
+/// special JSON forms of Time, IntOrString, Quantity and friends.
+pub(crate) fn encode_message(
+    idx: usize,
+    v: &Value,
+    buf: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), ProtobufError> {
+    let desc = &MESSAGES[idx];
+    let wrong = |what| ProtobufError::InvalidField {
+        message_type: desc.name,
+        field: String::new(),
+        message: what,
+    };
+    match desc.special {
+        Special::None => {
+            let obj = v.as_object().ok_or_else(|| wrong("expected an object"))?;
+            encode_object(idx, obj, buf, depth)
+        }
+        Special::Time | Special::MicroTime => {
+            let s = v
+                .as_str()
+                .ok_or_else(|| wrong("expected an RFC 3339 time string"))?;
+            let (seconds, nanos) =
+                parse_time(s).ok_or_else(|| wrong("expected an RFC 3339 time string"))?;
+            put_key(buf, 1, WIRE_VARINT);
+            put_varint(buf, seconds as u64);
+            put_key(buf, 2, WIRE_VARINT);
+            put_varint(buf, u64::from(nanos));
+            Ok(())
+        }
+        Special::IntOrString => {
+            let (kind, int_val, str_val) = match v {
+                Value::String(s) => (1u64, 0i32, s.as_str()),
+                Value::Number(n) => {
+                    let n = n.as_i64().and_then(|n| i32::try_from(n).ok());
+                    (
+                        0,
+                        n.ok_or_else(|| wrong("expected a 32-bit integer or a string"))?,
+                        "",
+                    )
+                }
+                _ => return Err(wrong("expected an integer or a string")),
+            };
+            put_key(buf, 1, WIRE_VARINT);
+            put_varint(buf, kind);
+            put_key(buf, 2, WIRE_VARINT);
+            put_varint(buf, i64::from(int_val) as u64);
+            put_bytes(buf, 3, str_val.as_bytes());
+            Ok(())
+        }
+        Special::Quantity => {
+            let s = v
+                .as_str()
+                .ok_or_else(|| wrong("expected a quantity string"))?;
+            put_bytes(buf, 1, s.as_bytes());
+            Ok(())
+        }
+        Special::RawJson => {
+            let raw = serde_json::to_vec(v).map_err(|_| wrong("cannot serialize embedded JSON"))?;
+            put_bytes(buf, 1, &raw);
+            Ok(())
+        }
+        Special::StringList => {
+            let items = v
+                .as_array()
+                .ok_or_else(|| wrong("expected an array of strings"))?;
+            for item in items {
+                put_bytes(
+                    buf,
+                    1,
+                    item.as_str()
+                        .ok_or_else(|| wrong("expected an array of strings"))?
+                        .as_bytes(),
+                );
+            }
+            Ok(())
+        }
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {
+            encode_schema_union(desc, v, buf, depth)
+        }
+    }
+}
+
+/// The JSONSchemaProps unions: field 1/2 hold the alternatives.
+fn encode_schema_union(
+    desc: &MessageDesc,
+    v: &Value,
+    buf: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), ProtobufError> {
+    let wrong = |what| ProtobufError::InvalidField {
+        message_type: desc.name,
+        field: String::new(),
+        message: what,
+    };
+    let schema_field = desc
+        .fields
+        .iter()
+        .find(|f| f.json == "schema")
+        .ok_or(wrong("schema field missing"))?;
+    let Ty::Message(schema) = schema_field.ty else {
+        return Err(wrong("schema field is not a message"));
+    };
+    match (desc.special, v) {
+        (Special::SchemaOrBool, Value::Bool(b)) => {
+            put_key(buf, 1, WIRE_VARINT);
+            put_varint(buf, u64::from(*b));
+            Ok(())
+        }
+        (Special::SchemaOrBool, Value::Object(_)) => {
+            put_key(buf, 1, WIRE_VARINT);
+            put_varint(buf, 1);
+            put_nested(buf, schema_field.tag, |b| {
+                encode_message(schema, v, b, depth + 1)
+            })
+        }
+        (Special::SchemaOrArray | Special::SchemaOrStringArray, Value::Object(_)) => {
+            put_nested(buf, schema_field.tag, |b| {
+                encode_message(schema, v, b, depth + 1)
+            })
+        }
+        (Special::SchemaOrArray, Value::Array(items)) => {
+            for item in items {
+                put_nested(buf, 2, |b| encode_message(schema, item, b, depth + 1))?;
+            }
+            Ok(())
+        }
+        (Special::SchemaOrStringArray, Value::Array(items)) => {
+            for item in items {
+                let s = item
+                    .as_str()
+                    .ok_or_else(|| wrong("expected an array of strings"))?;
+                put_key(buf, 2, WIRE_LEN);
+                put_varint(buf, s.len() as u64);
+                buf.extend_from_slice(s.as_bytes());
+            }
+            Ok(())
+        }
+        _ => Err(wrong("unexpected JSON type for a schema union")),
+    }
+}

@@ -1,0 +1,278 @@
+//! Kubernetes protobuf wire format (`application/vnd.kubernetes.protobuf`)
+//! for the built-in API types.
+//!
+//! Objects travel inside the server as `serde_json::Value` trees in the JSON
+//! form of the Kubernetes API; this crate converts such a tree to upstream's
+//! protobuf encoding and back. A protobuf body is the 4-byte prefix
+//! `k8s\0` followed by a `runtime.Unknown` envelope whose `typeMeta` names
+//! the object's apiVersion and kind and whose `raw` holds the object's
+//! message. Which message that is, and how each of its fields is spelled in
+//! JSON, comes from the generated tables in [`generated`] (see the
+//! `protobuf-codegen` crate).
+//!
+//! Watch streams use a different framing, see [`encode_watch_event`].
+
+mod decode;
+mod encode;
+mod generated;
+mod schema;
+mod time;
+mod wire;
+
+use serde_json::{Map, Value};
+
+use generated::KINDS;
+use schema::KindDesc;
+use wire::{put_bytes, put_nested, Reader, WireValue};
+
+/// The media type of the Kubernetes protobuf encoding.
+pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a protobuf watch stream (length-delimited frames).
+pub const STREAM_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+/// The prefix of every protobuf-encoded object.
+pub const MAGIC: &[u8; 4] = b"k8s\0";
+
+/// How deep messages may nest (JSONSchemaProps and embedded objects are
+/// recursive); deeper input is rejected instead of exhausting the stack.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// The apiVersion under which the group-independent kinds are registered.
+const META_API_VERSION: &str = "meta.k8s.io/v1";
+
+/// Why a value could not be encoded or decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtobufError {
+    #[error("data does not start with the Kubernetes protobuf prefix")]
+    BadMagic,
+    #[error("protobuf data is truncated")]
+    Truncated,
+    #[error("protobuf data is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("content encoding {0:?} is not supported")]
+    UnsupportedContentEncoding(String),
+    #[error("object has no apiVersion or kind")]
+    MissingTypeMeta,
+    #[error("no protobuf serialization is known for {api_version}, Kind={kind}")]
+    UnknownKind { api_version: String, kind: String },
+    #[error("{message_type}.{field}: {message}")]
+    InvalidField {
+        message_type: &'static str,
+        field: String,
+        message: &'static str,
+    },
+    #[error("object nesting exceeds {MAX_DEPTH} levels")]
+    TooDeep,
+}
+
+/// Whether `(api_version, kind)` has a protobuf encoding.
+pub fn supports(api_version: &str, kind: &str) -> bool {
+    lookup(api_version, kind).is_some()
+}
+
+fn lookup(api_version: &str, kind: &str) -> Option<&'static KindDesc> {
+    let find = |av: &str| {
+        KINDS
+            .binary_search_by(|k| (k.api_version, k.kind).cmp(&(av, kind)))
+            .ok()
+            .map(|i| &KINDS[i])
+    };
+    // Status, DeleteOptions, WatchEvent and the other meta kinds are served
+    // under every group version; they share the meta.k8s.io/v1 messages.
+    find(api_version).or_else(|| find(META_API_VERSION))
+}
+
+/// Decodes a protobuf body (`k8s\0` + `runtime.Unknown`) into the JSON form
+/// of the object, with `apiVersion` and `kind` set.
+pub fn decode(bytes: &[u8]) -> Result<Value, ProtobufError> {
+    decode_nested(bytes, 0)
+}
+
+pub(crate) fn decode_nested(bytes: &[u8], depth: usize) -> Result<Value, ProtobufError> {
+    let body = match bytes.strip_prefix(MAGIC) {
+        Some(body) => body,
+        None if MAGIC.starts_with(bytes) => return Err(ProtobufError::Truncated),
+        None => return Err(ProtobufError::BadMagic),
+    };
+    let unknown = Unknown::parse(body)?;
+    if !unknown.content_encoding.is_empty() {
+        return Err(ProtobufError::UnsupportedContentEncoding(
+            unknown.content_encoding.to_owned(),
+        ));
+    }
+    let desc =
+        lookup(unknown.api_version, unknown.kind).ok_or_else(|| ProtobufError::UnknownKind {
+            api_version: unknown.api_version.to_owned(),
+            kind: unknown.kind.to_owned(),
+        })?;
+    let mut out = Map::new();
+    out.insert(
+        "apiVersion".into(),
+        Value::String(unknown.api_version.to_owned()),
+    );
+    out.insert("kind".into(), Value::String(unknown.kind.to_owned()));
+    decode::decode_object(desc.message, unknown.raw, &mut out, depth)?;
+    if let Some(item_kind) = unknown.kind.strip_suffix("List") {
+        tag_list_items(&mut out, unknown.api_version, item_kind);
+    }
+    Ok(Value::Object(out))
+}
+
+/// List items carry no type fields on the wire; the JSON form (as
+/// k8s-openapi writes lists) names them on every item.
+fn tag_list_items(list: &mut Map<String, Value>, api_version: &str, kind: &str) {
+    let Some(Value::Array(items)) = list.get_mut("items") else {
+        return;
+    };
+    for item in items {
+        if let Value::Object(obj) = item {
+            let mut tagged = Map::with_capacity(obj.len() + 2);
+            tagged.insert("apiVersion".into(), Value::String(api_version.to_owned()));
+            tagged.insert("kind".into(), Value::String(kind.to_owned()));
+            tagged.extend(std::mem::take(obj));
+            *obj = tagged;
+        }
+    }
+}
+
+/// The `runtime.Unknown` envelope.
+struct Unknown<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    raw: &'a [u8],
+    content_encoding: &'a str,
+}
+
+impl<'a> Unknown<'a> {
+    fn parse(body: &'a [u8]) -> Result<Self, ProtobufError> {
+        let mut unknown = Unknown {
+            api_version: "",
+            kind: "",
+            raw: &[],
+            content_encoding: "",
+        };
+        let mut r = Reader::new(body);
+        while let Some((tag, wv)) = r.field()? {
+            let WireValue::Len(b) = wv else { continue };
+            match tag {
+                1 => {
+                    let mut tm = Reader::new(b);
+                    while let Some((t, v)) = tm.field()? {
+                        match (t, v) {
+                            (1, WireValue::Len(s)) => unknown.api_version = str_field(s)?,
+                            (2, WireValue::Len(s)) => unknown.kind = str_field(s)?,
+                            _ => {}
+                        }
+                    }
+                }
+                2 => unknown.raw = b,
+                3 => unknown.content_encoding = str_field(b)?,
+                _ => {}
+            }
+        }
+        Ok(unknown)
+    }
+}
+
+fn str_field(b: &[u8]) -> Result<&str, ProtobufError> {
+    std::str::from_utf8(b).map_err(|_| ProtobufError::Corrupt("string field is not UTF-8"))
+}
+
+/// The apiVersion and kind of a JSON object.
+fn type_meta(value: &Value) -> Result<(&str, &str), ProtobufError> {
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(ProtobufError::MissingTypeMeta);
+    }
+    Ok((api_version, kind))
+}
+
+/// Encodes the JSON form of an object as a protobuf body (`k8s\0` +
+/// `runtime.Unknown`), using the object's own `apiVersion` and `kind`.
+pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let mut buf = Vec::with_capacity(256);
+    encode_into(value, &mut buf)?;
+    Ok(buf)
+}
+
+/// Like [`encode`], appending to `buf`.
+pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError> {
+    let (api_version, kind) = type_meta(value)?;
+    let desc = lookup(api_version, kind).ok_or_else(|| ProtobufError::UnknownKind {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+    })?;
+    let obj = value.as_object().ok_or(ProtobufError::MissingTypeMeta)?;
+    buf.extend_from_slice(MAGIC);
+    put_nested(buf, 1, |b| {
+        put_bytes(b, 1, api_version.as_bytes());
+        put_bytes(b, 2, kind.as_bytes());
+        Ok::<(), ProtobufError>(())
+    })?;
+    if kind == "WatchEvent" {
+        put_nested(buf, 2, |b| encode_watch_body(obj, b))?;
+    } else {
+        put_nested(buf, 2, |b| encode::encode_object(desc.message, obj, b, 0))?;
+    }
+    // contentEncoding and contentType are written empty, as upstream does.
+    put_bytes(buf, 3, b"");
+    put_bytes(buf, 4, b"");
+    Ok(())
+}
+
+/// The `metav1.WatchEvent` message: `type` and the object as a nested
+/// protobuf body (JSON when the object's kind has no protobuf encoding).
+fn encode_watch_body(event: &Map<String, Value>, buf: &mut Vec<u8>) -> Result<(), ProtobufError> {
+    let event_type = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    put_bytes(buf, 1, event_type.as_bytes());
+    let Some(object) = event.get("object").filter(|o| !o.is_null()) else {
+        return Ok(());
+    };
+    put_nested(buf, 2, |b| {
+        let mut raw = Vec::with_capacity(256);
+        match type_meta(object) {
+            Ok((av, kind)) if supports(av, kind) => encode_into(object, &mut raw)?,
+            _ => {
+                raw = serde_json::to_vec(object)
+                    .map_err(|_| ProtobufError::Corrupt("object is not serializable"))?
+            }
+        }
+        put_bytes(b, 1, &raw);
+        Ok(())
+    })
+}
+
+/// Encodes one event of a protobuf watch stream: a 4-byte big-endian length
+/// followed by a bare `metav1.WatchEvent` message (no prefix or envelope),
+/// whose `object.raw` is the object's full protobuf body.
+pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    let mut event = Map::with_capacity(2);
+    event.insert("type".into(), Value::String(event_type.to_owned()));
+    event.insert("object".into(), object.clone());
+    let mut buf = vec![0u8; 4];
+    encode_watch_body(&event, &mut buf)?;
+    let len = u32::try_from(buf.len() - 4)
+        .map_err(|_| ProtobufError::Corrupt("watch event too large"))?;
+    buf[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(buf)
+}
+
+/// Decodes one bare `metav1.WatchEvent` message (a frame's payload, without
+/// its length prefix) into `{"type": ..., "object": ...}`.
+pub fn decode_watch_event(message: &[u8]) -> Result<Value, ProtobufError> {
+    let idx = lookup(META_API_VERSION, "WatchEvent")
+        .map(|k| k.message)
+        .ok_or(ProtobufError::Corrupt("WatchEvent schema missing"))?;
+    let mut out = Map::new();
+    decode::decode_object(idx, message, &mut out, 0)?;
+    Ok(Value::Object(out))
+}
