@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::serving::{
-    serve, ClientCert, ServeError, ServeOptions, TlsConfigError, TlsOptions, TlsVersion,
+    serve, ClientCert, ServeError, ServeOptions, ServerTls, TlsConfigError, TlsOptions, TlsVersion,
 };
 use axum::extract::{ConnectInfo, Request};
 use axum::routing::get;
@@ -30,6 +30,7 @@ use tokio_rustls::TlsConnector;
 struct Pki {
     dir: tempfile::TempDir,
     ca_der: CertificateDer<'static>,
+    issuer: Issuer<'static, KeyPair>,
     client: Identity,
     /// A client certificate from a CA the server does not trust.
     stranger: Identity,
@@ -111,6 +112,7 @@ fn pki() -> Pki {
     Pki {
         dir,
         ca_der: ca_cert.der().clone(),
+        issuer,
         client,
         stranger,
     }
@@ -160,7 +162,10 @@ struct Server {
 }
 
 async fn start(tls: TlsOptions, options: ServeOptions) -> Server {
-    let config = tls.server_config().unwrap();
+    start_with(tls.server_config().unwrap().into(), options).await
+}
+
+async fn start_with(config: ServerTls, options: ServeOptions) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -290,25 +295,24 @@ async fn untrusted_client_certificate_is_rejected() {
     let pki = pki();
     let server = start(pki.tls_options(), ServeOptions::default()).await;
     let config = client_config(&pki, Some(&pki.stranger), BOTH, b"http/1.1");
-    // In TLS 1.3 the client learns of the rejection on its first read.
-    let result = match connect(server.addr, config).await {
-        Ok(mut tls) => {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let _ = tls
-                .write_all(b"GET /whoami HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                .await;
-            let mut buf = [0u8; 64];
-            tls.read(&mut buf).await.and_then(|n| match n {
-                0 => Err(std::io::ErrorKind::UnexpectedEof.into()),
-                _ => Ok(()),
-            })
-        }
-        Err(err) => Err(err),
-    };
     assert!(
-        result.is_err(),
+        refused(server.addr, config).await,
         "a certificate from an unknown CA must be refused"
     );
+}
+
+/// Whether the server refuses the connection, during the handshake or, as
+/// TLS 1.3 reports a rejected client certificate, on the first read.
+async fn refused(addr: SocketAddr, config: Arc<ClientConfig>) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut tls) = connect(addr, config).await else {
+        return true;
+    };
+    let _ = tls
+        .write_all(b"GET /whoami HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await;
+    let mut buf = [0u8; 64];
+    !matches!(tls.read(&mut buf).await, Ok(n) if n > 0)
 }
 
 #[tokio::test]
@@ -488,4 +492,70 @@ async fn idle_connections_are_closed_but_busy_ones_are_not() {
     .unwrap();
     let closed = tokio::time::timeout(Duration::from_secs(5), conn).await;
     assert!(matches!(closed, Ok(Ok(()))), "{closed:?}");
+}
+
+/// The leaf certificate the server presented on `tls`.
+fn server_leaf(tls: &TlsStream<TcpStream>) -> CertificateDer<'static> {
+    tls.get_ref().1.peer_certificates().unwrap()[0].clone()
+}
+
+#[tokio::test]
+async fn rotated_certificates_reach_new_connections() {
+    let pki = pki();
+    let latest = pki
+        .tls_options()
+        .reloading(Duration::from_millis(50))
+        .await
+        .unwrap();
+    let server = start_with(latest.into(), ServeOptions::default()).await;
+    let anonymous = client_config(&pki, None, BOTH, b"http/1.1");
+    let original = server_leaf(&connect(server.addr, anonymous.clone()).await.unwrap());
+
+    // A client of a CA that is not (yet) trusted is refused.
+    let (new_ca, new_issuer) = ca("rotated-ca");
+    let bob = leaf(
+        &new_issuer,
+        "bob",
+        None,
+        &[],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    let bob_config = client_config(&pki, Some(&bob), BOTH, b"http/1.1");
+    assert!(refused(server.addr, bob_config.clone()).await);
+
+    // Rotate the serving certificate and add the new CA to the client bundle.
+    let rotated = leaf(
+        &pki.issuer,
+        "rotated",
+        None,
+        &["localhost"],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let dir = pki.dir.path();
+    std::fs::write(dir.join("tls.key"), &rotated.key_pem).unwrap();
+    std::fs::write(dir.join("tls.crt"), &rotated.cert_pem).unwrap();
+    let bundle = std::fs::read_to_string(dir.join("ca.crt")).unwrap() + &new_ca.pem();
+    std::fs::write(dir.join("ca.crt"), bundle).unwrap();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let tls = connect(server.addr, anonymous.clone()).await.unwrap();
+        if server_leaf(&tls) == rotated.cert {
+            break;
+        }
+        assert_eq!(server_leaf(&tls), original);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rotation not picked up"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tls = connect(server.addr, bob_config).await.unwrap();
+    assert_eq!(get_body(tls, "/whoami").await, "bob [] HTTP/1.1 127.0.0.1");
+
+    // A broken update keeps the last good configuration.
+    std::fs::write(dir.join("tls.crt"), "garbage").unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let tls = connect(server.addr, anonymous).await.unwrap();
+    assert_eq!(server_leaf(&tls), rotated.cert);
 }

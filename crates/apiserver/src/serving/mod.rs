@@ -6,11 +6,13 @@
 mod ciphers;
 mod client_cert;
 mod idle;
+mod reload;
 mod server;
 mod tls;
 
 pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
 pub use client_cert::{ClientCert, ClientCertError, ClientCertUser};
+pub use reload::{ServerTls, DEFAULT_RELOAD_INTERVAL};
 pub use server::{
     serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS, DEFAULT_IDLE_TIMEOUT,
 };

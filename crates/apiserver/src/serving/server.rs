@@ -14,7 +14,6 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use rustls::ServerConfig;
 use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -25,6 +24,7 @@ use tower::{Service, ServiceExt};
 
 use super::client_cert::ClientCert;
 use super::idle::{Activity, TrackedBody};
+use super::reload::ServerTls;
 
 /// Upstream's stream limit when `--http2-max-streams-per-connection` is 0:
 /// the initial limit Go's HTTP/2 clients assume, so a misbehaving client
@@ -102,7 +102,7 @@ pub enum ServeError {
 /// common name, a [`ClientCert`] in its extensions.
 pub async fn serve<S, B>(
     listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    tls: impl Into<ServerTls>,
     service: S,
     shutdown: impl Future<Output = ()> + Send,
     options: &ServeOptions,
@@ -118,7 +118,7 @@ where
     B::Error: Into<BoxError>,
 {
     let context = Arc::new(ConnectionContext {
-        acceptor: TlsAcceptor::from(tls),
+        tls: tls.into(),
         builder: connection_builder(options),
         idle_timeout: options.idle_timeout,
     });
@@ -203,7 +203,7 @@ fn connection_builder(options: &ServeOptions) -> Builder<TokioExecutor> {
 
 /// What every connection task shares.
 struct ConnectionContext {
-    acceptor: TlsAcceptor,
+    tls: ServerTls,
     builder: Builder<TokioExecutor>,
     idle_timeout: Duration,
 }
@@ -227,7 +227,8 @@ async fn serve_connection<S, B>(
     B::Error: Into<BoxError>,
 {
     tune_socket(&stream, peer);
-    let Some(tls) = handshake(stream, peer, &context.acceptor, &mut stop).await else {
+    let acceptor = TlsAcceptor::from(context.tls.current());
+    let Some(tls) = handshake(stream, peer, &acceptor, &mut stop).await else {
         return;
     };
     let client_cert = tls

@@ -37,6 +37,8 @@ pub enum TlsConfigError {
     },
     #[error("invalid TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
+    #[error("building the TLS configuration: {0}")]
+    Reload(String),
 }
 
 /// Inputs of the serving TLS configuration (`--tls-cert-file`,
