@@ -96,6 +96,22 @@ async fn dispatch(
     let target = match req.subresource.as_deref() {
         None => Target::Main,
         Some("status") if store.info.has_status => Target::Status,
+        Some("scale") if store.info.has_scale => {
+            let name = req.name.as_deref().unwrap_or("");
+            let ns = req.namespace.as_deref();
+            let bytes = read_body(body).await?;
+            return super::scale::serve(
+                store,
+                &req.verb,
+                ns,
+                name,
+                &parts.headers,
+                bytes,
+                query,
+                neg,
+            )
+            .await;
+        }
         Some(_) => return Err(not_found_subresource(store, req)),
     };
     if !store.info.supports(&req.verb) {

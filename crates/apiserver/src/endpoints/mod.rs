@@ -6,6 +6,8 @@ pub mod negotiation;
 pub mod patch;
 pub mod query;
 pub mod response;
+pub mod scale;
 pub mod selection;
+pub mod strategic_merge;
 pub mod warning;
 pub mod watch;

@@ -2,8 +2,8 @@
 //! the current object inside the store's read-modify-write loop, so a patch
 //! is never applied to a stale object.
 //!
-//! Strategic merge patch is served with merge-patch semantics for now (lists
-//! are replaced rather than merged by key); server-side apply answers 415.
+//! Strategic merge patch is applied by [`super::strategic_merge`];
+//! server-side apply answers 415 until it is built.
 
 use std::sync::{Arc, Mutex};
 
@@ -26,12 +26,13 @@ const PATCH_TYPES: &[&str] = &[
 ];
 
 #[derive(Debug, Clone)]
-enum Patch {
+pub enum Patch {
     Json(json_patch::Patch),
     Merge(Value),
+    Strategic(Value),
 }
 
-fn parse_patch(headers: &HeaderMap, bytes: &[u8]) -> Result<Patch, ApiError> {
+pub fn parse_patch(headers: &HeaderMap, bytes: &[u8]) -> Result<Patch, ApiError> {
     let content_type = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -49,13 +50,17 @@ fn parse_patch(headers: &HeaderMap, bytes: &[u8]) -> Result<Patch, ApiError> {
                     "error decoding patch: a merge patch must be a JSON object",
                 ));
             }
-            Ok(Patch::Merge(v))
+            if essence == "application/merge-patch+json" {
+                Ok(Patch::Merge(v))
+            } else {
+                Ok(Patch::Strategic(v))
+            }
         }
         _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
     }
 }
 
-fn apply(patch: &Patch, raw: &[u8], current: &Value) -> Result<Value, ApiError> {
+pub fn apply(patch: &Patch, raw: &[u8], current: &Value) -> Result<Value, ApiError> {
     let mut doc = current.clone();
     match patch {
         Patch::Json(p) => json_patch::patch(&mut doc, p).map_err(|e| {
@@ -71,6 +76,7 @@ fn apply(patch: &Patch, raw: &[u8], current: &Value) -> Result<Value, ApiError> 
             )
         })?,
         Patch::Merge(p) => json_patch::merge(&mut doc, p),
+        Patch::Strategic(p) => doc = super::strategic_merge::apply(&doc, p),
     }
     Ok(doc)
 }
@@ -110,7 +116,9 @@ pub async fn serve(
         if let Ok(mut u) = step_unknown.lock() {
             *u = decoded.unknown_fields;
         }
-        Ok(decoded.object)
+        let mut object = decoded.object;
+        step_store.strategy.apply_defaults(&mut object);
+        Ok(object)
     });
     let (stored, _) = store.update(ns, name, target, mutate, &opts).await?;
     let unknown = unknown.lock().map(|u| u.clone()).unwrap_or_default();
