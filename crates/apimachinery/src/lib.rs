@@ -4,6 +4,7 @@
 //! plus the request-info part of `k8s.io/apiserver`). Nothing here does
 //! I/O.
 
+pub mod duration;
 pub mod field_errors;
 pub mod fields;
 pub mod labels;
