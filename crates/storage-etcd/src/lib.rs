@@ -8,7 +8,7 @@
 //!   preflight that waits for etcd to answer;
 //! * compaction is coordinated between API servers through
 //!   [`COMPACT_REV_KEY`], as upstream's compactor does;
-//! * with the `testing` feature, [`testing::EtcdServer`] runs a real etcd
+//! * with the `testing` feature, `testing::EtcdServer` runs a real etcd
 //!   for tests.
 
 mod compact;

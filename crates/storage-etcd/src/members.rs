@@ -21,6 +21,7 @@ const MAX_RECV_MSG_SIZE: usize = i32::MAX as usize;
 
 /// The clients of one member.
 pub(crate) struct Member {
+    url: String,
     pub(crate) kv: KvClient,
     pub(crate) watch: WatchClient,
 }
@@ -42,6 +43,7 @@ impl Members {
                 .await
                 .map_err(ConnectError::Client)?;
             members.push(Member {
+                url: server.clone(),
                 kv: client
                     .kv_client()
                     .max_decoding_message_size(MAX_RECV_MSG_SIZE),
@@ -79,7 +81,7 @@ impl Members {
         let count = self.members.len();
         let first = self.pinned.load(Ordering::Relaxed);
         let mut request = Some(request);
-        let mut last = Failure::Other(StorageError::Unreachable("no etcd servers".to_string()));
+        let mut last = None;
         for attempt in 0..count {
             let index = (first + attempt) % count;
             let this = if attempt + 1 == count {
@@ -94,22 +96,24 @@ impl Members {
                 Ok(resp) => {
                     if attempt > 0 {
                         self.pinned.store(index, Ordering::Relaxed);
-                        tracing::info!(member = index, "etcd: switched to another server");
+                        tracing::info!(server = %member.url, "etcd: switched to another server");
                     }
                     return Ok(resp);
                 }
                 Err(failure) if failure.may_retry(retry) => {
                     tracing::debug!(
-                        member = index,
+                        server = %member.url,
                         ?failure,
                         "etcd: {what} failed, trying the next server"
                     );
-                    last = failure;
+                    last = Some(failure);
                 }
                 Err(failure) => return Err(failure),
             }
         }
-        Err(last)
+        Err(last.unwrap_or_else(|| {
+            Failure::Other(StorageError::Unreachable("no etcd servers".to_string()))
+        }))
     }
 }
 

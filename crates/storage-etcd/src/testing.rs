@@ -39,6 +39,8 @@ const LAUNCH_ATTEMPTS: usize = 5;
 pub enum HarnessError {
     #[error("test etcd: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cannot run `etcd` (is etcd installed and on PATH?): {0}")]
+    Spawn(#[source] std::io::Error),
     #[error("test etcd: generating certificates: {0}")]
     Certs(#[from] rcgen::Error),
     #[error("test etcd: {0}")]
@@ -218,7 +220,7 @@ impl EtcdServer {
                 Ok(())
             });
         }
-        self.child = Some(cmd.spawn()?);
+        self.child = Some(cmd.spawn().map_err(HarnessError::Spawn)?);
         Ok(())
     }
 
