@@ -49,10 +49,12 @@ pub async fn serve(
 ) -> Response<Body> {
     let query = Query::parse(parts.uri.query());
     let table_ok = matches!(req.verb.as_str(), "get" | "list");
-    let neg = match negotiation::negotiate(&parts.headers, query.get("pretty"), table_ok) {
-        Ok(neg) => with_include_object(neg, &query),
-        Err(e) => return response::error(&e, Encoding::Json),
-    };
+    let protobuf_ok = protobuf_codec::supports(&store.info.api_version(), &store.info.kind);
+    let neg =
+        match negotiation::negotiate(&parts.headers, query.get("pretty"), table_ok, protobuf_ok) {
+            Ok(neg) => with_include_object(neg, &query),
+            Err(e) => return response::error(&e, Encoding::Json),
+        };
     let mut warnings = Warnings::default();
     let result = dispatch(
         &store,
@@ -245,6 +247,7 @@ pub fn decode_body(
     let value: Value = match encoding {
         Encoding::Json => serde_json::from_slice(bytes).map_err(|e| decode_error(store, e))?,
         Encoding::Yaml => serde_yaml::from_slice(bytes).map_err(|e| decode_error(store, e))?,
+        Encoding::Protobuf => protobuf_codec::decode(bytes).map_err(|e| decode_error(store, e))?,
     };
     let value = check_type(store, value)?;
     let decoded = store

@@ -13,6 +13,8 @@ use crate::registry::table::IncludeObject;
 pub enum Encoding {
     Json,
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (built-in types only).
+    Protobuf,
 }
 
 impl Encoding {
@@ -20,6 +22,7 @@ impl Encoding {
         match self {
             Encoding::Json => "application/json",
             Encoding::Yaml => "application/yaml",
+            Encoding::Protobuf => protobuf_codec::CONTENT_TYPE,
         }
     }
 }
@@ -43,7 +46,11 @@ pub struct Negotiated {
 }
 
 /// The media types a response can be offered in, for 406 messages.
-const SUPPORTED: &[&str] = &["application/json", "application/yaml"];
+const SUPPORTED: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 
 struct MediaRange<'a> {
     essence: &'a str,
@@ -81,20 +88,23 @@ fn parse_accept(header: &str) -> Vec<MediaRange<'_>> {
     ranges
 }
 
-fn encoding_for(essence: &str) -> Option<Encoding> {
+fn encoding_for(essence: &str, protobuf_ok: bool) -> Option<Encoding> {
     match essence.to_ascii_lowercase().as_str() {
         "application/json" | "application/*" | "*/*" => Some(Encoding::Json),
         "application/yaml" => Some(Encoding::Yaml),
+        "application/vnd.kubernetes.protobuf" if protobuf_ok => Some(Encoding::Protobuf),
         _ => None,
     }
 }
 
 /// Picks the response format from the Accept header. `table_ok` says whether
-/// the request may be answered as a Table (get and list).
+/// the request may be answered as a Table (get and list); `protobuf_ok`
+/// whether the resource has a protobuf encoding (built-in types).
 pub fn negotiate(
     headers: &HeaderMap,
     pretty_param: Option<&str>,
     table_ok: bool,
+    protobuf_ok: bool,
 ) -> Result<Negotiated, ApiError> {
     let accept = headers
         .get(http::header::ACCEPT)
@@ -110,7 +120,7 @@ pub fn negotiate(
         });
     }
     for range in parse_accept(accept) {
-        let Some(encoding) = encoding_for(range.essence) else {
+        let Some(encoding) = encoding_for(range.essence, protobuf_ok) else {
             continue;
         };
         if let Some(shape) = shape_for(&range.params, table_ok) {
@@ -165,6 +175,7 @@ pub fn body_encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
     match essence.to_ascii_lowercase().as_str() {
         "" | "application/json" => Ok(Encoding::Json),
         "application/yaml" => Ok(Encoding::Yaml),
+        "application/vnd.kubernetes.protobuf" => Ok(Encoding::Protobuf),
         _ => Err(ApiError::unsupported_media_type(SUPPORTED)),
     }
 }
@@ -182,9 +193,9 @@ mod tests {
     #[test]
     fn kubectl_table_request_is_a_table() {
         let h = accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
-        let n = negotiate(&h, None, true).expect("negotiated");
+        let n = negotiate(&h, None, true, true).expect("negotiated");
         assert_eq!(n.shape, Shape::Table(IncludeObject::Metadata));
-        let n = negotiate(&h, None, false).expect("negotiated");
+        let n = negotiate(&h, None, false, true).expect("negotiated");
         assert_eq!(n.shape, Shape::Object);
     }
 
@@ -193,13 +204,26 @@ mod tests {
         let h = accept(
             "application/vnd.kubernetes.protobuf, application/yaml;q=0.5, application/json;q=0.9",
         );
-        let n = negotiate(&h, None, false).expect("negotiated");
+        let n = negotiate(&h, None, false, true).expect("negotiated");
         assert_eq!(n.encoding, Encoding::Json);
     }
 
     #[test]
+    fn protobuf_only_where_the_type_has_it() {
+        let h = accept("application/vnd.kubernetes.protobuf, application/json");
+        assert_eq!(
+            negotiate(&h, None, false, true).map(|n| n.encoding),
+            Ok(Encoding::Protobuf)
+        );
+        assert_eq!(
+            negotiate(&h, None, false, false).map(|n| n.encoding),
+            Ok(Encoding::Json)
+        );
+    }
+
+    #[test]
     fn nothing_acceptable_is_406() {
-        let err = negotiate(&accept("text/html"), None, false).expect_err("406");
+        let err = negotiate(&accept("text/html"), None, false, true).expect_err("406");
         assert_eq!(err.code, 406);
     }
 

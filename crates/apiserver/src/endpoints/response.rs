@@ -25,6 +25,9 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool
         Encoding::Yaml => serde_yaml::to_string(value)
             .map(String::into_bytes)
             .map_err(|e| e.to_string()),
+        Encoding::Protobuf => serde_json::to_value(value)
+            .map_err(|e| e.to_string())
+            .and_then(|v| protobuf_codec::encode(&v).map_err(|e| e.to_string())),
     };
     match result {
         Ok(mut bytes) => {

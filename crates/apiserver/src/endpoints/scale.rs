@@ -161,6 +161,9 @@ pub async fn serve(
             let scale: Value = match super::negotiation::body_encoding(headers)? {
                 Encoding::Json => serde_json::from_slice(&body),
                 Encoding::Yaml => serde_yaml::from_slice(&body).map_err(serde::de::Error::custom),
+                Encoding::Protobuf => {
+                    protobuf_codec::decode(&body).map_err(serde::de::Error::custom)
+                }
             }
             .map_err(|e| ApiError::bad_request(format!("Scale cannot be decoded: {e}")))?;
             Arc::new(move |current: Option<&Value>| {

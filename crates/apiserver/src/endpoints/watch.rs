@@ -58,10 +58,12 @@ pub async fn serve(
         .map(move |event| Ok::<Bytes, std::io::Error>(frame(&store, event, encoding)));
     let mut resp = Response::new(Body::from_stream(frames));
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(encoding.content_type()),
-    );
+    let content_type = match encoding {
+        Encoding::Protobuf => protobuf_codec::STREAM_CONTENT_TYPE,
+        other => other.content_type(),
+    };
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     Ok(resp)
 }
 
@@ -103,6 +105,15 @@ fn frame(store: &Store, event: WatchEvent, encoding: Encoding) -> Bytes {
             ("ERROR", &owned)
         }
     };
+    if encoding == Encoding::Protobuf {
+        return match protobuf_codec::encode_watch_event(kind, object) {
+            Ok(frame) => Bytes::from(frame),
+            Err(e) => {
+                tracing::warn!(error = %e, "watch event has no protobuf encoding");
+                Bytes::new()
+            }
+        };
+    }
     let encoded = encode(&Frame { kind, object }, encoding, false);
     let mut bytes = Vec::with_capacity(encoded.len() + 4);
     if encoding == Encoding::Yaml {
