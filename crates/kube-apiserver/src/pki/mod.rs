@@ -62,7 +62,8 @@ pub struct PkiOptions {
     pub service_ip: Option<IpAddr>,
     /// Cluster DNS domain for `kubernetes.default.svc.<domain>`.
     pub cluster_domain: String,
-    /// Host the admin kubeconfig connects to.
+    /// Host the admin kubeconfig connects to (also put into the serving
+    /// certificate).
     pub server_host: String,
     /// `--secure-port`.
     pub secure_port: u16,
@@ -193,6 +194,17 @@ fn serving_sans(opts: &PkiOptions) -> Vec<San> {
     .chain(opts.ip_addresses.iter().copied())
     .filter(|ip| !ip.is_unspecified());
     sans.extend(ips.map(San::Ip));
+    // The admin kubeconfig connects to `server_host`: it must verify.
+    let host = opts
+        .server_host
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if !host.is_empty() {
+        sans.push(match host.parse::<IpAddr>() {
+            Ok(ip) => San::Ip(ip),
+            Err(_) => San::Dns(host.to_owned()),
+        });
+    }
     let mut unique = Vec::with_capacity(sans.len());
     for san in sans {
         if !unique.contains(&san) {

@@ -190,6 +190,18 @@ fn replaced_ca_reissues_leaves_but_keeps_signing_key() {
 }
 
 #[test]
+fn kubeconfig_host_is_a_serving_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = PkiOptions {
+        server_host: "apiserver.example".into(),
+        ..options()
+    };
+    let pki = ensure_pki(dir.path(), &opts).unwrap();
+    let (dns, _) = sans_of(&read(&pki.serving_cert));
+    assert!(dns.iter().any(|d| d == "apiserver.example"), "{dns:?}");
+}
+
+#[test]
 fn lone_ca_certificate_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let first = ensure_pki(dir.path(), &options()).unwrap();
@@ -207,6 +219,8 @@ fn kubeconfig_embeds_ca_and_admin_credentials() {
         ..options()
     };
     let pki = ensure_pki(dir.path(), &opts).unwrap();
+    let (_, ips) = sans_of(&read(&pki.serving_cert));
+    assert!(ips.contains(&"::1".parse().unwrap()));
     let config: serde_yaml::Value = serde_yaml::from_str(&read(&pki.kubeconfig)).unwrap();
     let decode = |v: &serde_yaml::Value| {
         String::from_utf8(STANDARD.decode(v.as_str().unwrap()).unwrap()).unwrap()
