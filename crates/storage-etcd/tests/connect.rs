@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::StreamExt;
 use storage::{Kv, RangeRequest, StorageError, TxnOp, TxnResponse};
 use storage_etcd::testing::{free_port, EtcdServer, EtcdServerOptions};
 use storage_etcd::{wait_for_etcd, ConnectError, EtcdConfig, EtcdKv};
@@ -220,4 +221,62 @@ async fn tls_with_client_certificates() {
         EtcdKv::connect(half).await.unwrap_err(),
         ConnectError::IncompleteClientCert
     ));
+}
+
+#[tokio::test]
+async fn requests_fail_over_when_the_pinned_server_dies() {
+    // Two independent etcds stand in for two members: which one answered
+    // shows in the data.
+    let mut first = EtcdServer::start().await.unwrap();
+    let second = EtcdServer::start().await.unwrap();
+    let servers = [
+        first.client_url().to_string(),
+        second.client_url().to_string(),
+    ];
+    let kv = EtcdKv::connect(quick(EtcdConfig::new(servers)))
+        .await
+        .unwrap();
+    create(&kv, "/registry/on-first").await;
+    assert_eq!(
+        kv.range(get("/registry/on-first")).await.unwrap().kvs.len(),
+        1
+    );
+
+    first.stop();
+    // The read's connection breaks; it is repeated on the second server.
+    assert!(kv
+        .range(get("/registry/on-first"))
+        .await
+        .unwrap()
+        .kvs
+        .is_empty());
+    kv.health().await.unwrap();
+    create(&kv, "/registry/on-second").await;
+    let direct = second.kv().await.unwrap();
+    assert_eq!(
+        direct
+            .range(get("/registry/on-second"))
+            .await
+            .unwrap()
+            .kvs
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn watch_ends_with_unreachable_when_etcd_dies() {
+    let mut etcd = EtcdServer::start().await.unwrap();
+    let kv = etcd.kv().await.unwrap();
+    let mut stream = kv.watch("/registry/", true, 0).await.unwrap();
+    etcd.stop();
+    let item = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the watch notices");
+    match item {
+        Some(Err(StorageError::Unreachable(_))) => {}
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
+    assert!(matches!(end, Ok(None)), "the stream ends after the error");
 }
