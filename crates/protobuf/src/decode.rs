@@ -248,7 +248,10 @@ fn decode_schema_union(
     depth: usize,
 ) -> Result<Option<Value>, ProtobufError> {
     let desc = &MESSAGES[idx];
-    let schema_field = desc.fields.iter().find(|f| f.json == "schema");
+    let schema_field = desc
+        .fields
+        .iter()
+        .find(|f| f.tag == crate::encode::schema_tag(desc.special));
     let Some(&FieldDesc {
         tag: schema_tag,
         ty: Ty::Message(schema),

@@ -212,6 +212,16 @@ pub(crate) fn encode_message(
     }
 }
 
+/// The tag of the JSONSchemaProps alternative in a schema union (the
+/// generated JSON names of these twinless messages are not reliable).
+pub(crate) fn schema_tag(special: Special) -> u32 {
+    if special == Special::SchemaOrBool {
+        2
+    } else {
+        1
+    }
+}
+
 /// The JSONSchemaProps unions: field 1/2 hold the alternatives.
 fn encode_schema_union(
     desc: &MessageDesc,
@@ -227,7 +237,7 @@ fn encode_schema_union(
     let schema_field = desc
         .fields
         .iter()
-        .find(|f| f.json == "schema")
+        .find(|f| f.tag == schema_tag(desc.special))
         .ok_or(wrong("schema field missing"))?;
     let Ty::Message(schema) = schema_field.ty else {
         return Err(wrong("schema field is not a message"));

@@ -14,6 +14,7 @@
 
 mod decode;
 mod encode;
+#[rustfmt::skip]
 mod generated;
 mod schema;
 mod time;
