@@ -14,11 +14,13 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::{ReadableTable, Table, WriteTransaction};
 use storage::error::Result;
 use storage::{KeyValue, KvEvent, KvEventKind, StorageError, TxnOp, TxnResponse};
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::record::{Change, Latest};
@@ -30,6 +32,9 @@ use crate::{closed, Shared};
 
 /// Most transactions applied in one commit; bounds a batch's latency.
 const MAX_BATCH: usize = 1024;
+/// Longest wait for the stragglers of a batch (see [`gather`]).
+const LINGER: Duration = Duration::from_micros(300);
+const LINGER_STEP: Duration = Duration::from_micros(30);
 /// Most revisions one compaction commit removes history for.
 const COMPACTION_CHUNK: i64 = 10_000;
 
@@ -69,6 +74,7 @@ pub(crate) fn run(
     };
     let mut close_reply = None;
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut last_batch = 0;
     loop {
         // With a compaction under way, poll for writes between its chunks.
         let first = if writer.compactions.is_empty() {
@@ -78,12 +84,8 @@ pub(crate) fn run(
         };
         if let Some(first) = first {
             batch.push(first);
-            while batch.len() < MAX_BATCH {
-                match requests.try_recv() {
-                    Ok(request) => batch.push(request),
-                    Err(_) => break,
-                }
-            }
+            gather(&mut requests, &mut batch, last_batch);
+            last_batch = batch.len();
             close_reply = writer.handle_batch(&mut batch);
         } else if writer.compactions.is_empty() {
             // Every sender is gone.
@@ -102,6 +104,25 @@ pub(crate) fn run(
     drop(writer);
     if let Some(reply) = close_reply {
         let _ = reply.send(());
+    }
+}
+
+/// Adds queued requests to `batch`. When the previous batch was larger
+/// than what is queued now, its callers are likely about to send their next
+/// writes (they were answered moments ago): wait for them a little — far
+/// less than a commit takes — so that concurrent writers keep sharing
+/// commits instead of alternating between a tiny and a large batch.
+fn gather(requests: &mut mpsc::Receiver<Request>, batch: &mut Vec<Request>, last_batch: usize) {
+    let deadline = Instant::now() + LINGER;
+    let wanted = last_batch.clamp(1, MAX_BATCH);
+    while batch.len() < MAX_BATCH {
+        match requests.try_recv() {
+            Ok(request) => batch.push(request),
+            Err(TryRecvError::Empty) if batch.len() < wanted && Instant::now() < deadline => {
+                std::thread::sleep(LINGER_STEP);
+            }
+            Err(_) => break,
+        }
     }
 }
 
