@@ -7,6 +7,7 @@
 //! them into field errors for an object's metadata.
 
 pub mod formats;
+pub mod ip;
 pub mod object_meta;
 pub mod options;
 pub mod selectors;
