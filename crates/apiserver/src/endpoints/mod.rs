@@ -9,5 +9,6 @@ pub mod response;
 pub mod scale;
 pub mod selection;
 pub mod strategic_merge;
+pub mod virtual_create;
 pub mod warning;
 pub mod watch;

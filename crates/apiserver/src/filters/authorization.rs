@@ -27,14 +27,18 @@ pub struct Authorization {
     pub modes: Vec<AuthorizationMode>,
 }
 
-enum Decision {
+/// The answer of the authorizer chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
     Allow,
     Deny(String),
     NoOpinion,
 }
 
 impl Authorization {
-    fn decide(&self) -> Decision {
+    /// Decides a request. The built modes do not depend on who asks for
+    /// what; RBAC and the others will take the request's attributes.
+    pub fn decide(&self) -> Decision {
         for mode in &self.modes {
             match mode {
                 AuthorizationMode::AlwaysAllow => return Decision::Allow,

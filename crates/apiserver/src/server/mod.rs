@@ -26,7 +26,8 @@ pub use healthz::{FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
 pub use run::PreparedServer;
 
-use crate::registry::Store;
+use crate::endpoints::virtual_create::VirtualResource;
+use crate::registry::{ResourceInfo, Store};
 
 /// An HTTP handler: the unit servers are chained by.
 pub type Handler = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
@@ -69,11 +70,15 @@ impl DelegationTarget for NotFoundDelegate {
 /// Resources of one group version, by plural name.
 pub type GroupVersionStores = BTreeMap<String, Arc<Store>>;
 
+/// Computed (not stored) resources of one group version, by plural name.
+pub type GroupVersionVirtuals = BTreeMap<String, Arc<VirtualResource>>;
+
 pub struct GenericApiServer {
     pub name: String,
     config: CompletedConfig,
     /// (group, version) → resources; the core group is "".
     groups: HashMap<(String, String), GroupVersionStores>,
+    virtuals: HashMap<(String, String), GroupVersionVirtuals>,
     paths: HashMap<String, PathHandler>,
     delegate: Handler,
     post_start_hooks: Vec<PostStartHook>,
@@ -88,6 +93,7 @@ impl CompletedConfig {
             name: name.to_owned(),
             config: self.clone(),
             groups: HashMap::new(),
+            virtuals: HashMap::new(),
             paths: HashMap::new(),
             delegate: delegate.unprotected_handler(),
             post_start_hooks: delegate.post_start_hooks(),
@@ -105,19 +111,32 @@ impl GenericApiServer {
     /// Serves the resources of one group version (the core group is "")
     /// and publishes them in discovery. Versions of a group installed first
     /// are preferred.
-    pub fn install_group_version(&mut self, group: &str, version: &str, stores: Vec<Arc<Store>>) {
-        let resources = stores.iter().map(|s| s.info.clone()).collect();
+    pub fn install_group_version(
+        &mut self,
+        group: &str,
+        version: &str,
+        stores: Vec<Arc<Store>>,
+        virtuals: Vec<VirtualResource>,
+    ) {
+        let mut resources: Vec<ResourceInfo> = stores.iter().map(|s| s.info.clone()).collect();
+        resources.extend(virtuals.iter().map(|v| v.info.clone()));
+        resources.sort_by(|a, b| a.resource.cmp(&b.resource));
         self.config.discovery.add(GroupVersionDiscovery {
             group: group.to_owned(),
             version: version.to_owned(),
             resources,
         });
+        let key = (group.to_owned(), version.to_owned());
         let map = stores
             .into_iter()
             .map(|s| (s.info.resource.clone(), s))
             .collect();
-        self.groups
-            .insert((group.to_owned(), version.to_owned()), map);
+        self.groups.insert(key.clone(), map);
+        let virtuals = virtuals
+            .into_iter()
+            .map(|v| (v.info.resource.clone(), Arc::new(v)))
+            .collect();
+        self.virtuals.insert(key, virtuals);
     }
 
     /// Serves one non-resource path (exact match).
@@ -153,6 +172,7 @@ impl DelegationTarget for GenericApiServer {
     fn unprotected_handler(&self) -> Handler {
         let mux = mux::Mux::new(
             self.groups.clone(),
+            self.virtuals.clone(),
             self.paths.clone(),
             self.delegate.clone(),
             self.config.clone(),

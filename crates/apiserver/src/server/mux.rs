@@ -17,10 +17,11 @@ use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
 use super::discovery::{self, AGGREGATED_V2};
-use super::{CompletedConfig, GroupVersionStores, Handler, PathHandler};
+use super::{CompletedConfig, GroupVersionStores, GroupVersionVirtuals, Handler, PathHandler};
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
+use crate::endpoints::virtual_create;
 
 /// The end of the chain's answer.
 pub fn not_found() -> Response<Body> {
@@ -36,6 +37,7 @@ pub fn not_found() -> Response<Body> {
 
 pub struct Mux {
     groups: HashMap<(String, String), GroupVersionStores>,
+    virtuals: HashMap<(String, String), GroupVersionVirtuals>,
     paths: HashMap<String, PathHandler>,
     delegate: Handler,
     config: CompletedConfig,
@@ -45,6 +47,7 @@ pub struct Mux {
 impl Mux {
     pub fn new(
         groups: HashMap<(String, String), GroupVersionStores>,
+        virtuals: HashMap<(String, String), GroupVersionVirtuals>,
         paths: HashMap<String, PathHandler>,
         delegate: Handler,
         config: CompletedConfig,
@@ -54,6 +57,7 @@ impl Mux {
         };
         Mux {
             groups,
+            virtuals,
             paths,
             delegate,
             config,
@@ -87,6 +91,11 @@ impl Mux {
         };
         if info.is_resource_request {
             let key = (info.api_group.clone(), info.api_version.clone());
+            if let Some(v) = self.virtuals.get(&key).and_then(|v| v.get(&info.resource)) {
+                let (parts, body) = req.into_parts();
+                let ns = (!info.namespace.is_empty()).then(|| info.namespace.clone());
+                return virtual_create::serve(v, &info.verb, ns, parts, body).await;
+            }
             if let Some(stores) = self.groups.get(&key) {
                 return self.serve_resource(stores, &info, req).await;
             }

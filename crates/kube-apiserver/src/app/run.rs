@@ -63,6 +63,7 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
         min_version,
         cipher_suites: o.secure_serving.tls_cipher_suites.clone(),
         http2: true,
+        sni_cert_keys: Vec::new(),
     };
     if let (Some(cert), Some(key)) = (
         &o.secure_serving.tls_cert_file,

@@ -16,6 +16,7 @@ use storage::Kv;
 use super::bootstrap;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
+use crate::controlplane::reviews;
 use crate::controlplane::StorageFactory;
 use crate::options::CompletedOptions;
 
@@ -110,7 +111,7 @@ fn install(
         })
         .collect();
     let stores = builtins.into_iter().map(|b| factory.store(b)).collect();
-    server.install_group_version(&group, &version, stores);
+    server.install_group_version(&group, &version, stores, Vec::new());
     schemas
 }
 
@@ -129,6 +130,18 @@ pub fn create_server_chain(
     for group in builtin::named_groups() {
         openapi_groups.push(install(&mut kube, factory, group));
     }
+    kube.install_group_version(
+        "authentication.k8s.io",
+        "v1",
+        Vec::new(),
+        reviews::authentication_v1(),
+    );
+    kube.install_group_version(
+        "authorization.k8s.io",
+        "v1",
+        Vec::new(),
+        reviews::authorization_v1(config.authorization.clone()),
+    );
     bootstrap::install_hooks(&mut kube, opts);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);

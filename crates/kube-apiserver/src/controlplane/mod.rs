@@ -4,6 +4,7 @@
 
 pub mod builtin;
 pub mod openapi;
+pub mod reviews;
 pub mod typed;
 
 use std::sync::Arc;

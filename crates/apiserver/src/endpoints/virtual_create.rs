@@ -1,0 +1,89 @@
+//! Resources that are computed, not stored (upstream's "creater-only" REST
+//! storage such as SelfSubjectAccessReview or TokenReview): a POST runs a
+//! handler with the request's user and answers 201 with its result.
+
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use axum::body::Body;
+use futures::future::BoxFuture;
+use http::request::Parts;
+use http::{Response, StatusCode};
+use serde_json::Value;
+
+use super::negotiation::{self, Encoding};
+use super::query::Query;
+use super::response;
+use crate::filters::authentication::UserInfo;
+use crate::registry::ResourceInfo;
+
+/// Computes the answer of one request from its (decoded) body.
+pub type CreateHandler = Arc<
+    dyn Fn(Value, Arc<UserInfo>, Option<String>) -> BoxFuture<'static, Result<Value, ApiError>>
+        + Send
+        + Sync,
+>;
+
+pub struct VirtualResource {
+    pub info: ResourceInfo,
+    pub create: CreateHandler,
+}
+
+pub async fn serve(
+    resource: &VirtualResource,
+    verb: &str,
+    namespace: Option<String>,
+    parts: Parts,
+    body: Body,
+) -> Response<Body> {
+    let info = &resource.info;
+    let protobuf_ok = protobuf_codec::supports(&info.api_version(), &info.kind);
+    let query = Query::parse(parts.uri.query());
+    let neg = match negotiation::negotiate(&parts.headers, query.get("pretty"), false, protobuf_ok)
+    {
+        Ok(n) => n,
+        Err(e) => return response::error(&e, Encoding::Json),
+    };
+    let result = async {
+        if verb != "create" {
+            return Err(ApiError::method_not_supported(
+                &info.group,
+                &info.resource,
+                verb,
+            ));
+        }
+        let bytes = super::handlers::read_body(body).await?;
+        let decoded: Value = match negotiation::body_encoding(&parts.headers)? {
+            Encoding::Json => serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
+            Encoding::Yaml => serde_yaml::from_slice(&bytes).map_err(|e| e.to_string()),
+            Encoding::Protobuf => protobuf_codec::decode(&bytes).map_err(|e| e.to_string()),
+        }
+        .map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                info.kind, info.version, info.kind
+            ))
+        })?;
+        if !decoded.is_object() {
+            return Err(ApiError::bad_request("the request body is not an object"));
+        }
+        let user = parts
+            .extensions
+            .get::<Arc<UserInfo>>()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(UserInfo::anonymous()));
+        let mut out = (resource.create)(decoded, user, namespace).await?;
+        out["apiVersion"] = Value::String(info.api_version());
+        out["kind"] = Value::String(info.kind.clone());
+        Ok(out)
+    }
+    .await;
+    match result {
+        Ok(out) => response::respond(
+            StatusCode::CREATED,
+            response::encode(&out, neg.encoding, neg.pretty),
+            neg.encoding,
+        ),
+        Err(e) => response::error(&e, neg.encoding),
+    }
+}
