@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::serving::{
-    serve, ClientCert, ServeError, ServeOptions, ServerTls, TlsConfigError, TlsOptions, TlsVersion,
+    serve, ClientCert, ServeError, ServeOptions, ServerTls, SniCertKey, TlsConfigError, TlsOptions,
+    TlsVersion,
 };
 use axum::extract::{ConnectInfo, Request};
 use axum::routing::get;
@@ -127,6 +128,7 @@ impl Pki {
             min_version: TlsVersion::Tls12,
             cipher_suites: Vec::new(),
             http2: true,
+            sni_cert_keys: Vec::new(),
         }
     }
 }
@@ -211,8 +213,16 @@ async fn connect(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
 ) -> std::io::Result<TlsStream<TcpStream>> {
+    connect_as(addr, config, "localhost").await
+}
+
+async fn connect_as(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+    server_name: &str,
+) -> std::io::Result<TlsStream<TcpStream>> {
     let tcp = TcpStream::connect(addr).await?;
-    let name = ServerName::try_from("localhost").unwrap();
+    let name = ServerName::try_from(server_name.to_owned()).unwrap();
     TlsConnector::from(config).connect(name, tcp).await
 }
 
@@ -558,4 +568,34 @@ async fn rotated_certificates_reach_new_connections() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let tls = connect(server.addr, anonymous).await.unwrap();
     assert_eq!(server_leaf(&tls), rotated.cert);
+}
+
+#[tokio::test]
+async fn sni_certificate_is_chosen_by_server_name() {
+    let pki = pki();
+    let named = leaf(
+        &pki.issuer,
+        "named",
+        None,
+        &["api.example.test"],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let dir = pki.dir.path();
+    std::fs::write(dir.join("named.crt"), &named.cert_pem).unwrap();
+    std::fs::write(dir.join("named.key"), &named.key_pem).unwrap();
+    let mut tls = pki.tls_options();
+    tls.sni_cert_keys = vec![SniCertKey {
+        cert_file: dir.join("named.crt"),
+        key_file: dir.join("named.key"),
+        names: Vec::new(),
+    }];
+    let server = start(tls, ServeOptions::default()).await;
+    let config = client_config(&pki, None, BOTH, b"http/1.1");
+
+    let by_name = connect_as(server.addr, config.clone(), "api.example.test")
+        .await
+        .unwrap();
+    assert_eq!(server_leaf(&by_name), named.cert);
+    let default = connect(server.addr, config).await.unwrap();
+    assert_ne!(server_leaf(&default), named.cert);
 }

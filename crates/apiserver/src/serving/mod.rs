@@ -8,6 +8,7 @@ mod client_cert;
 mod idle;
 mod reload;
 mod server;
+mod sni;
 mod tls;
 
 pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
@@ -16,4 +17,5 @@ pub use reload::{ServerTls, DEFAULT_RELOAD_INTERVAL};
 pub use server::{
     serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS, DEFAULT_IDLE_TIMEOUT,
 };
+pub use sni::SniCertKey;
 pub use tls::{TlsConfigError, TlsOptions};

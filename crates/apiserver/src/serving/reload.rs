@@ -76,9 +76,14 @@ impl TlsOptions {
     }
 
     fn watched_files(&self) -> Vec<PathBuf> {
+        let sni = self
+            .sni_cert_keys
+            .iter()
+            .flat_map(|sni| [&sni.cert_file, &sni.key_file]);
         [&self.cert_file, &self.key_file]
             .into_iter()
             .chain(self.client_ca_file.as_ref())
+            .chain(sni)
             .cloned()
             .collect()
     }

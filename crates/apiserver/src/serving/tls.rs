@@ -10,9 +10,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
+use rustls::sign::CertifiedKey;
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 
 use super::ciphers::{self, TlsVersion, UnknownCipherSuite};
+use super::sni::{SniCertKey, SniResolver};
 
 /// ALPN identifiers, most preferred first (as upstream's Go server offers).
 const ALPN_H2: &[u8] = b"h2";
@@ -43,7 +45,7 @@ pub enum TlsConfigError {
 
 /// Inputs of the serving TLS configuration (`--tls-cert-file`,
 /// `--tls-private-key-file`, `--client-ca-file`, `--tls-min-version`,
-/// `--tls-cipher-suites`).
+/// `--tls-cipher-suites`, `--tls-sni-cert-key`).
 #[derive(Debug, Clone)]
 pub struct TlsOptions {
     /// PEM certificate chain, leaf first.
@@ -58,6 +60,8 @@ pub struct TlsOptions {
     pub cipher_suites: Vec<String>,
     /// Offer HTTP/2 through ALPN (off with `--disable-http2-serving`).
     pub http2: bool,
+    /// Certificates chosen by SNI name before the default one.
+    pub sni_cert_keys: Vec<SniCertKey>,
 }
 
 impl TlsOptions {
@@ -79,7 +83,7 @@ impl TlsOptions {
             Some(path) => {
                 let roots = Arc::new(load_roots(path)?);
                 // Anonymous and token-authenticated clients must still get in.
-                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider)
+                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
                     .allow_unauthenticated()
                     .build()
                     .map_err(|source| TlsConfigError::ClientCa {
@@ -90,8 +94,14 @@ impl TlsOptions {
             }
             None => builder.with_no_client_auth(),
         };
-        let mut config =
-            builder.with_single_cert(load_certs(&self.cert_file)?, load_key(&self.key_file)?)?;
+        let (certs, key) = (load_certs(&self.cert_file)?, load_key(&self.key_file)?);
+        let mut config = if self.sni_cert_keys.is_empty() {
+            builder.with_single_cert(certs, key)?
+        } else {
+            let default = Arc::new(CertifiedKey::from_der(certs, key, &provider)?);
+            let resolver = SniResolver::new(default, &self.sni_cert_keys, &provider)?;
+            builder.with_cert_resolver(Arc::new(resolver))
+        };
         config.alpn_protocols = if self.http2 {
             vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
         } else {
@@ -108,7 +118,7 @@ fn pem_err(path: &Path) -> impl FnOnce(rustls::pki_types::pem::Error) -> TlsConf
     }
 }
 
-fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
+pub(super) fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(pem_err(path))?
         .collect::<Result<Vec<_>, _>>()
@@ -121,7 +131,7 @@ fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigErro
     Ok(certs)
 }
 
-fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsConfigError> {
+pub(super) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsConfigError> {
     PrivateKeyDer::from_pem_file(path).map_err(pem_err(path))
 }
 
