@@ -214,7 +214,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: StatusReason,
     pub message: String,
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 /// `resource` or `resource.group`, as upstream's `GroupResource.String()`.
@@ -261,7 +261,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: Option<StatusDetails>) -> Self {
-        self.details = details;
+        self.details = details.map(Box::new);
         self
     }
 
@@ -534,7 +534,7 @@ impl ApiError {
             status: "Failure".to_owned(),
             message: self.message.clone(),
             reason: self.reason,
-            details: self.details.clone(),
+            details: self.details.as_deref().cloned(),
             code: i32::from(self.code),
         }
     }
@@ -555,7 +555,7 @@ impl ApiError {
             code: u16::try_from(status.code).ok()?,
             reason: status.reason,
             message: status.message,
-            details: status.details,
+            details: status.details.map(Box::new),
         })
     }
 }
