@@ -99,20 +99,14 @@ async fn dispatch(
         None => Target::Main,
         Some("status") if store.info.has_status => Target::Status,
         Some("scale") if store.info.has_scale => {
-            let name = req.name.as_deref().unwrap_or("");
-            let ns = req.namespace.as_deref();
+            let scale = super::scale::ScaleRequest {
+                verb: &req.verb,
+                namespace: req.namespace.as_deref(),
+                name: req.name.as_deref().unwrap_or(""),
+                headers: &parts.headers,
+            };
             let bytes = read_body(body).await?;
-            return super::scale::serve(
-                store,
-                &req.verb,
-                ns,
-                name,
-                &parts.headers,
-                bytes,
-                query,
-                neg,
-            )
-            .await;
+            return super::scale::serve(store, scale, bytes, query, neg).await;
         }
         Some(_) => return Err(not_found_subresource(store, req)),
     };

@@ -15,7 +15,7 @@ use super::negotiation::{Encoding, Negotiated};
 use super::patch;
 use super::query::Query;
 use super::response;
-use crate::registry::{Store, Target, WriteOptions};
+use crate::registry::{Mutate, Store, Target, WriteOptions};
 
 /// The label selector as the string form Scale's status carries.
 fn selector_string(obj: &Value) -> String {
@@ -126,24 +126,27 @@ fn respond(code: StatusCode, obj: &Value, neg: &Negotiated) -> Response<Body> {
     )
 }
 
+/// What a request to the scale subresource addresses.
+pub struct ScaleRequest<'a> {
+    pub verb: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub headers: &'a HeaderMap,
+}
+
 pub async fn serve(
     store: &Arc<Store>,
-    verb: &str,
-    ns: Option<&str>,
-    name: &str,
-    headers: &HeaderMap,
+    req: ScaleRequest<'_>,
     body: Bytes,
     query: &Query,
     neg: &Negotiated,
 ) -> Result<Response<Body>, ApiError> {
-    let neg = Negotiated {
-        encoding: neg.encoding,
-        ..*neg
-    };
+    let (verb, ns, name, headers) = (req.verb, req.namespace, req.name, req.headers);
+    let neg = *neg;
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
-    let mutate: Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync> = match verb {
+    let mutate: Mutate = match verb {
         "get" => {
             let obj = store
                 .get(

@@ -39,15 +39,14 @@ impl Authorization {
     /// Decides a request. The built modes do not depend on who asks for
     /// what; RBAC and the others will take the request's attributes.
     pub fn decide(&self) -> Decision {
-        for mode in &self.modes {
-            match mode {
-                AuthorizationMode::AlwaysAllow => return Decision::Allow,
-                AuthorizationMode::AlwaysDeny => {
-                    return Decision::Deny("Everything is forbidden.".into())
-                }
+        // Both built modes always have an opinion, so the first one decides.
+        match self.modes.first() {
+            Some(AuthorizationMode::AlwaysAllow) => Decision::Allow,
+            Some(AuthorizationMode::AlwaysDeny) => {
+                Decision::Deny("Everything is forbidden.".into())
             }
+            None => Decision::NoOpinion,
         }
-        Decision::NoOpinion
     }
 }
 

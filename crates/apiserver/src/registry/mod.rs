@@ -9,5 +9,5 @@ pub mod strategy;
 pub mod table;
 
 pub use resource::ResourceInfo;
-pub use store::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
+pub use store::{DeleteOptions, DeleteOutcome, Mutate, Store, Target, WriteOptions};
 pub use strategy::{Decoded, DefaultStrategy, Strategy};

@@ -16,6 +16,9 @@ use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::Strategy;
 
+/// Turns the current object (None when absent) into the one to store.
+pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>;
+
 /// Which part of an object a write addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -238,7 +241,7 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         target: Target,
-        mutate: Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>,
+        mutate: Mutate,
         opts: &WriteOptions,
     ) -> Result<(Object, bool), ApiError> {
         let key = self.object_key(namespace, name);
@@ -447,7 +450,7 @@ struct UpdateStep {
     info: ResourceInfo,
     strategy: Arc<dyn Strategy>,
     target: Target,
-    mutate: Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>,
+    mutate: Mutate,
     created: Arc<std::sync::atomic::AtomicBool>,
 }
 
