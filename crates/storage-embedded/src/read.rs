@@ -282,6 +282,25 @@ pub(crate) fn replay(
         .txn
         .open_table(REVISIONS)
         .map_err(StorageError::internal)?;
+    if filter.prefix {
+        replay_log(&revisions, filter, from, to, max)
+    } else {
+        let index = snap
+            .txn
+            .open_table(KEY_REVISIONS)
+            .map_err(StorageError::internal)?;
+        replay_key(&index, &revisions, &filter.key, from, to, max)
+    }
+}
+
+/// Replay for a prefix: a scan of the change log.
+fn replay_log(
+    revisions: &ReadOnlyTable<i64, &'static [u8]>,
+    filter: &KeyFilter,
+    from: i64,
+    to: i64,
+    max: usize,
+) -> Result<Replay> {
     let mut events = Vec::new();
     let mut scanned_to = to;
     for (n, entry) in revisions
@@ -297,8 +316,44 @@ pub(crate) fn replay(
         }
         let change = Change::decode(revision, data.value())?;
         if filter.matches(change.key) {
-            events.push(event(&revisions, revision, &change)?);
+            events.push(event(revisions, revision, &change)?);
         }
+    }
+    Ok(Replay { events, scanned_to })
+}
+
+/// Replay for a single key: its entries in the history index, so the scan
+/// does not touch other keys' changes.
+fn replay_key(
+    index: &ReadOnlyTable<(&'static str, i64), bool>,
+    revisions: &ReadOnlyTable<i64, &'static [u8]>,
+    key: &str,
+    from: i64,
+    to: i64,
+    max: usize,
+) -> Result<Replay> {
+    let mut events = Vec::new();
+    let mut scanned_to = to;
+    for (n, entry) in index
+        .range((key, from)..=(key, to))
+        .map_err(StorageError::internal)?
+        .enumerate()
+    {
+        let (entry, _) = entry.map_err(StorageError::internal)?;
+        let (_, revision) = entry.value();
+        if n == max {
+            scanned_to = revision - 1;
+            break;
+        }
+        let guard = revisions
+            .get(revision)
+            .map_err(StorageError::internal)?
+            .ok_or_else(|| missing(revision))?;
+        events.push(event(
+            revisions,
+            revision,
+            &Change::decode(revision, guard.value())?,
+        )?);
     }
     Ok(Replay { events, scanned_to })
 }

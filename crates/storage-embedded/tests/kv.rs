@@ -564,3 +564,49 @@ async fn a_lagging_watcher_whose_history_was_compacted_ends_with_too_old() {
     ));
     assert!(stream.next().await.is_none());
 }
+
+#[tokio::test]
+async fn a_single_key_watch_replays_only_that_key() {
+    let (_dir, kv) = open();
+    let mut mine = Vec::new();
+    for i in 0..30 {
+        set(&kv, &format!("/s/other{}", i % 3), "x").await;
+        set(&kv, "/s/keyed", "near miss").await;
+        if i % 10 == 9 {
+            mine.push((KvEventKind::Delete, remove(&kv, "/s/key").await));
+        } else {
+            mine.push((KvEventKind::Put, set(&kv, "/s/key", &format!("{i}")).await));
+        }
+    }
+    let mut stream = kv.watch("/s/key", false, 2).await.unwrap();
+    for (kind, revision) in mine {
+        let e = next_event(&mut stream).await;
+        assert_eq!(
+            (e.kv.key.as_str(), e.kind, e.kv.mod_revision),
+            ("/s/key", kind, revision)
+        );
+        // Right after a delete, the put re-creates the key: no previous value.
+        assert_eq!(
+            e.prev.is_none(),
+            kind == KvEventKind::Put && e.kv.create_revision == revision
+        );
+    }
+    let live = set(&kv, "/s/key", "live").await;
+    assert_eq!(next_event(&mut stream).await.kv.mod_revision, live);
+}
+
+#[tokio::test]
+async fn a_long_single_key_replay_is_read_in_chunks_without_gaps() {
+    let (_dir, kv) = open();
+    let mut revision = 0;
+    for i in 0..1100 {
+        revision = match put(&kv, "/one", revision, &format!("{i}")).await {
+            TxnResponse::Succeeded { revision, .. } => revision,
+            other => panic!("write failed: {other:?}"),
+        };
+    }
+    let mut stream = kv.watch("/one", false, 2).await.unwrap();
+    for expected in 2..=revision {
+        assert_eq!(next_event(&mut stream).await.kv.mod_revision, expected);
+    }
+}
