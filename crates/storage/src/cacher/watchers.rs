@@ -296,7 +296,90 @@ impl Drop for CacheWatchStream {
 
 #[cfg(test)]
 mod tests {
+    use futures::{FutureExt, StreamExt};
+    use serde_json::json;
+
+    use super::super::watch_cache::{WatchCache, WindowConfig};
     use super::*;
+    use crate::interface::Predicate;
+
+    fn obj(rv: i64) -> Object {
+        Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}))
+    }
+
+    fn watcher(start_rv: i64, buffer: usize, allow_bookmarks: bool) -> NewWatcher {
+        NewWatcher {
+            filter: WatchFilter {
+                key: "/p/".into(),
+                recursive: true,
+                predicate: Predicate::everything(),
+            },
+            start_rv,
+            allow_bookmarks,
+            buffer,
+            initial: Initial::Events(Vec::new().into_iter()),
+        }
+    }
+
+    fn no_budget() -> Mutex<TimeBudget> {
+        Mutex::new(TimeBudget::new(Duration::ZERO, Duration::ZERO))
+    }
+
+    #[tokio::test]
+    async fn dispatch_skips_what_the_initial_events_covered() {
+        let registry = Arc::new(Registry::new(Duration::from_secs(60)));
+        let mut cache = WatchCache::new(WindowConfig::default());
+        cache.replace(Vec::new(), 1);
+        let covered = cache.apply("/p/a", obj(5), false, 5);
+        let fresh = cache.apply("/p/a", obj(6), false, 6);
+        let mut stream = registry.register(watcher(5, 4, false));
+        registry.dispatch(&covered, &no_budget()).await;
+        registry.dispatch(&fresh, &no_budget()).await;
+        match stream.next().await {
+            Some(WatchEvent::Modified(o)) => assert_eq!(o["metadata"]["resourceVersion"], "6"),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(
+            stream.next().now_or_never().is_none(),
+            "nothing else is queued"
+        );
+        drop(stream);
+        assert_eq!(registry.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_full_watcher_is_terminated_without_draining() {
+        let registry = Arc::new(Registry::new(Duration::from_secs(60)));
+        let mut cache = WatchCache::new(WindowConfig::default());
+        cache.replace(Vec::new(), 1);
+        let mut slow = registry.register(watcher(1, 1, false));
+        let mut fast = registry.register(watcher(1, 1, false));
+        for rv in 2..=3 {
+            let event = cache.apply("/p/a", obj(rv), false, rv);
+            registry.dispatch(&event, &no_budget()).await;
+            // The fast watcher reads each event as it comes.
+            assert!(matches!(
+                fast.next().await,
+                Some(WatchEvent::Added(_) | WatchEvent::Modified(_))
+            ));
+        }
+        assert_eq!(registry.len(), 1);
+        // The slow one had an event buffered, but its stream just ends.
+        assert!(slow.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn bookmarks_go_to_watchers_that_asked_once_due() {
+        let registry = Arc::new(Registry::new(Duration::ZERO));
+        let mut asked = registry.register(watcher(5, 4, true));
+        let mut silent = registry.register(watcher(5, 4, false));
+        // Not past the watcher's start: nothing to report.
+        registry.dispatch_bookmarks(5);
+        registry.dispatch_bookmarks(7);
+        assert!(matches!(asked.next().await, Some(WatchEvent::Bookmark(7))));
+        assert!(asked.next().now_or_never().is_none());
+        assert!(silent.next().now_or_never().is_none());
+    }
 
     #[tokio::test]
     async fn time_budget_refills_up_to_its_maximum() {
