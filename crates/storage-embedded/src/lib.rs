@@ -25,26 +25,34 @@
 //!   key_len u32 | key | value`): the change log, one record per revision
 //!   (a put, or a delete tombstone with an empty value). `prev_rev` is the
 //!   mod revision of the generation the change replaced (0 if none), which
-//!   gives watch events their previous value. Watch replay is an ordered
-//!   scan of this table.
+//!   gives watch events their previous value. A prefix watch replays
+//!   history by an ordered scan of this table.
 //! * `key_revisions` (`(key, revision) → deleted bool`): the per-key history
 //!   index. A read at an older revision R scans it over the key range and
 //!   takes, per key, the newest entry at or below R, then fetches that
-//!   record from `revisions`.
+//!   record from `revisions`. A single-key watch replays from it too.
 //!
-//! Each write transaction updates `latest`, appends to `revisions` and
-//! `key_revisions`, and bumps `meta.revision`, all in one redb commit, so
+//! Each write updates `latest`, appends to `revisions` and `key_revisions`,
+//! and bumps `meta.revision`; a batch of writes is one redb commit, so
 //! reopening after a crash gives back exactly the committed state.
 //! Compaction to C removes, for every change below C, the generation it
-//! replaced and, for a delete, its tombstone, then sets `meta.compacted`.
+//! replaced and, for a delete, its tombstone, then sets `meta.compacted`
+//! (in chunks, each its own commit that advances `meta.compacted`, so every
+//! intermediate state is consistent). The value of a live key is stored
+//! twice, in `latest` and in its `revisions` record: writes cost more bytes
+//! so that lists at the latest revision need no second lookup per key.
+//!
+//! After a crash redb recovers the last committed transaction on open (a
+//! repair walk of the file); nothing is acknowledged before its commit.
 //!
 //! # Writes and watches
 //!
 //! All writes go through one writer thread that batches concurrent
 //! transactions into one commit (one fsync) and answers only after it;
 //! watchers replay from the change log, then follow the live events the
-//! writer publishes after each commit. The `writer` and `watch` modules
-//! describe both in detail.
+//! writer publishes after each commit (a watcher that falls behind catches
+//! up from disk), and report progress while only other keys change. The
+//! `writer` and `watch` modules describe both in detail.
 
 mod read;
 mod record;
