@@ -201,7 +201,8 @@ impl Cacher {
         self.shared.read().is_ready()
     }
 
-    /// Waits until the cache is ready.
+    /// Waits until the cache is ready (for as long as the initial list keeps
+    /// failing; callers bound it with a timeout).
     pub async fn wait_ready(&self) {
         let mut progress = self.shared.progress.subscribe();
         // The sender lives in `self.shared`, so this cannot fail while `self` lives.

@@ -158,7 +158,7 @@ async fn process(shared: &Shared, obj: Object, deleted: bool, rv: &mut i64) {
 }
 
 /// The object's `metadata.resourceVersion` as a revision.
-pub(super) fn resource_version(obj: &serde_json::Value) -> Option<i64> {
+fn resource_version(obj: &serde_json::Value) -> Option<i64> {
     obj.get("metadata")?
         .get("resourceVersion")?
         .as_str()?
