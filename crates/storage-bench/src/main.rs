@@ -55,8 +55,9 @@ pub struct Args {
     /// Watchers of the fan-out measurement.
     #[arg(long, default_value_t = 1000)]
     watchers: usize,
-    /// Concurrent writers producing the watched write stream.
-    #[arg(long, default_value_t = 1)]
+    /// Concurrent writers producing the watched write stream (more than one,
+    /// so that the stream is not bound by one writer's fsync latency).
+    #[arg(long, default_value_t = 16)]
     watch_writers: usize,
     /// Seconds the watched write stream runs for.
     #[arg(long, default_value = "3", value_parser = parse_seconds)]
