@@ -593,6 +593,31 @@ async fn reads_before_the_first_list_go_to_storage() {
 }
 
 #[tokio::test]
+async fn the_cache_lists_in_pages() {
+    let store = new_store();
+    for name in ["a", "b", "c", "d", "e"] {
+        create(store.as_ref(), "ns", name, "x").await;
+    }
+    let control = controlled(store.clone());
+    control.lists_open.send_replace(true);
+    let mut config = CacherConfig::new(PREFIX);
+    config.list_page_size = 2;
+    let cacher = ready_cacher(control.clone(), config).await;
+    assert_eq!(control.lists.load(Ordering::SeqCst), 3);
+    let opts = ListOptions {
+        version: ReadVersion::Any,
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let list = cacher.get_list(PREFIX, opts).await.unwrap();
+    assert_eq!(names(&list.items), vec!["a", "b", "c", "d", "e"]);
+    assert_eq!(
+        list.resource_version,
+        store.current_revision().await.unwrap()
+    );
+}
+
+#[tokio::test]
 async fn an_expired_watch_relists_and_ends_cache_watches() {
     let store = new_store();
     let control = controlled(store.clone());

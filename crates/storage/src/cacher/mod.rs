@@ -64,6 +64,8 @@ pub struct CacherConfig {
     pub key_func: KeyFunc,
     /// Size bounds of the event window.
     pub window: WindowConfig,
+    /// Objects per page of the cache's own lists (upstream: 10 000).
+    pub list_page_size: i64,
     /// Per-watcher buffer; `None` sizes it from the window as upstream does.
     pub watcher_buffer: Option<usize>,
     /// How often watchers with bookmarks enabled get one (upstream: 1 min).
@@ -87,6 +89,7 @@ impl CacherConfig {
             resource_prefix,
             key_func: Arc::new(move |obj| default_key(&prefix, obj)),
             window: WindowConfig::default(),
+            list_page_size: 10_000,
             watcher_buffer: None,
             bookmark_frequency: Duration::from_secs(60),
             fresh_timeout: Duration::from_secs(3),

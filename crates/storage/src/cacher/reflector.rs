@@ -12,7 +12,7 @@ use futures::StreamExt;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::Shared;
-use crate::error::StorageError;
+use crate::error::{Result, StorageError};
 use crate::interface::{ListOptions, Object, ReadVersion, Storage, WatchEvent, WatchOptions};
 
 /// Pause before retrying a failed list or watch.
@@ -40,31 +40,49 @@ pub(super) async fn run(shared: Arc<Shared>, storage: Arc<dyn Storage>) {
 
 /// Lists the resource into the cache; returns the list's revision.
 async fn list(shared: &Shared, storage: &dyn Storage) -> Option<i64> {
-    let opts = ListOptions {
-        version: ReadVersion::MostRecent,
-        recursive: true,
-        ..ListOptions::default()
-    };
-    let list = match storage.get_list(&shared.config.resource_prefix, opts).await {
-        Ok(list) => list,
+    let prefix = &shared.config.resource_prefix;
+    let page_size = shared.config.list_page_size;
+    let (items, rv) = match list_pages(prefix, page_size, storage).await {
+        Ok(listed) => listed,
         Err(e) => {
-            tracing::warn!(prefix = %shared.config.resource_prefix, error = %e, "watch cache list failed");
+            tracing::warn!(%prefix, error = %e, "watch cache list failed");
             return None;
         }
     };
     let key_func = &shared.config.key_func;
-    let items = list
-        .items
-        .into_iter()
-        .filter_map(|obj| match key_func(&obj) {
-            Some(key) => Some((key, obj)),
-            None => {
-                tracing::warn!(prefix = %shared.config.resource_prefix, "listed object has no key");
-                None
-            }
-        });
-    shared.replace(items, list.resource_version);
-    Some(list.resource_version)
+    let items = items.into_iter().filter_map(|obj| match key_func(&obj) {
+        Some(key) => Some((key, obj)),
+        None => {
+            tracing::warn!(%prefix, "listed object has no key");
+            None
+        }
+    });
+    shared.replace(items, rv);
+    Some(rv)
+}
+
+/// Every object under `prefix` at one revision, fetched in pages as
+/// upstream's reflector does, so one huge response never has to be built.
+async fn list_pages(
+    prefix: &str,
+    page_size: i64,
+    storage: &dyn Storage,
+) -> Result<(Vec<Object>, i64)> {
+    let mut opts = ListOptions {
+        version: ReadVersion::MostRecent,
+        recursive: true,
+        limit: Some(page_size),
+        ..ListOptions::default()
+    };
+    let mut items = Vec::new();
+    loop {
+        let page = storage.get_list(prefix, opts.clone()).await?;
+        items.extend(page.items);
+        match page.continue_token {
+            Some(token) => opts.continue_token = Some(token),
+            None => return Ok((items, page.resource_version)),
+        }
+    }
 }
 
 /// How one underlying watch ended.
