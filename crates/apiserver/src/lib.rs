@@ -4,6 +4,7 @@
 
 pub mod endpoints;
 pub mod filters;
+pub mod metrics;
 pub mod registry;
 pub mod server;
 pub mod serving;

@@ -4,6 +4,7 @@
 pub mod authentication;
 pub mod authorization;
 pub mod max_in_flight;
+pub mod metrics;
 pub mod panic_recovery;
 pub mod request_info;
 pub mod timeout;
@@ -17,8 +18,8 @@ use crate::server::CompletedConfig;
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
-/// `DefaultBuildHandlerChain`: panic recovery → request info → max in
-/// flight → timeout → authentication → (audit) → authorization →
+/// `DefaultBuildHandlerChain`: panic recovery → request info → metrics →
+/// max in flight → timeout → authentication → (audit) → authorization →
 /// (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let limits = Arc::new(max_in_flight::Limits::new(
@@ -37,6 +38,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
         ))
         .layer(from_fn_with_state(config.request_timeout, timeout::filter))
         .layer(from_fn_with_state(limits, max_in_flight::filter))
+        .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
         .layer(from_fn_with_state(
             Arc::new(apimachinery::request_info::RequestInfoResolver::default()),
             request_info::filter,

@@ -11,6 +11,7 @@ use super::discovery::DiscoveryRegistry;
 use super::healthz::HealthCheck;
 use crate::filters::authentication::Authentication;
 use crate::filters::authorization::{Authorization, AuthorizationMode};
+use crate::metrics::Metrics;
 
 #[derive(Clone)]
 pub struct Config {
@@ -49,6 +50,7 @@ impl Config {
             authorization: Arc::new(Authorization {
                 modes: self.authorization_modes.clone(),
             }),
+            metrics: Arc::new(Metrics::new()),
             config: self,
         }))
     }
@@ -58,6 +60,8 @@ pub struct Completed {
     pub config: Config,
     pub authentication: Arc<Authentication>,
     pub authorization: Arc<Authorization>,
+    /// The metrics every server of the chain records into.
+    pub metrics: Arc<Metrics>,
 }
 
 /// A configuration with every derived value filled in; cheap to clone and

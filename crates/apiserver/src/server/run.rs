@@ -1,6 +1,6 @@
 //! PrepareRun and Run (upstream's `preparedGenericAPIServer`): health
-//! endpoints, `/version` and the path index are installed, the handler chain
-//! wraps the server, then it serves TLS until shutdown, which it carries out
+//! endpoints, `/version`, `/metrics` and the path index are installed, the
+//! handler chain wraps the server, then it serves TLS until shutdown, which it carries out
 //! in upstream's order: /readyz fails at once, serving continues for
 //! `--shutdown-delay-duration`, pre-shutdown hooks run, then in-flight
 //! requests drain.
@@ -59,6 +59,11 @@ impl GenericApiServer {
                 let body = response::encode(&version, Encoding::Json, true);
                 Box::pin(async move { response::respond(StatusCode::OK, body, Encoding::Json) })
             }),
+        );
+        let metrics = self.config.metrics.clone();
+        self.handle_path(
+            "/metrics",
+            Arc::new(move |_req| Box::pin(crate::metrics::serve(metrics.clone()))),
         );
         self.install_index();
         let handler = self.unprotected_handler();

@@ -1,0 +1,498 @@
+//! The server's Prometheus metrics, with upstream's names, labels and
+//! buckets: the request series fed by the metrics filter
+//! (`k8s.io/apiserver/pkg/endpoints/metrics`), the storage series the
+//! storage layer feeds (`apiserver_storage_objects`,
+//! `etcd_request_duration_seconds`), the watch event counter, and the
+//! process series, rendered as Prometheus text (format 0.0.4) for
+//! `/metrics`.
+
+use std::fmt::{self, Write as _};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::request_info::RequestInfo;
+use apimachinery::status::ApiError;
+use axum::body::Body;
+use http::{header, HeaderValue, Response, StatusCode};
+use prometheus_client::encoding::{EncodeLabelKey, EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+mod process;
+
+/// Upstream's latency buckets (seconds), shared by request and etcd latency.
+const LATENCY_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+/// 1 KB to 1 GB, as upstream's `apiserver_response_sizes`.
+fn response_size_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1000.0, 10.0, 7))
+}
+
+type HistogramFamily<K> = Family<K, Histogram, fn() -> Histogram>;
+
+/// Every metric the server exposes, behind one registry. Shared (in an
+/// `Arc`) by every server of the chain through the completed config.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) requests: Family<CountLabels, Counter>,
+    pub(crate) durations: HistogramFamily<DurationLabels>,
+    pub(crate) response_sizes: HistogramFamily<RequestLabels>,
+    pub(crate) longrunning: Family<RequestLabels, Gauge>,
+    pub(crate) inflight: Family<[(&'static str, &'static str); 1], Gauge>,
+    storage_objects: Family<[(&'static str, String); 1], Gauge>,
+    resource_objects: Family<[(&'static str, String); 2], Gauge>,
+    watch_events: Family<[(&'static str, String); 3], Counter>,
+    etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut metrics = Metrics {
+            registry: Registry::default(),
+            requests: Family::default(),
+            durations: Family::new_with_constructor(latency_histogram),
+            response_sizes: Family::new_with_constructor(response_size_histogram),
+            longrunning: Family::default(),
+            inflight: Family::default(),
+            storage_objects: Family::default(),
+            resource_objects: Family::default(),
+            watch_events: Family::default(),
+            etcd_durations: Family::new_with_constructor(latency_histogram),
+        };
+        metrics.register();
+        metrics
+    }
+
+    fn register(&mut self) {
+        let registry = &mut self.registry;
+        // Counters are registered without `_total`, which the encoder
+        // appends; help texts without their final period, which it adds.
+        registry.register(
+            "apiserver_request",
+            "Requests served, by verb, dry run, group, version, resource, subresource, scope, component and HTTP status code",
+            self.requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Time to serve a request in seconds, by verb, dry run, group, version, resource, subresource, scope and component",
+            self.durations.clone(),
+        );
+        registry.register(
+            "apiserver_response_sizes",
+            "Size in bytes of responses to reads, by verb, group, version, resource, subresource, scope and component",
+            self.response_sizes.clone(),
+        );
+        registry.register(
+            "apiserver_longrunning_requests",
+            "Long-running requests (watches, streaming subresources) open now, by verb, group, version, resource, subresource, scope and component",
+            self.longrunning.clone(),
+        );
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Number of requests currently being served by this apiserver (long-running requests excluded), per request kind",
+            self.inflight.clone(),
+        );
+        registry.register(
+            "apiserver_storage_objects",
+            "Objects stored per resource when last counted; -1 when counting failed",
+            self.storage_objects.clone(),
+        );
+        registry.register(
+            "apiserver_resource_objects",
+            "Objects stored per resource when last counted; -1 when counting failed",
+            self.resource_objects.clone(),
+        );
+        registry.register(
+            "apiserver_watch_events",
+            "Watch events sent to clients, by group, version and kind",
+            self.watch_events.clone(),
+        );
+        registry.register(
+            "etcd_request_duration_seconds",
+            "Storage request latency in seconds, by operation, group and resource",
+            self.etcd_durations.clone(),
+        );
+        registry.register_collector(Box::new(process::ProcessCollector::new()));
+    }
+
+    /// Sets the number of stored objects of one resource
+    /// (`apiserver_storage_objects`, labelled `resource.group` as upstream,
+    /// and `apiserver_resource_objects`); -1 when counting failed.
+    pub fn set_storage_objects(&self, group: &str, resource: &str, count: i64) {
+        let group_resource = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        self.storage_objects
+            .get_or_create(&[("resource", group_resource)])
+            .set(count);
+        self.resource_objects
+            .get_or_create(&[
+                ("group", group.to_owned()),
+                ("resource", resource.to_owned()),
+            ])
+            .set(count);
+    }
+
+    /// The `apiserver_watch_events_total` counter of one kind; a watch
+    /// resolves it once and increments it per event sent.
+    pub fn watch_events_counter(&self, group: &str, version: &str, kind: &str) -> Counter {
+        self.watch_events
+            .get_or_create(&[
+                ("group", group.to_owned()),
+                ("version", version.to_owned()),
+                ("kind", kind.to_owned()),
+            ])
+            .clone()
+    }
+
+    /// Counts one watch event sent (see [`Self::watch_events_counter`] to
+    /// avoid the label lookup per event).
+    pub fn inc_watch_events(&self, group: &str, version: &str, kind: &str) {
+        self.watch_events_counter(group, version, kind).inc();
+    }
+
+    /// The `etcd_request_duration_seconds` histogram of one storage
+    /// operation (`get`, `list`, `create`, ...) on one resource, labelled
+    /// operation, group, resource as upstream; stores resolve it once.
+    pub fn etcd_request_histogram(
+        &self,
+        operation: &str,
+        group: &str,
+        resource: &str,
+    ) -> Histogram {
+        self.etcd_durations
+            .get_or_create(&[
+                ("operation", operation.to_owned()),
+                ("group", group.to_owned()),
+                ("resource", resource.to_owned()),
+            ])
+            .clone()
+    }
+
+    /// Records how long one storage request took.
+    pub fn observe_etcd_request(
+        &self,
+        operation: &str,
+        group: &str,
+        resource: &str,
+        elapsed: Duration,
+    ) {
+        self.etcd_request_histogram(operation, group, resource)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Every series as Prometheus text (format 0.0.4). Reads /proc, so
+    /// async callers should run it on a blocking thread.
+    pub fn render(&self) -> Result<String, fmt::Error> {
+        let mut open_metrics = String::with_capacity(16 * 1024);
+        prometheus_client::encoding::text::encode_registry(&mut open_metrics, &self.registry)?;
+        Ok(to_text_format(&open_metrics))
+    }
+}
+
+/// The content type of Prometheus text format 0.0.4.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `/metrics`: renders on a blocking thread, since it reads /proc.
+pub async fn serve(metrics: Arc<Metrics>) -> Response<Body> {
+    match tokio::task::spawn_blocking(move || metrics.render()).await {
+        Ok(Ok(text)) => {
+            let mut resp = Response::new(Body::from(text));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(TEXT_CONTENT_TYPE),
+            );
+            *resp.status_mut() = StatusCode::OK;
+            resp
+        }
+        Ok(Err(e)) => internal_error(e),
+        Err(e) => internal_error(e),
+    }
+}
+
+fn internal_error(e: impl fmt::Display) -> Response<Body> {
+    crate::endpoints::response::error(
+        &ApiError::internal_error(format_args!("failed to encode metrics: {e}")),
+        crate::endpoints::negotiation::Encoding::Json,
+    )
+}
+
+/// The encoder writes OpenMetrics, where a counter family is named without
+/// its `_total` suffix; Prometheus text 0.0.4 names it with the suffix, so
+/// HELP and TYPE lines of counters get it back.
+fn to_text_format(open_metrics: &str) -> String {
+    let counters: Vec<&str> = open_metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(open_metrics.len() + counters.len() * 16);
+    for line in open_metrics.lines() {
+        let header = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| Some((p, line.strip_prefix(p)?)));
+        match header {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push_str(prefix);
+                out.push_str(name);
+                if counters.contains(&name) {
+                    out.push_str("_total");
+                }
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None if line == "# EOF" => continue,
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Upstream's reported verbs (`apiserver_request_total`'s `verb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Post,
+    Put,
+    Patch,
+    Apply,
+    Delete,
+    Connect,
+    Other,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::List => "LIST",
+            Verb::Watch => "WATCH",
+            Verb::Post => "POST",
+            Verb::Put => "PUT",
+            Verb::Patch => "PATCH",
+            Verb::Apply => "APPLY",
+            Verb::Delete => "DELETE",
+            Verb::Connect => "CONNECT",
+            Verb::Other => "other",
+        }
+    }
+}
+
+/// What a request addresses (`scope` label).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// One named object (or a create).
+    Resource,
+    Namespace,
+    Cluster,
+    /// Not a resource request.
+    None,
+}
+
+impl Scope {
+    pub fn of(info: &RequestInfo) -> Scope {
+        if !info.name.is_empty() || info.verb == "create" {
+            Scope::Resource
+        } else if !info.namespace.is_empty() {
+            Scope::Namespace
+        } else if info.is_resource_request {
+            Scope::Cluster
+        } else {
+            Scope::None
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Resource => "resource",
+            Scope::Namespace => "namespace",
+            Scope::Cluster => "cluster",
+            Scope::None => "",
+        }
+    }
+}
+
+/// The `dry_run` label: empty, `All`, or `invalid` as upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DryRun {
+    No,
+    All,
+    Invalid,
+}
+
+impl DryRun {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DryRun::No => "",
+            DryRun::All => "All",
+            DryRun::Invalid => "invalid",
+        }
+    }
+}
+
+/// The labels shared by the request series. Holds the request's
+/// `RequestInfo`, so keying a series costs a reference count, not string
+/// copies; only the labelled fields take part in equality.
+#[derive(Clone, Debug)]
+pub struct RequestLabels {
+    pub verb: Verb,
+    pub scope: Scope,
+    pub info: Arc<RequestInfo>,
+    /// Non-resource requests report their path as subresource (as upstream
+    /// does for /healthz); off for paths not served, which would otherwise
+    /// grow series without bound.
+    pub with_path: bool,
+}
+
+impl RequestLabels {
+    /// group, version, resource, subresource.
+    fn target(&self) -> [&str; 4] {
+        let i = &self.info;
+        if i.is_resource_request {
+            [&i.api_group, &i.api_version, &i.resource, &i.subresource]
+        } else if self.with_path {
+            ["", "", "", &i.path]
+        } else {
+            [""; 4]
+        }
+    }
+
+    /// `apiserver` for API resources; empty elsewhere, as upstream's
+    /// health endpoints.
+    fn component(&self) -> &'static str {
+        if self.info.is_resource_request {
+            "apiserver"
+        } else {
+            ""
+        }
+    }
+
+    fn encode_with(
+        &self,
+        mut encoder: LabelSetEncoder,
+        dry_run: Option<DryRun>,
+        code: Option<u16>,
+    ) -> fmt::Result {
+        put(&mut encoder, "verb", self.verb.as_str())?;
+        if let Some(d) = dry_run {
+            put(&mut encoder, "dry_run", d.as_str())?;
+        }
+        let [group, version, resource, subresource] = self.target();
+        put(&mut encoder, "group", group)?;
+        put(&mut encoder, "version", version)?;
+        put(&mut encoder, "resource", resource)?;
+        put(&mut encoder, "subresource", subresource)?;
+        put(&mut encoder, "scope", self.scope.as_str())?;
+        put(&mut encoder, "component", self.component())?;
+        if let Some(code) = code {
+            let mut label = encoder.encode_label();
+            let mut key = label.encode_label_key()?;
+            EncodeLabelKey::encode(&"code", &mut key)?;
+            let mut value = key.encode_label_value()?;
+            write!(value, "{code}")?;
+            value.finish()?;
+        }
+        Ok(())
+    }
+}
+
+impl PartialEq for RequestLabels {
+    fn eq(&self, other: &Self) -> bool {
+        self.verb == other.verb
+            && self.scope == other.scope
+            && self.info.is_resource_request == other.info.is_resource_request
+            && self.target() == other.target()
+    }
+}
+
+impl Eq for RequestLabels {}
+
+impl Hash for RequestLabels {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.verb.hash(state);
+        self.scope.hash(state);
+        self.info.is_resource_request.hash(state);
+        self.target().hash(state);
+    }
+}
+
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: LabelSetEncoder) -> fmt::Result {
+        self.encode_with(encoder, None, None)
+    }
+}
+
+/// `apiserver_request_duration_seconds`' labels.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DurationLabels {
+    pub request: RequestLabels,
+    pub dry_run: DryRun,
+}
+
+impl EncodeLabelSet for DurationLabels {
+    fn encode(&self, encoder: LabelSetEncoder) -> fmt::Result {
+        self.request.encode_with(encoder, Some(self.dry_run), None)
+    }
+}
+
+/// `apiserver_request_total`'s labels.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CountLabels {
+    pub request: RequestLabels,
+    pub dry_run: DryRun,
+    pub code: u16,
+}
+
+impl EncodeLabelSet for CountLabels {
+    fn encode(&self, encoder: LabelSetEncoder) -> fmt::Result {
+        self.request
+            .encode_with(encoder, Some(self.dry_run), Some(self.code))
+    }
+}
+
+/// Writes one label, escaping the value as the text format requires (the
+/// encoder writes values verbatim, and paths may hold any character).
+fn put(encoder: &mut LabelSetEncoder, key: &str, value: &str) -> fmt::Result {
+    let mut label = encoder.encode_label();
+    let mut key_encoder = label.encode_label_key()?;
+    EncodeLabelKey::encode(&key, &mut key_encoder)?;
+    let mut value_encoder = key_encoder.encode_label_value()?;
+    let mut rest = value;
+    while let Some(at) = rest.find(['\\', '"', '\n']) {
+        value_encoder.write_str(&rest[..at])?;
+        value_encoder.write_str(match rest.as_bytes()[at] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        })?;
+        rest = &rest[at + 1..];
+    }
+    value_encoder.write_str(rest)?;
+    value_encoder.finish()
+}
+
+#[cfg(test)]
+mod tests;
