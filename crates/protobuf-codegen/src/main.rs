@@ -6,10 +6,18 @@
 //! and writes the static schema tables to
 //! `crates/protobuf/src/generated/mod.rs`. Run it with
 //! `cargo run -p protobuf-codegen` after bumping either crate.
+//!
+//! k8s-pb trails Kubernetes releases; to pick up the newest fields and
+//! kinds, pass directories holding checkouts of kubernetes/api,
+//! kubernetes/apimachinery, kubernetes/apiextensions-apiserver and
+//! kubernetes/kube-aggregator at the targeted release:
+//! `cargo run -p protobuf-codegen -- DIR...`. Their `generated.proto`
+//! files then replace k8s-pb as the protobuf schema source.
 
 mod emit;
 mod openapi;
 mod pb;
+mod proto;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,9 +48,19 @@ fn run() -> Result<(), CodegenError> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pb_root = package_dir(manifest_dir, "k8s-pb")?;
     let oa_root = package_dir(manifest_dir, "k8s-openapi")?;
-    let pb = pb::parse(&pb_root.join("src"))?;
+    let proto_dirs: Vec<String> = std::env::args().skip(1).collect();
+    let pb = if proto_dirs.is_empty() {
+        pb::parse(&pb_root.join("src"))?
+    } else {
+        proto::parse(&proto_dirs)?
+    };
     let oa = openapi::parse(&oa_root.join("src").join(OPENAPI_VERSION_MODULE))?;
-    let (code, report) = emit::generate(&pb, &oa);
+    let source = if proto_dirs.is_empty() {
+        "k8s-pb"
+    } else {
+        "upstream's generated.proto files"
+    };
+    let (code, report) = emit::generate(source, &pb, &oa);
     let out = manifest_dir.join("../protobuf/src/generated/mod.rs");
     std::fs::write(&out, code).map_err(|e| CodegenError::Io(out.clone(), e))?;
     eprintln!("{report}");

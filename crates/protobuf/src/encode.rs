@@ -56,10 +56,18 @@ pub(crate) fn encode_object(
                 let entries = v
                     .as_object()
                     .ok_or_else(|| invalid(desc, f.json, "expected an object"))?;
-                for (key, value) in entries {
+                // Go writes map entries sorted by key; so do we, for
+                // byte-identical output.
+                let mut sorted: Vec<_> = entries.iter().collect();
+                sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (key, value) in sorted {
                     put_nested(buf, f.tag, |b| {
                         put_bytes(b, 1, key.as_bytes());
                         if value.is_null() {
+                            // A zero Time value: Go still writes the empty message.
+                            if matches!(f.ty, Ty::Message(_)) {
+                                put_bytes(b, 2, b"");
+                            }
                             return Ok(());
                         }
                         let value_field = FieldDesc { tag: 2, ..*f };
