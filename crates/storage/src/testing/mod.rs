@@ -50,7 +50,7 @@ use serde_json::{json, Value};
 pub use memory_kv::MemoryKv;
 
 use crate::codec::JsonCodec;
-use crate::interface::{Storage, WatchEvent, WatchStream};
+use crate::interface::{GetOptions, Storage, WatchEvent, WatchStream};
 use crate::kv::Kv;
 use crate::store::Store;
 
@@ -97,6 +97,27 @@ impl Harness {
             storage,
             prefix,
         }
+    }
+
+    /// Writes a marker object outside the collection and returns its
+    /// revision: a non-zero revision to watch from (0 would ask for the
+    /// current state instead) that precedes everything written after it.
+    pub async fn mark(&self) -> i64 {
+        let key = format!("{}-marks/mark", self.prefix);
+        let opts = GetOptions {
+            ignore_not_found: true,
+            ..GetOptions::default()
+        };
+        let written = match self
+            .storage
+            .get(&key, opts)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+        {
+            Some(_) => self.storage.delete(&key, None, &cases::allow_delete).await,
+            None => self.storage.create(&key, object("mark", "")).await,
+        };
+        rv(&written.unwrap_or_else(|e| panic!("writing the mark failed: {e}")))
     }
 
     /// The key of object `name` in the case's collection (`prefix/name`).

@@ -38,7 +38,7 @@ async fn expect(stream: &mut WatchStream, kind: &str, name_: &str, value: &str) 
 }
 
 pub async fn watch_ordering_many_keys(h: Harness) {
-    let start = h.storage.current_revision().await.unwrap();
+    let start = h.mark().await;
     let mut stream = h.storage.watch(&h.prefix, from(start)).await.unwrap();
     let mut expected = Vec::new();
     for round in 0..4 {
@@ -241,7 +241,7 @@ pub async fn watch_compacted_revision(h: Harness) {
 }
 
 pub async fn watch_bookmarks(h: Harness) {
-    let start = h.storage.current_revision().await.unwrap();
+    let start = h.mark().await;
     let opts = WatchOptions {
         allow_bookmarks: true,
         predicate: Predicate::new(|_| false),
@@ -264,7 +264,7 @@ pub async fn watch_bookmarks(h: Harness) {
 
 pub async fn watch_recreated_key(h: Harness) {
     let key = h.key("a");
-    let start = h.storage.current_revision().await.unwrap();
+    let start = h.mark().await;
     let mut stream = h.storage.watch(&h.prefix, from(start)).await.unwrap();
     let first = rv(&h.storage.create(&key, object("a", "1")).await.unwrap());
     let gone = rv(&h.storage.delete(&key, None, &allow_delete).await.unwrap());
@@ -296,7 +296,7 @@ pub async fn watch_from_zero_with_predicate(h: Harness) {
 pub async fn watch_concurrent_writers(h: Harness) {
     const WRITERS: usize = 4;
     const WRITES: usize = 10;
-    let start = h.storage.current_revision().await.unwrap();
+    let start = h.mark().await;
     let mut stream = h.storage.watch(&h.prefix, from(start)).await.unwrap();
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
