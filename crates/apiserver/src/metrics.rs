@@ -50,7 +50,10 @@ pub struct Metrics {
     pub(crate) durations: HistogramFamily<DurationLabels>,
     pub(crate) response_sizes: HistogramFamily<RequestLabels>,
     pub(crate) longrunning: Family<RequestLabels, Gauge>,
-    pub(crate) inflight: Family<[(&'static str, &'static str); 1], Gauge>,
+    inflight: Family<[(&'static str, &'static str); 1], Gauge>,
+    /// The two `request_kind` series of `inflight`, resolved once.
+    inflight_read_only: Gauge,
+    inflight_mutating: Gauge,
     storage_objects: Family<[(&'static str, String); 1], Gauge>,
     resource_objects: Family<[(&'static str, String); 2], Gauge>,
     watch_events: Family<[(&'static str, String); 3], Counter>,
@@ -65,13 +68,18 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
+        let inflight: Family<_, Gauge> = Family::default();
+        let kind = |k| inflight.get_or_create(&[("request_kind", k)]).clone();
+        let (inflight_read_only, inflight_mutating) = (kind("readOnly"), kind("mutating"));
         let mut metrics = Metrics {
             registry: Registry::default(),
             requests: Family::default(),
             durations: Family::new_with_constructor(latency_histogram),
             response_sizes: Family::new_with_constructor(response_size_histogram),
             longrunning: Family::default(),
-            inflight: Family::default(),
+            inflight,
+            inflight_read_only,
+            inflight_mutating,
             storage_objects: Family::default(),
             resource_objects: Family::default(),
             watch_events: Family::default(),
@@ -131,6 +139,15 @@ impl Metrics {
             self.etcd_durations.clone(),
         );
         registry.register_collector(Box::new(process::ProcessCollector::new()));
+    }
+
+    /// The `apiserver_current_inflight_requests` gauge of one request kind.
+    pub(crate) fn inflight(&self, mutating: bool) -> &Gauge {
+        if mutating {
+            &self.inflight_mutating
+        } else {
+            &self.inflight_read_only
+        }
     }
 
     /// Sets the number of stored objects of one resource

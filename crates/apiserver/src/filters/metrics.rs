@@ -38,7 +38,6 @@ pub async fn filter(
     let verb = reported_verb(req.method(), req.headers(), &info, scope);
     let dry_run = dry_run(req.uri().query());
     let long_running = is_long_running(&info);
-    let kind = request_kind(&info);
     let mut labels = RequestLabels {
         verb,
         scope,
@@ -50,7 +49,7 @@ pub async fn filter(
     let active = if long_running {
         Active::new(&metrics.longrunning.get_or_create(&labels))
     } else {
-        Active::new(&metrics.inflight.get_or_create(&[("request_kind", kind)]))
+        Active::new(metrics.inflight(is_mutating(&labels.info)))
     };
     let resp = next.run(req).await;
     let code = resp.status();
@@ -130,12 +129,10 @@ pub fn dry_run(query: Option<&str>) -> DryRun {
     result
 }
 
-/// `readOnly` or `mutating`, as the max-in-flight filter splits them.
-pub fn request_kind(info: &RequestInfo) -> &'static str {
-    match info.verb.as_str() {
-        "get" | "list" | "watch" => "readOnly",
-        _ => "mutating",
-    }
+/// Whether a request counts as `mutating` (else `readOnly`), as upstream's
+/// max-in-flight filter splits them.
+pub fn is_mutating(info: &RequestInfo) -> bool {
+    !matches!(info.verb.as_str(), "get" | "list" | "watch")
 }
 
 /// One unit of a gauge, given back on drop.

@@ -114,12 +114,14 @@ fn dry_run_label() {
 
 #[test]
 fn request_kinds() {
-    let kind = |m: &str, uri: &str| request_kind(&info(m, uri));
-    assert_eq!(kind("GET", "/api/v1/pods"), "readOnly");
-    assert_eq!(kind("GET", "/api/v1/namespaces/ns/pods/p"), "readOnly");
-    assert_eq!(kind("GET", "/healthz"), "readOnly");
-    assert_eq!(kind("POST", "/api/v1/namespaces/ns/pods"), "mutating");
-    assert_eq!(kind("DELETE", "/api/v1/namespaces/ns/pods"), "mutating");
+    let mutating = |m: &str, uri: &str| is_mutating(&info(m, uri));
+    assert!(!mutating("GET", "/api/v1/pods"));
+    assert!(!mutating("GET", "/api/v1/namespaces/ns/pods/p"));
+    assert!(!mutating("GET", "/api/v1/pods?watch=1"));
+    assert!(!mutating("GET", "/healthz"));
+    assert!(mutating("POST", "/api/v1/namespaces/ns/pods"));
+    assert!(mutating("DELETE", "/api/v1/namespaces/ns/pods"));
+    assert!(mutating("PATCH", "/api/v1/namespaces/ns/pods/p"));
 }
 
 type WatchFeed = Arc<Mutex<Option<mpsc::Receiver<Result<Bytes, std::io::Error>>>>>;
