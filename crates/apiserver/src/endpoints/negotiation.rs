@@ -201,9 +201,7 @@ mod tests {
 
     #[test]
     fn quality_orders_and_unknown_types_fall_back() {
-        let h = accept(
-            "application/vnd.kubernetes.protobuf, application/yaml;q=0.5, application/json;q=0.9",
-        );
+        let h = accept("application/cbor, application/yaml;q=0.5, application/json;q=0.9");
         let n = negotiate(&h, None, false, true).expect("negotiated");
         assert_eq!(n.encoding, Encoding::Json);
     }

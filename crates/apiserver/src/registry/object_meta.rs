@@ -1,7 +1,9 @@
 //! ObjectMeta handling common to every resource (upstream's
 //! `rest.BeforeCreate`/`rest.BeforeUpdate` and `FillObjectMetaSystemFields`).
 
-use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::field_errors::FieldError;
+use apimachinery::validation::object_meta::{validate_object_meta, validate_object_meta_update};
+use apimachinery::validation::NameValidator;
 use chrono::{SecondsFormat, Utc};
 use rand::Rng;
 use serde_json::{json, Value};
@@ -155,45 +157,28 @@ pub fn mark_terminating(obj: &mut Value) {
     }
 }
 
-/// Metadata validation common to every resource on create.
-pub fn validate(obj: &Value, namespaced: bool) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let meta = Path::new("metadata");
-    if name(obj).is_empty() {
-        errors.push(FieldError::required(
-            &meta.child("name"),
-            "name or generateName is required",
-        ));
-    }
-    if namespaced && namespace(obj).is_none() {
-        errors.push(FieldError::required(&meta.child("namespace"), ""));
-    }
-    errors
+/// Metadata validation common to every resource on create (upstream's
+/// ValidateObjectMeta with the resource's name rule).
+pub fn validate(obj: &Value, namespaced: bool, name_fn: NameValidator) -> Vec<FieldError> {
+    validate_object_meta(obj, namespaced, name_fn)
 }
 
 /// Metadata validation common to every resource on update.
-pub fn validate_update(new: &Value, old: &Value, namespaced: bool) -> Vec<FieldError> {
-    let mut errors = validate(new, namespaced);
-    let meta = Path::new("metadata");
-    for (field, value_new, value_old) in [
-        ("name", Some(name(new)), Some(name(old))),
-        ("namespace", namespace(new), namespace(old)),
-        ("uid", uid(new), uid(old)),
-    ] {
-        if value_new != value_old {
-            errors.push(FieldError::invalid(
-                &meta.child(field),
-                json!(value_new.unwrap_or_default()),
-                "field is immutable",
-            ));
-        }
-    }
+pub fn validate_update(
+    new: &Value,
+    old: &Value,
+    namespaced: bool,
+    name_fn: NameValidator,
+) -> Vec<FieldError> {
+    let mut errors = validate_object_meta(new, namespaced, name_fn);
+    errors.extend(validate_object_meta_update(new, old));
     errors
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apimachinery::validation::name_is_dns_subdomain;
 
     #[test]
     fn generated_names_keep_the_base_and_add_five_characters() {
@@ -226,8 +211,12 @@ mod tests {
         assert_eq!(new["metadata"]["creationTimestamp"], "t0");
         let mut changed = json!({"metadata": {"name": "a", "uid": "u2"}});
         carry_over_on_update(&mut changed, &old);
-        let errors = validate_update(&changed, &old, false);
-        assert_eq!(errors.len(), 1);
-        assert!(errors[0].to_string().contains("metadata.uid"));
+        let errors = validate_update(&changed, &old, false, name_is_dns_subdomain);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.to_string().contains("metadata.uid")),
+            "{errors:?}"
+        );
     }
 }

@@ -211,7 +211,8 @@ impl Store {
     }
 
     fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
-        let mut errors = object_meta::validate(obj, self.info.namespaced);
+        let mut errors =
+            object_meta::validate(obj, self.info.namespaced, self.strategy.name_validator());
         errors.extend(self.strategy.validate(obj));
         self.invalid_if_any(obj, &errors)
     }
@@ -488,7 +489,12 @@ impl UpdateStep {
             Target::Status => self.strategy.prepare_for_status_update(&mut new, old),
         }
         object_meta::carry_over_on_update(&mut new, old);
-        let mut errors = object_meta::validate_update(&new, old, self.info.namespaced);
+        let mut errors = object_meta::validate_update(
+            &new,
+            old,
+            self.info.namespaced,
+            self.strategy.name_validator(),
+        );
         errors.extend(self.strategy.validate_update(&new, old));
         if !errors.is_empty() {
             return Err(ApiError::invalid(
@@ -507,7 +513,8 @@ impl UpdateStep {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         object_meta::fill_on_create(&mut new, self.info.namespaced);
         self.strategy.prepare_for_create(&mut new);
-        let mut errors = object_meta::validate(&new, self.info.namespaced);
+        let mut errors =
+            object_meta::validate(&new, self.info.namespaced, self.strategy.name_validator());
         errors.extend(self.strategy.validate(&new));
         if !errors.is_empty() {
             return Err(ApiError::invalid(

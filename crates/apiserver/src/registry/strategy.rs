@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use apimachinery::field_errors::FieldError;
+use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use serde_json::Value;
 
 use super::table::{self, TableColumn};
@@ -61,6 +62,12 @@ pub trait Strategy: Send + Sync + 'static {
             }
         }
         *new = merged;
+    }
+
+    /// How names of this resource are validated (most resources: a DNS
+    /// subdomain; namespaces: a DNS label).
+    fn name_validator(&self) -> NameValidator {
+        name_is_dns_subdomain
     }
 
     /// Type-specific validation of a new object (metadata is validated by the

@@ -254,7 +254,13 @@ pub fn crd() -> Builtin {
 /// apiregistration.k8s.io/v1 APIServices (served by the aggregator).
 pub fn api_service() -> Builtin {
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
-    builtin::<apiregistration::APIService>(status(), API_EXTENSIONS)
+    // APIService names are "<version>.<group>" ("v1." for the core group),
+    // checked only as path segments, as upstream's aggregator does.
+    let strategy = ResourceStrategy {
+        name: apimachinery::validation::name_is_path_segment,
+        ..status()
+    };
+    builtin::<apiregistration::APIService>(strategy, API_EXTENSIONS)
 }
 
 #[cfg(test)]

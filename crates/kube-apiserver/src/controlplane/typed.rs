@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
+use apimachinery::validation::NameValidator;
 use apiserver::registry::table::TableColumn;
 use apiserver::registry::{Decoded, Strategy};
 use serde::de::DeserializeOwned;
@@ -83,6 +84,9 @@ where
     }
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
         self.inner.prepare_for_status_update(new, old)
+    }
+    fn name_validator(&self) -> NameValidator {
+        self.inner.name_validator()
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         self.inner.validate(obj)

@@ -222,6 +222,7 @@ pub fn namespaces() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
         on_create: namespace_on_create,
+        name: apimachinery::validation::name_is_dns_label,
         field_names: &["status.phase"],
         fields: namespace_fields,
         ..Default::default()

@@ -10,6 +10,7 @@ pub mod printers;
 use std::collections::BTreeMap;
 
 use apimachinery::field_errors::FieldError;
+use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use apiserver::registry::table::{self, TableColumn};
 use apiserver::registry::Strategy;
 use serde_json::{json, Value};
@@ -37,6 +38,7 @@ pub struct ResourceStrategy {
     pub field_names: &'static [&'static str],
     pub fields: Fields,
     pub create_on_update: bool,
+    pub name: NameValidator,
 }
 
 fn no_op(_: &mut Value) {}
@@ -58,6 +60,7 @@ impl Default for ResourceStrategy {
             field_names: &[],
             fields: no_fields,
             create_on_update: false,
+            name: name_is_dns_subdomain,
         }
     }
 }
@@ -122,6 +125,10 @@ impl Strategy for ResourceStrategy {
             let bump = spec_of(new) != spec_of(old);
             new["metadata"]["generation"] = json!(old_generation + i64::from(bump));
         }
+    }
+
+    fn name_validator(&self) -> NameValidator {
+        self.name
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

@@ -53,6 +53,16 @@ fn discovery_lists_builtin_groups() {
             "{gv} missing from {versions}"
         );
     }
+    let services = s.ok(&["get", "apiservices", "-o", "name"]);
+    for name in [
+        "apiservice.apiregistration.k8s.io/v1.",
+        "apiservice.apiregistration.k8s.io/v1.apps",
+    ] {
+        assert!(
+            services.lines().any(|l| l == name),
+            "{name} missing from {services}"
+        );
+    }
     let resources = s.ok(&["api-resources", "--no-headers"]);
     let deploy = resources
         .lines()
