@@ -379,7 +379,7 @@ pub struct RequestLabels {
     pub scope: Scope,
     pub info: Arc<RequestInfo>,
     /// Non-resource requests report their path as subresource (as upstream
-    /// does for /healthz); off for paths not served, which would otherwise
+    /// does for /healthz); off for requests that failed, whose paths could
     /// grow series without bound.
     pub with_path: bool,
 }

@@ -13,7 +13,7 @@ use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::State;
 use axum::middleware::Next;
-use http::{header, HeaderMap, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt;
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -42,7 +42,7 @@ pub async fn filter(
         verb,
         scope,
         info,
-        with_path: true,
+        with_path: false,
     };
     // Held across the handler so a panic or a dropped connection still
     // brings the gauges back down.
@@ -53,9 +53,9 @@ pub async fn filter(
     };
     let resp = next.run(req).await;
     let code = resp.status();
-    if code == StatusCode::NOT_FOUND {
-        labels.with_path = false;
-    }
+    // Only paths that answered can name a series: 404s, or 401/403 from
+    // scanners, could name any path.
+    labels.with_path = code.is_success() || code.is_redirection();
     let mut done = Completion {
         metrics,
         labels,

@@ -7,6 +7,7 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
+use http::StatusCode;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tower::ServiceExt;
