@@ -30,10 +30,18 @@ async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> 
         }
         StorageBackend::Etcd { servers } => {
             let etcd = &opts.options.etcd;
+            let health_timeout = opts
+                .options
+                .flags
+                .duration("etcd-healthcheck-timeout")
+                .map(|d| d.to_std())
+                .unwrap_or(Duration::from_secs(2));
             let config = EtcdConfig {
                 ca_file: etcd.ca_file.clone(),
                 cert_file: etcd.cert_file.clone(),
                 key_file: etcd.key_file.clone(),
+                prefix: etcd.prefix.clone(),
+                health_timeout,
                 ..EtcdConfig::new(servers.clone())
             };
             Ok(Arc::new(

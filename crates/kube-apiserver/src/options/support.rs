@@ -27,6 +27,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "default-watch-cache-size", // a no-op upstream too
     "etcd-cafile",
     "etcd-certfile",
+    "etcd-healthcheck-timeout",
     "etcd-compaction-interval",
     "etcd-count-metric-poll-period",
     "etcd-keyfile",

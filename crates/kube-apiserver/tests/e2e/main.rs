@@ -1,6 +1,7 @@
 //! End-to-end tests: the built binary, started as a user starts it, driven
 //! by the real kubectl and raw HTTPS.
 
+mod etcd_backend;
 mod harness;
 mod kubectl_basics;
 mod watch_and_lifecycle;
