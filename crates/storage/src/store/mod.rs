@@ -165,6 +165,17 @@ fn list_start(key: &str, opts: &ListOptions) -> Result<ListStart> {
     }
 }
 
+/// A continued list whose revision has been compacted away cannot go on
+/// consistently: upstream's "continue token expired" (410).
+fn expired_continue(e: StorageError, continued_from: Option<i64>) -> StorageError {
+    match (e, continued_from) {
+        (StorageError::TooOldResourceVersion { .. }, Some(requested)) => {
+            StorageError::ContinueExpired { requested }
+        }
+        (e, _) => e,
+    }
+}
+
 #[async_trait]
 impl Storage for Store {
     async fn create(&self, key: &str, mut obj: Value) -> Result<Object> {
@@ -246,12 +257,7 @@ impl Storage for Store {
                     count_only: false,
                 })
                 .await
-                .map_err(|e| match (e, start.continued_from) {
-                    (StorageError::TooOldResourceVersion { .. }, Some(requested)) => {
-                        StorageError::ContinueExpired { requested }
-                    }
-                    (e, _) => e,
-                })?;
+                .map_err(|e| expired_continue(e, start.continued_from))?;
             check_minimum(opts.version, resp.revision)?;
             if resp.kvs.is_empty() && resp.more {
                 return Err(StorageError::internal(
