@@ -14,6 +14,8 @@
 
 mod decode;
 mod encode;
+#[cfg(test)]
+mod exhaustive_tests;
 #[rustfmt::skip]
 mod generated;
 mod schema;
@@ -35,7 +37,7 @@ pub const MAGIC: &[u8; 4] = b"k8s\0";
 
 /// How deep messages may nest (JSONSchemaProps and embedded objects are
 /// recursive); deeper input is rejected instead of exhausting the stack.
-pub(crate) const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// The apiVersion under which the group-independent kinds are registered.
 const META_API_VERSION: &str = "meta.k8s.io/v1";
@@ -217,7 +219,10 @@ pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError
         Ok::<(), ProtobufError>(())
     })?;
     if kind == "WatchEvent" {
-        put_nested(buf, 2, |b| encode_watch_body(obj, b))?;
+        let event_type = obj.get("type").and_then(Value::as_str).unwrap_or_default();
+        put_nested(buf, 2, |b| {
+            encode_watch_body(event_type, obj.get("object"), b)
+        })?;
     } else {
         put_nested(buf, 2, |b| encode::encode_object(desc.message, obj, b, 0))?;
     }
@@ -229,38 +234,35 @@ pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError
 
 /// The `metav1.WatchEvent` message: `type` and the object as a nested
 /// protobuf body (JSON when the object's kind has no protobuf encoding).
-fn encode_watch_body(event: &Map<String, Value>, buf: &mut Vec<u8>) -> Result<(), ProtobufError> {
-    let event_type = event
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn encode_watch_body(
+    event_type: &str,
+    object: Option<&Value>,
+    buf: &mut Vec<u8>,
+) -> Result<(), ProtobufError> {
     put_bytes(buf, 1, event_type.as_bytes());
-    let Some(object) = event.get("object").filter(|o| !o.is_null()) else {
+    let Some(object) = object.filter(|o| !o.is_null()) else {
         return Ok(());
     };
     put_nested(buf, 2, |b| {
-        let mut raw = Vec::with_capacity(256);
-        match type_meta(object) {
-            Ok((av, kind)) if supports(av, kind) => encode_into(object, &mut raw)?,
-            _ => {
-                raw = serde_json::to_vec(object)
-                    .map_err(|_| ProtobufError::Corrupt("object is not serializable"))?
-            }
-        }
+        let raw = match type_meta(object) {
+            Ok((av, kind)) if supports(av, kind) => encode(object)?,
+            _ => serde_json::to_vec(object)
+                .map_err(|_| ProtobufError::Corrupt("object is not serializable"))?,
+        };
         put_bytes(b, 1, &raw);
         Ok(())
     })
 }
 
-/// Encodes one event of a protobuf watch stream: a 4-byte big-endian length
-/// followed by a bare `metav1.WatchEvent` message (no prefix or envelope),
-/// whose `object.raw` is the object's full protobuf body.
+/// Encodes one event of a protobuf watch stream
+/// (`application/vnd.kubernetes.protobuf;stream=watch`): a 4-byte
+/// big-endian length followed by a bare `metav1.WatchEvent` message (no
+/// prefix or envelope), whose `object.raw` is the object's full protobuf
+/// body. `event_type` is `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or
+/// `ERROR` (with a Status object).
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
-    let mut event = Map::with_capacity(2);
-    event.insert("type".into(), Value::String(event_type.to_owned()));
-    event.insert("object".into(), object.clone());
     let mut buf = vec![0u8; 4];
-    encode_watch_body(&event, &mut buf)?;
+    encode_watch_body(event_type, Some(object), &mut buf)?;
     let len = u32::try_from(buf.len() - 4)
         .map_err(|_| ProtobufError::Corrupt("watch event too large"))?;
     buf[..4].copy_from_slice(&len.to_be_bytes());
