@@ -17,14 +17,26 @@ use crate::kv::{
     TxnOp, TxnResponse,
 };
 
-#[derive(Default)]
 pub struct MemoryKv {
     inner: Mutex<Inner>,
 }
 
+impl Default for MemoryKv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl MemoryKv {
+    /// An empty store at revision 1, as a new etcd is (so no list of it
+    /// reports revision 0, which watches read as "the current state").
     pub fn new() -> Self {
-        Self::default()
+        MemoryKv {
+            inner: Mutex::new(Inner {
+                revision: 1,
+                ..Inner::default()
+            }),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
