@@ -114,7 +114,8 @@ pub(crate) fn decode_nested(bytes: &[u8], depth: usize) -> Result<Value, Protobu
     );
     out.insert("kind".into(), Value::String(unknown.kind.to_owned()));
     decode::decode_object(desc.message, unknown.raw, &mut out, depth)?;
-    if let Some(item_kind) = unknown.kind.strip_suffix("List") {
+    // `v1 List` holds complete objects of any kind; typed lists do not.
+    if let Some(item_kind) = unknown.kind.strip_suffix("List").filter(|k| !k.is_empty()) {
         tag_list_items(&mut out, unknown.api_version, item_kind);
     }
     Ok(Value::Object(out))

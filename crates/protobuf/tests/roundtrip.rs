@@ -319,6 +319,14 @@ fn lists_tag_their_items() {
         "metadata": {"resourceVersion": "7"},
         "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {"name": "a", "labels": {"x": "y"}}}]
     }));
+    // The untyped list embeds whole objects (as JSON) and leaves them as they are.
+    assert_round_trip(json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {},
+        "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}},
+                  {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}]
+    }));
 }
 
 #[test]
