@@ -157,9 +157,7 @@ fn decode_value(
         (Ty::Int32, WireValue::Varint(n)) => Value::from(n as i32),
         (Ty::Int64, WireValue::Varint(n)) => Value::from(n as i64),
         (Ty::Bool, WireValue::Varint(n)) => Value::Bool(n != 0),
-        (Ty::Double, WireValue::Fixed64(bits)) => Number::from_f64(f64::from_bits(bits))
-            .map(Value::Number)
-            .ok_or(ProtobufError::Corrupt("number is not finite"))?,
+        (Ty::Double, WireValue::Fixed64(bits)) => double(f64::from_bits(bits))?,
         (Ty::Message(idx), WireValue::Len(b)) => return decode_message(idx, b, depth + 1),
         _ => return Err(WRONG_WIRE_TYPE),
     };
@@ -167,6 +165,18 @@ fn decode_value(
         return Ok(None);
     }
     Ok(Some(v))
+}
+
+/// A double in upstream's JSON form: Go writes integral values without a
+/// fraction (`1`, not `1.0`).
+fn double(n: f64) -> Result<Value, ProtobufError> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.fract() == 0.0 && n.abs() < EXACT {
+        return Ok(Value::from(n as i64));
+    }
+    Number::from_f64(n)
+        .map(Value::Number)
+        .ok_or(ProtobufError::Corrupt("number is not finite"))
 }
 
 /// Decodes message `idx` into its JSON form; `None` when that form is

@@ -235,7 +235,7 @@ fn custom_resource_definition_with_schema() {
                             "type": "object",
                             "x-kubernetes-preserve-unknown-fields": true,
                             "properties": {
-                                "size": {"type": "integer", "minimum": 1.0, "maximum": 10.5, "default": 3},
+                                "size": {"type": "integer", "minimum": 1.5, "maximum": 10.5, "default": 3},
                                 "mode": {"type": "string", "enum": ["fast", "slow", null]},
                                 "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
                                 "tuple": {"items": [{"type": "string"}, {"type": "integer"}]},
@@ -377,4 +377,22 @@ fn empty_optional_strings_follow_omitempty() {
                      "resources": {"requests": {"storage": "1Gi"}}}
         })
     );
+}
+
+#[test]
+fn integral_doubles_decode_as_integers() {
+    // Go's JSON writes the float64 1 as `1`; either spelling encodes alike.
+    let schema = |minimum: Value| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "a.b"},
+            "spec": {"group": "b", "names": {"kind": "A", "plural": "as"}, "scope": "Cluster",
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "integer", "minimum": minimum}}}]}
+        })
+    };
+    let float = encode(&schema(json!(1.0))).expect("encodes");
+    assert_eq!(float, encode(&schema(json!(1))).expect("encodes"));
+    assert_eq!(decode(&float).expect("decodes"), schema(json!(1)));
 }
