@@ -1,18 +1,18 @@
 //! Code generator for the `protobuf-codec` crate.
 //!
-//! Reads the prost-generated messages of `k8s-pb` (protobuf tags and wire
-//! types) and the `k8s-openapi` types of the targeted Kubernetes version (JSON
-//! names, serialization order, required fields, resource kinds), joins them,
-//! and writes the static schema tables to
-//! `crates/protobuf/src/generated/mod.rs`. Run it with
-//! `cargo run -p protobuf-codegen` after bumping either crate.
+//! Joins a protobuf schema (tags and wire types) with the `k8s-openapi`
+//! types of the targeted Kubernetes version (JSON names, required fields,
+//! resource kinds) and writes the static schema tables to
+//! `crates/protobuf/src/generated/mod.rs`.
 //!
-//! k8s-pb trails Kubernetes releases; to pick up the newest fields and
-//! kinds, pass directories holding checkouts of kubernetes/api,
+//! The protobuf schema comes from upstream's `generated.proto` files: pass
+//! directories holding checkouts of kubernetes/api,
 //! kubernetes/apimachinery, kubernetes/apiextensions-apiserver and
-//! kubernetes/kube-aggregator at the targeted release:
-//! `cargo run -p protobuf-codegen -- DIR...`. Their `generated.proto`
-//! files then replace k8s-pb as the protobuf schema source.
+//! kubernetes/kube-aggregator at the targeted release,
+//! `cargo run -p protobuf-codegen -- API APIMACHINERY APIEXTENSIONS AGGREGATOR`.
+//! `cargo run -p protobuf-codegen -- --k8s-pb` reads the prost sources of
+//! the `k8s-pb` crate instead, which trail Kubernetes releases (missing
+//! newer fields and kinds).
 
 mod emit;
 mod openapi;
@@ -35,6 +35,8 @@ pub enum CodegenError {
     MissingPackage(&'static str),
     #[error("cannot parse field declaration {0}")]
     Parse(String),
+    #[error("usage: protobuf-codegen (--k8s-pb | PROTO_DIR...)")]
+    Usage,
 }
 
 fn main() {
@@ -48,18 +50,13 @@ fn run() -> Result<(), CodegenError> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pb_root = package_dir(manifest_dir, "k8s-pb")?;
     let oa_root = package_dir(manifest_dir, "k8s-openapi")?;
-    let proto_dirs: Vec<String> = std::env::args().skip(1).collect();
-    let pb = if proto_dirs.is_empty() {
-        pb::parse(&pb_root.join("src"))?
-    } else {
-        proto::parse(&proto_dirs)?
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (pb, source) = match args.as_slice() {
+        [] => return Err(CodegenError::Usage),
+        [flag] if flag == "--k8s-pb" => (pb::parse(&pb_root.join("src"))?, "k8s-pb"),
+        dirs => (proto::parse(dirs)?, "upstream's generated.proto files"),
     };
     let oa = openapi::parse(&oa_root.join("src").join(OPENAPI_VERSION_MODULE))?;
-    let source = if proto_dirs.is_empty() {
-        "k8s-pb"
-    } else {
-        "upstream's generated.proto files"
-    };
     let (code, report) = emit::generate(source, &pb, &oa);
     let out = manifest_dir.join("../protobuf/src/generated/mod.rs");
     std::fs::write(&out, code).map_err(|e| CodegenError::Io(out.clone(), e))?;
