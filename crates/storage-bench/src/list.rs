@@ -1,5 +1,6 @@
-//! The list measurement: a collection of N objects read in full, through
-//! the store (every list goes to the KV and decodes every object) and
+//! The list measurement: a collection of N objects read in full, as a raw
+//! KV range (the backend alone), through the store (every list goes to the
+//! KV and decodes every object) and
 //! through the watch cache (`ReadVersion::Any`, served from memory), next to
 //! the cost of JSON-encoding the same items, which a list response pays.
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use storage::cacher::{Cacher, CacherConfig};
-use storage::{ListOptions, Object, ReadVersion, Storage};
+use storage::{prefix_end, Kv, ListOptions, Object, RangeRequest, ReadVersion, Storage};
 use tokio::time::Instant;
 
 use crate::workload::{create_concurrently, latency_histogram, micros, Objects, Stop};
@@ -25,6 +26,8 @@ const CACHE_READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Time per full list, by way of reading it.
 pub struct ListTimes {
+    /// Microseconds per range read of the collection's raw key-values.
+    pub kv: Histogram<u64>,
     /// Microseconds per list through the store (from the KV).
     pub store: Histogram<u64>,
     /// Microseconds per list through the watch cache.
@@ -36,6 +39,7 @@ pub struct ListTimes {
 /// Fills the collection with `objects` objects, then lists it repeatedly for
 /// about `duration` per way of reading.
 pub async fn measure(
+    kv: &dyn Kv,
     store: Arc<dyn Storage>,
     objects: &Objects,
     count: usize,
@@ -49,6 +53,7 @@ pub async fn measure(
         Stop::Count(count),
     )
     .await?;
+    let kv_times = time_ranges(kv, count, duration).await?;
     let store_times = time_lists(store.as_ref(), ReadVersion::MostRecent, count, duration).await?;
 
     let cacher = Cacher::new(store, CacherConfig::new(format!("{PREFIX}/")));
@@ -66,6 +71,7 @@ pub async fn measure(
     let encode_times =
         tokio::task::spawn_blocking(move || time_encoding(&items, duration)).await??;
     Ok(ListTimes {
+        kv: kv_times,
         store: store_times,
         cacher: cacher_times,
         encode: encode_times,
@@ -111,6 +117,41 @@ async fn time_lists(
         drop(items);
     }
     Ok(times)
+}
+
+/// Reads the collection's key-values straight from the KV, repeatedly.
+async fn time_ranges(
+    kv: &dyn Kv,
+    expected: usize,
+    duration: Duration,
+) -> Result<Histogram<u64>, BenchError> {
+    let prefix = format!("{PREFIX}/");
+    let request = RangeRequest {
+        range_end: Some(prefix_end(&prefix)),
+        key: prefix,
+        ..RangeRequest::default()
+    };
+    // One untimed read warms caches (and the etcd connection).
+    range(kv, &request, expected).await?;
+    let mut times = latency_histogram()?;
+    let started = Instant::now();
+    while times.len() < MIN_ITERATIONS || started.elapsed() < duration {
+        let begun = Instant::now();
+        range(kv, &request, expected).await?;
+        times.saturating_record(micros(begun.elapsed()));
+    }
+    Ok(times)
+}
+
+/// One range read, checked to hold `expected` keys.
+async fn range(kv: &dyn Kv, request: &RangeRequest, expected: usize) -> Result<(), BenchError> {
+    let found = kv.range(request.clone()).await?.kvs.len();
+    if found != expected {
+        return Err(BenchError::Check(format!(
+            "range returned {found} keys, expected {expected}"
+        )));
+    }
+    Ok(())
 }
 
 /// JSON-encodes `items` as a list body into a reused buffer, repeatedly.

@@ -4,8 +4,9 @@
 //!
 //! * durable creates per second and their p50/p99 latency at several
 //!   writer concurrencies;
-//! * time per full list of a large collection, from the KV (the store) and
-//!   from the watch cache, next to the cost of JSON-encoding it;
+//! * time per full list of a large collection: the raw KV range, through
+//!   the store (range plus decoding) and from the watch cache, next to the
+//!   cost of JSON-encoding it;
 //! * watch fan-out: events per second delivered to many cache watchers.
 //!
 //! Every measurement is bounded in time; flags change the sizes.
@@ -159,7 +160,15 @@ async fn measure(
         writes.push(creates);
     }
     progress(kind, &format!("list of {} objects", args.list_objects));
-    let list = list::measure(store.clone(), objects, args.list_objects, args.list_seconds).await?;
+    let kv = backend.kv();
+    let list = list::measure(
+        kv.as_ref(),
+        store.clone(),
+        objects,
+        args.list_objects,
+        args.list_seconds,
+    )
+    .await?;
     progress(
         kind,
         &format!("watch fan-out to {} watchers", args.watchers),

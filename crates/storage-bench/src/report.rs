@@ -76,6 +76,10 @@ fn rows(args: &Args, results: &[BackendResults]) -> Vec<Row> {
     }
     let n = group(args.list_objects as u64);
     rows.push((
+        format!("raw KV range of the {n} keys (backend alone, no decoding), p50"),
+        cells(results, |r| quantile(&r.list.kv, 0.5)),
+    ));
+    rows.push((
         format!("list {n} objects through the Store (KV), per list, p50"),
         cells(results, |r| quantile(&r.list.store, 0.5)),
     ));
