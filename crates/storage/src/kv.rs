@@ -65,10 +65,16 @@ pub enum TxnOp {
 pub enum TxnResponse {
     /// The compare held and the op was applied at `revision`. For a delete,
     /// `prev` is the deleted key-value.
-    Succeeded { revision: i64, prev: Option<KeyValue> },
+    Succeeded {
+        revision: i64,
+        prev: Option<KeyValue>,
+    },
     /// The compare failed; `current` is the key as it is now (None if absent),
     /// `revision` the store's current revision.
-    Failed { current: Option<KeyValue>, revision: i64 },
+    Failed {
+        current: Option<KeyValue>,
+        revision: i64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

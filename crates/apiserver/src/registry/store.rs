@@ -165,14 +165,29 @@ impl Store {
         let generated = object_meta::fill_on_create(&mut obj, self.info.namespaced);
         self.strategy.prepare_for_create(&mut obj);
         self.validate_create(&obj)?;
+        let reserved = self
+            .strategy
+            .before_create(&mut obj)
+            .or_else(|errors| self.invalid_if_any(&obj, &errors).map(|()| false))?;
         self.strategy.canonicalize(&mut obj);
         let name = object_meta::name(&obj).to_owned();
         let namespace = object_meta::namespace(&obj).map(str::to_owned);
+        // What was reserved is given back unless the object is stored.
+        let attempted = reserved.then(|| obj.clone());
+        let release = |stored: bool| {
+            if let (false, Some(obj)) = (stored, &attempted) {
+                self.strategy.release(obj);
+            }
+        };
         if opts.dry_run {
-            return self.dry_run_create(namespace.as_deref(), &name, obj).await;
+            let result = self.dry_run_create(namespace.as_deref(), &name, obj).await;
+            release(false);
+            return result;
         }
         let key = self.object_key(namespace.as_deref(), &name);
-        self.storage.create(&key, obj).await.map_err(|e| {
+        let result = self.storage.create(&key, obj).await;
+        release(result.is_ok());
+        result.map_err(|e| {
             if generated && matches!(e, storage::StorageError::AlreadyExists { .. }) {
                 ApiError::generate_name_conflict(&self.info.group, &self.info.resource, &name, 1)
             } else {
@@ -306,7 +321,10 @@ impl Store {
             .delete(key, Some(&preconditions), &no_check)
             .await
         {
-            Ok(deleted) => Ok(deleted),
+            Ok(deleted) => {
+                self.strategy.release(&deleted);
+                Ok(deleted)
+            }
             Err(
                 storage::StorageError::NotFound { .. } | storage::StorageError::Conflict { .. },
             ) => Ok(obj),
@@ -336,6 +354,7 @@ impl Store {
             .delete(&key, opts.preconditions.as_ref(), &no_check)
             .await
             .map_err(self.err(name))?;
+        self.strategy.release(&deleted);
         Ok(DeleteOutcome::Deleted(deleted))
     }
 

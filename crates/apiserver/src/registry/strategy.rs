@@ -81,6 +81,17 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// Takes what a new object reserves outside storage (e.g. a Service's
+    /// ClusterIP and NodePorts), after validation passed. Returns whether
+    /// anything was reserved; errors are field errors answered with 422.
+    fn before_create(&self, _obj: &mut Value) -> Result<bool, Vec<FieldError>> {
+        Ok(false)
+    }
+
+    /// Gives back what `before_create` reserved: the object was not stored
+    /// (dry run or failure) or has been deleted.
+    fn release(&self, _obj: &Value) {}
+
     /// Normalizes an object before it is stored.
     fn canonicalize(&self, _obj: &mut Value) {}
 

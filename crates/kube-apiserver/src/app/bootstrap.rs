@@ -15,6 +15,14 @@ use crate::options::CompletedOptions;
 
 /// Creates an object unless it exists already.
 async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let namespace = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    if store.get(namespace, name, Default::default()).await.is_ok() {
+        return Ok(());
+    }
     match store.create(obj, &WriteOptions::default()).await {
         Ok(_) => Ok(()),
         Err(ApiError { code: 409, .. }) => Ok(()),

@@ -11,7 +11,7 @@ use storage::Kv;
 use storage_embedded::EmbeddedKv;
 use storage_etcd::{wait_for_etcd, EtcdConfig};
 
-use super::server::{create_server_chain, generic_config};
+use super::server::{create_server_chain, generic_config, repair_service_addresses};
 use crate::controlplane::StorageFactory;
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::pki::{ensure_pki, PkiOptions};
@@ -127,7 +127,8 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         watch_cache: o.etcd.watch_cache,
     };
     let chain = create_server_chain(&config, &factory, &opts);
-    let prepared = chain.prepare_run();
+    repair_service_addresses(&chain).await?;
+    let prepared = chain.front.prepare_run();
     let port = u16::try_from(o.secure_serving.secure_port)?;
     let addr = SocketAddr::new(o.secure_serving.bind_address, port);
     let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -19,6 +19,7 @@ use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::reviews;
 use crate::controlplane::StorageFactory;
 use crate::options::CompletedOptions;
+use crate::registry::services::ServiceAllocator;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
@@ -115,18 +116,35 @@ fn install(
     schemas
 }
 
+/// The built chain: its front server and what startup still has to do.
+pub struct ServerChain {
+    pub front: GenericApiServer,
+    /// Services and their address allocator, repaired before serving.
+    pub services: Option<Arc<apiserver::registry::Store>>,
+    pub allocator: Arc<ServiceAllocator>,
+}
+
 /// Builds the chain and returns its front server (the aggregator).
 pub fn create_server_chain(
     config: &CompletedConfig,
     factory: &StorageFactory,
     opts: &CompletedOptions,
-) -> GenericApiServer {
+) -> ServerChain {
+    let allocator = ServiceAllocator::new(
+        opts.service_ip_ranges.primary,
+        opts.options.service_node_port_range.clone(),
+        Some(opts.service_ip_ranges.api_server_service_ip),
+    );
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
     openapi_groups.push(install(&mut extensions, factory, vec![builtin::crd()]));
 
     let mut kube = config.new_server("kube-apiserver", &extensions);
-    openapi_groups.push(install(&mut kube, factory, builtin::core_v1()));
+    openapi_groups.push(install(
+        &mut kube,
+        factory,
+        builtin::core_v1(allocator.clone()),
+    ));
     for group in builtin::named_groups() {
         openapi_groups.push(install(&mut kube, factory, group));
     }
@@ -152,5 +170,24 @@ pub fn create_server_chain(
     ));
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
     openapi::install(&mut aggregator, openapi_groups);
-    aggregator
+    ServerChain {
+        services: kube.store("", "v1", "services"),
+        front: aggregator,
+        allocator,
+    }
+}
+
+/// Marks the addresses of every stored Service as used (upstream's
+/// ClusterIP and NodePort repair), before the server takes requests.
+pub async fn repair_service_addresses(
+    chain: &ServerChain,
+) -> Result<(), apimachinery::status::ApiError> {
+    let Some(services) = &chain.services else {
+        return Ok(());
+    };
+    let list = services.list(None, storage::ListOptions::default()).await?;
+    for svc in &list.items {
+        chain.allocator.mark_used(svc);
+    }
+    Ok(())
 }

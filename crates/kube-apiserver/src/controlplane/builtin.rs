@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::openapi::SchemaFn;
 use super::typed::Typed;
+use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
 /// One built-in resource: what discovery says about it and how it behaves.
@@ -109,6 +110,22 @@ where
         + 'static,
     K::Scope: Scope,
 {
+    let has_status = strategy.status;
+    builtin_with::<K>(Arc::new(strategy), has_status, extra)
+}
+
+fn builtin_with<K>(strategy: Arc<dyn Strategy>, has_status: bool, extra: Extra) -> Builtin
+where
+    K: k8s_openapi::Resource
+        + k8s_openapi::ListableResource
+        + Serialize
+        + DeserializeOwned
+        + schemars::JsonSchema
+        + Send
+        + Sync
+        + 'static,
+    K::Scope: Scope,
+{
     let strings = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
     let info = ResourceInfo {
         group: K::GROUP.into(),
@@ -121,13 +138,13 @@ where
         short_names: strings(extra.short_names),
         categories: strings(extra.categories),
         verbs: strings(ALL_VERBS),
-        has_status: strategy.status,
+        has_status,
         has_scale: extra.scale,
         storage_root: storage_root(K::GROUP, K::URL_PATH_SEGMENT),
     };
     Builtin {
         info,
-        strategy: Arc::new(Typed::<K>::new(Arc::new(strategy))),
+        strategy: Arc::new(Typed::<K>::new(strategy)),
         schema: |generator| generator.subschema_for::<K>(),
     }
 }
@@ -141,7 +158,11 @@ fn status() -> ResourceStrategy {
 }
 
 /// The core ("legacy") group, v1.
-pub fn core_v1() -> Vec<Builtin> {
+pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
+    let service_strategy = Arc::new(ServiceStrategy {
+        base: core_types::services(),
+        allocator: services,
+    });
     vec![
         builtin::<core::ConfigMap>(core_types::configmaps(), short(&["cm"])),
         builtin::<core::Endpoints>(plain(), short(&["ep"])),
@@ -157,7 +178,7 @@ pub fn core_v1() -> Vec<Builtin> {
         builtin::<core::ResourceQuota>(status(), short(&["quota"])),
         builtin::<core::Secret>(core_types::secrets(), PLAIN),
         builtin::<core::ServiceAccount>(core_types::service_accounts(), short(&["sa"])),
-        builtin::<core::Service>(crate::registry::core::services(), all(&["svc"])),
+        builtin_with::<core::Service>(service_strategy, true, all(&["svc"])),
     ]
 }
 
@@ -269,7 +290,15 @@ mod tests {
 
     #[test]
     fn catalogue_names_match_upstream() {
-        let core = core_v1();
+        let alloc = ServiceAllocator::new(
+            crate::options::Cidr::from_v4(std::net::Ipv4Addr::new(10, 0, 0, 0), 24),
+            crate::options::PortRange {
+                base: 30000,
+                size: 2768,
+            },
+            None,
+        );
+        let core = core_v1(alloc);
         let pods = core
             .iter()
             .find(|b| b.info.resource == "pods")

@@ -94,6 +94,12 @@ where
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         self.inner.validate_update(new, old)
     }
+    fn before_create(&self, obj: &mut Value) -> Result<bool, Vec<FieldError>> {
+        self.inner.before_create(obj)
+    }
+    fn release(&self, obj: &Value) {
+        self.inner.release(obj)
+    }
     fn canonicalize(&self, obj: &mut Value) {
         self.inner.canonicalize(obj)
     }

@@ -47,7 +47,7 @@ use clap::error::ErrorKind;
 
 pub use complete::{CompletedOptions, StorageBackend};
 pub use flags::FlagValues;
-pub use syntax::{GoDuration, PortRange};
+pub use syntax::{Cidr, GoDuration, PortRange};
 pub use value::{Value, VersionFlag};
 
 use flags::FlagTableError;

@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod core;
 pub mod printers;
+pub mod services;
 
 use std::collections::BTreeMap;
 

@@ -186,3 +186,58 @@ fn data_survives_a_restart() {
     ]);
     assert_eq!(got, "hello");
 }
+
+#[test]
+fn services_get_unique_cluster_ips_and_node_ports_that_survive_restarts() {
+    let mut s = TestServer::start();
+    s.ok(&["create", "service", "clusterip", "a", "--tcp=80:8080"]);
+    s.ok(&["create", "service", "nodeport", "b", "--tcp=80:8080"]);
+    let ip = |name: &str| s.ok(&["get", "service", name, "-o", "jsonpath={.spec.clusterIP}"]);
+    let (a, b) = (ip("a"), ip("b"));
+    assert!(
+        a.starts_with("10.0.0.") && b.starts_with("10.0.0."),
+        "{a} {b}"
+    );
+    assert_ne!(a, b);
+    assert_ne!(
+        a, "10.0.0.1",
+        "the kubernetes Service's address was handed out"
+    );
+    let port = s.ok(&[
+        "get",
+        "service",
+        "b",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort}",
+    ]);
+    let port: u16 = port.parse().expect("a node port");
+    assert!((30000..=32767).contains(&port));
+    let dup = s.fails(&[
+        "create",
+        "service",
+        "clusterip",
+        "c",
+        "--tcp=80",
+        &format!("--clusterip={a}"),
+    ]);
+    assert!(dup.contains("provided IP is already allocated"), "{dup}");
+    s.restart();
+    let dup = s.fails(&[
+        "create",
+        "service",
+        "nodeport",
+        "d",
+        "--tcp=80",
+        &format!("--node-port={port}"),
+    ]);
+    assert!(dup.contains("provided port is already allocated"), "{dup}");
+    s.ok(&["delete", "service", "a"]);
+    s.ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "e",
+        "--tcp=80",
+        &format!("--clusterip={a}"),
+    ]);
+}
