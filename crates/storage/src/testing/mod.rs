@@ -213,6 +213,7 @@ macro_rules! semantics_suite {
             get_exact_sees_deleted_object,
             object_too_large,
             count_children,
+            list_empty_collection,
             list_with_predicate,
             list_recursive_prefix_boundary,
             list_limit_and_continue,

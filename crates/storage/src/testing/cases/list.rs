@@ -423,3 +423,18 @@ pub async fn list_paging_under_concurrent_writes(h: Harness) {
     assert_eq!(seen, snapshot.items);
     assert!(seen.iter().all(|o| rv(o) <= revision));
 }
+
+pub async fn list_empty_collection(h: Harness) {
+    let list = h
+        .storage
+        .get_list(&h.prefix, recursive(ReadVersion::MostRecent))
+        .await
+        .unwrap();
+    assert!(list.items.is_empty());
+    assert!(list.continue_token.is_none() && list.remaining_item_count.is_none());
+    // Revision 0 would read as "the current state" to a watch started from
+    // this list, so even an empty store reports a revision (etcd's is 1).
+    assert!(list.resource_version > 0, "got {}", list.resource_version);
+    let paged = h.storage.get_list(&h.prefix, page(5, None)).await.unwrap();
+    assert!(paged.items.is_empty() && paged.continue_token.is_none());
+}
