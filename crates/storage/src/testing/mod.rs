@@ -34,6 +34,16 @@
 //! other writers bumping the revision, but the compaction cases compact the
 //! whole KV: give each test its own store.
 //!
+//! To run a chosen subset (for instance leaving out cases a layer cannot
+//! meet, with the reason in a comment), name the cases of [`cases`] directly:
+//!
+//! ```ignore
+//! storage::semantics_suite!(@cases make_kv, wrap; create_and_get, watch_single_key);
+//! ```
+//!
+//! Backends must start at a non-zero revision (etcd's first is 1): a list
+//! at revision 0 would make the watch that follows it mean "current state".
+//!
 //! [`MemoryKv`] is a small in-memory reference backend the suite runs against
 //! in this crate; it is for tests only.
 
