@@ -56,13 +56,18 @@ pub struct Args {
     /// Watchers of the fan-out measurement.
     #[arg(long, default_value_t = 1000)]
     watchers: usize,
+    /// Creates in the watched write stream.
+    #[arg(long, default_value_t = 4000)]
+    watch_events: usize,
     /// Concurrent writers producing the watched write stream (more than one,
     /// so that the stream is not bound by one writer's fsync latency).
     #[arg(long, default_value_t = 16)]
     watch_writers: usize,
-    /// Seconds the watched write stream runs for.
-    #[arg(long, default_value = "3", value_parser = parse_seconds)]
-    watch_seconds: Duration,
+    /// Per-watcher buffer of the watch cache; by default it holds the whole
+    /// stream, so that no watcher is cut off and the figure is the delivery
+    /// throughput (the cacher's own default for a fresh cache is 20).
+    #[arg(long)]
+    watcher_buffer: Option<usize>,
     /// Where the backends keep their data (a temporary directory inside it);
     /// defaults to the system's temporary directory.
     #[arg(long)]
@@ -173,14 +178,13 @@ async fn measure(
         kind,
         &format!("watch fan-out to {} watchers", args.watchers),
     );
-    let fan_out = watch::measure(
-        store,
-        objects,
-        args.watchers,
-        args.watch_writers,
-        args.watch_seconds,
-    )
-    .await?;
+    let shape = watch::Shape {
+        watchers: args.watchers,
+        events: args.watch_events,
+        writers: args.watch_writers,
+        buffer: args.watcher_buffer,
+    };
+    let fan_out = watch::measure(store, objects, shape).await?;
     Ok(BackendResults {
         kind,
         writes,

@@ -26,14 +26,17 @@ type Row = (String, Vec<String>);
 
 /// Renders the parameters line and the table.
 pub fn render(args: &Args, results: &[BackendResults]) -> String {
+    let buffer = args
+        .watcher_buffer
+        .map_or_else(|| "the whole stream".to_string(), |b| b.to_string());
     let mut out = format!(
         "{} B data field; creates for {:?} per row; lists repeated for {:?}; \
-         fan-out write stream of {} writer(s) for {:?}\n\n",
+         fan-out stream of {} creates from {} writer(s), watcher buffer {buffer}\n\n",
         args.value_bytes,
         args.write_seconds,
         args.list_seconds,
-        args.watch_writers,
-        args.watch_seconds
+        args.watch_events,
+        args.watch_writers
     );
     out.push_str("| measurement |");
     for r in results {

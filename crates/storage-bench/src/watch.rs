@@ -1,6 +1,11 @@
 //! The watch fan-out measurement: many watchers of one collection through
 //! the watch cache while a stream of creates runs, counting the events
 //! delivered to all of them until every watcher has seen every write.
+//!
+//! By default each watcher's buffer holds the whole stream, so the figure is
+//! the cache's delivery throughput; with the cacher's own small buffer a
+//! watcher that falls behind a burst is cut off (as upstream), which the
+//! run reports separately.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -44,16 +49,28 @@ struct Tally {
     ended: AtomicUsize,
 }
 
-/// Opens `watchers` cache watches, creates objects from `writers` tasks for
-/// `duration`, and waits until every watcher has every event.
+/// How the fan-out run is shaped.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub watchers: usize,
+    /// Creates in the write stream.
+    pub events: usize,
+    /// Concurrent writers producing the stream.
+    pub writers: usize,
+    /// Per-watcher buffer; `None` holds the whole stream.
+    pub buffer: Option<usize>,
+}
+
+/// Opens the cache watches, creates the stream's objects and waits until
+/// every watcher has every event.
 pub async fn measure(
     store: Arc<dyn Storage>,
     objects: &Objects,
-    watchers: usize,
-    writers: usize,
-    duration: Duration,
+    shape: Shape,
 ) -> Result<FanOut, BenchError> {
-    let cacher = Arc::new(Cacher::new(store, CacherConfig::new(format!("{PREFIX}/"))));
+    let mut config = CacherConfig::new(format!("{PREFIX}/"));
+    config.watcher_buffer = Some(shape.buffer.unwrap_or(shape.events).max(1));
+    let cacher = Arc::new(Cacher::new(store, config));
     tokio::time::timeout(CACHE_READY_TIMEOUT, cacher.wait_ready())
         .await
         .map_err(|_| {
@@ -62,6 +79,7 @@ pub async fn measure(
             ))
         })?;
     let tally = Arc::new(Tally::default());
+    let watchers = shape.watchers;
     let tasks = start_watchers(&cacher, watchers, &tally).await?;
 
     let started = Instant::now();
@@ -69,8 +87,8 @@ pub async fn measure(
         cacher.clone(),
         objects,
         PREFIX,
-        writers,
-        Stop::At(started + duration),
+        shape.writers,
+        Stop::Count(shape.events),
     )
     .await?;
     let write_time = started.elapsed();
