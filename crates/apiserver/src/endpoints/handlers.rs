@@ -38,6 +38,8 @@ pub struct ResourceRequest {
 pub struct HandlerConfig {
     /// `--min-request-timeout`: watches last between this and twice this.
     pub min_request_timeout: Duration,
+    /// Where watch events are counted.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 pub async fn serve(

@@ -53,9 +53,17 @@ pub async fn serve(
     let timeout = watch_timeout(params.timeout_seconds, config.min_request_timeout);
     let encoding = neg.encoding;
     let store = store.clone();
+    let counter = config.metrics.watch_events_counter(
+        &store.info.group,
+        &store.info.version,
+        &store.info.kind,
+    );
     let frames = events
         .take_until(tokio::time::sleep(timeout))
-        .map(move |event| Ok::<Bytes, std::io::Error>(frame(&store, event, encoding)));
+        .map(move |event| {
+            counter.inc();
+            Ok::<Bytes, std::io::Error>(frame(&store, event, encoding))
+        });
     let mut resp = Response::new(Body::from_stream(frames));
     *resp.status_mut() = StatusCode::OK;
     let content_type = match encoding {

@@ -159,6 +159,14 @@ impl GenericApiServer {
         self.health_checks.push(check);
     }
 
+    /// Every store this server serves.
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.groups
+            .values()
+            .flat_map(|g| g.values().cloned())
+            .collect()
+    }
+
     /// The store serving a resource, for hooks and controllers.
     pub fn store(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Store>> {
         self.groups

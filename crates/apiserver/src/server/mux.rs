@@ -54,6 +54,7 @@ impl Mux {
     ) -> Self {
         let handler_config = HandlerConfig {
             min_request_timeout: config.min_request_timeout.max(Duration::from_secs(1)),
+            metrics: config.metrics.clone(),
         };
         Mux {
             groups,

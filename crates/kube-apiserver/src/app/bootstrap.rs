@@ -243,3 +243,44 @@ fn group_priority(group: &str) -> (i64, i64) {
     };
     (min, 15)
 }
+
+/// Keeps `apiserver_storage_objects` current by counting every resource
+/// each `--etcd-count-metric-poll-period` (upstream's object count tracker).
+pub fn install_object_counter(
+    server: &mut GenericApiServer,
+    stores: Vec<Arc<Store>>,
+    metrics: Arc<apiserver::metrics::Metrics>,
+    period: Duration,
+) {
+    if period.is_zero() {
+        return;
+    }
+    let stores = Arc::new(stores);
+    server.add_post_start_hook(
+        "storage-object-count-tracker-hook",
+        hook(move || {
+            let (stores, metrics) = (stores.clone(), metrics.clone());
+            async move {
+                tokio::spawn(async move {
+                    loop {
+                        for store in stores.iter() {
+                            let key = store.collection_key(None);
+                            match store.storage().count(&key).await {
+                                Ok(n) => metrics.set_storage_objects(
+                                    &store.info.group,
+                                    &store.info.resource,
+                                    n,
+                                ),
+                                Err(e) => {
+                                    tracing::debug!(error = %e, key, "counting objects failed")
+                                }
+                            }
+                        }
+                        tokio::time::sleep(period).await;
+                    }
+                });
+                Ok(())
+            }
+        }),
+    );
+}

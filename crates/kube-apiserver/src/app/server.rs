@@ -132,7 +132,7 @@ pub fn create_server_chain(
 ) -> ServerChain {
     let allocator = ServiceAllocator::new(
         opts.service_ip_ranges.primary,
-        opts.options.service_node_port_range.clone(),
+        opts.options.service_node_port_range,
         Some(opts.service_ip_ranges.api_server_service_ip),
     );
     let mut openapi_groups = Vec::new();
@@ -170,6 +170,11 @@ pub fn create_server_chain(
     ));
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
     openapi::install(&mut aggregator, openapi_groups);
+    let mut stores = extensions.stores();
+    stores.extend(kube.stores());
+    stores.extend(aggregator.stores());
+    let poll = opts.options.etcd.count_metric_poll_period.to_std();
+    bootstrap::install_object_counter(&mut aggregator, stores, config.metrics.clone(), poll);
     ServerChain {
         services: kube.store("", "v1", "services"),
         front: aggregator,
