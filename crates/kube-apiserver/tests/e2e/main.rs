@@ -4,4 +4,5 @@
 mod etcd_backend;
 mod harness;
 mod kubectl_basics;
+mod kubectl_versions;
 mod watch_and_lifecycle;
