@@ -3,6 +3,8 @@
 
 pub mod authentication;
 pub mod authorization;
+pub mod cors;
+pub mod hsts;
 pub mod max_in_flight;
 pub mod metrics;
 pub mod panic_recovery;
@@ -18,9 +20,9 @@ use crate::server::CompletedConfig;
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
-/// `DefaultBuildHandlerChain`: panic recovery → request info → metrics →
-/// max in flight → timeout → authentication → (audit) → authorization →
-/// (admission, in the REST handler) → handler.
+/// `DefaultBuildHandlerChain`: panic recovery → request info → HSTS →
+/// metrics → max in flight → timeout → CORS → authentication → (audit) →
+/// authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let limits = Arc::new(max_in_flight::Limits::new(
         config.max_requests_inflight,
@@ -36,9 +38,11 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
             config.authentication.clone(),
             authentication::filter,
         ))
+        .layer(from_fn_with_state(config.cors.clone(), cors::filter))
         .layer(from_fn_with_state(config.request_timeout, timeout::filter))
         .layer(from_fn_with_state(limits, max_in_flight::filter))
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
+        .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
         .layer(from_fn_with_state(
             Arc::new(apimachinery::request_info::RequestInfoResolver::default()),
             request_info::filter,

@@ -11,6 +11,8 @@ use super::discovery::DiscoveryRegistry;
 use super::healthz::HealthCheck;
 use crate::filters::authentication::Authentication;
 use crate::filters::authorization::{Authorization, AuthorizationMode};
+use crate::filters::cors::{AllowedOrigins, CorsError};
+use crate::filters::hsts::{Hsts, HstsError};
 use crate::metrics::Metrics;
 
 #[derive(Clone)]
@@ -39,11 +41,26 @@ pub struct Config {
     pub version: Value,
     /// Discovery shared by every server of the chain.
     pub discovery: DiscoveryRegistry,
+    /// `--cors-allowed-origins` (regular expressions).
+    pub cors_allowed_origins: Vec<String>,
+    /// `--strict-transport-security-directives`.
+    pub hsts_directives: Vec<String>,
+}
+
+/// A setting that cannot be turned into a working server.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Cors(#[from] CorsError),
+    #[error(transparent)]
+    Hsts(#[from] HstsError),
 }
 
 impl Config {
-    pub fn complete(self) -> CompletedConfig {
-        CompletedConfig(Arc::new(Completed {
+    pub fn complete(self) -> Result<CompletedConfig, ConfigError> {
+        Ok(CompletedConfig(Arc::new(Completed {
+            cors: Arc::new(AllowedOrigins::compile(&self.cors_allowed_origins)?),
+            hsts: Arc::new(Hsts::new(&self.hsts_directives)?),
             authentication: Arc::new(Authentication {
                 anonymous: self.anonymous_auth,
             }),
@@ -52,7 +69,7 @@ impl Config {
             }),
             metrics: Arc::new(Metrics::new()),
             config: self,
-        }))
+        })))
     }
 }
 
@@ -62,6 +79,10 @@ pub struct Completed {
     pub authorization: Arc<Authorization>,
     /// The metrics every server of the chain records into.
     pub metrics: Arc<Metrics>,
+    /// The compiled `cors_allowed_origins`.
+    pub cors: Arc<AllowedOrigins>,
+    /// The `Strict-Transport-Security` value built from `hsts_directives`.
+    pub hsts: Arc<Hsts>,
 }
 
 /// A configuration with every derived value filled in; cheap to clone and

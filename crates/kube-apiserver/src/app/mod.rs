@@ -3,4 +3,5 @@
 
 pub mod bootstrap;
 pub mod run;
+pub mod runtime_config;
 pub mod server;

@@ -126,7 +126,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         prefix: o.etcd.prefix.clone(),
         watch_cache: o.etcd.watch_cache,
     };
-    let chain = create_server_chain(&config, &factory, &opts);
+    let chain = create_server_chain(&config, &factory, &opts)?;
     repair_service_addresses(&chain).await?;
     let prepared = chain.front.prepare_run();
     let port = u16::try_from(o.secure_serving.secure_port)?;

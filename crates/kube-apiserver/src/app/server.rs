@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::endpoints::virtual_create::VirtualResource;
 use apiserver::filters::authorization::AuthorizationMode;
 use apiserver::server::{
     CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer, NotFoundDelegate,
@@ -14,6 +15,7 @@ use serde_json::json;
 use storage::Kv;
 
 use super::bootstrap;
+use super::runtime_config::{ApiEnablement, RuntimeConfigError};
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::reviews;
@@ -27,7 +29,17 @@ pub enum ChainError {
         "--authorization-mode: unsupported mode {0:?} (built so far: AlwaysAllow, AlwaysDeny)"
     )]
     AuthorizationMode(String),
+    #[error(transparent)]
+    Config(#[from] apiserver::server::config::ConfigError),
+    #[error(transparent)]
+    RuntimeConfig(#[from] RuntimeConfigError),
 }
+
+/// Groups served by virtual (review) resources rather than stores.
+const REVIEW_GROUPS: [(&str, &str); 2] = [
+    ("authentication.k8s.io", "v1"),
+    ("authorization.k8s.io", "v1"),
+];
 
 /// The generic configuration shared by the three servers.
 pub fn generic_config(
@@ -63,8 +75,10 @@ pub fn generic_config(
         authorization_modes: modes,
         version: version_info(),
         discovery: DiscoveryRegistry::default(),
+        cors_allowed_origins: o.generic.cors_allowed_origins.clone(),
+        hsts_directives: o.generic.strict_transport_security_directives.clone(),
     }
-    .complete())
+    .complete()?)
 }
 
 /// The `/version` document.
@@ -94,12 +108,15 @@ fn go_arch() -> &'static str {
     }
 }
 
-/// Serves one group version's resources; returns what OpenAPI needs of them.
+/// Serves one group version's resources that `--runtime-config` leaves
+/// enabled; returns what OpenAPI needs of them.
 fn install(
     server: &mut GenericApiServer,
     factory: &StorageFactory,
-    builtins: Vec<Builtin>,
+    mut builtins: Vec<Builtin>,
+    enabled: &ApiEnablement,
 ) -> Vec<ResourceSchema> {
+    builtins.retain(|b| enabled.resource_enabled(&b.info.group, &b.info.version, &b.info.resource));
     let Some(first) = builtins.first() else {
         return Vec::new();
     };
@@ -124,50 +141,60 @@ pub struct ServerChain {
     pub allocator: Arc<ServiceAllocator>,
 }
 
+/// Serves a review group's resources that `--runtime-config` leaves enabled.
+fn install_virtual(
+    server: &mut GenericApiServer,
+    (group, version): (&str, &str),
+    mut virtuals: Vec<VirtualResource>,
+    enabled: &ApiEnablement,
+) {
+    virtuals.retain(|v| enabled.resource_enabled(group, version, &v.info.resource));
+    if !virtuals.is_empty() {
+        server.install_group_version(group, version, Vec::new(), virtuals);
+    }
+}
+
 /// Builds the chain and returns its front server (the aggregator).
 pub fn create_server_chain(
     config: &CompletedConfig,
     factory: &StorageFactory,
     opts: &CompletedOptions,
-) -> ServerChain {
+) -> Result<ServerChain, ChainError> {
     let allocator = ServiceAllocator::new(
         opts.service_ip_ranges.primary,
         opts.options.service_node_port_range,
         Some(opts.service_ip_ranges.api_server_service_ip),
     );
+    let (crd, core, named, api_service) = (
+        vec![builtin::crd()],
+        builtin::core_v1(allocator.clone()),
+        builtin::named_groups(),
+        vec![builtin::api_service()],
+    );
+    let served = [&crd, &core, &api_service]
+        .into_iter()
+        .chain(&named)
+        .filter_map(|group| group.first())
+        .map(|b| (b.info.group.as_str(), b.info.version.as_str()))
+        .chain(REVIEW_GROUPS);
+    let enabled = ApiEnablement::resolve(&opts.runtime_config, served)?;
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
-    openapi_groups.push(install(&mut extensions, factory, vec![builtin::crd()]));
+    openapi_groups.push(install(&mut extensions, factory, crd, &enabled));
 
     let mut kube = config.new_server("kube-apiserver", &extensions);
-    openapi_groups.push(install(
-        &mut kube,
-        factory,
-        builtin::core_v1(allocator.clone()),
-    ));
-    for group in builtin::named_groups() {
-        openapi_groups.push(install(&mut kube, factory, group));
+    openapi_groups.push(install(&mut kube, factory, core, &enabled));
+    for group in named {
+        openapi_groups.push(install(&mut kube, factory, group, &enabled));
     }
-    kube.install_group_version(
-        "authentication.k8s.io",
-        "v1",
-        Vec::new(),
-        reviews::authentication_v1(),
-    );
-    kube.install_group_version(
-        "authorization.k8s.io",
-        "v1",
-        Vec::new(),
-        reviews::authorization_v1(config.authorization.clone()),
-    );
+    let [authn, authz] = REVIEW_GROUPS;
+    install_virtual(&mut kube, authn, reviews::authentication_v1(), &enabled);
+    let authz_reviews = reviews::authorization_v1(config.authorization.clone());
+    install_virtual(&mut kube, authz, authz_reviews, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
-    openapi_groups.push(install(
-        &mut aggregator,
-        factory,
-        vec![builtin::api_service()],
-    ));
+    openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
     openapi::install(&mut aggregator, openapi_groups);
     let mut stores = extensions.stores();
@@ -175,11 +202,11 @@ pub fn create_server_chain(
     stores.extend(aggregator.stores());
     let poll = opts.options.etcd.count_metric_poll_period.to_std();
     bootstrap::install_object_counter(&mut aggregator, stores, config.metrics.clone(), poll);
-    ServerChain {
+    Ok(ServerChain {
         services: kube.store("", "v1", "services"),
         front: aggregator,
         allocator,
-    }
+    })
 }
 
 /// Marks the addresses of every stored Service as used (upstream's

@@ -5,4 +5,5 @@ mod etcd_backend;
 mod harness;
 mod kubectl_basics;
 mod kubectl_versions;
+mod runtime_config;
 mod watch_and_lifecycle;

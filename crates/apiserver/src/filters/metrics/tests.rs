@@ -380,8 +380,11 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         authorization_modes: vec![crate::filters::authorization::AuthorizationMode::AlwaysAllow],
         version: serde_json::json!({}),
         discovery: DiscoveryRegistry::default(),
+        cors_allowed_origins: Vec::new(),
+        hsts_directives: Vec::new(),
     }
-    .complete();
+    .complete()
+    .expect("a valid configuration");
     let r = config
         .new_server("test", &NotFoundDelegate)
         .prepare_run()
