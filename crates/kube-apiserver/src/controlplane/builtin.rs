@@ -166,7 +166,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
     vec![
         builtin::<core::ConfigMap>(core_types::configmaps(), short(&["cm"])),
         builtin::<core::Endpoints>(plain(), short(&["ep"])),
-        builtin::<core::Event>(plain(), short(&["ev"])),
+        builtin::<core::Event>(core_types::events(), short(&["ev"])),
         builtin::<core::LimitRange>(plain(), short(&["limits"])),
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
         builtin::<core::Node>(core_types::nodes(), short(&["no"])),

@@ -458,6 +458,91 @@ pub fn services() -> ResourceStrategy {
     .printed(service_columns, service_row)
 }
 
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+fn event_fields(ev: &Value, fields: &mut BTreeMap<String, String>) {
+    for name in EVENT_FIELDS {
+        let value = match *name {
+            // Upstream selects on the source component, else the reporting controller.
+            "source" => match text(ev, "/source/component") {
+                "" => text(ev, "/reportingComponent"),
+                component => component,
+            },
+            other => text(ev, &format!("/{}", other.replace('.', "/"))),
+        };
+        fields.insert((*name).to_owned(), value.to_owned());
+    }
+}
+
+fn event_columns() -> Vec<TableColumn> {
+    vec![
+        string("Last Seen", "Time when this Event was last observed."),
+        string("Type", "Type of this event (Normal, Warning), new types could be added in the future."),
+        string("Reason", "The reason this event is generated. 'reason' should be short and unique; it should be in UpperCamelCase format (starting with a capital letter)."),
+        string("Object", "The object that this event is about."),
+        string("Subobject", "The subobject (a field path) of the object that this event is about.").wide(),
+        string("Source", "The component reporting this event.").wide(),
+        string("Message", "A human-readable description of the status of this operation."),
+        string("First Seen", "The time at which the most recent occurrence of this event was recorded.").wide(),
+        integer("Count", "The number of times this event has occurred.").wide(),
+        NAME_COLUMN.wide(),
+    ]
+}
+
+fn event_row(ev: &Value) -> Vec<Value> {
+    let since = |pointer: &str| {
+        let probe = json!({"metadata": {"creationTimestamp": ev.pointer(pointer).cloned().unwrap_or(Value::Null)}});
+        age_cell(&probe)
+    };
+    let last_seen = if ev.pointer("/lastTimestamp").is_some_and(|t| !t.is_null()) {
+        since("/lastTimestamp")
+    } else {
+        since("/eventTime")
+    };
+    let object = format!(
+        "{}/{}",
+        text(ev, "/involvedObject/kind").to_lowercase(),
+        text(ev, "/involvedObject/name")
+    );
+    let source = match text(ev, "/source/component") {
+        "" => text(ev, "/reportingComponent").to_owned(),
+        component => component.to_owned(),
+    };
+    vec![
+        last_seen,
+        json!(text(ev, "/type")),
+        json!(text(ev, "/reason")),
+        json!(object),
+        json!(text(ev, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(text(ev, "/message").trim()),
+        since("/firstTimestamp"),
+        json!(int(ev, "/count")),
+        name_cell(ev),
+    ]
+}
+
+pub fn events() -> ResourceStrategy {
+    ResourceStrategy {
+        field_names: EVENT_FIELDS,
+        fields: event_fields,
+        ..Default::default()
+    }
+    .printed(event_columns, event_row)
+}
+
 /// Resources whose status is a subresource but that print the default table.
 pub fn with_status() -> ResourceStrategy {
     ResourceStrategy {

@@ -241,3 +241,35 @@ fn services_get_unique_cluster_ips_and_node_ports_that_survive_restarts() {
         &format!("--clusterip={a}"),
     ]);
 }
+
+#[test]
+fn events_select_by_involved_object_and_print_upstream_columns() {
+    let s = TestServer::start();
+    s.apply_yaml(
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: web.1\ninvolvedObject:\n  kind: Deployment\n  name: web\n  namespace: default\nreason: ScalingReplicaSet\nmessage: Scaled up\ntype: Normal\nsource:\n  component: deployment-controller\ncount: 1\n",
+    );
+    let selected = s.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=web,reason=ScalingReplicaSet",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.trim(), "event/web.1");
+    let none = s.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=other",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(none.trim(), "");
+    let table = s.ok(&["get", "events"]);
+    let header = table.lines().next().unwrap_or("");
+    for column in ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(table.contains("deployment/web"), "{table}");
+}
