@@ -2,6 +2,7 @@
 //! the handler chain, health checks, the generic REST handler over storage,
 //! discovery, and serving.
 
+pub mod authorization;
 pub mod endpoints;
 pub mod filters;
 pub mod metrics;

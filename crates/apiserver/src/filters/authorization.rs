@@ -1,52 +1,92 @@
-//! May this user do this (upstream's `WithAuthorization`)? The modes of
-//! `--authorization-mode` that are built so far: AlwaysAllow and AlwaysDeny.
-//! A denied request gets 403 with upstream's message.
+//! May this user do this (upstream's `WithAuthorization`)? The chain of
+//! `--authorization-mode` (AlwaysAllow, AlwaysDeny, RBAC) decides on the
+//! request's attributes; a request no mode allows gets 403 with upstream's
+//! message.
 
 use std::sync::Arc;
 
 use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
+use async_trait::async_trait;
 use axum::body::Body;
 use axum::extract::State;
 use axum::middleware::Next;
 use http::{Request, Response};
 
 use super::authentication::UserInfo;
+use crate::authorization::rbac::RbacAuthorizer;
+pub use crate::authorization::Decision;
+use crate::authorization::{self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Rules};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One `--authorization-mode`.
+#[derive(Debug, Clone)]
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
+    /// RBAC over the policy the RBAC authorizer is bound to.
+    Rbac(Arc<RbacAuthorizer>),
 }
 
+#[async_trait]
+impl Authorizer for AuthorizationMode {
+    async fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        match self {
+            AuthorizationMode::AlwaysAllow => AlwaysAllow.authorize(attrs).await,
+            AuthorizationMode::AlwaysDeny => AlwaysDeny.authorize(attrs).await,
+            AuthorizationMode::Rbac(rbac) => rbac.authorize(attrs).await,
+        }
+    }
+
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules {
+        match self {
+            AuthorizationMode::AlwaysAllow => AlwaysAllow.rules_for(user, namespace).await,
+            AuthorizationMode::AlwaysDeny => AlwaysDeny.rules_for(user, namespace).await,
+            AuthorizationMode::Rbac(rbac) => rbac.rules_for(user, namespace).await,
+        }
+    }
+}
+
+/// The authorizer chain of `--authorization-mode`.
 #[derive(Debug, Clone)]
 pub struct Authorization {
-    /// The modes in the order given; the first decision wins.
+    /// The modes in the order given; the first Allow or Deny wins.
     pub modes: Vec<AuthorizationMode>,
 }
 
-/// The answer of the authorizer chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    Deny(String),
-    NoOpinion,
+impl Authorization {
+    /// Decides a request or an access review.
+    pub async fn decide(&self, attrs: &Attributes<'_>) -> Decision {
+        authorization::decide(&self.modes, attrs).await
+    }
+
+    /// What `user` may do in `namespace`, for SelfSubjectRulesReview.
+    pub async fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules {
+        authorization::rules_for(&self.modes, user, namespace).await
+    }
+
+    /// The RBAC mode, when configured, to bind it to its stores.
+    pub fn rbac(&self) -> Option<&Arc<RbacAuthorizer>> {
+        self.modes.iter().find_map(|m| match m {
+            AuthorizationMode::Rbac(rbac) => Some(rbac),
+            _ => None,
+        })
+    }
 }
 
-impl Authorization {
-    /// Decides a request. The built modes do not depend on who asks for
-    /// what; RBAC and the others will take the request's attributes.
-    pub fn decide(&self) -> Decision {
-        // Both built modes always have an opinion, so the first one decides.
-        match self.modes.first() {
-            Some(AuthorizationMode::AlwaysAllow) => Decision::Allow,
-            Some(AuthorizationMode::AlwaysDeny) => {
-                Decision::Deny("Everything is forbidden.".into())
-            }
-            None => Decision::NoOpinion,
-        }
+/// The attributes of a request.
+pub fn attributes<'a>(user: &'a UserInfo, info: &'a RequestInfo) -> Attributes<'a> {
+    Attributes {
+        user,
+        verb: &info.verb,
+        is_resource_request: info.is_resource_request,
+        namespace: &info.namespace,
+        api_group: &info.api_group,
+        resource: &info.resource,
+        subresource: &info.subresource,
+        name: &info.name,
+        path: &info.path,
     }
 }
 
@@ -95,11 +135,10 @@ pub async fn filter(
     let (Some(info), Some(user)) = (info, user) else {
         return next.run(req).await;
     };
-    match authz.decide() {
-        Decision::Allow => next.run(req).await,
-        Decision::Deny(reason) => {
+    match authz.decide(&attributes(&user, &info)).await {
+        Decision::Allow(_) => next.run(req).await,
+        Decision::Deny(reason) | Decision::NoOpinion(reason) => {
             response::error(&forbidden(&user, &info, &reason), Encoding::Json)
         }
-        Decision::NoOpinion => response::error(&forbidden(&user, &info, ""), Encoding::Json),
     }
 }

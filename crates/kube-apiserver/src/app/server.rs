@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::endpoints::virtual_create::VirtualResource;
 use apiserver::filters::authorization::AuthorizationMode;
 use apiserver::server::{
@@ -14,8 +15,8 @@ use apiserver::server::{
 use serde_json::json;
 use storage::Kv;
 
-use super::bootstrap;
 use super::runtime_config::{ApiEnablement, RuntimeConfigError};
+use super::{bootstrap, rbac_bootstrap};
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::reviews;
@@ -26,7 +27,7 @@ use crate::registry::services::ServiceAllocator;
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
     #[error(
-        "--authorization-mode: unsupported mode {0:?} (built so far: AlwaysAllow, AlwaysDeny)"
+        "--authorization-mode: unsupported mode {0:?} (built so far: AlwaysAllow, AlwaysDeny, RBAC)"
     )]
     AuthorizationMode(String),
     #[error(transparent)]
@@ -53,6 +54,7 @@ pub fn generic_config(
         .map(|m| match m.as_str() {
             "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
             "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
+            "RBAC" => Ok(AuthorizationMode::Rbac(Arc::new(RbacAuthorizer::new()))),
             other => Err(ChainError::AuthorizationMode(other.to_owned())),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -192,6 +194,9 @@ pub fn create_server_chain(
     let authz_reviews = reviews::authorization_v1(config.authorization.clone());
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
+    if let Some(rbac) = config.authorization.rbac() {
+        rbac_bootstrap::install(&mut kube, rbac);
+    }
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
     openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));

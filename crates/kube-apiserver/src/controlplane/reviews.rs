@@ -1,15 +1,18 @@
 //! The computed resources of authentication.k8s.io and
 //! authorization.k8s.io (upstream's `pkg/registry/authentication` and
 //! `pkg/registry/authorization`): access reviews answered by the
-//! configured authorizer, and self-subject reviews answered from the
+//! authorizer chain on the review's attributes, rules reviews from the
+//! chain's rule resolvers, and self-subject reviews answered from the
 //! request's user. They are created, never stored.
 
 use std::sync::Arc;
 
+use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
+use apiserver::authorization::{Attributes, Decision};
 use apiserver::endpoints::virtual_create::{CreateHandler, VirtualResource};
 use apiserver::filters::authentication::UserInfo;
-use apiserver::filters::authorization::{Authorization, Decision};
+use apiserver::filters::authorization::Authorization;
 use apiserver::registry::ResourceInfo;
 use serde_json::{json, Value};
 
@@ -40,13 +43,199 @@ fn handler(
     })
 }
 
-/// The review's status from the authorizer's decision.
-fn access_status(authz: &Authorization) -> Value {
-    match authz.decide() {
-        Decision::Allow => json!({"allowed": true}),
-        Decision::Deny(reason) => json!({"allowed": false, "denied": true, "reason": reason}),
-        Decision::NoOpinion => json!({"allowed": false}),
+/// The kinds of access review, which differ in whose access they ask about
+/// and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReviewKind {
+    /// SubjectAccessReview: any user, any namespace.
+    Subject,
+    /// LocalSubjectAccessReview: any user, the review's namespace.
+    Local,
+    /// SelfSubjectAccessReview: the requesting user.
+    SelfSubject,
+}
+
+impl ReviewKind {
+    fn kind(self) -> &'static str {
+        match self {
+            ReviewKind::Subject => "SubjectAccessReview",
+            ReviewKind::Local => "LocalSubjectAccessReview",
+            ReviewKind::SelfSubject => "SelfSubjectAccessReview",
+        }
     }
+}
+
+fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Upstream's validation of an access review's spec.
+fn validate(kind: ReviewKind, body: &Value, namespace: Option<&str>) -> Result<(), ApiError> {
+    let spec = Path::new("spec");
+    let resource = body
+        .pointer("/spec/resourceAttributes")
+        .filter(|v| !v.is_null());
+    let non_resource = body
+        .pointer("/spec/nonResourceAttributes")
+        .filter(|v| !v.is_null());
+    let mut errors = Vec::new();
+    match (resource, non_resource) {
+        (None, None) => errors.push(FieldError::required(
+            &spec.child("resourceAttributes"),
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        (Some(_), Some(nr)) => errors.push(FieldError::invalid(
+            &spec.child("nonResourceAttributes"),
+            nr.clone(),
+            "cannot be specified in combination with resourceAttributes",
+        )),
+        _ => {}
+    }
+    if kind == ReviewKind::Subject
+        && str_at(body, "/spec/user").is_empty()
+        && body
+            .pointer("/spec/groups")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
+        errors.push(FieldError::invalid(
+            &spec.child("user"),
+            "",
+            "at least one of user or group must be specified",
+        ));
+    }
+    if kind == ReviewKind::Local {
+        let ns = namespace.unwrap_or("");
+        if let Some(attrs) = resource {
+            if str_at(attrs, "/namespace") != ns {
+                errors.push(FieldError::invalid(
+                    &spec.child("resourceAttributes").child("namespace"),
+                    str_at(attrs, "/namespace"),
+                    "must match metadata.namespace",
+                ));
+            }
+        }
+        if let Some(nr) = non_resource {
+            errors.push(FieldError::invalid(
+                &spec.child("nonResourceAttributes"),
+                nr.clone(),
+                "disallowed on this kind of request",
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            "authorization.k8s.io",
+            kind.kind(),
+            "",
+            &errors,
+        ))
+    }
+}
+
+/// The user a review asks about: the spec's for (Local)SubjectAccessReview,
+/// the requester for SelfSubjectAccessReview.
+fn review_user(kind: ReviewKind, body: &Value, requester: &UserInfo) -> UserInfo {
+    if kind == ReviewKind::SelfSubject {
+        return requester.clone();
+    }
+    let groups = body.pointer("/spec/groups").and_then(Value::as_array);
+    UserInfo {
+        name: str_at(body, "/spec/user").to_owned(),
+        uid: str_at(body, "/spec/uid").to_owned(),
+        groups: groups
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// Answers an access review with the authorizer chain.
+async fn access_review(
+    authz: &Authorization,
+    kind: ReviewKind,
+    mut body: Value,
+    requester: &UserInfo,
+    namespace: Option<&str>,
+) -> Result<Value, ApiError> {
+    validate(kind, &body, namespace)?;
+    let user = review_user(kind, &body, requester);
+    let decision = match body
+        .pointer("/spec/resourceAttributes")
+        .filter(|v| !v.is_null())
+    {
+        Some(ra) => {
+            let attrs = Attributes {
+                user: &user,
+                verb: str_at(ra, "/verb"),
+                is_resource_request: true,
+                namespace: str_at(ra, "/namespace"),
+                api_group: str_at(ra, "/group"),
+                resource: str_at(ra, "/resource"),
+                subresource: str_at(ra, "/subresource"),
+                name: str_at(ra, "/name"),
+                path: "",
+            };
+            authz.decide(&attrs).await
+        }
+        None => {
+            let attrs = Attributes {
+                user: &user,
+                verb: str_at(&body, "/spec/nonResourceAttributes/verb"),
+                is_resource_request: false,
+                namespace: "",
+                api_group: "",
+                resource: "",
+                subresource: "",
+                name: "",
+                path: str_at(&body, "/spec/nonResourceAttributes/path"),
+            };
+            authz.decide(&attrs).await
+        }
+    };
+    let mut status = json!({
+        "allowed": matches!(decision, Decision::Allow(_)),
+    });
+    if matches!(decision, Decision::Deny(_)) {
+        status["denied"] = json!(true);
+    }
+    if !decision.reason().is_empty() {
+        status["reason"] = json!(decision.reason());
+    }
+    body["status"] = status;
+    Ok(body)
+}
+
+fn review_handler(authz: Arc<Authorization>, kind: ReviewKind) -> CreateHandler {
+    Arc::new(move |body, user, ns| {
+        let authz = authz.clone();
+        Box::pin(async move { access_review(&authz, kind, body, &user, ns.as_deref()).await })
+    })
+}
+
+/// SelfSubjectRulesReview: the requester's rules in `spec.namespace`.
+fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
+    Arc::new(move |mut body, user, _ns| {
+        let authz = authz.clone();
+        Box::pin(async move {
+            let namespace = str_at(&body, "/spec/namespace").to_owned();
+            let rules = authz.rules_for(&user, &namespace).await;
+            let mut status = json!({
+                "resourceRules": rules.resource_rules,
+                "nonResourceRules": rules.non_resource_rules,
+                "incomplete": rules.incomplete,
+            });
+            if !rules.errors.is_empty() {
+                status["evaluationError"] = json!(rules.errors.join(", "));
+            }
+            body["status"] = status;
+            Ok(body)
+        })
+    })
 }
 
 fn answer(mut body: Value, status: Value) -> Value {
@@ -56,10 +245,6 @@ fn answer(mut body: Value, status: Value) -> Value {
 
 pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
     let group = "authorization.k8s.io";
-    let review = |authz: Arc<Authorization>| {
-        handler(move |body, _user, _ns| Ok(answer(body, access_status(&authz))))
-    };
-    let rules_authz = authz.clone();
     vec![
         VirtualResource {
             info: info(
@@ -68,7 +253,7 @@ pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
                 "LocalSubjectAccessReview",
                 true,
             ),
-            create: review(authz.clone()),
+            create: review_handler(authz.clone(), ReviewKind::Local),
         },
         VirtualResource {
             info: info(
@@ -77,7 +262,7 @@ pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
                 "SelfSubjectAccessReview",
                 false,
             ),
-            create: review(authz.clone()),
+            create: review_handler(authz.clone(), ReviewKind::SelfSubject),
         },
         VirtualResource {
             info: info(
@@ -86,21 +271,11 @@ pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
                 "SelfSubjectRulesReview",
                 false,
             ),
-            create: handler(move |body, _user, _ns| {
-                let status = match rules_authz.decide() {
-                    Decision::Allow => json!({
-                        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                        "incomplete": false,
-                    }),
-                    _ => json!({"resourceRules": [], "nonResourceRules": [], "incomplete": false}),
-                };
-                Ok(answer(body, status))
-            }),
+            create: rules_review_handler(authz.clone()),
         },
         VirtualResource {
             info: info(group, "subjectaccessreviews", "SubjectAccessReview", false),
-            create: review(authz),
+            create: review_handler(authz, ReviewKind::Subject),
         },
     ]
 }

@@ -59,7 +59,8 @@ pub const IMPLEMENTED: &[&str] = &[
 ];
 
 /// Flags honoured only for some values: each list item must be one of these.
-pub const PARTIAL: &[(&str, &[&str])] = &[("authorization-mode", &["AlwaysAllow"])];
+pub const PARTIAL: &[(&str, &[&str])] =
+    &[("authorization-mode", &["AlwaysAllow", "AlwaysDeny", "RBAC"])];
 
 /// One error per flag that is set to a value this server cannot honour yet.
 pub fn unsupported(flags: &FlagValues) -> Vec<OptionError> {

@@ -293,7 +293,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         "--audit-log-path=/tmp/audit.log",
         "--profiling=true",
         "--event-ttl=60m",
-        "--authorization-mode=RBAC",
+        "--authorization-mode=RBAC,Node",
         "--enable-admission-plugins=NodeRestriction",
     ])
     .complete();
@@ -302,7 +302,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         unsupported,
         vec![
             "--audit-log-path: not supported yet by this server".to_string(),
-            "--authorization-mode: \"RBAC\" is not supported yet by this server (supported: AlwaysAllow)".to_string(),
+            "--authorization-mode: \"Node\" is not supported yet by this server (supported: AlwaysAllow, AlwaysDeny, RBAC)".to_string(),
             "--enable-admission-plugins: not supported yet by this server".to_string(),
         ]
     );

@@ -1,0 +1,160 @@
+//! Authorizers (upstream's `k8s.io/apiserver/pkg/authorization`): the
+//! attributes a decision is made on, the decision, the [`Authorizer`] trait,
+//! the union of the configured modes, and the modes themselves (AlwaysAllow,
+//! AlwaysDeny, RBAC).
+
+pub mod rbac;
+pub mod rules;
+
+use async_trait::async_trait;
+
+use crate::filters::authentication::UserInfo;
+
+/// What a request (or an access review) asks to do (upstream's
+/// `authorizer.Attributes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Attributes<'a> {
+    pub user: &'a UserInfo,
+    pub verb: &'a str,
+    /// Whether the request is for an API resource; otherwise `path` applies.
+    pub is_resource_request: bool,
+    pub namespace: &'a str,
+    pub api_group: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub name: &'a str,
+    pub path: &'a str,
+}
+
+/// The answer of one authorizer, or of the union of them, with upstream's
+/// reason string (empty when there is nothing to say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow(String),
+    Deny(String),
+    NoOpinion(String),
+}
+
+impl Decision {
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
+        }
+    }
+}
+
+/// A resource rule of a rules review (upstream's `ResourceRuleInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRule {
+    pub verbs: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_groups: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
+}
+
+/// A non-resource rule of a rules review (upstream's `NonResourceRuleInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NonResourceRule {
+    pub verbs: Vec<String>,
+    #[serde(rename = "nonResourceURLs", skip_serializing_if = "Vec::is_empty")]
+    pub non_resource_urls: Vec<String>,
+}
+
+/// What a user may do in a namespace (upstream's `RuleResolver.RulesFor`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub resource_rules: Vec<ResourceRule>,
+    pub non_resource_rules: Vec<NonResourceRule>,
+    /// Some rules could not be read: the lists may be short.
+    pub incomplete: bool,
+    /// Why the lists are incomplete.
+    pub errors: Vec<String>,
+}
+
+/// One authorization mode.
+#[async_trait]
+pub trait Authorizer: Send + Sync {
+    async fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+    /// The rules `user` has in `namespace`, for SelfSubjectRulesReview.
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules;
+}
+
+/// `AlwaysAllow`: every request is allowed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysAllow;
+
+#[async_trait]
+impl Authorizer for AlwaysAllow {
+    async fn authorize(&self, _attrs: &Attributes<'_>) -> Decision {
+        Decision::Allow(String::new())
+    }
+
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> Rules {
+        let all = || vec!["*".to_owned()];
+        Rules {
+            resource_rules: vec![ResourceRule {
+                verbs: all(),
+                api_groups: all(),
+                resources: all(),
+                resource_names: Vec::new(),
+            }],
+            non_resource_rules: vec![NonResourceRule {
+                verbs: all(),
+                non_resource_urls: all(),
+            }],
+            incomplete: false,
+            errors: Vec::new(),
+        }
+    }
+}
+
+/// `AlwaysDeny`: every request is denied.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysDeny;
+
+#[async_trait]
+impl Authorizer for AlwaysDeny {
+    async fn authorize(&self, _attrs: &Attributes<'_>) -> Decision {
+        Decision::Deny("Everything is forbidden.".into())
+    }
+
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> Rules {
+        Rules::default()
+    }
+}
+
+/// The configured modes in order (upstream's union authorizer): the first
+/// Allow or Deny wins; when every mode has no opinion, their reasons are
+/// joined.
+pub async fn decide<A: Authorizer>(modes: &[A], attrs: &Attributes<'_>) -> Decision {
+    let mut reasons: Vec<String> = Vec::new();
+    for mode in modes {
+        match mode.authorize(attrs).await {
+            Decision::NoOpinion(reason) => {
+                if !reason.is_empty() {
+                    reasons.push(reason);
+                }
+            }
+            decided => return decided,
+        }
+    }
+    Decision::NoOpinion(reasons.join("\n"))
+}
+
+/// The union of every mode's rules (upstream's union rule resolver).
+pub async fn rules_for<A: Authorizer>(modes: &[A], user: &UserInfo, namespace: &str) -> Rules {
+    let mut all = Rules::default();
+    for mode in modes {
+        let rules = mode.rules_for(user, namespace).await;
+        all.resource_rules.extend(rules.resource_rules);
+        all.non_resource_rules.extend(rules.non_resource_rules);
+        all.incomplete |= rules.incomplete;
+        all.errors.extend(rules.errors);
+    }
+    all
+}

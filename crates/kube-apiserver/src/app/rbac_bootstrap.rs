@@ -1,0 +1,492 @@
+//! RBAC's post-start hook `rbac/bootstrap-roles` (upstream's
+//! `pkg/registry/rbac/rest.PolicyData` with the policy of
+//! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy`): the default
+//! ClusterRoles and ClusterRoleBindings, created when missing, and binding
+//! the RBAC authorizer to the RBAC stores. The aggregated roles (admin,
+//! edit, view) are written with the union of the roles they select.
+
+use std::sync::Arc;
+
+use apimachinery::labels::Selector;
+use apiserver::authorization::rbac::{RbacAuthorizer, RbacStores};
+use apiserver::registry::{Store, WriteOptions};
+use apiserver::server::GenericApiServer;
+use serde_json::{json, Value};
+
+const GROUP: &str = "rbac.authorization.k8s.io";
+const READ: &[&str] = &["get", "list", "watch"];
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+const READ_WRITE: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const AGGREGATE_TO: &str = "rbac.authorization.k8s.io/aggregate-to-";
+
+/// A resource rule.
+fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+    json!({"verbs": verbs, "apiGroups": groups, "resources": resources})
+}
+
+/// A non-resource rule.
+fn urls(verbs: &[&str], urls: &[&str]) -> Value {
+    json!({"verbs": verbs, "nonResourceURLs": urls})
+}
+
+fn cluster_role(name: &str, labels: Value, rules: Vec<Value>) -> Value {
+    let mut all_labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
+    if let (Some(all), Some(extra)) = (all_labels.as_object_mut(), labels.as_object()) {
+        all.extend(extra.clone());
+    }
+    json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": all_labels,
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "rules": rules,
+    })
+}
+
+/// A role whose rules are those of the roles labelled `aggregate-to-<to>`.
+fn aggregated_role(name: &str, to: &str, labels: Value) -> Value {
+    let mut role = cluster_role(name, labels, Vec::new());
+    role["aggregationRule"] = json!({"clusterRoleSelectors": [
+        {"matchLabels": {format!("{AGGREGATE_TO}{to}"): "true"}}]});
+    role
+}
+
+fn aggregate_label(to: &str) -> Value {
+    json!({ format!("{AGGREGATE_TO}{to}"): "true" })
+}
+
+fn view_rules() -> Vec<Value> {
+    vec![
+        rule(
+            READ,
+            &[""],
+            &[
+                "pods",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/status",
+                "endpoints",
+                "persistentvolumeclaims",
+                "persistentvolumeclaims/status",
+                "configmaps",
+            ],
+        ),
+        rule(
+            READ,
+            &[""],
+            &[
+                "limitranges",
+                "resourcequotas",
+                "bindings",
+                "events",
+                "pods/status",
+                "resourcequotas/status",
+                "namespaces/status",
+                "replicationcontrollers/status",
+                "pods/log",
+            ],
+        ),
+        // Reading namespaces at namespace scope means reading this namespace.
+        rule(READ, &[""], &["namespaces"]),
+        rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
+        rule(
+            READ,
+            &["apps"],
+            &[
+                "controllerrevisions",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+            ],
+        ),
+        rule(
+            READ,
+            &["autoscaling"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
+        ),
+        rule(
+            READ,
+            &["batch"],
+            &["jobs", "jobs/status", "cronjobs", "cronjobs/status"],
+        ),
+        rule(
+            READ,
+            &["extensions"],
+            &[
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "ingresses",
+                "ingresses/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "replicationcontrollers/scale",
+                "networkpolicies",
+            ],
+        ),
+        rule(
+            READ,
+            &["policy"],
+            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+        ),
+        rule(
+            READ,
+            &["networking.k8s.io"],
+            &["ingresses", "ingresses/status", "networkpolicies"],
+        ),
+    ]
+}
+
+fn edit_rules() -> Vec<Value> {
+    vec![
+        rule(&["impersonate"], &[""], &["serviceaccounts"]),
+        rule(
+            WRITE,
+            &[""],
+            &[
+                "pods",
+                "pods/attach",
+                "pods/proxy",
+                "pods/exec",
+                "pods/portforward",
+            ],
+        ),
+        rule(&["create"], &[""], &["pods/eviction"]),
+        rule(
+            WRITE,
+            &[""],
+            &[
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/proxy",
+                "persistentvolumeclaims",
+                "configmaps",
+                "secrets",
+                "events",
+            ],
+        ),
+        rule(&["create"], &[""], &["serviceaccounts/token"]),
+        rule(
+            WRITE,
+            &["apps"],
+            &[
+                "statefulsets",
+                "statefulsets/scale",
+                "daemonsets",
+                "deployments",
+                "deployments/scale",
+                "deployments/rollback",
+                "replicasets",
+                "replicasets/scale",
+            ],
+        ),
+        rule(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
+        rule(WRITE, &["batch"], &["jobs", "cronjobs"]),
+        rule(
+            WRITE,
+            &["extensions"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/scale",
+                "deployments/rollback",
+                "ingresses",
+                "replicasets",
+                "replicasets/scale",
+                "replicationcontrollers/scale",
+                "networkpolicies",
+            ],
+        ),
+        rule(WRITE, &["policy"], &["poddisruptionbudgets"]),
+        rule(
+            WRITE,
+            &["networking.k8s.io"],
+            &["networkpolicies", "ingresses"],
+        ),
+        // What view leaves out as too powerful to read.
+        rule(
+            READ,
+            &[""],
+            &[
+                "pods/attach",
+                "pods/proxy",
+                "pods/exec",
+                "pods/portforward",
+                "secrets",
+                "services/proxy",
+            ],
+        ),
+    ]
+}
+
+fn admin_rules() -> Vec<Value> {
+    vec![
+        rule(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["localsubjectaccessreviews"],
+        ),
+        rule(READ_WRITE, &[GROUP], &["roles", "rolebindings"]),
+    ]
+}
+
+/// The default ClusterRoles, in upstream's order of aggregation (a role
+/// comes after the roles it aggregates).
+pub fn default_cluster_roles() -> Vec<Value> {
+    let mut roles = vec![
+        cluster_role(
+            "cluster-admin",
+            json!({}),
+            vec![rule(&["*"], &["*"], &["*"]), urls(&["*"], &["*"])],
+        ),
+        cluster_role(
+            "system:discovery",
+            json!({}),
+            vec![urls(
+                &["get"],
+                &[
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/healthz",
+                    "/livez",
+                    "/openapi",
+                    "/openapi/*",
+                    "/readyz",
+                    "/version",
+                    "/version/",
+                ],
+            )],
+        ),
+        cluster_role(
+            "system:public-info-viewer",
+            json!({}),
+            vec![urls(
+                &["get"],
+                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
+            )],
+        ),
+        cluster_role(
+            "system:basic-user",
+            json!({}),
+            vec![
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                ),
+                rule(
+                    &["create"],
+                    &["authentication.k8s.io"],
+                    &["selfsubjectreviews"],
+                ),
+            ],
+        ),
+        cluster_role(
+            "system:aggregate-to-view",
+            aggregate_label("view"),
+            view_rules(),
+        ),
+        cluster_role(
+            "system:aggregate-to-edit",
+            aggregate_label("edit"),
+            edit_rules(),
+        ),
+        cluster_role(
+            "system:aggregate-to-admin",
+            aggregate_label("admin"),
+            admin_rules(),
+        ),
+        aggregated_role("view", "view", aggregate_label("edit")),
+        aggregated_role("edit", "edit", aggregate_label("admin")),
+        aggregated_role("admin", "admin", json!({})),
+    ];
+    for i in 0..roles.len() {
+        if let Some(rules) = aggregated_rules(&roles[i], &roles) {
+            roles[i]["rules"] = Value::Array(rules);
+        }
+    }
+    roles
+}
+
+/// For a role with an aggregationRule, the union of the rules of the other
+/// roles it selects, without repeats (upstream's ClusterRole aggregation).
+pub fn aggregated_rules(role: &Value, all: &[Value]) -> Option<Vec<Value>> {
+    let selectors = role
+        .pointer("/aggregationRule/clusterRoleSelectors")?
+        .as_array()?;
+    let name = role.pointer("/metadata/name");
+    let mut rules: Vec<Value> = Vec::new();
+    for selector in selectors {
+        let Ok(selector) = Selector::from_label_selector(Some(selector)) else {
+            continue;
+        };
+        for other in all.iter().filter(|o| o.pointer("/metadata/name") != name) {
+            let labels = other.pointer("/metadata/labels").and_then(Value::as_object);
+            if !labels.is_some_and(|l| selector.matches(l)) {
+                continue;
+            }
+            let other_rules = other.get("rules").and_then(Value::as_array);
+            for r in other_rules.into_iter().flatten() {
+                if !rules.contains(r) {
+                    rules.push(r.clone());
+                }
+            }
+        }
+    }
+    Some(rules)
+}
+
+fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
+    let subjects: Vec<Value> = groups
+        .iter()
+        .map(|g| json!({"kind": "Group", "apiGroup": GROUP, "name": g}))
+        .collect();
+    json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+        "subjects": subjects,
+    })
+}
+
+/// The default ClusterRoleBindings.
+pub fn default_cluster_role_bindings() -> Vec<Value> {
+    vec![
+        cluster_role_binding("cluster-admin", &["system:masters"]),
+        cluster_role_binding("system:discovery", &["system:authenticated"]),
+        cluster_role_binding("system:basic-user", &["system:authenticated"]),
+        cluster_role_binding(
+            "system:public-info-viewer",
+            &["system:authenticated", "system:unauthenticated"],
+        ),
+    ]
+}
+
+/// Creates an object unless one of its name exists.
+async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if store.get(None, &name, Default::default()).await.is_ok() {
+        return Ok(());
+    }
+    match store.create(obj, &WriteOptions::default()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(format!(
+            "creating {} {name:?}: {}",
+            store.info.kind, e.message
+        )),
+    }
+}
+
+/// Binds the RBAC authorizer to the RBAC stores of `server` and installs
+/// the bootstrap hook.
+pub fn install(server: &mut GenericApiServer, rbac: &Arc<RbacAuthorizer>) {
+    let store = |resource: &str| server.store(GROUP, "v1", resource);
+    let (Some(roles), Some(role_bindings), Some(cluster_roles), Some(cluster_role_bindings)) = (
+        store("roles"),
+        store("rolebindings"),
+        store("clusterroles"),
+        store("clusterrolebindings"),
+    ) else {
+        tracing::warn!("the RBAC resources are not served: RBAC allows nothing");
+        return;
+    };
+    rbac.bind(Arc::new(RbacStores {
+        roles,
+        role_bindings,
+        cluster_roles: cluster_roles.clone(),
+        cluster_role_bindings: cluster_role_bindings.clone(),
+    }));
+    server.add_post_start_hook(
+        "rbac/bootstrap-roles",
+        Arc::new(move || {
+            let (roles, bindings) = (cluster_roles.clone(), cluster_role_bindings.clone());
+            Box::pin(async move {
+                for role in default_cluster_roles() {
+                    ensure(&roles, role).await?;
+                }
+                for binding in default_cluster_role_bindings() {
+                    ensure(&bindings, binding).await?;
+                }
+                Ok(())
+            })
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role<'a>(roles: &'a [Value], name: &str) -> &'a Value {
+        roles
+            .iter()
+            .find(|r| r["metadata"]["name"] == name)
+            .unwrap_or(&Value::Null)
+    }
+
+    #[test]
+    fn aggregated_roles_hold_the_rules_they_select() {
+        let roles = default_cluster_roles();
+        let count = |name: &str| role(&roles, name)["rules"].as_array().map_or(0, Vec::len);
+        assert_eq!(count("view"), view_rules().len());
+        assert_eq!(count("edit"), view_rules().len() + edit_rules().len());
+        assert_eq!(
+            count("admin"),
+            view_rules().len() + edit_rules().len() + admin_rules().len()
+        );
+        let admin = &role(&roles, "admin")["rules"];
+        assert!(admin
+            .as_array()
+            .is_some_and(|rules| rules.contains(&admin_rules()[1])));
+        assert_eq!(
+            role(&roles, "view")["metadata"]["labels"][format!("{AGGREGATE_TO}edit")],
+            "true"
+        );
+    }
+
+    #[test]
+    fn bindings_refer_to_bootstrap_roles() {
+        let roles = default_cluster_roles();
+        for binding in default_cluster_role_bindings() {
+            let name = binding["roleRef"]["name"].as_str().unwrap_or_default();
+            assert!(!role(&roles, name).is_null(), "{name}");
+        }
+        let admin = &default_cluster_role_bindings()[0];
+        assert_eq!(admin["subjects"][0]["name"], "system:masters");
+    }
+}
