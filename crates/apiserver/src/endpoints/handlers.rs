@@ -97,6 +97,13 @@ async fn dispatch(
     warnings: &mut Warnings,
     config: &HandlerConfig,
 ) -> Result<Response<Body>, ApiError> {
+    if !routed(req) {
+        return Err(ApiError::new(
+            405,
+            apimachinery::status::StatusReason::MethodNotAllowed,
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     let target = match req.subresource.as_deref() {
         None => Target::Main,
         Some("status") if store.info.has_status => Target::Status,
@@ -182,6 +189,23 @@ async fn dispatch(
             &store.info.resource,
             other,
         )),
+    }
+}
+
+/// Whether upstream serves this verb at this path: item verbs need a name,
+/// create and deletecollection must not have one, subresources take
+/// get/update/patch.
+fn routed(req: &ResourceRequest) -> bool {
+    let named = req.name.is_some();
+    match (req.verb.as_str(), req.subresource.is_some()) {
+        ("get" | "update" | "patch", _) => named,
+        ("delete", false) => named,
+        ("create" | "deletecollection", false) => !named,
+        // A list or watch may name one object through its field selector.
+        ("list" | "watch", false) => true,
+        // Other subresources (token, eviction, …) answer 404 until built.
+        ("create", true) => true,
+        _ => false,
     }
 }
 

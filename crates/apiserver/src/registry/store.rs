@@ -483,8 +483,12 @@ impl UpdateStep {
         self.created
             .store(false, std::sync::atomic::Ordering::SeqCst);
         let name = object_meta::name(old).to_owned();
-        let requested_rv = object_meta::resource_version(&new).unwrap_or_default();
-        if !requested_rv.is_empty() && Some(requested_rv) != object_meta::resource_version(old) {
+        let requested_rv = object_meta::resource_version(&new)
+            .unwrap_or_default()
+            .to_owned();
+        if !requested_rv.is_empty()
+            && Some(requested_rv.as_str()) != object_meta::resource_version(old)
+        {
             return Err(ApiError::optimistic_lock_conflict(
                 &self.info.group,
                 &self.info.resource,
@@ -502,6 +506,13 @@ impl UpdateStep {
                     "must be specified for an update",
                 )],
             ));
+        }
+        if requested_rv.is_empty() {
+            // An unconditional update writes over the latest state, as
+            // upstream does by taking the stored object's resourceVersion.
+            if let Some(rv) = object_meta::resource_version(old) {
+                object_meta::metadata_mut(&mut new).insert("resourceVersion".into(), json!(rv));
+            }
         }
         match self.target {
             Target::Main => self.strategy.prepare_for_update(&mut new, old),

@@ -3,6 +3,7 @@
 
 mod etcd_backend;
 mod harness;
+mod http_errors;
 mod kubectl_basics;
 mod kubectl_versions;
 mod runtime_config;
