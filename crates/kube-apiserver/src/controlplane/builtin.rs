@@ -98,34 +98,37 @@ const API_EXTENSIONS: Extra = Extra {
     scale: false,
 };
 
-fn builtin<K>(strategy: ResourceStrategy, extra: Extra) -> Builtin
-where
-    K: k8s_openapi::Resource
+/// What a k8s-openapi type must offer to be served as a built-in resource.
+pub trait Kind:
+    k8s_openapi::Resource<Scope: Scope>
+    + k8s_openapi::ListableResource
+    + Serialize
+    + DeserializeOwned
+    + schemars::JsonSchema
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Kind for K where
+    K: k8s_openapi::Resource<Scope: Scope>
         + k8s_openapi::ListableResource
         + Serialize
         + DeserializeOwned
         + schemars::JsonSchema
         + Send
         + Sync
-        + 'static,
-    K::Scope: Scope,
+        + 'static
 {
+}
+
+fn builtin<K: Kind>(strategy: ResourceStrategy, extra: Extra) -> Builtin {
     let has_status = strategy.status;
     builtin_with::<K>(Arc::new(strategy), has_status, extra)
 }
 
-fn builtin_with<K>(strategy: Arc<dyn Strategy>, has_status: bool, extra: Extra) -> Builtin
-where
-    K: k8s_openapi::Resource
-        + k8s_openapi::ListableResource
-        + Serialize
-        + DeserializeOwned
-        + schemars::JsonSchema
-        + Send
-        + Sync
-        + 'static,
-    K::Scope: Scope,
-{
+fn builtin_with<K: Kind>(strategy: Arc<dyn Strategy>, has_status: bool, extra: Extra) -> Builtin {
     let strings = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
     let info = ResourceInfo {
         group: K::GROUP.into(),
@@ -151,6 +154,15 @@ where
 
 fn plain() -> ResourceStrategy {
     ResourceStrategy::default()
+}
+
+/// RBAC objects are named as path segments (upstream's `ValidateRBACName`),
+/// so `system:` names are valid.
+fn rbac_names() -> ResourceStrategy {
+    ResourceStrategy {
+        name: apimachinery::validation::name_is_path_segment,
+        ..plain()
+    }
 }
 
 fn status() -> ResourceStrategy {
@@ -219,10 +231,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["pdb"]),
         )],
         vec![
-            builtin::<rbac::ClusterRoleBinding>(plain(), PLAIN),
-            builtin::<rbac::ClusterRole>(plain(), PLAIN),
-            builtin::<rbac::RoleBinding>(plain(), PLAIN),
-            builtin::<rbac::Role>(plain(), PLAIN),
+            builtin::<rbac::ClusterRoleBinding>(rbac_names(), PLAIN),
+            builtin::<rbac::ClusterRole>(rbac_names(), PLAIN),
+            builtin::<rbac::RoleBinding>(rbac_names(), PLAIN),
+            builtin::<rbac::Role>(rbac_names(), PLAIN),
         ],
         vec![builtin::<scheduling::PriorityClass>(
             plain(),
