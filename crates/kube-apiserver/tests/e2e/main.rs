@@ -6,5 +6,6 @@ mod harness;
 mod http_errors;
 mod kubectl_basics;
 mod kubectl_versions;
+mod rbac;
 mod runtime_config;
 mod watch_and_lifecycle;
