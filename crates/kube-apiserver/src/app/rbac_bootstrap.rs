@@ -3,15 +3,20 @@
 //! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy`): the default
 //! ClusterRoles and ClusterRoleBindings, created when missing, and binding
 //! the RBAC authorizer to the RBAC stores. The aggregated roles (admin,
-//! edit, view) are written with the union of the roles they select.
+//! edit, view, and any with an aggregationRule) are kept the union of the
+//! roles they select by a controller the hook starts.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use apimachinery::labels::Selector;
+use apimachinery::status::ApiError;
 use apiserver::authorization::rbac::{RbacAuthorizer, RbacStores};
-use apiserver::registry::{Store, WriteOptions};
+use apiserver::registry::{Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
+use futures::{FutureExt, StreamExt};
 use serde_json::{json, Value};
+use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const READ: &[&str] = &["get", "list", "watch"];
@@ -310,6 +315,48 @@ pub fn default_cluster_roles() -> Vec<Value> {
             ],
         ),
         cluster_role(
+            "system:monitoring",
+            json!({}),
+            vec![urls(
+                &["get"],
+                &[
+                    "/metrics",
+                    "/metrics/slis",
+                    "/livez",
+                    "/readyz",
+                    "/healthz",
+                    "/livez/*",
+                    "/readyz/*",
+                    "/healthz/*",
+                ],
+            )],
+        ),
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            json!({}),
+            vec![urls(
+                &["get"],
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+            )],
+        ),
+        cluster_role(
+            "system:auth-delegator",
+            json!({}),
+            vec![
+                rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
+                rule(
+                    &["create"],
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                ),
+            ],
+        ),
+        cluster_role(
             "system:aggregate-to-view",
             aggregate_label("view"),
             view_rules(),
@@ -329,26 +376,36 @@ pub fn default_cluster_roles() -> Vec<Value> {
         aggregated_role("admin", "admin", json!({})),
     ];
     for i in 0..roles.len() {
-        if let Some(rules) = aggregated_rules(&roles[i], &roles) {
+        let all: Vec<&Value> = roles.iter().collect();
+        if let Some(rules) = aggregated_rules(&roles[i], &all) {
             roles[i]["rules"] = Value::Array(rules);
         }
     }
     roles
 }
 
+fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 /// For a role with an aggregationRule, the union of the rules of the other
-/// roles it selects, without repeats (upstream's ClusterRole aggregation).
-pub fn aggregated_rules(role: &Value, all: &[Value]) -> Option<Vec<Value>> {
+/// roles it selects, in name order and without repeats (upstream's
+/// ClusterRole aggregation controller).
+pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Option<Vec<Value>> {
     let selectors = role
         .pointer("/aggregationRule/clusterRoleSelectors")?
         .as_array()?;
-    let name = role.pointer("/metadata/name");
+    let name = name_of(role);
+    let mut others: Vec<&Value> = all.iter().copied().filter(|o| name_of(o) != name).collect();
+    others.sort_by(|a, b| name_of(a).cmp(name_of(b)));
     let mut rules: Vec<Value> = Vec::new();
     for selector in selectors {
         let Ok(selector) = Selector::from_label_selector(Some(selector)) else {
             continue;
         };
-        for other in all.iter().filter(|o| o.pointer("/metadata/name") != name) {
+        for other in &others {
             let labels = other.pointer("/metadata/labels").and_then(Value::as_object);
             if !labels.is_some_and(|l| selector.matches(l)) {
                 continue;
@@ -388,6 +445,11 @@ pub fn default_cluster_role_bindings() -> Vec<Value> {
         cluster_role_binding(
             "system:public-info-viewer",
             &["system:authenticated", "system:unauthenticated"],
+        ),
+        cluster_role_binding("system:monitoring", &["system:monitoring"]),
+        cluster_role_binding(
+            "system:service-account-issuer-discovery",
+            &["system:serviceaccounts"],
         ),
     ]
 }
@@ -442,10 +504,79 @@ pub fn install(server: &mut GenericApiServer, rbac: &Arc<RbacAuthorizer>) {
                 for binding in default_cluster_role_bindings() {
                     ensure(&bindings, binding).await?;
                 }
+                tokio::spawn(aggregate_cluster_roles(roles));
                 Ok(())
             })
         }),
     );
+}
+
+/// Keeps every aggregated ClusterRole's rules the union of the roles it
+/// selects, reconciling after each burst of ClusterRole changes. Upstream
+/// runs this controller in kube-controller-manager; this server has none.
+async fn aggregate_cluster_roles(store: Arc<Store>) {
+    loop {
+        match store.watch(None, WatchOptions::default()).await {
+            Ok(mut events) => {
+                while let Some(event) = events.next().await {
+                    match event {
+                        WatchEvent::Bookmark(_) => continue,
+                        WatchEvent::Error(e) => {
+                            tracing::debug!(error = %e, "ClusterRole watch ended");
+                            break;
+                        }
+                        _ => {}
+                    }
+                    // One reconcile for the events already waiting.
+                    while let Some(Some(_)) = events.next().now_or_never() {}
+                    if let Err(e) = reconcile_aggregation(&store).await {
+                        tracing::warn!(error = %e.message, "aggregating ClusterRoles failed");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "watching ClusterRoles failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Writes the aggregated rules of every aggregated ClusterRole whose
+/// stored rules differ.
+async fn reconcile_aggregation(store: &Store) -> Result<(), ApiError> {
+    let opts = ListOptions {
+        version: ReadVersion::Any,
+        ..ListOptions::default()
+    };
+    let list = store.list(None, opts).await?;
+    let all: Vec<&Value> = list.items.iter().map(AsRef::as_ref).collect();
+    for role in &all {
+        let Some(rules) = aggregated_rules(role, &all) else {
+            continue;
+        };
+        let current = role.get("rules").and_then(Value::as_array);
+        if current.map_or(rules.is_empty(), |c| *c == rules) {
+            continue;
+        }
+        let name = name_of(role).to_owned();
+        let rules = Value::Array(rules);
+        let missing = name.clone();
+        let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
+            let mut obj = current
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(GROUP, "clusterroles", &missing))?;
+            obj["rules"] = rules.clone();
+            Ok(obj)
+        });
+        let written = store
+            .update(None, &name, Target::Main, mutate, &WriteOptions::default())
+            .await;
+        match written {
+            Ok(_) => tracing::debug!(role = name, "aggregated ClusterRole rules updated"),
+            Err(ApiError { code: 404, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -68,6 +68,48 @@ fn admin_is_allowed_everything() {
 }
 
 #[test]
+fn aggregated_roles_follow_the_roles_they_select() {
+    let server = TestServer::start_with(&["--authorization-mode=RBAC"]);
+    server.apply_yaml(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: widget-viewer
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+rules:
+- apiGroups: ["example.com"]
+  resources: ["widgets"]
+  verbs: ["get", "list"]
+"#,
+    );
+    // view aggregates it; edit aggregates view; admin aggregates edit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for role in ["view", "edit", "admin"] {
+        loop {
+            let rules = server.ok(&["get", "clusterrole", role, "-o", "jsonpath={.rules}"]);
+            if rules.contains("widgets") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{role} never aggregated widgets");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    server.ok(&["delete", "clusterrole", "widget-viewer"]);
+    loop {
+        let rules = server.ok(&["get", "clusterrole", "admin", "-o", "jsonpath={.rules}"]);
+        if !rules.contains("widgets") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(5),
+            "admin kept widgets"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn a_user_needs_a_binding() {
     let server = TestServer::start_with(&["--authorization-mode=RBAC"]);
     let bob = kubeconfig_for(&server, "bob");
@@ -97,6 +139,13 @@ fn a_user_needs_a_binding() {
         )),
         "bob"
     );
+
+    // Discovery is open to every authenticated user, metrics are not.
+    let version = as_user(&server, &bob, &["get", "--raw", "/version"]);
+    assert!(version.status.success());
+    let metrics = as_user(&server, &bob, &["get", "--raw", "/metrics"]);
+    let stderr = String::from_utf8_lossy(&metrics.stderr);
+    assert!(stderr.contains("Forbidden"), "{stderr}");
 
     server.ok(&[
         "create",
