@@ -128,6 +128,31 @@ impl Authorizer for AlwaysDeny {
     }
 }
 
+/// The group whose members may do anything (upstream's
+/// `SystemPrivilegedGroup`).
+pub const PRIVILEGED_GROUP: &str = "system:masters";
+
+/// Allows members of [`PRIVILEGED_GROUP`]; upstream puts it ahead of every
+/// configured mode, so the cluster admin is never locked out (not even
+/// before the RBAC bootstrap policy exists). It contributes no rules.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PrivilegedGroups;
+
+#[async_trait]
+impl Authorizer for PrivilegedGroups {
+    async fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        if attrs.user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
+            Decision::Allow(String::new())
+        } else {
+            Decision::NoOpinion(String::new())
+        }
+    }
+
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> Rules {
+        Rules::default()
+    }
+}
+
 /// The configured modes in order (upstream's union authorizer): the first
 /// Allow or Deny wins; when every mode has no opinion, their reasons are
 /// joined.

@@ -16,7 +16,9 @@ use http::{Request, Response};
 use super::authentication::UserInfo;
 use crate::authorization::rbac::RbacAuthorizer;
 pub use crate::authorization::Decision;
-use crate::authorization::{self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Rules};
+use crate::authorization::{
+    self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, PrivilegedGroups, Rules,
+};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 
@@ -56,9 +58,13 @@ pub struct Authorization {
 }
 
 impl Authorization {
-    /// Decides a request or an access review.
+    /// Decides a request or an access review: the privileged group first,
+    /// then the configured modes.
     pub async fn decide(&self, attrs: &Attributes<'_>) -> Decision {
-        authorization::decide(&self.modes, attrs).await
+        match PrivilegedGroups.authorize(attrs).await {
+            Decision::NoOpinion(_) => authorization::decide(&self.modes, attrs).await,
+            decided => decided,
+        }
     }
 
     /// What `user` may do in `namespace`, for SelfSubjectRulesReview.
@@ -140,5 +146,111 @@ pub async fn filter(
         Decision::Deny(reason) | Decision::NoOpinion(reason) => {
             response::error(&forbidden(&user, &info, &reason), Encoding::Json)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn list_configmaps() -> RequestInfo {
+        RequestInfo {
+            is_resource_request: true,
+            path: "/api/v1/namespaces/default/configmaps".into(),
+            verb: "list".into(),
+            api_prefix: "api".into(),
+            api_version: "v1".into(),
+            namespace: "default".into(),
+            resource: "configmaps".into(),
+            ..RequestInfo::default()
+        }
+    }
+
+    async fn decide(modes: Vec<AuthorizationMode>, user: &UserInfo) -> Decision {
+        let info = list_configmaps();
+        Authorization { modes }
+            .decide(&attributes(user, &info))
+            .await
+    }
+
+    #[tokio::test]
+    async fn first_decision_wins_and_no_opinion_falls_through() {
+        let bob = user("bob", &["system:authenticated"]);
+        let deny_first = vec![
+            AuthorizationMode::AlwaysDeny,
+            AuthorizationMode::AlwaysAllow,
+        ];
+        assert_eq!(
+            decide(deny_first, &bob).await,
+            Decision::Deny("Everything is forbidden.".into())
+        );
+        let unbound = Arc::new(RbacAuthorizer::new());
+        let rbac_then_allow = vec![
+            AuthorizationMode::Rbac(unbound.clone()),
+            AuthorizationMode::AlwaysAllow,
+        ];
+        assert_eq!(
+            decide(rbac_then_allow, &bob).await,
+            Decision::Allow(String::new())
+        );
+        let rbac_only = vec![AuthorizationMode::Rbac(unbound)];
+        assert_eq!(
+            decide(rbac_only, &bob).await,
+            Decision::NoOpinion(String::new())
+        );
+        assert_eq!(
+            decide(Vec::new(), &bob).await,
+            Decision::NoOpinion(String::new())
+        );
+    }
+
+    #[tokio::test]
+    async fn system_masters_is_allowed_ahead_of_every_mode() {
+        let admin = user(
+            "kubernetes-admin",
+            &["system:masters", "system:authenticated"],
+        );
+        assert_eq!(
+            decide(vec![AuthorizationMode::AlwaysDeny], &admin).await,
+            Decision::Allow(String::new())
+        );
+        // It grants but lists no rules.
+        let authz = Authorization {
+            modes: vec![AuthorizationMode::AlwaysDeny],
+        };
+        assert_eq!(authz.rules_for(&admin, "default").await, Rules::default());
+    }
+
+    #[test]
+    fn forbidden_messages_follow_upstream() {
+        let bob = user("bob", &[]);
+        let err = forbidden(&bob, &list_configmaps(), "");
+        assert_eq!(err.code, 403);
+        assert_eq!(
+            err.message,
+            "configmaps is forbidden: User \"bob\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        );
+        let path = RequestInfo {
+            path: "/metrics".into(),
+            verb: "get".into(),
+            ..RequestInfo::default()
+        };
+        let err = forbidden(
+            &bob,
+            &path,
+            "RBAC: clusterrole.rbac.authorization.k8s.io \"x\" not found",
+        );
+        assert_eq!(
+            err.message,
+            "forbidden: User \"bob\" cannot get path \"/metrics\": RBAC: clusterrole.rbac.authorization.k8s.io \"x\" not found"
+        );
     }
 }

@@ -63,6 +63,16 @@ fn admin_is_allowed_everything() {
     for role in ["cluster-admin", "admin", "edit", "view", "system:discovery"] {
         assert!(roles.contains(&format!("clusterrole.rbac.authorization.k8s.io/{role}\n")));
     }
+    // The bootstrap binding grants system:masters cluster-admin, so the
+    // admin's rules are listed (the privileged-group check lists none).
+    let subjects = server.ok(&[
+        "get",
+        "clusterrolebinding",
+        "cluster-admin",
+        "-o",
+        "jsonpath={.subjects[*].name}",
+    ]);
+    assert_eq!(subjects, "system:masters");
     let rules = server.ok(&["auth", "can-i", "--list"]);
     assert!(rules.contains("*.*"), "{rules}");
 }
