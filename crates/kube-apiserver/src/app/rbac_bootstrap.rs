@@ -454,6 +454,41 @@ pub fn default_cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
+/// The default Roles of the system namespaces.
+pub fn default_namespace_roles() -> Vec<Value> {
+    let mut reader = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "Role",
+        "metadata": {"name": "extension-apiserver-authentication-reader",
+            "namespace": "kube-system",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+    });
+    // Lets extension API servers read the client CA they trust.
+    let mut read = rule(READ, &[""], &["configmaps"]);
+    read["resourceNames"] = json!(["extension-apiserver-authentication"]);
+    reader["rules"] = json!([read]);
+    vec![reader]
+}
+
+/// The default RoleBindings of the system namespaces.
+pub fn default_namespace_role_bindings() -> Vec<Value> {
+    let users = ["system:kube-controller-manager", "system:kube-scheduler"];
+    let subjects: Vec<Value> = users
+        .iter()
+        .map(|u| json!({"kind": "User", "apiGroup": GROUP, "name": u}))
+        .collect();
+    vec![json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "RoleBinding",
+        "metadata": {"name": "system::extension-apiserver-authentication-reader",
+            "namespace": "kube-system",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "roleRef": {"apiGroup": GROUP, "kind": "Role",
+            "name": "extension-apiserver-authentication-reader"},
+        "subjects": subjects,
+    })]
+}
+
 /// Creates an object unless one of its name exists.
 async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
     let name = obj
@@ -461,7 +496,12 @@ async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    if store.get(None, &name, Default::default()).await.is_ok() {
+    let namespace = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let found = store.get(namespace.as_deref(), &name, Default::default());
+    if found.await.is_ok() {
         return Ok(());
     }
     match store.create(obj, &WriteOptions::default()).await {
@@ -488,23 +528,30 @@ pub fn install(server: &mut GenericApiServer, rbac: &Arc<RbacAuthorizer>) {
         return;
     };
     rbac.bind(Arc::new(RbacStores {
-        roles,
-        role_bindings,
+        roles: roles.clone(),
+        role_bindings: role_bindings.clone(),
         cluster_roles: cluster_roles.clone(),
         cluster_role_bindings: cluster_role_bindings.clone(),
     }));
+    let stores = Arc::new([cluster_roles, cluster_role_bindings, roles, role_bindings]);
     server.add_post_start_hook(
         "rbac/bootstrap-roles",
         Arc::new(move || {
-            let (roles, bindings) = (cluster_roles.clone(), cluster_role_bindings.clone());
+            let stores = stores.clone();
             Box::pin(async move {
-                for role in default_cluster_roles() {
-                    ensure(&roles, role).await?;
+                let [cluster_roles, cluster_role_bindings, roles, role_bindings] = &*stores;
+                let policy = [
+                    (cluster_roles, default_cluster_roles()),
+                    (cluster_role_bindings, default_cluster_role_bindings()),
+                    (roles, default_namespace_roles()),
+                    (role_bindings, default_namespace_role_bindings()),
+                ];
+                for (store, objects) in policy {
+                    for obj in objects {
+                        ensure(store, obj).await?;
+                    }
                 }
-                for binding in default_cluster_role_bindings() {
-                    ensure(&bindings, binding).await?;
-                }
-                tokio::spawn(aggregate_cluster_roles(roles));
+                tokio::spawn(aggregate_cluster_roles(cluster_roles.clone()));
                 Ok(())
             })
         }),
@@ -616,6 +663,14 @@ mod tests {
         for binding in default_cluster_role_bindings() {
             let name = binding["roleRef"]["name"].as_str().unwrap_or_default();
             assert!(!role(&roles, name).is_null(), "{name}");
+        }
+        for binding in default_namespace_role_bindings() {
+            let ns = &binding["metadata"]["namespace"];
+            let found = default_namespace_roles().into_iter().any(|r| {
+                r["metadata"]["namespace"] == *ns
+                    && r["metadata"]["name"] == binding["roleRef"]["name"]
+            });
+            assert!(found, "{binding}");
         }
         let admin = &default_cluster_role_bindings()[0];
         assert_eq!(admin["subjects"][0]["name"], "system:masters");

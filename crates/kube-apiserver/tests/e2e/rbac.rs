@@ -63,6 +63,13 @@ fn admin_is_allowed_everything() {
     for role in ["cluster-admin", "admin", "edit", "view", "system:discovery"] {
         assert!(roles.contains(&format!("clusterrole.rbac.authorization.k8s.io/{role}\n")));
     }
+    server.ok(&[
+        "get",
+        "role",
+        "-n",
+        "kube-system",
+        "extension-apiserver-authentication-reader",
+    ]);
     // The bootstrap binding grants system:masters cluster-admin, so the
     // admin's rules are listed (the privileged-group check lists none).
     let subjects = server.ok(&[
