@@ -1,7 +1,7 @@
-//! May this user do this (upstream's `WithAuthorization`)? The chain of
-//! `--authorization-mode` (AlwaysAllow, AlwaysDeny, RBAC) decides on the
-//! request's attributes; a request no mode allows gets 403 with upstream's
-//! message.
+//! May this user do this (upstream's `WithAuthorization`)? Members of
+//! system:masters may; otherwise the chain of `--authorization-mode`
+//! (AlwaysAllow, AlwaysDeny, RBAC) decides on the request's attributes. A
+//! request nothing allows gets 403 with upstream's message.
 
 use std::sync::Arc;
 
