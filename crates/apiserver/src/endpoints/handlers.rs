@@ -98,11 +98,7 @@ async fn dispatch(
     config: &HandlerConfig,
 ) -> Result<Response<Body>, ApiError> {
     if !routed(req) {
-        return Err(ApiError::new(
-            405,
-            apimachinery::status::StatusReason::MethodNotAllowed,
-            "the server does not allow this method on the requested resource",
-        ));
+        return Err(method_not_allowed());
     }
     let target = match req.subresource.as_deref() {
         None => Target::Main,
@@ -129,25 +125,7 @@ async fn dispatch(
     let ns = req.namespace.as_deref();
     let name = req.name.as_deref().unwrap_or("");
     match req.verb.as_str() {
-        "get" => {
-            let obj = store
-                .get(
-                    ns,
-                    name,
-                    GetOptions {
-                        version: query.get_version()?,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-            Ok(response::object(
-                StatusCode::OK,
-                &obj,
-                neg,
-                &store.info,
-                store.strategy.as_ref(),
-            ))
-        }
+        "get" => get(store, ns, name, query, neg).await,
         "list" => list(store, ns, query, neg).await,
         "watch" => {
             let params = query.list_options()?;
@@ -190,6 +168,35 @@ async fn dispatch(
             other,
         )),
     }
+}
+
+fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        405,
+        apimachinery::status::StatusReason::MethodNotAllowed,
+        "the server does not allow this method on the requested resource",
+    )
+}
+
+async fn get(
+    store: &Store,
+    ns: Option<&str>,
+    name: &str,
+    query: &Query,
+    neg: &Negotiated,
+) -> Result<Response<Body>, ApiError> {
+    let opts = GetOptions {
+        version: query.get_version()?,
+        ..Default::default()
+    };
+    let obj = store.get(ns, name, opts).await?;
+    Ok(response::object(
+        StatusCode::OK,
+        &obj,
+        neg,
+        &store.info,
+        store.strategy.as_ref(),
+    ))
 }
 
 /// Whether upstream serves this verb at this path: item verbs need a name,
