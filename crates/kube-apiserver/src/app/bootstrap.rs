@@ -284,3 +284,42 @@ pub fn install_object_counter(
         }),
     );
 }
+
+/// Publishes the client CA in `kube-system/extension-apiserver-authentication`
+/// for extension API servers and webhooks to trust (upstream's cluster
+/// authentication info controller), keeping it current across restarts.
+pub fn install_authentication_info(server: &mut GenericApiServer, client_ca: Option<String>) {
+    let (Some(configmaps), Some(ca)) = (store_of(server, "", "configmaps"), client_ca) else {
+        return;
+    };
+    server.add_post_start_hook(
+        "start-cluster-authentication-info-controller",
+        hook(move || {
+            let (configmaps, ca) = (configmaps.clone(), ca.clone());
+            async move {
+                let name = "extension-apiserver-authentication";
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "kube-system"},
+                    "data": {"client-ca-file": ca}});
+                let body = Arc::new(cm.clone());
+                match configmaps.create(cm, &WriteOptions::default()).await {
+                    Err(ApiError { code: 409, .. }) => {
+                        let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
+                        configmaps
+                            .update(
+                                Some("kube-system"),
+                                name,
+                                Target::Main,
+                                mutate,
+                                &WriteOptions::default(),
+                            )
+                            .await
+                            .map(|_| ())
+                            .map_err(|e| e.message)
+                    }
+                    other => other.map(|_| ()).map_err(|e| e.message),
+                }
+            }
+        }),
+    );
+}

@@ -126,7 +126,11 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         prefix: o.etcd.prefix.clone(),
         watch_cache: o.etcd.watch_cache,
     };
-    let chain = create_server_chain(&config, &factory, &opts)?;
+    let client_ca = match serving.tls.client_ca_file.clone() {
+        Some(path) => Some(tokio::fs::read_to_string(path).await?),
+        None => None,
+    };
+    let chain = create_server_chain(&config, &factory, &opts, client_ca)?;
     repair_service_addresses(&chain).await?;
     let prepared = chain.front.prepare_run();
     let port = u16::try_from(o.secure_serving.secure_port)?;

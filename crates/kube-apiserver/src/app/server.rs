@@ -157,10 +157,13 @@ fn install_virtual(
 }
 
 /// Builds the chain and returns its front server (the aggregator).
+/// `client_ca` is the PEM of the CA that signs client certificates,
+/// published in `kube-system/extension-apiserver-authentication`.
 pub fn create_server_chain(
     config: &CompletedConfig,
     factory: &StorageFactory,
     opts: &CompletedOptions,
+    client_ca: Option<String>,
 ) -> Result<ServerChain, ChainError> {
     let allocator = ServiceAllocator::new(
         opts.service_ip_ranges.primary,
@@ -194,6 +197,7 @@ pub fn create_server_chain(
     let authz_reviews = reviews::authorization_v1(config.authorization.clone());
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
+    bootstrap::install_authentication_info(&mut kube, client_ca);
     if let Some(rbac) = config.authorization.rbac() {
         rbac_bootstrap::install(&mut kube, rbac);
     }

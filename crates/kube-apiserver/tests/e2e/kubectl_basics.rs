@@ -28,6 +28,17 @@ fn system_namespaces_and_kubernetes_service_exist() {
         "jsonpath={.spec.clusterIP} {.spec.ports[0].port}",
     ]);
     assert_eq!(svc, "10.0.0.1 443");
+    let ca = s.ok(&[
+        "get",
+        "configmap",
+        "-n",
+        "kube-system",
+        "extension-apiserver-authentication",
+        "-o",
+        "jsonpath={.data.client-ca-file}",
+    ]);
+    let generated = std::fs::read_to_string(s.dir.path().join("pki/ca.crt")).unwrap_or_default();
+    assert_eq!(ca, generated);
     let ready = s.ok(&["get", "--raw", "/readyz?verbose"]);
     assert!(
         ready.contains("[+]poststarthook/start-system-namespaces-controller ok"),
