@@ -49,6 +49,12 @@ pub async fn serve(
     body: Body,
     config: &HandlerConfig,
 ) -> Response<Body> {
+    // The body is read before anything can fail, so that an early error
+    // answer never leaves an HTTP/1.1 client still sending.
+    let body = match read_body(body).await {
+        Ok(bytes) => bytes,
+        Err(e) => return response::error(&e, Encoding::Json),
+    };
     let query = Query::parse(parts.uri.query());
     let table_ok = matches!(req.verb.as_str(), "get" | "list");
     let protobuf_ok = protobuf_codec::supports(&store.info.api_version(), &store.info.kind);
@@ -91,7 +97,7 @@ async fn dispatch(
     store: &Arc<Store>,
     req: &ResourceRequest,
     parts: &Parts,
-    body: Body,
+    body: Bytes,
     query: &Query,
     neg: &Negotiated,
     warnings: &mut Warnings,
@@ -110,8 +116,7 @@ async fn dispatch(
                 name: req.name.as_deref().unwrap_or(""),
                 headers: &parts.headers,
             };
-            let bytes = read_body(body).await?;
-            return super::scale::serve(store, scale, bytes, query, neg).await;
+            return super::scale::serve(store, scale, body, query, neg).await;
         }
         Some(_) => return Err(not_found_subresource(store, req)),
     };
@@ -131,19 +136,15 @@ async fn dispatch(
             let params = query.list_options()?;
             watch::serve(store, ns, req.name.as_deref(), params, neg, config).await
         }
-        "create" => {
-            let bytes = read_body(body).await?;
-            create(store, ns, &parts.headers, bytes, query, neg, warnings).await
-        }
+        "create" => create(store, ns, &parts.headers, body, query, neg, warnings).await,
         "update" => {
-            let bytes = read_body(body).await?;
             update(
                 store,
                 ns,
                 name,
                 target,
                 &parts.headers,
-                bytes,
+                body,
                 query,
                 neg,
                 warnings,
@@ -151,17 +152,10 @@ async fn dispatch(
             .await
         }
         "patch" => {
-            let bytes = read_body(body).await?;
-            super::patch::serve(store, ns, name, target, &parts.headers, bytes, query, neg).await
+            super::patch::serve(store, ns, name, target, &parts.headers, body, query, neg).await
         }
-        "delete" => {
-            let bytes = read_body(body).await?;
-            delete(store, ns, name, &parts.method, bytes, query, neg).await
-        }
-        "deletecollection" => {
-            let bytes = read_body(body).await?;
-            delete_collection(store, ns, bytes, query, neg).await
-        }
+        "delete" => delete(store, ns, name, &parts.method, body, query, neg).await,
+        "deletecollection" => delete_collection(store, ns, body, query, neg).await,
         other => Err(ApiError::method_not_supported(
             &store.info.group,
             &store.info.resource,
