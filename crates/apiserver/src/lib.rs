@@ -2,6 +2,8 @@
 //! the handler chain, health checks, the generic REST handler over storage,
 //! discovery, and serving.
 
+pub mod admission;
+pub mod authentication;
 pub mod authorization;
 pub mod endpoints;
 pub mod filters;

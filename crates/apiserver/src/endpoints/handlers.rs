@@ -18,6 +18,8 @@ use super::response;
 use super::selection;
 use super::warning::Warnings;
 use super::watch;
+use crate::admission::RequestContext;
+use crate::filters::authentication::UserInfo;
 use crate::registry::table::IncludeObject;
 use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
 
@@ -64,17 +66,29 @@ pub async fn serve(
             Err(e) => return response::error(&e, Encoding::Json),
         };
     let mut warnings = Warnings::default();
-    let result = dispatch(
-        &store,
-        &req,
-        &parts,
-        body,
-        &query,
-        &neg,
-        &mut warnings,
-        config,
-    )
-    .await;
+    // Admission plugins see the request's user and add warnings through it.
+    let request = RequestContext::new(
+        parts
+            .extensions
+            .get::<Arc<UserInfo>>()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(UserInfo::anonymous())),
+    );
+    let result = request
+        .scope(dispatch(
+            &store,
+            &req,
+            &parts,
+            body,
+            &query,
+            &neg,
+            &mut warnings,
+            config,
+        ))
+        .await;
+    for message in request.take_warnings() {
+        warnings.add(message);
+    }
     let mut resp = match result {
         Ok(resp) => resp,
         Err(e) => response::error(&e, neg.encoding),

@@ -2,7 +2,7 @@
 //! every verb implemented once over [`storage::Storage`], with the
 //! resource's [`Strategy`] supplying defaults, preparation and validation.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apimachinery::status::ApiError;
 use futures::FutureExt;
@@ -12,6 +12,7 @@ use storage::{
 };
 
 use super::errors::{interpret, into_storage};
+use crate::admission::{Chain, Operation, WriteAdmission};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::Strategy;
@@ -24,6 +25,16 @@ pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send +
 pub enum Target {
     Main,
     Status,
+}
+
+impl Target {
+    /// The subresource admission names (empty for the main resource).
+    fn subresource(self) -> &'static str {
+        match self {
+            Target::Main => "",
+            Target::Status => "status",
+        }
+    }
 }
 
 /// Options shared by the write verbs.
@@ -55,6 +66,9 @@ pub struct Store {
     storage: Arc<dyn Storage>,
     /// `<storage prefix>/<storage root>`, e.g. `/registry/pods`.
     key_root: String,
+    /// The admission chain, set once the server's stores exist (plugins
+    /// read other resources' stores).
+    admission: OnceLock<Arc<Chain>>,
 }
 
 impl Store {
@@ -70,7 +84,15 @@ impl Store {
             strategy,
             storage,
             key_root,
+            admission: OnceLock::new(),
         }
+    }
+
+    /// Runs `chain` on every write made while serving a request. Only the
+    /// first chain set counts.
+    pub fn set_admission(&self, chain: Arc<Chain>) {
+        // A second chain is ignored: the first one is already in use.
+        let _ = self.admission.set(chain);
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {
@@ -162,9 +184,16 @@ impl Store {
     /// Creates an object. The namespace has already been checked against the
     /// request's; the body is decoded and defaulted.
     pub async fn create(&self, mut obj: Value, opts: &WriteOptions) -> Result<Object, ApiError> {
+        let admission = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run);
+        if let Some(a) = &admission {
+            obj = a.admit(&self.info, Operation::Create, obj, None).await?;
+        }
         let generated = object_meta::fill_on_create(&mut obj, self.info.namespaced);
         self.strategy.prepare_for_create(&mut obj);
         self.validate_create(&obj)?;
+        if let Some(a) = &admission {
+            obj = a.validate(&self.info, Operation::Create, obj, None).await?;
+        }
         let reserved = self
             .strategy
             .before_create(&mut obj)
@@ -268,11 +297,16 @@ impl Store {
             target,
             mutate,
             created: created.clone(),
+            admission: WriteAdmission::for_request(
+                self.admission.get(),
+                target.subresource(),
+                opts.dry_run,
+            ),
         };
         let step = Arc::new(step);
         let update_fn = move |current: Option<Object>| {
             let step = step.clone();
-            async move { step.apply(current.as_deref()).map_err(into_storage) }.boxed()
+            async move { step.apply(current).await.map_err(into_storage) }.boxed()
         };
         let allow_create = self.strategy.allow_create_on_update() && target == Target::Main;
         if opts.dry_run {
@@ -342,7 +376,11 @@ impl Store {
         let key = self.object_key(namespace, name);
         let current = self.get(namespace, name, GetOptions::default()).await?;
         check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
-        if object_meta::has_finalizers(&current) {
+        if let Some(a) = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run) {
+            a.delete(&self.info, current.clone()).await?;
+        }
+        let defers = self.strategy.prepare_for_delete(&mut (*current).clone());
+        if defers || object_meta::has_finalizers(&current) {
             return self.mark_for_deletion(&key, name, opts).await;
         }
         if opts.dry_run {
@@ -365,10 +403,12 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
-        let mark = |current: Option<Object>| {
+        let strategy = self.strategy.clone();
+        let mark = move |current: Option<Object>| {
             let result = match current {
                 Some(obj) => {
                     let mut obj = (*obj).clone();
+                    strategy.prepare_for_delete(&mut obj);
                     object_meta::mark_terminating(&mut obj);
                     Ok(obj)
                 }
@@ -472,22 +512,23 @@ struct UpdateStep {
     target: Target,
     mutate: Mutate,
     created: Arc<std::sync::atomic::AtomicBool>,
+    admission: Option<WriteAdmission>,
 }
 
 impl UpdateStep {
-    fn apply(&self, current: Option<&Value>) -> Result<Value, ApiError> {
-        let mut new = (self.mutate)(current)?;
+    async fn apply(&self, current: Option<Object>) -> Result<Value, ApiError> {
+        let mut new = (self.mutate)(current.as_deref())?;
         let Some(old) = current else {
-            return self.create_instead(new);
+            return self.create_instead(new).await;
         };
         self.created
             .store(false, std::sync::atomic::Ordering::SeqCst);
-        let name = object_meta::name(old).to_owned();
+        let name = object_meta::name(&old).to_owned();
         let requested_rv = object_meta::resource_version(&new)
             .unwrap_or_default()
             .to_owned();
         if !requested_rv.is_empty()
-            && Some(requested_rv.as_str()) != object_meta::resource_version(old)
+            && Some(requested_rv.as_str()) != object_meta::resource_version(&old)
         {
             return Err(ApiError::optimistic_lock_conflict(
                 &self.info.group,
@@ -510,22 +551,27 @@ impl UpdateStep {
         if requested_rv.is_empty() {
             // An unconditional update writes over the latest state, as
             // upstream does by taking the stored object's resourceVersion.
-            if let Some(rv) = object_meta::resource_version(old) {
+            if let Some(rv) = object_meta::resource_version(&old) {
                 object_meta::metadata_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
         }
-        match self.target {
-            Target::Main => self.strategy.prepare_for_update(&mut new, old),
-            Target::Status => self.strategy.prepare_for_status_update(&mut new, old),
+        if let Some(a) = &self.admission {
+            new = a
+                .admit(&self.info, Operation::Update, new, Some(old.clone()))
+                .await?;
         }
-        object_meta::carry_over_on_update(&mut new, old);
+        match self.target {
+            Target::Main => self.strategy.prepare_for_update(&mut new, &old),
+            Target::Status => self.strategy.prepare_for_status_update(&mut new, &old),
+        }
+        object_meta::carry_over_on_update(&mut new, &old);
         let mut errors = object_meta::validate_update(
             &new,
-            old,
+            &old,
             self.info.namespaced,
             self.strategy.name_validator(),
         );
-        errors.extend(self.strategy.validate_update(&new, old));
+        errors.extend(self.strategy.validate_update(&new, &old));
         if !errors.is_empty() {
             return Err(ApiError::invalid(
                 &self.info.group,
@@ -534,13 +580,21 @@ impl UpdateStep {
                 &errors,
             ));
         }
+        if let Some(a) = &self.admission {
+            new = a
+                .validate(&self.info, Operation::Update, new, Some(old))
+                .await?;
+        }
         self.strategy.canonicalize(&mut new);
         Ok(new)
     }
 
-    fn create_instead(&self, mut new: Value) -> Result<Value, ApiError> {
+    async fn create_instead(&self, mut new: Value) -> Result<Value, ApiError> {
         self.created
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(a) = &self.admission {
+            new = a.admit(&self.info, Operation::Create, new, None).await?;
+        }
         object_meta::fill_on_create(&mut new, self.info.namespaced);
         self.strategy.prepare_for_create(&mut new);
         let mut errors =
@@ -553,6 +607,9 @@ impl UpdateStep {
                 object_meta::name(&new),
                 &errors,
             ));
+        }
+        if let Some(a) = &self.admission {
+            new = a.validate(&self.info, Operation::Create, new, None).await?;
         }
         self.strategy.canonicalize(&mut new);
         Ok(new)

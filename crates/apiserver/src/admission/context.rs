@@ -1,0 +1,53 @@
+//! The request a write belongs to, as admission needs it: who asked, and the
+//! warnings plugins add for the response. Upstream carries these in the
+//! request's context; here the REST handler runs the request inside a task
+//! scope, so writes made by the server itself (bootstrap, repair) carry none
+//! and are not admitted, as upstream's direct registry writes are not.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use crate::filters::authentication::UserInfo;
+
+tokio::task_local! {
+    static CURRENT: Arc<RequestContext>;
+}
+
+#[derive(Debug)]
+pub struct RequestContext {
+    pub user: Arc<UserInfo>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl RequestContext {
+    pub fn new(user: Arc<UserInfo>) -> Arc<Self> {
+        Arc::new(RequestContext {
+            user,
+            warnings: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs `fut` as part of this request.
+    pub async fn scope<F: Future>(self: &Arc<Self>, fut: F) -> F::Output {
+        CURRENT.scope(self.clone(), fut).await
+    }
+
+    /// The request the current task serves, if any.
+    pub fn current() -> Option<Arc<Self>> {
+        CURRENT.try_with(Arc::clone).ok()
+    }
+
+    /// A warning for the response's `Warning` headers.
+    pub fn add_warning(&self, message: impl Into<String>) {
+        if let Ok(mut w) = self.warnings.lock() {
+            w.push(message.into());
+        }
+    }
+
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+}

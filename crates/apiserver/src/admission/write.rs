@@ -1,0 +1,89 @@
+//! Admission as the registry store runs it for one write: the chain plus
+//! the request being served. Writes the server makes on its own (outside of
+//! any request) have none and are not admitted.
+
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use serde_json::Value;
+
+use super::{Attributes, Chain, Operation, RequestContext};
+use crate::registry::ResourceInfo;
+
+#[derive(Clone)]
+pub struct WriteAdmission {
+    chain: Arc<Chain>,
+    request: Arc<RequestContext>,
+    subresource: &'static str,
+    dry_run: bool,
+}
+
+impl WriteAdmission {
+    /// The admission of a write made while serving a request, when the store
+    /// has a chain.
+    pub fn for_request(
+        chain: Option<&Arc<Chain>>,
+        subresource: &'static str,
+        dry_run: bool,
+    ) -> Option<Self> {
+        Some(WriteAdmission {
+            chain: chain?.clone(),
+            request: RequestContext::current()?,
+            subresource,
+            dry_run,
+        })
+    }
+
+    fn attributes(
+        &self,
+        info: &ResourceInfo,
+        operation: Operation,
+        object: Option<Value>,
+        old: Option<Arc<Value>>,
+    ) -> Attributes {
+        Attributes::new(
+            info,
+            operation,
+            object,
+            old,
+            self.subresource,
+            None,
+            "",
+            self.dry_run,
+            self.request.clone(),
+        )
+    }
+
+    /// Runs the mutating plugins on a new or updated object.
+    pub async fn admit(
+        &self,
+        info: &ResourceInfo,
+        operation: Operation,
+        object: Value,
+        old: Option<Arc<Value>>,
+    ) -> Result<Value, ApiError> {
+        let mut attrs = self.attributes(info, operation, Some(object), old);
+        self.chain.admit(&mut attrs).await?;
+        Ok(attrs.object.unwrap_or_default())
+    }
+
+    /// Runs the validating plugins on a validated object, handing it back.
+    pub async fn validate(
+        &self,
+        info: &ResourceInfo,
+        operation: Operation,
+        object: Value,
+        old: Option<Arc<Value>>,
+    ) -> Result<Value, ApiError> {
+        let attrs = self.attributes(info, operation, Some(object), old);
+        self.chain.validate(&attrs).await?;
+        Ok(attrs.object.unwrap_or_default())
+    }
+
+    /// Admits the deletion of `current`: mutating, then validating plugins.
+    pub async fn delete(&self, info: &ResourceInfo, current: Arc<Value>) -> Result<(), ApiError> {
+        let mut attrs = self.attributes(info, Operation::Delete, None, Some(current));
+        self.chain.admit(&mut attrs).await?;
+        self.chain.validate(&attrs).await
+    }
+}
