@@ -12,6 +12,7 @@
 //!   implementation of the semantics.
 //! * [`cacher`] is the watch cache in front of a [`Storage`].
 //! * [`compactor`] compacts a [`Kv`]'s history on an interval.
+//! * [`value`] transforms stored values (encryption at rest) over any [`Kv`].
 
 pub mod cacher;
 pub mod codec;
@@ -23,6 +24,7 @@ pub mod kv;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod value;
 
 pub use codec::{Codec, JsonCodec};
 pub use error::StorageError;
