@@ -4,4 +4,5 @@
 //! built-in types (generated from upstream's Go type definitions) and
 //! custom resources (built from a CRD's OpenAPI schema) alike.
 
+pub mod builtin;
 pub mod schema;

@@ -1,0 +1,148 @@
+//! Reads Go packages from upstream's git repositories (bare mirrors or
+//! checkouts) at a given revision, by import path.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+
+use crate::golang::{self, TypeDecl};
+use crate::CodegenError;
+
+/// A repository and the import path prefix it serves.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// `k8s.io/api`.
+    pub module: String,
+    pub git_dir: PathBuf,
+}
+
+/// The type declarations of one package.
+#[derive(Debug)]
+pub struct Package {
+    pub types: HashMap<String, TypeDecl>,
+    /// `GroupName` declared in the package's register.go, if any.
+    pub group_name: Option<String>,
+}
+
+pub struct Loader {
+    repos: Vec<Repo>,
+    rev: String,
+    cache: HashMap<String, Rc<Package>>,
+}
+
+impl Loader {
+    pub fn new(repos: Vec<Repo>, rev: impl Into<String>) -> Self {
+        Loader {
+            repos,
+            rev: rev.into(),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The repository and directory of an import path.
+    fn locate(&self, pkg: &str) -> Result<(&Repo, String), CodegenError> {
+        self.repos
+            .iter()
+            .find_map(|r| {
+                let rest = pkg.strip_prefix(r.module.as_str())?;
+                (rest.is_empty() || rest.starts_with('/'))
+                    .then(|| (r, rest.trim_start_matches('/').to_owned()))
+            })
+            .ok_or_else(|| CodegenError::Resolve(format!("no repository for package {pkg}")))
+    }
+
+    pub fn load(&mut self, pkg: &str) -> Result<Rc<Package>, CodegenError> {
+        if let Some(p) = self.cache.get(pkg) {
+            return Ok(p.clone());
+        }
+        let (repo, dir) = self.locate(pkg)?;
+        let git_dir = repo.git_dir.clone();
+        let listing = git(
+            &git_dir,
+            &["ls-tree", "--name-only", &format!("{}:{dir}", self.rev)],
+        )?;
+        let mut decls = Vec::new();
+        let mut group_name = None;
+        for file in listing.lines().filter(|f| is_type_source(f)) {
+            let path = if dir.is_empty() {
+                file.to_owned()
+            } else {
+                format!("{dir}/{file}")
+            };
+            let src = git(&git_dir, &["show", &format!("{}:{path}", self.rev)])?;
+            if file == "register.go" {
+                group_name = declared_group_name(&src);
+            }
+            golang::parse_file(&src, &format!("{pkg}/{file}"), &mut decls)?;
+        }
+        let mut types = HashMap::new();
+        for d in decls {
+            // Files selected by build tags may declare a type twice.
+            types.entry(d.name.clone()).or_insert(d);
+        }
+        let package = Rc::new(Package { types, group_name });
+        self.cache.insert(pkg.to_owned(), package.clone());
+        Ok(package)
+    }
+
+    /// Directories under `dir` of a repository that hold a register.go.
+    pub fn api_packages(&self, module: &str, dir: &str) -> Result<Vec<String>, CodegenError> {
+        let repo = self
+            .repos
+            .iter()
+            .find(|r| r.module == module)
+            .ok_or_else(|| CodegenError::Resolve(format!("no repository for {module}")))?;
+        let spec = if dir.is_empty() {
+            self.rev.clone()
+        } else {
+            format!("{}:{dir}", self.rev)
+        };
+        let listing = git(&repo.git_dir, &["ls-tree", "-r", "--name-only", &spec])?;
+        let mut pkgs: Vec<String> = listing
+            .lines()
+            .filter_map(|f| f.strip_suffix("/register.go"))
+            .map(|d| {
+                let full = if dir.is_empty() {
+                    d.to_owned()
+                } else {
+                    format!("{dir}/{d}")
+                };
+                format!("{module}/{full}")
+            })
+            .collect();
+        pkgs.sort();
+        Ok(pkgs)
+    }
+}
+
+fn is_type_source(file: &str) -> bool {
+    file.ends_with(".go")
+        && !file.ends_with("_test.go")
+        && !file.starts_with("zz_")
+        && !file.contains("generated")
+        && !file.ends_with(".pb.go")
+}
+
+fn declared_group_name(src: &str) -> Option<String> {
+    src.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("const GroupName = ")?;
+        Some(rest.trim().trim_matches('"').to_owned())
+    })
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, CodegenError> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| CodegenError::Io(dir.to_owned(), e))?;
+    if !out.status.success() {
+        return Err(CodegenError::Git(
+            format!("git -C {} {}", dir.display(), args.join(" ")),
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| CodegenError::Git(args.join(" "), e.to_string()))
+}
