@@ -181,11 +181,7 @@ pub fn table(
     _info: &ResourceInfo,
     strategy: &dyn Strategy,
 ) -> Value {
-    let columns: Vec<Value> = strategy
-        .table_columns()
-        .iter()
-        .map(|c| c.to_json())
-        .collect();
+    let columns = strategy.table_column_definitions();
     let rows: Vec<Value> = items
         .iter()
         .map(|obj| {

@@ -15,7 +15,7 @@ use super::negotiation::{Encoding, Negotiated};
 use super::patch;
 use super::query::Query;
 use super::response;
-use crate::registry::{Mutate, Store, Target, WriteOptions};
+use crate::registry::{Mutate, ScalePaths, Store, Target, WriteOptions};
 
 /// The label selector as the string form Scale's status carries.
 fn selector_string(obj: &Value) -> String {
@@ -56,8 +56,24 @@ fn selector_string(obj: &Value) -> String {
     parts.join(",")
 }
 
-/// The Scale view of a workload.
-pub fn to_scale(obj: &Value) -> Value {
+/// Sets the value at a JSON pointer, creating missing parent objects.
+fn set_pointer(obj: &mut Value, pointer: &str, value: Value) {
+    let mut at = obj;
+    for token in pointer.split('/').skip(1) {
+        let key = token.replace("~1", "/").replace("~0", "~");
+        if !at.is_object() {
+            *at = json!({});
+        }
+        let Some(map) = at.as_object_mut() else {
+            return;
+        };
+        at = map.entry(key).or_insert(Value::Null);
+    }
+    *at = value;
+}
+
+/// The Scale view of a workload (or custom resource, by its paths).
+pub fn to_scale(obj: &Value, paths: &ScalePaths) -> Value {
     let meta = |k: &str| {
         obj.pointer(&format!("/metadata/{k}"))
             .cloned()
@@ -76,17 +92,20 @@ pub fn to_scale(obj: &Value) -> Value {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": metadata,
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "spec": {"replicas": obj.pointer(&paths.spec_replicas).cloned().unwrap_or(json!(0))},
         "status": {
-            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
-            "selector": selector_string(obj),
+            "replicas": obj.pointer(&paths.status_replicas).cloned().unwrap_or(json!(0)),
+            "selector": match &paths.label_selector {
+                None => selector_string(obj),
+                Some(p) => obj.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned(),
+            },
         },
     })
 }
 
 /// Applies a Scale's desired replicas (and resourceVersion precondition)
 /// to the workload.
-fn apply_scale(current: &Value, scale: &Value) -> Result<Value, ApiError> {
+fn apply_scale(current: &Value, scale: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
     let replicas = scale
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
@@ -107,7 +126,7 @@ fn apply_scale(current: &Value, scale: &Value) -> Result<Value, ApiError> {
         ));
     }
     let mut obj = current.clone();
-    obj["spec"]["replicas"] = json!(replicas);
+    set_pointer(&mut obj, &paths.spec_replicas, json!(replicas));
     if let Some(rv) = scale
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -118,10 +137,10 @@ fn apply_scale(current: &Value, scale: &Value) -> Result<Value, ApiError> {
     Ok(obj)
 }
 
-fn respond(code: StatusCode, obj: &Value, neg: &Negotiated) -> Response<Body> {
+fn respond(code: StatusCode, obj: &Value, neg: &Negotiated, paths: &ScalePaths) -> Response<Body> {
     response::respond(
         code,
-        response::encode(&to_scale(obj), neg.encoding, neg.pretty),
+        response::encode(&to_scale(obj, paths), neg.encoding, neg.pretty),
         neg.encoding,
     )
 }
@@ -143,6 +162,7 @@ pub async fn serve(
 ) -> Result<Response<Body>, ApiError> {
     let (verb, ns, name, headers) = (req.verb, req.namespace, req.name, req.headers);
     let neg = *neg;
+    let paths = store.strategy.scale_paths();
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
@@ -158,7 +178,7 @@ pub async fn serve(
                     },
                 )
                 .await?;
-            return Ok(respond(StatusCode::OK, &obj, &neg));
+            return Ok(respond(StatusCode::OK, &obj, &neg, &paths));
         }
         "update" => {
             let scale: Value = match super::negotiation::body_encoding(headers)? {
@@ -169,17 +189,19 @@ pub async fn serve(
                 }
             }
             .map_err(|e| ApiError::bad_request(format!("Scale cannot be decoded: {e}")))?;
+            let paths = paths.clone();
             Arc::new(move |current: Option<&Value>| {
                 let current = current.ok_or_else(|| ApiError::not_found("", "", ""))?;
-                apply_scale(current, &scale)
+                apply_scale(current, &scale, &paths)
             })
         }
         "patch" => {
             let p = patch::parse_patch(headers, &body)?;
+            let paths = paths.clone();
             Arc::new(move |current: Option<&Value>| {
                 let current = current.ok_or_else(|| ApiError::not_found("", "", ""))?;
-                let scale = patch::apply(&p, &body, &to_scale(current))?;
-                apply_scale(current, &scale)
+                let scale = patch::apply(&p, &body, &to_scale(current, &paths))?;
+                apply_scale(current, &scale, &paths)
             })
         }
         other => {
@@ -191,7 +213,7 @@ pub async fn serve(
         }
     };
     let (obj, _) = store.update(ns, name, Target::Main, mutate, &opts).await?;
-    Ok(respond(StatusCode::OK, &obj, &neg))
+    Ok(respond(StatusCode::OK, &obj, &neg, &paths))
 }
 
 #[cfg(test)]
@@ -203,14 +225,31 @@ mod tests {
         let d = json!({"metadata": {"name": "web", "namespace": "ns", "resourceVersion": "7"},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
             "status": {"replicas": 1}});
-        let s = to_scale(&d);
+        let paths = ScalePaths::default();
+        let s = to_scale(&d, &paths);
         assert_eq!(s["spec"]["replicas"], 2);
         assert_eq!(s["status"]["selector"], "app=web");
         assert_eq!(s["metadata"]["namespace"], "ns");
-        let updated = apply_scale(&d, &json!({"spec": {"replicas": 5}})).unwrap_or_default();
+        let updated = apply_scale(&d, &json!({"spec": {"replicas": 5}}), &paths).unwrap_or_default();
         assert_eq!(updated["spec"]["replicas"], 5);
-        assert!(apply_scale(&d, &json!({"spec": {"replicas": -1}})).is_err());
+        assert!(apply_scale(&d, &json!({"spec": {"replicas": -1}}), &paths).is_err());
         let rc = json!({"spec": {"selector": {"app": "x"}}});
         assert_eq!(selector_string(&rc), "app=x");
+    }
+
+    #[test]
+    fn custom_paths_are_read_and_written() {
+        let paths = ScalePaths {
+            spec_replicas: "/spec/size".into(),
+            status_replicas: "/status/count".into(),
+            label_selector: Some("/status/sel".into()),
+        };
+        let cr = json!({"metadata": {"name": "w"}, "spec": {}, "status": {"count": 3, "sel": "a=b"}});
+        let s = to_scale(&cr, &paths);
+        assert_eq!(s["spec"]["replicas"], 0);
+        assert_eq!(s["status"]["replicas"], 3);
+        assert_eq!(s["status"]["selector"], "a=b");
+        let updated = apply_scale(&cr, &json!({"spec": {"replicas": 4}}), &paths);
+        assert_eq!(updated.unwrap_or_default()["spec"]["size"], 4);
     }
 }

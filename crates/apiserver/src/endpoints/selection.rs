@@ -15,10 +15,10 @@ use crate::registry::Store;
 pub fn predicate(store: &Store, label: &str, field: &str) -> Result<Predicate, ApiError> {
     let labels = Selector::parse(label).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let fields = FieldSelector::parse(field).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let extra = store.strategy.selectable_field_names();
     for req in fields.requirements() {
         let name = req.field.as_str();
-        let known = matches!(name, "metadata.name" | "metadata.namespace") || extra.contains(&name);
+        let known = matches!(name, "metadata.name" | "metadata.namespace")
+            || store.strategy.is_selectable_field(name);
         if !known {
             return Err(ApiError::bad_request(field_label_not_supported(name)));
         }

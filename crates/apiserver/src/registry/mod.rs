@@ -10,4 +10,4 @@ pub mod table;
 
 pub use resource::ResourceInfo;
 pub use store::{DeleteOptions, DeleteOutcome, Mutate, Store, Target, WriteOptions};
-pub use strategy::{Decoded, DefaultStrategy, Strategy};
+pub use strategy::{Decoded, DefaultStrategy, ScalePaths, Strategy};

@@ -64,6 +64,14 @@ pub trait Strategy: Send + Sync + 'static {
         *new = merged;
     }
 
+    /// Called when an object is deleted: a resource that must clean up
+    /// before its objects go (CRDs remove their custom resources) adds its
+    /// finalizer here, so the object is marked for deletion instead of
+    /// removed. Returns whether it changed the object.
+    fn prepare_for_delete(&self, _obj: &mut Value) -> bool {
+        false
+    }
+
     /// How names of this resource are validated (most resources: a DNS
     /// subdomain; namespaces: a DNS label).
     fn name_validator(&self) -> NameValidator {
@@ -114,15 +122,54 @@ pub trait Strategy: Send + Sync + 'static {
         &[]
     }
 
+    /// Whether a field selector may name `field` (beyond metadata.name and
+    /// metadata.namespace). Strategies whose fields are only known at run
+    /// time (custom resources) answer here instead of by name list.
+    fn is_selectable_field(&self, field: &str) -> bool {
+        self.selectable_field_names().contains(&field)
+    }
+
+    /// Where the `scale` subresource reads and writes replicas.
+    fn scale_paths(&self) -> ScalePaths {
+        ScalePaths::default()
+    }
+
     /// Columns of `kubectl get` (Table output). The default is upstream's
     /// default table: name and creation time.
     fn table_columns(&self) -> Vec<TableColumn> {
         table::default_columns()
     }
 
+    /// The Table's column definitions; by default `table_columns` as JSON.
+    /// Strategies whose columns are only known at run time answer here.
+    fn table_column_definitions(&self) -> Vec<Value> {
+        self.table_columns().iter().map(TableColumn::to_json).collect()
+    }
+
     /// One row's cells for `table_columns`.
     fn table_row(&self, obj: &Value) -> Vec<Value> {
         table::default_row(obj)
+    }
+}
+
+/// Where a resource keeps what its `scale` subresource shows, as JSON
+/// pointers (custom resources name them in their definition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    /// `None`: the label selector at `spec.selector` (workloads); `Some`:
+    /// the pointer of a string selector, empty when the resource has none.
+    pub label_selector: Option<String>,
+}
+
+impl Default for ScalePaths {
+    fn default() -> Self {
+        ScalePaths {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            label_selector: None,
+        }
     }
 }
 

@@ -71,6 +71,23 @@ impl DiscoveryRegistry {
         }
     }
 
+    /// Replaces every version of `group` by `versions` (first preferred);
+    /// an empty list removes the group. Used for groups served at run time.
+    pub fn set_group(&self, group: &str, versions: Vec<GroupVersionDiscovery>) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        if versions.is_empty() {
+            groups.versions.remove(group);
+            groups.order.retain(|g| g != group);
+            return;
+        }
+        if !groups.versions.contains_key(group) {
+            groups.order.push(group.to_owned());
+        }
+        groups.versions.insert(group.to_owned(), versions);
+    }
+
     fn snapshot(&self) -> Vec<(String, Vec<GroupVersionDiscovery>)> {
         let Ok(groups) = self.inner.read() else {
             return Vec::new();

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod discovery;
+pub mod dynamic;
 pub mod healthz;
 pub mod hooks;
 mod mux;
@@ -22,6 +23,7 @@ use tower::util::BoxCloneSyncService;
 
 pub use config::{CompletedConfig, Config};
 pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery};
+pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
 pub use healthz::{FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
 pub use run::PreparedServer;
@@ -79,6 +81,8 @@ pub struct GenericApiServer {
     /// (group, version) → resources; the core group is "".
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+    /// Group versions added and removed at run time.
+    dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
     delegate: Handler,
     post_start_hooks: Vec<PostStartHook>,
@@ -94,6 +98,7 @@ impl CompletedConfig {
             config: self.clone(),
             groups: HashMap::new(),
             virtuals: HashMap::new(),
+            dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: HashMap::new(),
             delegate: delegate.unprotected_handler(),
             post_start_hooks: delegate.post_start_hooks(),
@@ -139,6 +144,12 @@ impl GenericApiServer {
         self.virtuals.insert(key, virtuals);
     }
 
+    /// The group versions this server serves at run time: changes to the
+    /// returned handle take effect at once, in routing and discovery.
+    pub fn dynamic_groups(&self) -> DynamicGroups {
+        self.dynamic.clone()
+    }
+
     /// Serves one non-resource path (exact match).
     pub fn handle_path(&mut self, path: &str, handler: PathHandler) {
         self.paths.insert(path.to_owned(), handler);
@@ -181,6 +192,7 @@ impl DelegationTarget for GenericApiServer {
         let mux = mux::Mux::new(
             self.groups.clone(),
             self.virtuals.clone(),
+            self.dynamic.clone(),
             self.paths.clone(),
             self.delegate.clone(),
             self.config.clone(),

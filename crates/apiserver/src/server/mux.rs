@@ -17,11 +17,14 @@ use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
 use super::discovery::{self, AGGREGATED_V2};
+use super::dynamic::DynamicGroups;
 use super::{CompletedConfig, GroupVersionStores, GroupVersionVirtuals, Handler, PathHandler};
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::endpoints::virtual_create;
+use crate::endpoints::warning::Warnings;
+use crate::registry::Store;
 
 /// The end of the chain's answer.
 pub fn not_found() -> Response<Body> {
@@ -38,6 +41,7 @@ pub fn not_found() -> Response<Body> {
 pub struct Mux {
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+    dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
     delegate: Handler,
     config: CompletedConfig,
@@ -48,6 +52,7 @@ impl Mux {
     pub fn new(
         groups: HashMap<(String, String), GroupVersionStores>,
         virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+        dynamic: DynamicGroups,
         paths: HashMap<String, PathHandler>,
         delegate: Handler,
         config: CompletedConfig,
@@ -59,6 +64,7 @@ impl Mux {
         Mux {
             groups,
             virtuals,
+            dynamic,
             paths,
             delegate,
             config,
@@ -75,7 +81,13 @@ impl Mux {
     }
 
     fn serves_group(&self, group: &str) -> bool {
-        self.groups.keys().any(|(g, _)| g == group)
+        self.groups.keys().any(|(g, _)| g == group) || self.dynamic.serves_group(group)
+    }
+
+    fn serves(&self, group: &str, version: &str) -> bool {
+        self.groups
+            .contains_key(&(group.to_owned(), version.to_owned()))
+            || self.dynamic.serves(group, version)
     }
 
     async fn serve(&self, req: Request<Body>) -> Response<Body> {
@@ -98,7 +110,20 @@ impl Mux {
                 return virtual_create::serve(v, &info.verb, ns, parts, body).await;
             }
             if let Some(stores) = self.groups.get(&key) {
-                return self.serve_resource(stores, &info, req).await;
+                return self.serve_resource(stores.get(&info.resource), &info, req).await;
+            }
+            if self.dynamic.serves(&key.0, &key.1) {
+                let found = self.dynamic.resource(&key.0, &key.1, &info.resource);
+                let warning = found.as_ref().and_then(|r| r.warning.clone());
+                let mut resp = self
+                    .serve_resource(found.as_ref().map(|r| &r.store), &info, req)
+                    .await;
+                if let Some(message) = warning {
+                    let mut warnings = Warnings::default();
+                    warnings.add(message);
+                    warnings.apply(resp.headers_mut());
+                }
+                return resp;
             }
         } else if let Some(resp) = self.serve_path(&req) {
             return resp;
@@ -113,11 +138,11 @@ impl Mux {
 
     async fn serve_resource(
         &self,
-        stores: &GroupVersionStores,
+        store: Option<&Arc<Store>>,
         info: &RequestInfo,
         req: Request<Body>,
     ) -> Response<Body> {
-        let Some(store) = stores.get(&info.resource) else {
+        let Some(store) = store else {
             return not_found();
         };
         let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
@@ -150,19 +175,11 @@ impl Mux {
                 }
                 registry.api_group_list()
             }
-            ["api", version]
-                if self
-                    .groups
-                    .contains_key(&(String::new(), version.to_string())) =>
-            {
+            ["api", version] if self.serves("", version) => {
                 discovery::resource_list(&registry.group_version("", version)?)
             }
             ["apis", group] if self.serves_group(group) => registry.api_group(group)?,
-            ["apis", group, version]
-                if self
-                    .groups
-                    .contains_key(&(group.to_string(), version.to_string())) =>
-            {
+            ["apis", group, version] if self.serves(group, version) => {
                 discovery::resource_list(&registry.group_version(group, version)?)
             }
             _ => return None,
