@@ -6,3 +6,4 @@
 
 pub mod builtin;
 pub mod schema;
+pub mod strategic;
