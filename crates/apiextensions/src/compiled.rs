@@ -1,0 +1,151 @@
+//! A version's schema prepared once for serving custom resources:
+//! validation, pruning and defaulting as upstream's custom resource
+//! handler applies them.
+
+use apimachinery::{FieldError, Path};
+use serde_json::Value;
+
+use crate::openapi::{self, Patterns};
+use crate::props::Props;
+use crate::{defaulting, embedded, listtype, prune, structural};
+
+/// The OpenAPI v3 schema of one served version, decoded and with its
+/// patterns compiled.
+#[derive(Debug, Clone)]
+pub struct CompiledSchema {
+    schema: Props,
+    patterns: Patterns,
+}
+
+impl CompiledSchema {
+    /// Prepares `open_api_v3_schema` (a version's `schema.openAPIV3Schema`).
+    /// Fails with the structural schema errors when it is not structural
+    /// (CRD validation refuses such schemas before they are served).
+    pub fn new(open_api_v3_schema: &Value) -> Result<CompiledSchema, Vec<FieldError>> {
+        let schema = Props::from_value(open_api_v3_schema);
+        let errs = structural::validate_structural(&Path::new("openAPIV3Schema"), &schema);
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        Ok(CompiledSchema::from_props(schema))
+    }
+
+    /// Wraps a decoded schema without the structural checks.
+    pub(crate) fn from_props(schema: Props) -> CompiledSchema {
+        let patterns = Patterns::collect(&schema);
+        CompiledSchema { schema, patterns }
+    }
+
+    /// The decoded schema.
+    pub fn props(&self) -> &Props {
+        &self.schema
+    }
+
+    /// Validates a custom resource as upstream's strategy does with the
+    /// schema: OpenAPI v3 validation (errors named by their dotted path,
+    /// composition failures under `<nil>`), embedded resources' type and
+    /// object meta, and the uniqueness of list-type set items and map keys.
+    /// Object metadata at the root is not checked here.
+    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errs = openapi::validate(&self.schema, &self.patterns, obj, None);
+        errs.extend(embedded::validate(None, &self.schema, obj));
+        if let Value::Object(map) = obj {
+            errs.extend(listtype::validate(None, &self.schema, map));
+        }
+        errs
+    }
+
+    /// Validates only against the OpenAPI schema, reporting under `base`.
+    pub fn validate_value(&self, value: &Value, base: Option<&Path>) -> Vec<FieldError> {
+        openapi::validate(&self.schema, &self.patterns, value, base)
+    }
+
+    /// Removes fields the schema does not specify (keeping `apiVersion`,
+    /// `kind` and `metadata` at the root and in embedded resources) and
+    /// returns their paths, sorted (`spec.foo`, `spec.items[0].bar`).
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        prune::prune(obj, &self.schema, true)
+    }
+
+    /// Applies schema defaults: missing fields and nulls of non-nullable
+    /// fields get their `default`, recursively.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaulting::apply(obj, &self.schema);
+    }
+
+    /// Drops nulls of non-nullable fields without a default, as upstream
+    /// does when decoding a request before defaulting.
+    pub fn drop_nulls_without_defaults(&self, obj: &mut Value) {
+        defaulting::prune_non_nullable_nulls(obj, Some(&self.schema));
+    }
+}
+
+/// The messages upstream uses for pruned fields under `fieldValidation`
+/// (`unknown field "spec.foo"`).
+pub fn unknown_field_messages(paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compiled() -> CompiledSchema {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer", "default": 1, "minimum": 0},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+            }}
+        }});
+        match CompiledSchema::new(&schema) {
+            Ok(c) => c,
+            Err(errs) => panic!("schema refused: {errs:?}"),
+        }
+    }
+
+    #[test]
+    fn non_structural_schema_is_refused() {
+        let errs = CompiledSchema::new(&json!({"properties": {"a": {}}}))
+            .err()
+            .unwrap_or_default();
+        assert_eq!(errs.len(), 2);
+        assert_eq!(
+            errs[1].to_string(),
+            "openAPIV3Schema.type: Required value: must not be empty at the root"
+        );
+    }
+
+    #[test]
+    fn prune_default_validate_round() {
+        let c = compiled();
+        let mut obj = json!({"apiVersion": "a.io/v1", "kind": "K", "metadata": {"name": "x"},
+                             "spec": {"bogus": true, "tags": ["a", "a"]}});
+        let unknown = c.prune(&mut obj);
+        assert_eq!(
+            unknown_field_messages(&unknown),
+            vec!["unknown field \"spec.bogus\""]
+        );
+        c.apply_defaults(&mut obj);
+        assert_eq!(obj["spec"]["replicas"], json!(1));
+        let errs: Vec<String> = c.validate(&obj).iter().map(|e| e.to_string()).collect();
+        assert_eq!(errs, vec![r#"spec.tags[1]: Duplicate value: "a""#]);
+    }
+
+    #[test]
+    fn validation_reports_bounds() {
+        let c = compiled();
+        let errs: Vec<String> = c
+            .validate(&json!({"spec": {"replicas": -1}}))
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(
+            errs,
+            vec!["spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"]
+        );
+    }
+}
