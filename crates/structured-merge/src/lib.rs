@@ -5,5 +5,8 @@
 //! custom resources (built from a CRD's OpenAPI schema) alike.
 
 pub mod builtin;
+pub mod fieldpath;
+pub mod managed;
 pub mod schema;
 pub mod strategic;
+pub mod typed;
