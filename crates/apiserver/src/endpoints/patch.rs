@@ -76,7 +76,7 @@ pub fn apply(patch: &Patch, raw: &[u8], current: &Value) -> Result<Value, ApiErr
             )
         })?,
         Patch::Merge(p) => json_patch::merge(&mut doc, p),
-        Patch::Strategic(p) => doc = super::strategic_merge::apply(&doc, p),
+        Patch::Strategic(p) => doc = super::strategic_merge::apply(doc, p)?,
     }
     Ok(doc)
 }

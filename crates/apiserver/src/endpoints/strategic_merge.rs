@@ -1,164 +1,62 @@
-//! Strategic merge patch (`application/strategic-merge-patch+json`) for
-//! built-in types: maps merge recursively, `null` deletes, lists with a
-//! patch merge key merge element by element, and the `$patch`,
-//! `$retainKeys`, `$deleteFromPrimitiveList` and `$setElementOrder`
-//! directives are honoured.
-//!
-//! The merge keys come from a table of the fields that upstream's types
-//! mark with `patchStrategy=merge`; deriving them from the type definitions
-//! is the patch-and-apply issue's work.
+//! Strategic merge patch (`application/strategic-merge-patch+json`) of
+//! built-in objects: the merge of `structured_merge::strategic` on the
+//! generated schema of the object's kind, and its errors answered as
+//! upstream's API server answers them. Kinds without a built-in schema
+//! (custom resources) do not accept the patch type (415).
 
-use serde_json::{Map, Value};
+use apimachinery::status::{ApiError, StatusDetails, StatusReason};
+use serde_json::Value;
+use structured_merge::builtin;
+use structured_merge::strategic::{self, ErrorClass, SmpError};
 
-/// The merge key of a list field, by field name (and, for `ports`, by what
-/// the elements look like: container ports vs service ports).
-fn merge_key(field: &str, sample: Option<&Value>) -> Option<&'static str> {
-    Some(match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "env"
-        | "volumes"
-        | "imagePullSecrets"
-        | "resourceClaims" => "name",
-        "volumeMounts" => "mountPath",
-        "volumeDevices" => "devicePath",
-        "hostAliases" => "ip",
-        "conditions" => "type",
-        "ownerReferences" => "uid",
-        "topologySpreadConstraints" => "topologyKey",
-        "ports" => {
-            if sample.is_some_and(|s| s.get("containerPort").is_some()) {
-                "containerPort"
-            } else {
-                "port"
-            }
-        }
-        _ => return None,
-    })
+/// The patch types a resource without strategic merge metadata accepts
+/// (upstream's list for custom resources).
+const WITHOUT_STRATEGIC: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// The root type of an object by its own `apiVersion` and `kind`, so that
+/// a subresource (a `Scale`) is patched as what it is.
+fn root_of(object: &Value) -> Option<&'static str> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    builtin::root(group, version, kind)
 }
 
-/// Lists of scalars that merge as sets.
-fn merges_primitives(field: &str) -> bool {
-    matches!(field, "finalizers")
+/// The 415 answer for a kind without strategic merge metadata.
+fn unsupported() -> ApiError {
+    ApiError::unsupported_media_type(WITHOUT_STRATEGIC)
 }
 
-/// Applies `patch` to `original`.
-pub fn apply(original: &Value, patch: &Value) -> Value {
-    match (original, patch) {
-        (Value::Object(o), Value::Object(p)) => Value::Object(merge_map(o, p)),
-        _ => strip_directives(patch),
-    }
-}
-
-fn merge_map(original: &Map<String, Value>, patch: &Map<String, Value>) -> Map<String, Value> {
-    if patch.get("$patch").and_then(Value::as_str) == Some("replace") {
-        return match strip_directives(&Value::Object(patch.clone())) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-    }
-    let mut result = original.clone();
-    for (key, value) in patch {
-        if key == "$patch" || key == "$retainKeys" || key.starts_with("$setElementOrder/") {
-            continue;
-        }
-        if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(list)), Value::Array(remove)) = (result.get_mut(field), value)
-            {
-                list.retain(|v| !remove.contains(v));
-            }
-            continue;
-        }
-        match value {
-            Value::Null => {
-                result.remove(key);
-            }
-            Value::Object(p) => {
-                let merged = match result.get(key) {
-                    Some(Value::Object(o)) => Value::Object(merge_map(o, p)),
-                    _ => strip_directives(value),
-                };
-                if p.get("$patch").and_then(Value::as_str) == Some("delete") {
-                    result.remove(key);
-                } else {
-                    result.insert(key.clone(), merged);
-                }
-            }
-            Value::Array(items) => {
-                let merged = merge_list(key, result.get(key), items);
-                result.insert(key.clone(), merged);
-            }
-            other => {
-                result.insert(key.clone(), other.clone());
-            }
-        }
-    }
-    if let Some(Value::Array(keep)) = patch.get("$retainKeys") {
-        result.retain(|k, _| keep.iter().any(|v| v.as_str() == Some(k)));
-    }
-    result
-}
-
-fn merge_list(field: &str, original: Option<&Value>, patch: &[Value]) -> Value {
-    let original = original.and_then(Value::as_array);
-    let replace = patch
-        .iter()
-        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
-    if replace {
-        let kept = patch
-            .iter()
-            .filter(|i| i.get("$patch").is_none())
-            .map(strip_directives);
-        return Value::Array(kept.collect());
-    }
-    let Some(original) = original else {
-        let items = patch
-            .iter()
-            .filter(|i| i.get("$patch").and_then(Value::as_str) != Some("delete"))
-            .map(strip_directives);
-        return Value::Array(items.collect());
+/// Applies `patch` to `current`.
+pub fn apply(current: Value, patch: &Value) -> Result<Value, ApiError> {
+    let root = root_of(&current).ok_or_else(unsupported)?;
+    let (Value::Object(original), Value::Object(patch)) = (current, patch) else {
+        return Err(ApiError::bad_request("invalid JSON document"));
     };
-    if merges_primitives(field) {
-        let mut merged = original.clone();
-        for item in patch {
-            if !merged.contains(item) {
-                merged.push(item.clone());
-            }
-        }
-        return Value::Array(merged);
-    }
-    let Some(key) = merge_key(field, patch.first().or(original.first())) else {
-        return Value::Array(patch.iter().map(strip_directives).collect());
-    };
-    let mut merged = original.clone();
-    for item in patch {
-        let id = item.get(key);
-        let position = merged.iter().position(|o| id.is_some() && o.get(key) == id);
-        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
-        match (position, delete) {
-            (Some(i), true) => {
-                merged.remove(i);
-            }
-            (None, true) => {}
-            (Some(i), false) => merged[i] = apply(&merged[i], item),
-            (None, false) => merged.push(strip_directives(item)),
-        }
-    }
-    Value::Array(merged)
+    strategic::apply(original, patch, builtin::schema(), root)
+        .map(Value::Object)
+        .map_err(to_api_error)
 }
 
-/// A patch value without its `$` directives, for where it replaces.
-fn strip_directives(value: &Value) -> Value {
-    match value {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('$'))
-                .map(|(k, v)| (k.clone(), strip_directives(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(strip_directives).collect()),
-        other => other.clone(),
+/// Upstream maps the malformed-directive errors to 400, lists of lists to
+/// a generic 422, and passes the others through as plain errors, which
+/// become a 500 with no reason.
+fn to_api_error(e: SmpError) -> ApiError {
+    match e.status_class() {
+        ErrorClass::BadRequest => ApiError::bad_request(e.to_string()),
+        ErrorClass::Unprocessable => ApiError {
+            details: Some(Box::new(StatusDetails::default())),
+            ..ApiError::new(
+                422,
+                StatusReason::Invalid,
+                "the server rejected our request due to an error in our request",
+            )
+        },
+        ErrorClass::Internal => ApiError::new(500, StatusReason::Unknown, e.to_string()),
     }
 }
 
@@ -168,53 +66,64 @@ mod tests {
     use serde_json::json;
 
     fn pod() -> Value {
-        json!({"spec": {"containers": [
-            {"name": "a", "image": "a:1", "ports": [{"containerPort": 80, "protocol": "TCP"}]},
-            {"name": "b", "image": "b:1"}]},
-            "metadata": {"labels": {"x": "1", "y": "2"}, "finalizers": ["f1"]}})
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"x": "1", "y": "2"}, "finalizers": []},
+            "spec": {"containers": [
+                {"name": "a", "image": "a:1", "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+                {"name": "b", "image": "b:1"}]}})
     }
 
     #[test]
-    fn containers_merge_by_name() {
-        let patch = json!({"spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
-            "containers": [{"name": "a", "image": "a:2"}]}});
-        let out = apply(&pod(), &patch);
+    fn patches_by_the_objects_kind() {
+        let patch = json!({"metadata": {"labels": {"x": null}},
+            "spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "a", "image": "a:2"}]}});
+        let out = apply(pod(), &patch).unwrap();
+        assert_eq!(out["metadata"]["labels"], json!({"y": "2"}));
         assert_eq!(out["spec"]["containers"][0]["image"], "a:2");
         assert_eq!(
             out["spec"]["containers"][0]["ports"][0]["containerPort"],
             80
         );
         assert_eq!(out["spec"]["containers"][1]["image"], "b:1");
-        assert!(out["spec"].get("$setElementOrder/containers").is_none());
+        let scale =
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "spec": {"replicas": 1}});
+        let out = apply(scale, &json!({"spec": {"replicas": 3}})).unwrap();
+        assert_eq!(out["spec"]["replicas"], 3);
     }
 
     #[test]
-    fn null_deletes_and_patch_delete_removes_elements() {
-        let patch = json!({"metadata": {"labels": {"x": null}},
-            "spec": {"containers": [{"name": "b", "$patch": "delete"}]}});
-        let out = apply(&pod(), &patch);
-        assert_eq!(out["metadata"]["labels"], json!({"y": "2"}));
-        assert_eq!(out["spec"]["containers"].as_array().map(Vec::len), Some(1));
+    fn kinds_without_schema_answer_415() {
+        let cr = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "spec": {}});
+        let err = apply(cr, &json!({"spec": {"a": 1}})).unwrap_err();
+        assert_eq!(err.code, 415);
+        assert_eq!(err.reason, StatusReason::UnsupportedMediaType);
     }
 
     #[test]
-    fn replace_directive_and_primitive_lists() {
-        let patch =
-            json!({"metadata": {"labels": {"$patch": "replace", "z": "3"}, "finalizers": ["f2"]}});
-        let out = apply(&pod(), &patch);
-        assert_eq!(out["metadata"]["labels"], json!({"z": "3"}));
-        assert_eq!(out["metadata"]["finalizers"], json!(["f1", "f2"]));
-        let patch = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}});
-        assert_eq!(apply(&pod(), &patch)["metadata"]["finalizers"], json!([]));
-    }
-
-    #[test]
-    fn retain_keys_drops_unlisted_fields() {
-        let orig = json!({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}});
-        let patch = json!({"strategy": {"$retainKeys": ["type"], "type": "Recreate"}});
+    fn errors_are_answered_as_upstream() {
+        let err = apply(pod(), &json!({"spec": {"containers": [{"image": "x"}]}})).unwrap_err();
+        assert_eq!(err.code, 500);
+        assert_eq!(err.reason, StatusReason::Unknown);
         assert_eq!(
-            apply(&orig, &patch),
-            json!({"strategy": {"type": "Recreate"}})
+            err.message,
+            "map: map[image:x] does not contain declared merge key: name"
+        );
+        let err = apply(pod(), &json!({"metadata": {"$retainKeys": "x"}})).unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (400, "invalid patch format of retainKeys")
+        );
+        let err = apply(pod(), &json!({"metadata": {"finalizers": [["x"]]}})).unwrap_err();
+        assert_eq!((err.code, err.reason), (422, StatusReason::Invalid));
+        let err = apply(
+            pod(),
+            &json!({"spec": {"containers": [{"name": "a", "$patch": "merge"}]}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "merging lists cannot yet be specified in the patch"
         );
     }
 }

@@ -159,15 +159,14 @@ fn as_list(v: &Value) -> Result<&[Value], SmpError> {
     })
 }
 
-/// All elements must be of one kind, and not lists.
+/// All elements must be of one kind, and the first not a list.
 fn element_kind(lists: &[&[Value]]) -> Result<ElemKind, SmpError> {
     let mut seen: Option<&'static str> = None;
     for item in lists.iter().flat_map(|l| l.iter()) {
-        let name = match item {
-            Value::Array(_) => return Err(SmpError::NoListOfLists),
-            v => gofmt::type_name(v),
-        };
+        let name = gofmt::type_name(item);
         match seen {
+            // Upstream looks for lists only in the first element.
+            None if item.is_array() => return Err(SmpError::NoListOfLists),
             None => seen = Some(name),
             Some(s) if s != name => {
                 let all: Vec<String> = lists.iter().map(|l| gofmt::list(l)).collect();
