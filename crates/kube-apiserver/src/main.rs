@@ -3,6 +3,7 @@
 //! The command line is parsed, completed and validated (every error
 //! reported together, exit 1), then the server chain is built and run.
 
+mod apiextensions;
 mod app;
 mod controlplane;
 mod options;

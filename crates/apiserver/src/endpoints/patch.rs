@@ -25,6 +25,14 @@ const PATCH_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
 ];
 
+/// What resources without strategic merge metadata accept (upstream's
+/// list for custom resources).
+const UNSTRUCTURED_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
 #[derive(Debug, Clone)]
 pub enum Patch {
     Json(json_patch::Patch),
@@ -97,6 +105,9 @@ pub async fn serve(
     };
     let validation = query.field_validation()?;
     let patch = parse_patch(headers, &bytes)?;
+    if matches!(patch, Patch::Strategic(_)) && !store.strategy.supports_strategic_merge() {
+        return Err(ApiError::unsupported_media_type(UNSTRUCTURED_PATCH_TYPES));
+    }
     let unknown = Arc::new(Mutex::new(Vec::<String>::new()));
     let step_store = store.clone();
     let step_unknown = unknown.clone();

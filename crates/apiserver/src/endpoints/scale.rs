@@ -230,7 +230,8 @@ mod tests {
         assert_eq!(s["spec"]["replicas"], 2);
         assert_eq!(s["status"]["selector"], "app=web");
         assert_eq!(s["metadata"]["namespace"], "ns");
-        let updated = apply_scale(&d, &json!({"spec": {"replicas": 5}}), &paths).unwrap_or_default();
+        let updated =
+            apply_scale(&d, &json!({"spec": {"replicas": 5}}), &paths).unwrap_or_default();
         assert_eq!(updated["spec"]["replicas"], 5);
         assert!(apply_scale(&d, &json!({"spec": {"replicas": -1}}), &paths).is_err());
         let rc = json!({"spec": {"selector": {"app": "x"}}});
@@ -244,7 +245,8 @@ mod tests {
             status_replicas: "/status/count".into(),
             label_selector: Some("/status/sel".into()),
         };
-        let cr = json!({"metadata": {"name": "w"}, "spec": {}, "status": {"count": 3, "sel": "a=b"}});
+        let cr =
+            json!({"metadata": {"name": "w"}, "spec": {}, "status": {"count": 3, "sel": "a=b"}});
         let s = to_scale(&cr, &paths);
         assert_eq!(s["spec"]["replicas"], 0);
         assert_eq!(s["status"]["replicas"], 3);

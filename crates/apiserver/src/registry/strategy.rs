@@ -72,6 +72,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether strategic merge patch applies: it needs the type's patch
+    /// metadata, which custom resources do not have (they answer 415).
+    fn supports_strategic_merge(&self) -> bool {
+        true
+    }
+
     /// How names of this resource are validated (most resources: a DNS
     /// subdomain; namespaces: a DNS label).
     fn name_validator(&self) -> NameValidator {
@@ -143,7 +149,10 @@ pub trait Strategy: Send + Sync + 'static {
     /// The Table's column definitions; by default `table_columns` as JSON.
     /// Strategies whose columns are only known at run time answer here.
     fn table_column_definitions(&self) -> Vec<Value> {
-        self.table_columns().iter().map(TableColumn::to_json).collect()
+        self.table_columns()
+            .iter()
+            .map(TableColumn::to_json)
+            .collect()
     }
 
     /// One row's cells for `table_columns`.

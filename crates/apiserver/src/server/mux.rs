@@ -110,7 +110,9 @@ impl Mux {
                 return virtual_create::serve(v, &info.verb, ns, parts, body).await;
             }
             if let Some(stores) = self.groups.get(&key) {
-                return self.serve_resource(stores.get(&info.resource), &info, req).await;
+                return self
+                    .serve_resource(stores.get(&info.resource), &info, req)
+                    .await;
             }
             if self.dynamic.serves(&key.0, &key.1) {
                 let found = self.dynamic.resource(&key.0, &key.1, &info.resource);

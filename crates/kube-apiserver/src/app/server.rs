@@ -17,6 +17,7 @@ use storage::Kv;
 
 use super::runtime_config::{ApiEnablement, RuntimeConfigError};
 use super::{bootstrap, rbac_bootstrap};
+use crate::apiextensions;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::reviews;
@@ -171,7 +172,7 @@ pub fn create_server_chain(
         Some(opts.service_ip_ranges.api_server_service_ip),
     );
     let (crd, core, named, api_service) = (
-        vec![builtin::crd()],
+        vec![apiextensions::crd::builtin()],
         builtin::core_v1(allocator.clone()),
         builtin::named_groups(),
         vec![builtin::api_service()],
@@ -186,6 +187,13 @@ pub fn create_server_chain(
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
     openapi_groups.push(install(&mut extensions, factory, crd, &enabled));
+    let custom_resources = apiextensions::install(
+        &mut extensions,
+        apiextensions::serving::StoreFactory {
+            kv: factory.kv.clone(),
+            prefix: factory.prefix.clone(),
+        },
+    );
 
     let mut kube = config.new_server("kube-apiserver", &extensions);
     openapi_groups.push(install(&mut kube, factory, core, &enabled));
@@ -204,6 +212,9 @@ pub fn create_server_chain(
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
     openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));
+    if let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices") {
+        custom_resources.register_api_services(api_services);
+    }
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
     openapi::install(&mut aggregator, openapi_groups);
     let mut stores = extensions.stores();

@@ -1,6 +1,7 @@
 //! End-to-end tests: the built binary, started as a user starts it, driven
 //! by the real kubectl and raw HTTPS.
 
+mod crd;
 mod apply_client_side;
 mod etcd_backend;
 mod harness;

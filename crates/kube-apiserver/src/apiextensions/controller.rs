@@ -1,0 +1,308 @@
+//! The CRD controllers of the apiextensions server in one loop driven by a
+//! watch on CRDs (upstream runs them as separate controllers over one
+//! informer): naming, API approval, serving (the dynamic group table and
+//! discovery), establishing, and the finalizer of deleted CRDs. Every change
+//! publishes a snapshot of all CRDs for OpenAPI and APIService registration.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apimachinery::status::ApiError;
+use apiserver::registry::Store;
+use apiserver::server::DynamicGroups;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{json, Value};
+use storage::{ListOptions, WatchEvent, WatchOptions};
+use tokio::sync::watch;
+
+use super::conditions::{self, UsedNames, ESTABLISHED};
+use super::crd::CLEANUP_FINALIZER;
+use super::finalizer;
+use super::serving::{self, StoreFactory};
+use super::status;
+
+/// Every CRD as last seen, published after each change.
+pub type Snapshot = Arc<Vec<CustomResourceDefinition>>;
+
+pub struct CrdController {
+    crds: Arc<Store>,
+    factory: StoreFactory,
+    dynamic: DynamicGroups,
+    synced: Arc<AtomicBool>,
+    snapshots: watch::Sender<Snapshot>,
+    state: BTreeMap<String, CustomResourceDefinition>,
+    /// Groups currently in the dynamic table.
+    served_groups: BTreeSet<String>,
+    /// CRDs whose finalizer is running.
+    finalizing: Arc<Mutex<HashSet<String>>>,
+}
+
+fn parse(obj: &Value) -> Option<CustomResourceDefinition> {
+    serde_json::from_value(obj.clone()).ok()
+}
+
+fn name_of(crd: &CustomResourceDefinition) -> String {
+    crd.metadata.name.clone().unwrap_or_default()
+}
+
+impl CrdController {
+    pub fn new(
+        crds: Arc<Store>,
+        factory: StoreFactory,
+        dynamic: DynamicGroups,
+        synced: Arc<AtomicBool>,
+        snapshots: watch::Sender<Snapshot>,
+    ) -> Self {
+        CrdController {
+            crds,
+            factory,
+            dynamic,
+            synced,
+            snapshots,
+            state: BTreeMap::new(),
+            served_groups: BTreeSet::new(),
+            finalizing: Arc::default(),
+        }
+    }
+
+    /// Lists, then follows the watch; a broken watch means a fresh list.
+    pub async fn run(mut self) {
+        loop {
+            match self.relist().await {
+                Ok(revision) => {
+                    self.synced.store(true, Ordering::SeqCst);
+                    self.follow(revision).await;
+                }
+                Err(e) => tracing::warn!(error = %e.message, "listing CRDs failed"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn relist(&mut self) -> Result<i64, ApiError> {
+        let list = self.crds.list(None, ListOptions::default()).await?;
+        self.state = list
+            .items
+            .iter()
+            .filter_map(|o| parse(o))
+            .map(|c| (name_of(&c), c))
+            .collect();
+        let mut groups: BTreeSet<String> = self.served_groups.clone();
+        groups.extend(self.state.values().map(|c| c.spec.group.clone()));
+        for group in groups {
+            self.reconcile_group(&group).await;
+        }
+        self.publish();
+        Ok(list.resource_version)
+    }
+
+    async fn follow(&mut self, revision: i64) {
+        let opts = WatchOptions {
+            resource_version: revision,
+            ..Default::default()
+        };
+        let mut stream = match self.crds.watch(None, opts).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "watching CRDs failed");
+                return;
+            }
+        };
+        while let Some(event) = stream.next().await {
+            let mut dirty = BTreeSet::new();
+            if !self.apply(event, &mut dirty) {
+                return;
+            }
+            // Take whatever else has arrived before reconciling once.
+            while let Some(Some(event)) = stream.next().now_or_never() {
+                if !self.apply(event, &mut dirty) {
+                    return;
+                }
+            }
+            for group in dirty {
+                self.reconcile_group(&group).await;
+            }
+            self.publish();
+        }
+    }
+
+    /// Records one event; false when the watch has failed.
+    fn apply(&mut self, event: WatchEvent, dirty: &mut BTreeSet<String>) -> bool {
+        match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                if let Some(crd) = parse(&o) {
+                    dirty.insert(crd.spec.group.clone());
+                    self.state.insert(name_of(&crd), crd);
+                }
+            }
+            WatchEvent::Deleted(o) => {
+                if let Some(crd) = parse(&o) {
+                    dirty.insert(crd.spec.group.clone());
+                    self.state.remove(&name_of(&crd));
+                }
+            }
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(e) => {
+                tracing::warn!(error = %e, "CRD watch ended");
+                return false;
+            }
+        }
+        true
+    }
+
+    fn publish(&self) {
+        let all: Vec<CustomResourceDefinition> = self.state.values().cloned().collect();
+        self.snapshots.send_replace(Arc::new(all));
+    }
+
+    fn group_names(&self, group: &str) -> Vec<String> {
+        self.state
+            .values()
+            .filter(|c| c.spec.group == group)
+            .map(name_of)
+            .collect()
+    }
+
+    /// Writes a status change unless it changes nothing locally.
+    async fn set_status(
+        &mut self,
+        name: &str,
+        change: impl Fn(&mut Value) -> bool + Send + Sync + 'static,
+    ) {
+        let Some(local) = self.state.get(name) else {
+            return;
+        };
+        let mut probe = serde_json::to_value(local).unwrap_or_default();
+        if !change(&mut probe) {
+            return;
+        }
+        match status::update(&self.crds, name, move |obj| {
+            change(obj);
+        })
+        .await
+        {
+            Ok(Some(stored)) => {
+                self.state.insert(name.to_owned(), stored);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(crd = name, error = %e.message, "updating CRD status failed"),
+        }
+    }
+
+    async fn name_crd(&mut self, group: &str, name: &str) {
+        let Some(crd) = self.state.get(name) else {
+            return;
+        };
+        let accepted = crd.status.as_ref().and_then(|s| s.accepted_names.as_ref());
+        if accepted == Some(&crd.spec.names) && conditions::is_true(crd, conditions::NAMES_ACCEPTED)
+        {
+            return;
+        }
+        let used = UsedNames::of(
+            self.state
+                .values()
+                .filter(|c| c.spec.group == group && c.metadata.name.as_deref() != Some(name)),
+        );
+        let (names, accepted, established) = conditions::names(crd, &used);
+        let names = serde_json::to_value(names).unwrap_or_default();
+        self.set_status(name, move |obj| {
+            let mut changed = obj.pointer("/status/acceptedNames") != Some(&names);
+            if changed {
+                if let Some(map) = obj.as_object_mut() {
+                    let status = map.entry("status").or_insert(json!({}));
+                    status["acceptedNames"] = names.clone();
+                }
+            }
+            changed |= conditions::set(obj, &accepted);
+            changed |= conditions::set(obj, &established);
+            changed
+        })
+        .await;
+    }
+
+    async fn reconcile_group(&mut self, group: &str) {
+        for name in self.group_names(group) {
+            self.name_crd(group, &name).await;
+            if let Some(approval) = self.state.get(&name).and_then(conditions::api_approval) {
+                self.set_status(&name, move |obj| conditions::set(obj, &approval))
+                    .await;
+            }
+        }
+        let crds: Vec<&CustomResourceDefinition> = self
+            .state
+            .values()
+            .filter(|c| c.spec.group == group)
+            .collect();
+        let versions = self.factory.group_versions(&crds);
+        if versions.is_empty() {
+            self.served_groups.remove(group);
+        } else {
+            self.served_groups.insert(group.to_owned());
+        }
+        self.dynamic.set_group(group, versions);
+        for name in self.group_names(group) {
+            let Some(crd) = self.state.get(&name) else {
+                continue;
+            };
+            let terminating = crd.metadata.deletion_timestamp.is_some();
+            if serving::is_served(crd) && !terminating && !conditions::is_true(crd, ESTABLISHED) {
+                let established = conditions::established();
+                self.set_status(&name, move |obj| conditions::set(obj, &established))
+                    .await;
+            }
+            if terminating {
+                self.start_finalizer(&name);
+            }
+        }
+    }
+
+    /// Runs the finalizer of a deleted CRD in the background, once.
+    fn start_finalizer(&self, name: &str) {
+        let Some(crd) = self.state.get(name) else {
+            return;
+        };
+        let has_finalizer = crd
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == CLEANUP_FINALIZER);
+        if !has_finalizer {
+            return;
+        }
+        let Ok(mut running) = self.finalizing.lock() else {
+            return;
+        };
+        if !running.insert(name.to_owned()) {
+            return;
+        }
+        let spec = &crd.spec;
+        let served = spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.as_str());
+        let store = served
+            .filter_map(|v| self.dynamic.resource(&spec.group, v, &spec.names.plural))
+            .map(|r| r.store)
+            .next();
+        let (crds, name, running) = (self.crds.clone(), name.to_owned(), self.finalizing.clone());
+        tokio::spawn(async move {
+            // Retried until the CRD is released or gone.
+            while let Err(e) = finalizer::finalize(crds.clone(), name.clone(), store.clone()).await
+            {
+                if e.code == 404 {
+                    break;
+                }
+                tracing::warn!(crd = %name, error = %e.message, "CRD finalizer failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            if let Ok(mut running) = running.lock() {
+                running.remove(&name);
+            }
+        });
+    }
+}

@@ -1,0 +1,160 @@
+//! The CustomResourceDefinition resource's own behaviour beyond the typed
+//! built-in strategy (upstream's `registry/customresourcedefinition`):
+//! `status.storedVersions` records every storage version, and a delete
+//! first adds the cleanup finalizer and the Terminating condition so the
+//! custom resources go before the definition does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use apimachinery::field_errors::FieldError;
+use apimachinery::validation::NameValidator;
+use apiserver::registry::table::TableColumn;
+use apiserver::registry::{Decoded, Strategy};
+use serde_json::{json, Value};
+
+use super::conditions::{self, Condition, TERMINATING};
+use crate::controlplane::builtin::{self, Builtin};
+
+/// The finalizer that holds a deleted CRD until its resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The CRD resource as the apiextensions server serves it.
+pub fn builtin() -> Builtin {
+    let mut crd = builtin::crd();
+    crd.strategy = Arc::new(CrdStrategy {
+        inner: crd.strategy,
+    });
+    crd
+}
+
+struct CrdStrategy {
+    inner: Arc<dyn Strategy>,
+}
+
+/// Adds the storage version to `status.storedVersions` when missing.
+fn record_storage_version(obj: &mut Value) {
+    let storage = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let Some(storage) = storage else {
+        return;
+    };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let status = map.entry("status").or_insert(json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let stored = &mut status["storedVersions"];
+    if !stored.is_array() {
+        *stored = json!([]);
+    }
+    if let Some(list) = stored.as_array_mut() {
+        if !list.iter().any(|v| v.as_str() == Some(&storage)) {
+            list.push(Value::String(storage));
+        }
+    }
+}
+
+impl Strategy for CrdStrategy {
+    fn decode(&self, obj: Value) -> Result<Decoded, String> {
+        self.inner.decode(obj)
+    }
+    fn apply_defaults(&self, obj: &mut Value) {
+        self.inner.apply_defaults(obj)
+    }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        self.inner.prepare_for_create(obj);
+        record_storage_version(obj);
+    }
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        self.inner.prepare_for_update(new, old);
+        record_storage_version(new);
+    }
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        self.inner.prepare_for_status_update(new, old)
+    }
+    fn prepare_for_delete(&self, obj: &mut Value) -> bool {
+        if obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+        {
+            return false;
+        }
+        let meta = apiserver::registry::object_meta::metadata_mut(obj);
+        let finalizers = meta.entry("finalizers").or_insert(json!([]));
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        if let Some(list) = finalizers.as_array_mut() {
+            if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
+                list.push(json!(CLEANUP_FINALIZER));
+            }
+        }
+        conditions::set(
+            obj,
+            &Condition::new(
+                TERMINATING,
+                "True",
+                "InstanceDeletionPending",
+                "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+            ),
+        );
+        true
+    }
+    fn name_validator(&self) -> NameValidator {
+        self.inner.name_validator()
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.inner.validate(obj)
+    }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.inner.validate_update(new, old)
+    }
+    fn canonicalize(&self, obj: &mut Value) {
+        self.inner.canonicalize(obj)
+    }
+    fn selectable_fields(&self, obj: &Value, fields: &mut BTreeMap<String, String>) {
+        self.inner.selectable_fields(obj, fields)
+    }
+    fn selectable_field_names(&self) -> &'static [&'static str] {
+        self.inner.selectable_field_names()
+    }
+    fn table_columns(&self) -> Vec<TableColumn> {
+        self.inner.table_columns()
+    }
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        self.inner.table_row(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_versions_are_recorded_and_delete_adds_the_finalizer() {
+        let s = builtin().strategy;
+        let mut crd = json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"versions": [{"name": "v1", "storage": true}]}});
+        s.prepare_for_create(&mut crd);
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+        assert!(s.prepare_for_delete(&mut crd));
+        assert_eq!(crd["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
+        assert_eq!(
+            crd["status"]["conditions"][0]["reason"],
+            "InstanceDeletionPending"
+        );
+        crd["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
+        assert!(!s.prepare_for_delete(&mut crd));
+    }
+}

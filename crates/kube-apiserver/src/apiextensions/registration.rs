@@ -1,0 +1,101 @@
+//! The aggregator's APIServices for CRD group versions (upstream's
+//! `crdregistration` controller with the autoregister controller's
+//! `automanaged: "true"` sync): one per served version of any CRD, removed
+//! once no CRD serves it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use apiserver::registry::{DeleteOptions, Store, WriteOptions};
+use serde_json::{json, Value};
+use storage::ListOptions;
+use tokio::sync::watch;
+
+use super::controller::Snapshot;
+
+const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
+
+fn api_service(group: &str, version: &str) -> Value {
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": format!("{version}.{group}"), "labels": {AUTOMANAGED: "true"}},
+        // CRDs rank below built-in groups; versions sort kube-like.
+        "spec": {"group": group, "version": version,
+            "groupPriorityMinimum": 1000, "versionPriority": 100},
+    })
+}
+
+fn desired(crds: &Snapshot) -> BTreeSet<(String, String)> {
+    crds.iter()
+        .flat_map(|crd| {
+            crd.spec
+                .versions
+                .iter()
+                .filter(|v| v.served)
+                .map(|v| (crd.spec.group.clone(), v.name.clone()))
+        })
+        .collect()
+}
+
+async fn sync(api_services: &Store, want: &BTreeSet<(String, String)>) -> Result<(), ApiError> {
+    let existing = api_services.list(None, ListOptions::default()).await?.items;
+    let mut have = BTreeSet::new();
+    for svc in &existing {
+        let field = |p: &str| svc.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let key = (
+            field("/spec/group").to_owned(),
+            field("/spec/version").to_owned(),
+        );
+        let managed = field(&format!(
+            "/metadata/labels/{}",
+            AUTOMANAGED.replace('/', "~1")
+        ));
+        if managed == "true" && !want.contains(&key) {
+            match api_services
+                .delete(None, field("/metadata/name"), &DeleteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        } else {
+            have.insert(key);
+        }
+    }
+    for (group, version) in want.difference(&have) {
+        match api_services
+            .create(api_service(group, version), &WriteOptions::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Follows the CRD snapshots for as long as the server runs.
+pub async fn run(api_services: Arc<Store>, mut snapshots: watch::Receiver<Snapshot>) {
+    // The first snapshot comes once the controller has listed every CRD.
+    if snapshots.changed().await.is_err() {
+        return;
+    }
+    let mut last = None;
+    loop {
+        let want = desired(&snapshots.borrow_and_update().clone());
+        if last.as_ref() != Some(&want) {
+            match sync(&api_services, &want).await {
+                Ok(()) => last = Some(want),
+                Err(e) => tracing::warn!(error = %e.message, "registering CRD APIServices failed"),
+            }
+        }
+        // Woken by a change, or after a while to retry a failed sync.
+        let changed = tokio::time::timeout(std::time::Duration::from_secs(5), snapshots.changed());
+        if let Ok(Err(_)) = changed.await {
+            return;
+        }
+    }
+}

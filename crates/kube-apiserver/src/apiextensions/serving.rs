@@ -1,0 +1,249 @@
+//! What an established CRD serves: for each served version a generic
+//! registry store (custom resource strategy over the CRD's storage, with
+//! conversion to the storage version), grouped by API group for the
+//! server's dynamic group table.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use apiserver::registry::resource::ALL_VERBS;
+use apiserver::registry::{ResourceInfo, ScalePaths, Store};
+use apiserver::server::{DynamicResource, DynamicVersion};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
+};
+use storage::{JsonCodec, Kv, Storage};
+
+use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
+use super::conversion::{Converter, ConvertingStorage};
+use super::jsonpath::JsonPath;
+use super::printer::Printer;
+use super::strategy::CustomResourceStrategy;
+use super::version::priority_order;
+
+/// Builds custom resource stores over the server's KV backend.
+#[derive(Clone)]
+pub struct StoreFactory {
+    pub kv: Arc<dyn Kv>,
+    /// `--etcd-prefix`.
+    pub prefix: String,
+}
+
+/// Whether the CRD's resources are served (upstream serves once the names
+/// are accepted, and keeps serving an established CRD).
+pub fn is_served(crd: &CustomResourceDefinition) -> bool {
+    conditions::is_true(crd, NAMES_ACCEPTED) || conditions::is_true(crd, ESTABLISHED)
+}
+
+fn accepted_names(crd: &CustomResourceDefinition) -> CustomResourceDefinitionNames {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.accepted_names.clone())
+        .filter(|n| !n.kind.is_empty())
+        .unwrap_or_else(|| crd.spec.names.clone())
+}
+
+/// `.spec.replicas` as the JSON pointer `/spec/replicas`.
+fn pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// The default deprecation warning (upstream's wording), advising the
+/// highest-priority served version that is newer and not deprecated.
+pub fn deprecation_warning(crd: &CustomResourceDefinition, version: &str) -> String {
+    let spec = &crd.spec;
+    let kind = &spec.names.kind;
+    let mut msg = format!("{}/{version} {kind} is deprecated", spec.group);
+    let mut newer: Vec<&str> = spec
+        .versions
+        .iter()
+        .filter(|v| v.served && !v.deprecated.unwrap_or(false))
+        .map(|v| v.name.as_str())
+        .filter(|v| priority_order(v, version).is_lt())
+        .collect();
+    newer.sort_by(|a, b| priority_order(a, b));
+    if let Some(best) = newer.first() {
+        msg.push_str(&format!("; use {}/{best} {kind}", spec.group));
+    }
+    msg
+}
+
+fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
+    let subresources = v.subresources.as_ref();
+    let scale = subresources
+        .and_then(|s| s.scale.as_ref())
+        .map(|s| ScalePaths {
+            spec_replicas: pointer(&s.spec_replicas_path),
+            status_replicas: pointer(&s.status_replicas_path),
+            label_selector: Some(
+                s.label_selector_path
+                    .as_deref()
+                    .map(pointer)
+                    .unwrap_or_default(),
+            ),
+        });
+    let columns: Vec<serde_json::Value> = v
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    let selectable = v
+        .selectable_fields
+        .iter()
+        .flatten()
+        .filter_map(|f| {
+            let path = JsonPath::parse(&f.json_path).ok()?;
+            Some((f.json_path.trim_start_matches('.').to_owned(), path))
+        })
+        .collect();
+    CustomResourceStrategy {
+        status: subresources.is_some_and(|s| s.status.is_some()),
+        scale,
+        printer: Printer::new(&columns),
+        selectable,
+    }
+}
+
+fn resource_info(
+    crd: &CustomResourceDefinition,
+    v: &CustomResourceDefinitionVersion,
+) -> ResourceInfo {
+    let names = accepted_names(crd);
+    let group = crd.spec.group.clone();
+    let terminating = conditions::is_terminating(crd);
+    let verbs = ALL_VERBS
+        .iter()
+        // A CRD being deleted takes no new objects.
+        .filter(|verb| !(terminating && **verb == "create"))
+        .map(|v| (*v).to_owned())
+        .collect();
+    let subresources = v.subresources.as_ref();
+    ResourceInfo {
+        storage_root: format!("{group}/{}", names.plural),
+        group,
+        version: v.name.clone(),
+        resource: names.plural.clone(),
+        singular: names
+            .singular
+            .clone()
+            .unwrap_or_else(|| names.kind.to_lowercase()),
+        list_kind: names
+            .list_kind
+            .clone()
+            .unwrap_or_else(|| format!("{}List", names.kind)),
+        kind: names.kind,
+        namespaced: crd.spec.scope == "Namespaced",
+        short_names: names.short_names.unwrap_or_default(),
+        categories: names.categories.unwrap_or_default(),
+        verbs,
+        has_status: subresources.is_some_and(|s| s.status.is_some()),
+        has_scale: subresources.is_some_and(|s| s.scale.is_some()),
+    }
+}
+
+impl StoreFactory {
+    /// The served versions of one CRD, by version name.
+    fn crd_resources(&self, crd: &CustomResourceDefinition) -> Vec<(String, DynamicResource)> {
+        let prefix = self.prefix.trim_end_matches('/');
+        let raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
+            self.kv.clone(),
+            Arc::new(JsonCodec),
+        ));
+        let group = &crd.spec.group;
+        let Some(storage_version) = crd.spec.versions.iter().find(|v| v.storage) else {
+            return Vec::new();
+        };
+        let converter = Arc::new(Converter::None);
+        crd.spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| {
+                let storage: Arc<dyn Storage> = Arc::new(ConvertingStorage::new(
+                    raw.clone(),
+                    converter.clone(),
+                    format!("{group}/{}", v.name),
+                    format!("{group}/{}", storage_version.name),
+                ));
+                let info = resource_info(crd, v);
+                let store = Store::new(info, Arc::new(strategy(v)), storage, prefix);
+                let warning = v.deprecated.unwrap_or(false).then(|| {
+                    v.deprecation_warning
+                        .clone()
+                        .unwrap_or_else(|| deprecation_warning(crd, &v.name))
+                });
+                let resource = DynamicResource {
+                    store: Arc::new(store),
+                    warning,
+                };
+                (v.name.clone(), resource)
+            })
+            .collect()
+    }
+
+    /// Everything one group serves, given every CRD of the group; versions
+    /// in priority order.
+    pub fn group_versions(&self, crds: &[&CustomResourceDefinition]) -> Vec<DynamicVersion> {
+        let mut by_version: BTreeMap<String, Vec<DynamicResource>> = BTreeMap::new();
+        for crd in crds.iter().filter(|c| is_served(c)) {
+            for (version, resource) in self.crd_resources(crd) {
+                by_version.entry(version).or_default().push(resource);
+            }
+        }
+        let mut versions: Vec<DynamicVersion> = by_version
+            .into_iter()
+            .map(|(version, resources)| DynamicVersion { version, resources })
+            .collect();
+        versions.sort_by(|a, b| priority_order(&a.version, &b.version));
+        versions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(versions: serde_json::Value) -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": versions},
+        }))
+        .expect("valid CRD")
+    }
+
+    #[test]
+    fn deprecation_warning_names_the_newest_undeprecated_version() {
+        let c = crd(json!([
+            {"name": "v1alpha1", "served": true, "storage": false, "deprecated": true},
+            {"name": "v1beta1", "served": true, "storage": false},
+            {"name": "v1", "served": true, "storage": true},
+        ]));
+        assert_eq!(
+            deprecation_warning(&c, "v1alpha1"),
+            "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        assert_eq!(
+            deprecation_warning(&c, "v1"),
+            "example.com/v1 Widget is deprecated"
+        );
+    }
+
+    #[test]
+    fn resource_info_follows_the_version_and_scope() {
+        let c = crd(json!([{"name": "v1", "served": true, "storage": true,
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas"}}}]));
+        let info = resource_info(&c, &c.spec.versions[0]);
+        assert_eq!(info.storage_root, "example.com/widgets");
+        assert!(info.namespaced && info.has_status && info.has_scale);
+        assert!(info.supports("create"));
+        assert_eq!(pointer(".spec.replicas"), "/spec/replicas");
+    }
+}

@@ -1,0 +1,188 @@
+//! The strategy of one served version of a custom resource (upstream's
+//! `registry/customresource` strategy): status and scale subresources,
+//! generation bumps, selectable fields and printer columns, with the
+//! version's schema deciding pruning, defaulting and validation.
+
+use std::collections::BTreeMap;
+
+use apiserver::registry::{ScalePaths, Strategy};
+use serde_json::{json, Value};
+
+use super::jsonpath::JsonPath;
+use super::printer::Printer;
+
+/// What a custom resource version's strategy is built from.
+pub struct CustomResourceStrategy {
+    /// Whether the version has the status subresource.
+    pub status: bool,
+    /// The scale subresource's paths, when the version has one.
+    pub scale: Option<ScalePaths>,
+    pub printer: Printer,
+    /// `selectableFields`: the field name (path without the leading dot)
+    /// and how to read it.
+    pub selectable: Vec<(String, JsonPath)>,
+}
+
+fn generation(obj: &Value) -> i64 {
+    obj.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+fn set_generation(obj: &mut Value, generation: i64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("generation".into(), json!(generation));
+    }
+}
+
+/// Whether anything besides metadata differs.
+fn non_metadata_changed(new: &Value, old: &Value) -> bool {
+    let (Some(new), Some(old)) = (new.as_object(), old.as_object()) else {
+        return new != old;
+    };
+    let differs = |a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>| {
+        a.iter()
+            .filter(|(k, _)| *k != "metadata")
+            .any(|(k, v)| b.get(k) != Some(v))
+    };
+    differs(new, old) || differs(old, new)
+}
+
+impl Strategy for CustomResourceStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        set_generation(obj, 1);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.status {
+            match (old.get("status"), new.as_object_mut()) {
+                (Some(status), Some(map)) => {
+                    map.insert("status".into(), status.clone());
+                }
+                (None, Some(map)) => {
+                    map.remove("status");
+                }
+                _ => {}
+            }
+        }
+        let old_generation = generation(old);
+        let bumped = if non_metadata_changed(new, old) {
+            old_generation + 1
+        } else {
+            old_generation
+        };
+        set_generation(new, bumped);
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        // Only status changes; managedFields follow the request.
+        let status = new.get("status").cloned();
+        let managed = new.pointer("/metadata/managedFields").cloned();
+        let mut merged = old.clone();
+        if let Some(map) = merged.as_object_mut() {
+            match status {
+                Some(s) => map.insert("status".into(), s),
+                None => map.remove("status"),
+            };
+        }
+        if let (Some(m), Some(meta)) = (
+            managed,
+            merged.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            meta.insert("managedFields".into(), m);
+        }
+        *new = merged;
+    }
+
+    fn supports_strategic_merge(&self) -> bool {
+        false
+    }
+
+    fn is_selectable_field(&self, field: &str) -> bool {
+        self.selectable.iter().any(|(name, _)| name == field)
+    }
+
+    fn selectable_fields(&self, obj: &Value, fields: &mut BTreeMap<String, String>) {
+        for (name, path) in &self.selectable {
+            let value = match path.first(obj) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            fields.insert(name.clone(), value);
+        }
+    }
+
+    fn scale_paths(&self) -> ScalePaths {
+        self.scale.clone().unwrap_or_default()
+    }
+
+    fn table_column_definitions(&self) -> Vec<Value> {
+        self.printer.definitions()
+    }
+
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        self.printer.row(obj)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strategy(status: bool) -> CustomResourceStrategy {
+        CustomResourceStrategy {
+            status,
+            scale: None,
+            printer: Printer::new(&[]),
+            selectable: vec![(
+                "spec.color".into(),
+                JsonPath::parse(".spec.color").expect("valid path"),
+            )],
+        }
+    }
+
+    #[test]
+    fn create_drops_status_and_sets_generation() {
+        let mut obj = json!({"metadata": {"name": "a"}, "spec": {}, "status": {"x": 1}});
+        strategy(true).prepare_for_create(&mut obj);
+        assert!(obj.get("status").is_none());
+        assert_eq!(obj["metadata"]["generation"], 1);
+        let mut obj = json!({"metadata": {"name": "a"}, "status": {"x": 1}});
+        strategy(false).prepare_for_create(&mut obj);
+        assert_eq!(obj["status"]["x"], 1);
+    }
+
+    #[test]
+    fn generation_bumps_only_on_non_metadata_changes() {
+        let s = strategy(true);
+        let old = json!({"metadata": {"name": "a", "generation": 1}, "spec": {"n": 1}, "status": {"r": 1}});
+        let mut relabel = json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"n": 1}, "status": {"r": 9}});
+        s.prepare_for_update(&mut relabel, &old);
+        assert_eq!(relabel["metadata"]["generation"], 1);
+        assert_eq!(relabel["status"]["r"], 1);
+        let mut respec = json!({"metadata": {"name": "a"}, "spec": {"n": 2}});
+        s.prepare_for_update(&mut respec, &old);
+        assert_eq!(respec["metadata"]["generation"], 2);
+        let mut status = json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"n": 5}, "status": {"r": 3}});
+        s.prepare_for_status_update(&mut status, &old);
+        assert_eq!(status["spec"]["n"], 1);
+        assert_eq!(status["status"]["r"], 3);
+        assert!(status["metadata"].get("labels").is_none());
+    }
+
+    #[test]
+    fn selectable_fields_read_their_paths() {
+        let s = strategy(false);
+        assert!(s.is_selectable_field("spec.color"));
+        assert!(!s.is_selectable_field("spec.size"));
+        let mut fields = BTreeMap::new();
+        s.selectable_fields(&json!({"spec": {"color": "red"}}), &mut fields);
+        assert_eq!(fields.get("spec.color").map(String::as_str), Some("red"));
+    }
+}

@@ -1,0 +1,306 @@
+//! CustomResourceDefinitions end to end with the real kubectl: a CRD with
+//! two versions, status and scale subresources, printer columns and
+//! selectable fields becomes a served resource; custom resources are
+//! created, read, listed, watched, scaled, patched and deleted; deleting the
+//! CRD removes its resources and its endpoint. Run on the embedded store and
+//! on etcd.
+
+use std::time::{Duration, Instant};
+
+use storage_etcd::testing::EtcdServer;
+
+use crate::harness::TestServer;
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: &schema
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, default: blue}
+              replicas: {type: integer, minimum: 0}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+    subresources: &subresources
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns: &columns
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    selectableFields: [{jsonPath: .spec.color}]
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema: {openAPIV3Schema: *schema}
+    subresources: *subresources
+    additionalPrinterColumns: *columns
+"#;
+
+const WIDGET: &str = r#"
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1}
+spec: {color: green, replicas: 1}
+"#;
+
+/// Retries `check` for a few seconds (controllers act asynchronously).
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn establish(s: &TestServer) {
+    s.apply_yaml(CRD);
+    s.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=15s",
+        "crd/widgets.example.com",
+    ]);
+    let accepted = s.ok(&[
+        "get",
+        "crd",
+        "widgets.example.com",
+        "-o",
+        "jsonpath={.status.acceptedNames.kind} {.status.storedVersions}",
+    ]);
+    assert_eq!(accepted, "Widget [\"v1\"]");
+}
+
+fn create_read_and_list(s: &TestServer) {
+    s.apply_yaml(WIDGET);
+    let table = s.ok(&["get", "widgets"]);
+    let header = table.lines().next().unwrap_or("");
+    assert!(
+        header.contains("COLOR") && header.contains("REPLICAS"),
+        "{table}"
+    );
+    assert!(table.contains("w1") && table.contains("green"), "{table}");
+    let meta = s.ok(&[
+        "get",
+        "wd",
+        "w1",
+        "-o",
+        "jsonpath={.metadata.generation} {.kind}",
+    ]);
+    assert_eq!(meta, "1 Widget");
+    let selected = s.ok(&[
+        "get",
+        "widgets",
+        "--field-selector=spec.color=green",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.trim(), "widget.example.com/w1");
+    let none = s.ok(&[
+        "get",
+        "widgets",
+        "--field-selector=spec.color=red",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(none.trim(), "");
+    let bad = s.fails(&["get", "widgets", "--field-selector=spec.size=1"]);
+    assert!(bad.contains("field label not supported"), "{bad}");
+    let resources = s.ok(&["api-resources", "--api-group=example.com"]);
+    assert!(
+        resources.contains("widgets") && resources.contains("wd") && resources.contains("Widget"),
+        "{resources}"
+    );
+    let watch = s.ok(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v1/namespaces/default/widgets?watch=1&timeoutSeconds=1",
+    ]);
+    assert!(
+        watch.contains("\"type\":\"ADDED\"") && watch.contains("\"w1\""),
+        "{watch}"
+    );
+}
+
+fn subresources_and_patches(s: &TestServer) {
+    s.ok(&["scale", "widget", "w1", "--replicas=4"]);
+    let spec = s.ok(&[
+        "get",
+        "widget",
+        "w1",
+        "-o",
+        "jsonpath={.spec.replicas} {.metadata.generation}",
+    ]);
+    assert_eq!(spec, "4 2");
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":3},"spec":{"color":"ignored"}}"#,
+    ]);
+    let after = s.ok(&[
+        "get",
+        "widget",
+        "w1",
+        "-o",
+        "jsonpath={.status.replicas} {.spec.color} {.metadata.generation}",
+    ]);
+    assert_eq!(after, "3 green 2");
+    let scale = s.ok(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v1/namespaces/default/widgets/w1/scale",
+    ]);
+    assert!(
+        scale.contains("\"replicas\":4") && scale.contains("\"replicas\":3"),
+        "{scale}"
+    );
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"red"}}"#,
+    ]);
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/replicas","value":2}]"#,
+    ]);
+    let patched = s.ok(&[
+        "get",
+        "widget",
+        "w1",
+        "-o",
+        "jsonpath={.spec.color} {.spec.replicas}",
+    ]);
+    assert_eq!(patched, "red 2");
+    let strategic = s.fails(&["patch", "widget", "w1", "-p", r#"{"spec":{"color":"x"}}"#]);
+    assert!(
+        strategic.contains("unknown format")
+            || strategic.contains("415")
+            || strategic.contains("not supported"),
+        "{strategic}"
+    );
+}
+
+fn versions(s: &TestServer) {
+    let out = s.kubectl(&[
+        "get",
+        "widgets.v1beta1.example.com",
+        "w1",
+        "-o",
+        "jsonpath={.apiVersion}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "example.com/v1beta1");
+    assert!(
+        stderr(&out)
+            .contains("example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"),
+        "{}",
+        stderr(&out)
+    );
+    let stored = s.ok(&[
+        "get",
+        "widgets.v1.example.com",
+        "w1",
+        "-o",
+        "jsonpath={.apiVersion}",
+    ]);
+    assert_eq!(stored, "example.com/v1");
+    let group = s.ok(&["get", "--raw", "/apis/example.com"]);
+    assert!(
+        group.contains("\"preferredVersion\":{\"groupVersion\":\"example.com/v1\""),
+        "{group}"
+    );
+    eventually("the CRD's APIService", || {
+        s.kubectl(&["get", "apiservice", "v1beta1.example.com"])
+            .status
+            .success()
+    });
+}
+
+fn delete_crd(s: &TestServer) {
+    s.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
+    eventually("the endpoint to go", || {
+        let out = s.kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets",
+        ]);
+        !out.status.success() && stderr(&out).contains("NotFound")
+    });
+    eventually("the APIService to go", || {
+        !s.kubectl(&["get", "apiservice", "v1.example.com"])
+            .status
+            .success()
+    });
+    // A new CRD of the same name starts empty: the resources went with the old one.
+    establish(s);
+    eventually("an empty list", || {
+        let out = s.kubectl(&["get", "widgets", "-o", "name"]);
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim().is_empty()
+    });
+}
+
+fn scenario(s: &TestServer) {
+    establish(s);
+    create_read_and_list(s);
+    subresources_and_patches(s);
+    versions(s);
+    delete_crd(s);
+}
+
+#[test]
+fn custom_resources_on_the_embedded_store() {
+    let s = TestServer::start();
+    scenario(&s);
+}
+
+#[test]
+fn custom_resources_on_etcd() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
+    let servers = format!("--etcd-servers={}", etcd.client_url());
+    let s = TestServer::start_with(&[&servers]);
+    scenario(&s);
+    let ready = s.ok(&["get", "--raw", "/readyz?verbose"]);
+    assert!(
+        ready.contains("[+]poststarthook/crd-informer-synced ok"),
+        "{ready}"
+    );
+}
