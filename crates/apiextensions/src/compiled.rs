@@ -4,10 +4,11 @@
 
 use apimachinery::{FieldError, Path};
 use serde_json::Value;
+use structured_merge::schema::Schema;
 
 use crate::openapi::{self, Patterns};
 use crate::props::Props;
-use crate::{defaulting, embedded, listtype, prune, structural};
+use crate::{defaulting, embedded, listtype, prune, smd, structural};
 
 /// The OpenAPI v3 schema of one served version, decoded and with its
 /// patterns compiled.
@@ -71,6 +72,14 @@ impl CompiledSchema {
     /// fields get their `default`, recursively.
     pub fn apply_defaults(&self, obj: &mut Value) {
         defaulting::apply(obj, &self.schema);
+    }
+
+    /// The structured-merge schema of the resource for server-side apply
+    /// and strategic merge patch, and the name of its root type
+    /// ([`crate::model_name`] of the group, version and kind).
+    pub fn structured(&self, group: &str, version: &str, kind: &str) -> (Schema, String) {
+        let root = smd::model_name(group, version, kind);
+        (smd::structured(&self.schema, &root), root)
     }
 
     /// Drops nulls of non-nullable fields without a default, as upstream

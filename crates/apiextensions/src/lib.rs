@@ -4,6 +4,12 @@
 //! custom resources the OpenAPI v3 validation, pruning of unknown fields,
 //! defaulting, the server-side-apply type model and the published OpenAPI
 //! schema. A pure library: no I/O.
+//!
+//! CRDs are taken as `apiextensions.k8s.io/v1` JSON. The CRD strategy runs
+//! [`apply_crd_defaults`] on decode, [`prepare_for_create`] /
+//! [`prepare_for_update`], then [`validate_crd`] / [`validate_crd_update`]
+//! (which include the metadata checks upstream's strategy makes). Custom
+//! resources use a [`CompiledSchema`] per served version.
 
 mod compiled;
 mod crd;
@@ -13,12 +19,21 @@ mod defaulting;
 mod embedded;
 mod formats;
 mod gofmt;
+mod lifecycle;
 mod listtype;
 pub mod openapi;
 pub mod props;
 mod prune;
+mod publish;
+mod smd;
 pub mod structural;
 
 pub use compiled::{unknown_field_messages, CompiledSchema};
 pub use crd::{validate_crd, validate_crd_update};
+pub use lifecycle::{
+    apply_crd_defaults, prepare_for_create, prepare_for_update, validate_crd_status_update,
+    warnings_on_create, warnings_on_update,
+};
 pub use props::Props;
+pub use publish::{published_definitions, Definition};
+pub use smd::{model_name, OBJECT_META};
