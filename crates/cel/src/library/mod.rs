@@ -4,7 +4,9 @@
 //! CIDRs), registered as overloads so that member calls dispatch on the
 //! receiver's type.
 
+mod ip;
 mod lists;
+mod quantity;
 mod regex;
 mod urls;
 
@@ -30,6 +32,8 @@ fn build() -> Result<Env, DeclarationError> {
     lists::register(&mut env)?;
     regex::register(&mut env)?;
     urls::register(&mut env)?;
+    quantity::register(&mut env)?;
+    ip::register(&mut env)?;
     Ok(env)
 }
 
