@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use apimachinery::field_errors::FieldError;
+use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::NameValidator;
+use apiserver::registry::object_meta;
 use apiserver::registry::table::TableColumn;
 use apiserver::registry::{Decoded, Strategy};
 use serde_json::{json, Value};
@@ -65,6 +66,27 @@ fn record_storage_version(obj: &mut Value) {
     }
 }
 
+/// Compile errors (and cost budget violations) of every version's
+/// `x-kubernetes-validations` rules.
+fn rule_errors(crd: &Value) -> Vec<FieldError> {
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    let mut errors = Vec::new();
+    for (i, version) in versions.into_iter().flatten().enumerate() {
+        let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+            continue;
+        };
+        let path = Path::new("spec")
+            .child("versions")
+            .index(i)
+            .child("schema")
+            .child("openAPIV3Schema");
+        if let Err(e) = kube_cel::RuleSet::compile_at(schema, &path) {
+            errors.extend(e);
+        }
+    }
+    errors
+}
+
 impl Strategy for CrdStrategy {
     fn decode(&self, obj: Value) -> Result<Decoded, String> {
         self.inner.decode(obj)
@@ -90,7 +112,7 @@ impl Strategy for CrdStrategy {
         {
             return false;
         }
-        let meta = apiserver::registry::object_meta::metadata_mut(obj);
+        let meta = object_meta::metadata_mut(obj);
         let finalizers = meta.entry("finalizers").or_insert(json!([]));
         if !finalizers.is_array() {
             *finalizers = json!([]);
@@ -115,10 +137,31 @@ impl Strategy for CrdStrategy {
         self.inner.name_validator()
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        self.inner.validate(obj)
+        // The store checks metadata itself; the library repeats those checks.
+        let generic = object_meta::validate(obj, false, self.name_validator());
+        let mut errors = self.inner.validate(obj);
+        errors.extend(
+            ::apiextensions::validate_crd(obj)
+                .into_iter()
+                .filter(|e| !generic.contains(e)),
+        );
+        if errors.is_empty() {
+            errors.extend(rule_errors(obj));
+        }
+        errors
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        self.inner.validate_update(new, old)
+        let generic = object_meta::validate_update(new, old, false, self.name_validator());
+        let mut errors = self.inner.validate_update(new, old);
+        errors.extend(
+            ::apiextensions::validate_crd_update(new, old)
+                .into_iter()
+                .filter(|e| !generic.contains(e)),
+        );
+        if errors.is_empty() {
+            errors.extend(rule_errors(new));
+        }
+        errors
     }
     fn canonicalize(&self, obj: &mut Value) {
         self.inner.canonicalize(obj)
@@ -140,6 +183,35 @@ impl Strategy for CrdStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_crds_and_rules_are_refused() {
+        let s = builtin().strategy;
+        let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object", "x-kubernetes-validations": [{"rule": "self.size > 0"}],
+                        "properties": {"size": {"type": "integer"}}}}}}}]}});
+        s.prepare_for_create(&mut crd);
+        let errors = s.validate(&crd);
+        assert!(errors.is_empty(), "{errors:?}");
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["x-kubernetes-validations"][0]["rule"] = json!("self.nope > 0");
+        let errors = s.validate(&crd);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .to_string()
+                .starts_with("spec.versions[0].schema.openAPIV3Schema"),
+            "{}",
+            errors[0]
+        );
+        crd["metadata"]["name"] = json!("wrong.example.com");
+        assert!(!s.validate(&crd).is_empty());
+    }
 
     #[test]
     fn storage_versions_are_recorded_and_delete_adds_the_finalizer() {

@@ -18,7 +18,7 @@ use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
 use super::conversion::{Converter, ConvertingStorage};
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
-use super::strategy::CustomResourceStrategy;
+use super::strategy::{CustomResourceStrategy, VersionSchema};
 use super::version::priority_order;
 
 /// Builds custom resource stores over the server's KV backend.
@@ -100,7 +100,14 @@ fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
             Some((f.json_path.trim_start_matches('.').to_owned(), path))
         })
         .collect();
+    let schema = v
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|s| VersionSchema::new(&s));
     CustomResourceStrategy {
+        schema,
         status: subresources.is_some_and(|s| s.status.is_some()),
         scale,
         printer: Printer::new(&columns),

@@ -5,14 +5,49 @@
 
 use std::collections::BTreeMap;
 
-use apiserver::registry::{ScalePaths, Strategy};
+use ::apiextensions::CompiledSchema;
+use apimachinery::field_errors::FieldError;
+use apiserver::registry::{Decoded, ScalePaths, Strategy};
+use kube_cel::RuleSet;
 use serde_json::{json, Value};
 
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
 
+/// A version's schema: OpenAPI validation, pruning and defaulting, and
+/// its `x-kubernetes-validations` rules.
+pub struct VersionSchema {
+    pub compiled: CompiledSchema,
+    /// `None` when the schema has no rules.
+    pub rules: Option<RuleSet>,
+}
+
+impl VersionSchema {
+    /// Compiles a version's `openAPIV3Schema`; `None` when it cannot be
+    /// served with validation (not structural, or rules that do not
+    /// compile: CRD validation refuses both).
+    pub fn new(schema: &Value) -> Option<Self> {
+        let compiled = CompiledSchema::new(schema).ok()?;
+        let rules = RuleSet::compile(schema).ok()?;
+        Some(VersionSchema {
+            compiled,
+            rules: (!rules.is_empty()).then_some(rules),
+        })
+    }
+
+    fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errors = self.compiled.validate(new);
+        if let Some(rules) = &self.rules {
+            errors.extend(rules.validate(new, old));
+        }
+        errors
+    }
+}
+
 /// What a custom resource version's strategy is built from.
 pub struct CustomResourceStrategy {
+    /// `None`: the version has no usable schema; objects are kept as sent.
+    pub schema: Option<VersionSchema>,
     /// Whether the version has the status subresource.
     pub status: bool,
     /// The scale subresource's paths, when the version has one.
@@ -49,6 +84,40 @@ fn non_metadata_changed(new: &Value, old: &Value) -> bool {
 }
 
 impl Strategy for CustomResourceStrategy {
+    /// Prunes fields the schema does not specify; they are the unknown
+    /// fields `fieldValidation` reports.
+    fn decode(&self, mut obj: Value) -> Result<Decoded, String> {
+        let unknown_fields = match &self.schema {
+            Some(schema) => schema.compiled.prune(&mut obj),
+            None => Vec::new(),
+        };
+        Ok(Decoded {
+            object: obj,
+            unknown_fields,
+        })
+    }
+
+    fn apply_defaults(&self, obj: &mut Value) {
+        if let Some(schema) = &self.schema {
+            schema.compiled.drop_nulls_without_defaults(obj);
+            schema.compiled.apply_defaults(obj);
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.schema
+            .as_ref()
+            .map(|s| s.validate(obj, None))
+            .unwrap_or_default()
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.schema
+            .as_ref()
+            .map(|s| s.validate(new, Some(old)))
+            .unwrap_or_default()
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         if self.status {
             if let Some(map) = obj.as_object_mut() {
@@ -137,6 +206,14 @@ mod tests {
 
     fn strategy(status: bool) -> CustomResourceStrategy {
         CustomResourceStrategy {
+            schema: VersionSchema::new(&json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "color": {"type": "string", "default": "blue"},
+                    "size": {"type": "integer", "minimum": 1,
+                        "x-kubernetes-validations": [{"rule": "self < 10", "message": "too big"}]},
+                }},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            }})),
             status,
             scale: None,
             printer: Printer::new(&[]),
@@ -174,6 +251,31 @@ mod tests {
         assert_eq!(status["spec"]["n"], 1);
         assert_eq!(status["status"]["r"], 3);
         assert!(status["metadata"].get("labels").is_none());
+    }
+
+    #[test]
+    fn schema_prunes_defaults_and_validates() {
+        let s = strategy(true);
+        let decoded = s
+            .decode(json!({"apiVersion": "example.com/v1", "kind": "W",
+                "metadata": {"name": "a"}, "spec": {"size": 2, "extra": 1}}))
+            .expect("decodes");
+        assert_eq!(decoded.unknown_fields, vec!["spec.extra"]);
+        let mut obj = decoded.object;
+        s.apply_defaults(&mut obj);
+        assert_eq!(obj["spec"]["color"], "blue");
+        assert!(s.validate(&obj).is_empty());
+        obj["spec"]["size"] = json!(0);
+        let errors = s.validate(&obj);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].to_string().contains("spec.size"), "{}", errors[0]);
+        let old = obj.clone();
+        obj["spec"]["size"] = json!(12);
+        let errors = s.validate_update(&obj, &old);
+        assert!(
+            errors.iter().any(|e| e.to_string().contains("too big")),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -30,6 +30,8 @@ spec:
         properties:
           spec:
             type: object
+            x-kubernetes-validations:
+            - {rule: "!has(self.replicas) || self.replicas <= 10", message: at most 10 replicas}
             properties:
               color: {type: string, default: blue}
               replicas: {type: integer, minimum: 0}
@@ -144,6 +146,41 @@ fn create_read_and_list(s: &TestServer) {
         watch.contains("\"type\":\"ADDED\"") && watch.contains("\"w1\""),
         "{watch}"
     );
+}
+
+fn schema(s: &TestServer) {
+    let widget = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w2}}\nspec: {spec}\n")
+    };
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &widget("{replicas: -1}"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &widget("{replicas: 11}"));
+    assert!(
+        stderr(&out).contains("at most 10 replicas"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl_stdin(
+        &["create", "--validate=strict", "-f", "-"],
+        &widget("{replicas: 1, bogus: 1}"),
+    );
+    assert!(
+        stderr(&out).contains("unknown field \"spec.bogus\""),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl_stdin(
+        &["create", "--validate=false", "-f", "-"],
+        &widget("{replicas: 1, bogus: 1}"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stored = s.ok(&["get", "widget", "w2", "-o", "jsonpath={.spec}"]);
+    assert_eq!(stored, r#"{"color":"blue","replicas":1}"#);
+    s.ok(&["delete", "widget", "w2"]);
 }
 
 fn subresources_and_patches(s: &TestServer) {
@@ -277,6 +314,7 @@ fn delete_crd(s: &TestServer) {
 fn scenario(s: &TestServer) {
     establish(s);
     create_read_and_list(s);
+    schema(s);
     subresources_and_patches(s);
     versions(s);
     delete_crd(s);
