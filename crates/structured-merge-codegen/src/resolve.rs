@@ -420,3 +420,150 @@ fn list_kind(markers: &Markers, patch: &PatchTags) -> ListKind {
         None => ListKind::Atomic,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const META: &str = r#"
+package v1
+
+type TypeMeta struct {
+	Kind string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+type Time struct {
+	Time int64 `json:"-"`
+}
+"#;
+
+    const API: &str = r#"
+package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+const GroupName = "test.k8s.io"
+
+type Thing struct {
+	metav1.TypeMeta `json:""`
+	Spec ThingSpec `json:"spec"`
+}
+
+// +structType=atomic
+type Ref struct {
+	Name string `json:"name"`
+}
+
+// +listType=set
+type Names []string
+
+type ThingSpec struct {
+	Items []Item `json:"items" patchStrategy:"merge" patchMergeKey:"name"`
+	// +listType=atomic
+	Plain []Item `json:"plain" patchStrategy:"merge" patchMergeKey:"name"`
+	// +listType=map
+	// +listMapKey=name
+	// +listMapKey=port
+	Keyed []Item `json:"keyed"`
+	Tags Names `json:"tags"`
+	Finalizers []string `json:"finalizers" patchStrategy:"merge,retainKeys"`
+	// +mapType=atomic
+	Sel map[string]string `json:"sel"`
+	Ref *Ref `json:"ref,omitempty"`
+	Raw []byte `json:"raw"`
+	Skip string `json:"-"`
+	hidden string
+	Inline `json:",inline"`
+	When metav1.Time `json:"when"`
+}
+
+type Inline struct {
+	Extra string `json:"extra"`
+}
+
+type Item struct {
+	Name string `json:"name"`
+}
+"#;
+
+    fn resolved() -> BTreeMap<String, Option<OutStruct>> {
+        let loader = Loader::from_sources(&[
+            ("k8s.io/apimachinery/pkg/apis/meta/v1", META),
+            ("k8s.io/api/test/v1", API),
+        ])
+        .unwrap();
+        let mut r = Resolver::new(loader);
+        r.emit_struct("k8s.io/api/test/v1", "Thing").unwrap();
+        r.structs
+    }
+
+    #[test]
+    fn resolves_fields_markers_and_patch_tags() {
+        let structs = resolved();
+        let spec = structs["io.k8s.api.test.v1.ThingSpec"].as_ref().unwrap();
+        let field = |n: &str| spec.fields.iter().find(|f| f.name == n).unwrap();
+        let item = || Box::new(Ty::Named("io.k8s.api.test.v1.Item".into()));
+        let items = field("items");
+        assert_eq!(
+            items.ty,
+            Ty::List {
+                kind: ListKind::Map(vec!["name".into()]),
+                elem: item()
+            }
+        );
+        assert!(items.merge && items.merge_key.as_deref() == Some("name"));
+        assert_eq!(
+            field("plain").ty,
+            Ty::List {
+                kind: ListKind::Atomic,
+                elem: item()
+            }
+        );
+        let keyed = ListKind::Map(vec!["name".into(), "port".into()]);
+        assert_eq!(
+            field("keyed").ty,
+            Ty::List {
+                kind: keyed,
+                elem: item()
+            }
+        );
+        assert_eq!(
+            field("tags").ty,
+            Ty::List {
+                kind: ListKind::Set,
+                elem: Box::new(Ty::Scalar)
+            }
+        );
+        let finalizers = field("finalizers");
+        assert!(finalizers.merge && finalizers.retain_keys);
+        assert_eq!(
+            finalizers.ty,
+            Ty::List {
+                kind: ListKind::Set,
+                elem: Box::new(Ty::Scalar)
+            }
+        );
+        assert_eq!(
+            field("sel").ty,
+            Ty::Map {
+                atomic: true,
+                elem: Box::new(Ty::Scalar)
+            }
+        );
+        assert_eq!(field("ref").ty, Ty::Named("io.k8s.api.test.v1.Ref".into()));
+        assert_eq!(field("raw").ty, Ty::Scalar);
+        assert_eq!(field("when").ty, Ty::Scalar);
+        assert_eq!(field("extra").ty, Ty::Scalar);
+        let names: Vec<&str> = spec.fields.iter().map(|f| f.name.as_str()).collect();
+        assert!(
+            !names.contains(&"Skip") && !names.contains(&"hidden"),
+            "{names:?}"
+        );
+        assert!(structs["io.k8s.api.test.v1.Ref"].as_ref().unwrap().atomic);
+        let thing = structs["io.k8s.api.test.v1.Thing"].as_ref().unwrap();
+        let names: Vec<&str> = thing.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["kind", "apiVersion", "spec"]);
+        assert!(!structs.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.Time"));
+    }
+}

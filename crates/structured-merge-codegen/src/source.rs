@@ -40,6 +40,23 @@ impl Loader {
         }
     }
 
+    /// A loader over in-memory packages (import path, Go source).
+    #[cfg(test)]
+    pub fn from_sources(sources: &[(&str, &str)]) -> Result<Self, CodegenError> {
+        let mut loader = Loader::new(Vec::new(), "HEAD");
+        for (pkg, src) in sources {
+            let mut decls = Vec::new();
+            golang::parse_file(src, pkg, &mut decls)?;
+            let types = decls.into_iter().map(|d| (d.name.clone(), d)).collect();
+            let package = Package {
+                types,
+                group_name: declared_group_name(src),
+            };
+            loader.cache.insert((*pkg).to_owned(), Rc::new(package));
+        }
+        Ok(loader)
+    }
+
     /// The repository and directory of an import path.
     fn locate(&self, pkg: &str) -> Result<(&Repo, String), CodegenError> {
         self.repos
