@@ -84,6 +84,8 @@ pub struct GenericApiServer {
     /// Group versions added and removed at run time.
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
+    /// Handlers of every path below a prefix (after exact paths).
+    prefix_paths: Vec<(String, PathHandler)>,
     delegate: Handler,
     post_start_hooks: Vec<PostStartHook>,
     pre_shutdown_hooks: Vec<PreShutdownHook>,
@@ -100,6 +102,7 @@ impl CompletedConfig {
             virtuals: HashMap::new(),
             dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: HashMap::new(),
+            prefix_paths: Vec::new(),
             delegate: delegate.unprotected_handler(),
             post_start_hooks: delegate.post_start_hooks(),
             pre_shutdown_hooks: delegate.pre_shutdown_hooks(),
@@ -155,6 +158,12 @@ impl GenericApiServer {
         self.paths.insert(path.to_owned(), handler);
     }
 
+    /// Serves every non-resource path starting with `prefix` that no exact
+    /// path claims (documents that come and go at run time).
+    pub fn handle_prefix(&mut self, prefix: &str, handler: PathHandler) {
+        self.prefix_paths.push((prefix.to_owned(), handler));
+    }
+
     pub fn add_post_start_hook(&mut self, name: &str, run: HookFn) {
         self.post_start_hooks.push(PostStartHook::new(name, run));
     }
@@ -194,6 +203,7 @@ impl DelegationTarget for GenericApiServer {
             self.virtuals.clone(),
             self.dynamic.clone(),
             self.paths.clone(),
+            self.prefix_paths.clone(),
             self.delegate.clone(),
             self.config.clone(),
         );

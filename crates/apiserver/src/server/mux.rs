@@ -43,6 +43,7 @@ pub struct Mux {
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
+    prefix_paths: Vec<(String, PathHandler)>,
     delegate: Handler,
     config: CompletedConfig,
     handler_config: HandlerConfig,
@@ -54,6 +55,7 @@ impl Mux {
         virtuals: HashMap<(String, String), GroupVersionVirtuals>,
         dynamic: DynamicGroups,
         paths: HashMap<String, PathHandler>,
+        prefix_paths: Vec<(String, PathHandler)>,
         delegate: Handler,
         config: CompletedConfig,
     ) -> Self {
@@ -66,6 +68,7 @@ impl Mux {
             virtuals,
             dynamic,
             paths,
+            prefix_paths,
             delegate,
             config,
             handler_config,
@@ -130,6 +133,12 @@ impl Mux {
         } else if let Some(resp) = self.serve_path(&req) {
             return resp;
         } else if let Some(handler) = self.paths.get(req.uri().path()) {
+            return handler(req).await;
+        } else if let Some((_, handler)) = self
+            .prefix_paths
+            .iter()
+            .find(|(prefix, _)| req.uri().path().starts_with(prefix.as_str()))
+        {
             return handler(req).await;
         }
         match self.delegate.clone().oneshot(req).await {

@@ -10,6 +10,7 @@ mod conversion;
 pub mod crd;
 mod finalizer;
 mod jsonpath;
+pub mod openapi;
 mod printer;
 mod registration;
 pub mod serving;

@@ -115,7 +115,7 @@ fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
     }
 }
 
-fn resource_info(
+pub(crate) fn resource_info(
     crd: &CustomResourceDefinition,
     v: &CustomResourceDefinitionVersion,
 ) -> ResourceInfo {

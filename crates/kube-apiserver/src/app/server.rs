@@ -216,7 +216,8 @@ pub fn create_server_chain(
         custom_resources.register_api_services(api_services);
     }
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
-    openapi::install(&mut aggregator, openapi_groups);
+    let crds = custom_resources.snapshots();
+    openapi::install(&mut aggregator, openapi_groups, crds);
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());

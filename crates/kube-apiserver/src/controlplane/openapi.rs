@@ -1,10 +1,11 @@
 //! OpenAPI v3 documents (`/openapi/v3` and `/openapi/v3/<group-version>`),
 //! generated from the k8s-openapi type definitions. kubectl reads them to
 //! learn that the server validates fields itself (the `fieldValidation`
-//! parameter on PATCH operations) and for `kubectl explain`.
+//! parameter on PATCH operations) and for `kubectl explain`. Custom
+//! resources' documents follow their CRDs (see [`CustomDocs`]).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use apiserver::registry::ResourceInfo;
 use apiserver::server::GenericApiServer;
@@ -14,6 +15,10 @@ use schemars::generate::SchemaSettings;
 use schemars::SchemaGenerator;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
+use tokio::sync::watch;
+
+use crate::apiextensions;
+use crate::apiextensions::controller::Snapshot;
 
 /// Produces the schema of a resource's type (registering the types it uses).
 pub type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
@@ -83,7 +88,7 @@ fn operation(
     op
 }
 
-fn add_paths(paths: &mut Map<String, Value>, info: &ResourceInfo, schema_ref: &str) {
+pub(crate) fn add_paths(paths: &mut Map<String, Value>, info: &ResourceInfo, schema_ref: &str) {
     let base = format!("/{}", gv_path(&info.group, &info.version));
     let collection = if info.namespaced {
         format!("{base}/namespaces/{{namespace}}/{}", info.resource)
@@ -158,23 +163,72 @@ fn hash(bytes: &[u8]) -> String {
         .collect()
 }
 
+fn json_response(body: Bytes) -> http::Response<axum::body::Body> {
+    let mut resp = http::Response::new(axum::body::Body::from(body));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
 fn json_handler(body: Bytes) -> apiserver::server::PathHandler {
     Arc::new(move |_req| {
         let body = body.clone();
-        Box::pin(async move {
-            let mut resp = http::Response::new(axum::body::Body::from(body));
-            *resp.status_mut() = StatusCode::OK;
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
-            );
-            resp
-        })
+        Box::pin(async move { json_response(body) })
     })
 }
 
-/// Serves `/openapi/v3` and one document per group version.
-pub fn install(server: &mut GenericApiServer, groups: Vec<Vec<ResourceSchema>>) {
+/// Encoded documents with the hash their index entry carries.
+type Documents = BTreeMap<String, (String, Bytes)>;
+
+/// The custom resource documents, rebuilt when the CRDs change.
+struct CustomDocs {
+    crds: watch::Receiver<Snapshot>,
+    built: Mutex<(Snapshot, Arc<Documents>)>,
+}
+
+impl CustomDocs {
+    fn new(crds: watch::Receiver<Snapshot>) -> Self {
+        CustomDocs {
+            crds,
+            built: Mutex::new((Snapshot::default(), Arc::default())),
+        }
+    }
+
+    fn current(&self) -> Arc<Documents> {
+        let snapshot = self.crds.borrow().clone();
+        let Ok(mut built) = self.built.lock() else {
+            return Arc::default();
+        };
+        if !Arc::ptr_eq(&built.0, &snapshot) {
+            let docs = apiextensions::openapi::documents(&snapshot)
+                .into_iter()
+                .map(|(path, doc)| {
+                    let body = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+                    (path, (hash(&body), body))
+                })
+                .collect();
+            *built = (snapshot, Arc::new(docs));
+        }
+        built.1.clone()
+    }
+}
+
+fn not_found() -> http::Response<axum::body::Body> {
+    let mut resp = http::Response::new(axum::body::Body::from("404 page not found\n"));
+    *resp.status_mut() = StatusCode::NOT_FOUND;
+    resp
+}
+
+/// Serves `/openapi/v3` and one document per group version: the built-in
+/// ones fixed, the custom resource ones as the CRDs in `crds` say.
+pub fn install(
+    server: &mut GenericApiServer,
+    groups: Vec<Vec<ResourceSchema>>,
+    crds: watch::Receiver<Snapshot>,
+) {
     let mut index = BTreeMap::new();
     for resources in groups {
         let Some(first) = resources.first() else {
@@ -187,7 +241,27 @@ pub fn install(server: &mut GenericApiServer, groups: Vec<Vec<ResourceSchema>>) 
         index.insert(path.clone(), json!({"serverRelativeURL": url}));
         server.handle_path(&format!("/openapi/v3/{path}"), json_handler(body));
     }
-    let index = json!({ "paths": index });
-    let body = Bytes::from(serde_json::to_vec(&index).unwrap_or_default());
-    server.handle_path("/openapi/v3", json_handler(body));
+    let custom = Arc::new(CustomDocs::new(crds));
+    let index_docs = custom.clone();
+    server.handle_path(
+        "/openapi/v3",
+        Arc::new(move |_req| {
+            let mut paths = index.clone();
+            for (path, (hash, _)) in index_docs.current().iter() {
+                let url = format!("/openapi/v3/{path}?hash={hash}");
+                paths.insert(path.clone(), json!({"serverRelativeURL": url}));
+            }
+            let body =
+                Bytes::from(serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default());
+            Box::pin(async move { json_response(body) })
+        }),
+    );
+    server.handle_prefix(
+        "/openapi/v3/apis/",
+        Arc::new(move |req| {
+            let path = req.uri().path().trim_start_matches("/openapi/v3/");
+            let found = custom.current().get(path).map(|(_, body)| body.clone());
+            Box::pin(async move { found.map_or_else(not_found, json_response) })
+        }),
+    );
 }

@@ -137,6 +137,11 @@ fn create_read_and_list(s: &TestServer) {
         resources.contains("widgets") && resources.contains("wd") && resources.contains("Widget"),
         "{resources}"
     );
+    let explain = s.ok(&["explain", "widgets.spec"]);
+    assert!(
+        explain.contains("KIND:") && explain.contains("Widget") && explain.contains("replicas"),
+        "{explain}"
+    );
     let watch = s.ok(&[
         "get",
         "--raw",
