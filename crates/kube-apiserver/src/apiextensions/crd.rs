@@ -1,8 +1,9 @@
 //! The CustomResourceDefinition resource's own behaviour beyond the typed
 //! built-in strategy (upstream's `registry/customresourcedefinition`):
-//! `status.storedVersions` records every storage version, and a delete
-//! first adds the cleanup finalizer and the Terminating condition so the
-//! custom resources go before the definition does.
+//! v1 defaults, preparation and validation from the apiextensions library
+//! (`status.storedVersions` records every storage version), rules compiled
+//! at creation, and a delete that first adds the cleanup finalizer and the
+//! Terminating condition so the custom resources go before the definition.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,39 +34,6 @@ struct CrdStrategy {
     inner: Arc<dyn Strategy>,
 }
 
-/// Adds the storage version to `status.storedVersions` when missing.
-fn record_storage_version(obj: &mut Value) {
-    let storage = obj
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| {
-            vs.iter()
-                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        })
-        .and_then(|v| v.get("name"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let Some(storage) = storage else {
-        return;
-    };
-    let Some(map) = obj.as_object_mut() else {
-        return;
-    };
-    let status = map.entry("status").or_insert(json!({}));
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let stored = &mut status["storedVersions"];
-    if !stored.is_array() {
-        *stored = json!([]);
-    }
-    if let Some(list) = stored.as_array_mut() {
-        if !list.iter().any(|v| v.as_str() == Some(&storage)) {
-            list.push(Value::String(storage));
-        }
-    }
-}
-
 /// Compile errors (and cost budget violations) of every version's
 /// `x-kubernetes-validations` rules.
 fn rule_errors(crd: &Value) -> Vec<FieldError> {
@@ -92,15 +60,16 @@ impl Strategy for CrdStrategy {
         self.inner.decode(obj)
     }
     fn apply_defaults(&self, obj: &mut Value) {
-        self.inner.apply_defaults(obj)
+        self.inner.apply_defaults(obj);
+        ::apiextensions::apply_crd_defaults(obj);
     }
     fn prepare_for_create(&self, obj: &mut Value) {
         self.inner.prepare_for_create(obj);
-        record_storage_version(obj);
+        ::apiextensions::prepare_for_create(obj);
     }
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         self.inner.prepare_for_update(new, old);
-        record_storage_version(new);
+        ::apiextensions::prepare_for_update(new, old);
     }
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
         self.inner.prepare_for_status_update(new, old)
