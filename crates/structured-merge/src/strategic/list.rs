@@ -132,7 +132,7 @@ impl<'s> Merger<'s> {
                 Some(c) => ids(c, key)?,
                 None => Vec::new(),
             };
-            let merged = match (original.remove(field), patch_list) {
+            let merged = match (original.get_mut(field).map(Value::take), patch_list) {
                 (Some(Value::Array(c)), None) => c,
                 (None, Some(p)) => p.iter().filter_map(clean).collect(),
                 (_, Some(p)) if !meta.merge => p.to_vec(),

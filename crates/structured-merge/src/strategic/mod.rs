@@ -173,7 +173,7 @@ impl<'s> Merger<'s> {
         delete_list: bool,
     ) -> Result<(), SmpError> {
         if value.is_null() {
-            original.remove(field);
+            original.shift_remove(field);
             return Ok(());
         }
         let Some(current) = original.get_mut(field) else {
@@ -205,7 +205,7 @@ impl<'s> Merger<'s> {
             (current, _) => match clean(value) {
                 Some(v) => *current = v,
                 None => {
-                    original.remove(field);
+                    original.shift_remove(field);
                 }
             },
         }

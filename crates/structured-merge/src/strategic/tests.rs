@@ -344,3 +344,14 @@ fn deployment_strategy_retain_keys() {
         json!({"spec": {"strategy": {"type": "Recreate"}}})
     );
 }
+
+#[test]
+fn merged_fields_keep_their_place() {
+    let out = ok(
+        json!({"mergingIntList": [1], "name": "n", "simpleMap": {"a": "1"}, "value": "v"}),
+        json!({"$setElementOrder/mergingIntList": [2, 1], "mergingIntList": [2], "simpleMap": null}),
+    );
+    let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["mergingIntList", "name", "value"]);
+    assert_eq!(out["mergingIntList"], json!([2, 1]));
+}
