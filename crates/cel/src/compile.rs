@@ -390,7 +390,7 @@ fn render_error(out: &mut String, source: &str, line: usize, column: usize, mess
     }
 }
 
-fn render_parse_errors(errors: &ParseErrors, source: &str) -> String {
+pub(crate) fn render_parse_errors(errors: &ParseErrors, source: &str) -> String {
     let mut out = String::new();
     for e in &errors.errors {
         let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
@@ -400,7 +400,7 @@ fn render_parse_errors(errors: &ParseErrors, source: &str) -> String {
     out
 }
 
-fn render_issues(program: &Program, issues: &[TypeIssue], source: &str) -> String {
+pub(crate) fn render_issues(program: &Program, issues: &[TypeIssue], source: &str) -> String {
     let mut out = String::new();
     for issue in issues {
         let offset = program

@@ -131,6 +131,18 @@ impl<'n, 's> Estimator<'n, 's> {
         }
     }
 
+    /// An estimator with each of `variables` typed by `node`.
+    pub fn with_variables(variables: &[&str], node: &'n Node) -> Self {
+        Estimator {
+            scope: variables
+                .iter()
+                .map(|v| ((*v).to_owned(), Ty::Node(node)))
+                .collect(),
+            sizes: None,
+            issues: Vec::new(),
+        }
+    }
+
     fn size(&self, ty: &Ty<'n>) -> u64 {
         ty.size(self.sizes)
     }

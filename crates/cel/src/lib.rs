@@ -11,6 +11,7 @@
 mod compile;
 mod convert;
 mod cost;
+mod expression;
 mod fieldpath;
 mod library;
 pub mod limits;
@@ -24,6 +25,7 @@ use cel::Env;
 use serde_json::Value;
 
 use crate::compile::{Compiler, Place};
+pub use crate::expression::{CompileError, EvalError, Expression};
 use crate::schema::Node;
 pub use crate::validate::Outcome;
 use crate::validate::Walk;

@@ -1,0 +1,232 @@
+//! Standalone CEL expressions over named, untyped variables, for callers
+//! other than CRD schemas (e.g. admission policies binding `object`,
+//! `oldObject`, `request` and `params`). Variables are bound to JSON
+//! values; results come back as JSON.
+
+use std::sync::{Arc, LazyLock};
+
+use base64::Engine as _;
+use cel::objects::Key;
+use cel::{Context, Env, Program, Value as CelValue};
+use serde_json::Value;
+
+use crate::compile::{render_issues, render_parse_errors};
+use crate::convert::to_val;
+use crate::cost::Estimator;
+use crate::library;
+use crate::schema::Node;
+
+/// The schema of an untyped variable: any JSON value of any size.
+static UNTYPED: LazyLock<Node> = LazyLock::new(|| Node::parse(&Value::Null, false));
+
+/// Why an expression could not be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// The expression is malformed or refers to undeclared variables; the
+    /// text is cel-go's rendering of the problems.
+    #[error("compilation failed: {0}")]
+    Invalid(String),
+    /// The CEL environment could not be built.
+    #[error("internal error: {0}")]
+    Environment(String),
+}
+
+/// Why an evaluation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// The expression raised an error (missing key, no such overload, ...).
+    #[error("{0}")]
+    Execution(String),
+    /// The result has no JSON form (e.g. a CEL type value).
+    #[error("result of type {0} cannot be represented as JSON")]
+    Unrepresentable(String),
+}
+
+/// A compiled expression.
+pub struct Expression {
+    program: Program,
+    env: Arc<Env>,
+    estimated_cost: u64,
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Expression")
+            .field("estimated_cost", &self.estimated_cost)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Expression {
+    /// Compiles `source`, which may refer to `variables` only.
+    pub fn compile(source: &str, variables: &[&str]) -> Result<Expression, CompileError> {
+        let env = library::env().map_err(|e| CompileError::Environment(e.to_string()))?;
+        let program = env
+            .compile(source)
+            .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
+        let mut estimator = Estimator::with_variables(variables, &UNTYPED);
+        let estimated_cost = estimator.estimate(program.expression());
+        if !estimator.issues.is_empty() {
+            return Err(CompileError::Invalid(render_issues(
+                &program,
+                &estimator.issues,
+                source,
+            )));
+        }
+        Ok(Expression {
+            program,
+            env,
+            estimated_cost,
+        })
+    }
+
+    /// The worst-case cost of one evaluation, assuming each variable may be
+    /// as large as a request.
+    pub fn estimated_cost(&self) -> u64 {
+        self.estimated_cost
+    }
+
+    /// Whether the expression refers to `variable`.
+    pub fn references(&self, variable: &str) -> bool {
+        self.program.references().has_variable(variable)
+    }
+
+    /// Evaluates with each variable bound to a JSON value (`null` for an
+    /// absent one).
+    pub fn evaluate(&self, bindings: &[(&str, &Value)]) -> Result<Value, EvalError> {
+        let mut ctx = Context::with_env(Arc::clone(&self.env));
+        for (name, value) in bindings {
+            ctx.add_variable_as_val(*name, to_val(value, None));
+        }
+        let result = self
+            .program
+            .execute(&ctx)
+            .map_err(|e| EvalError::Execution(e.to_string()))?;
+        to_json(&result)
+    }
+}
+
+/// A CEL result as JSON: durations as Go duration strings, timestamps as
+/// RFC 3339, bytes as base64.
+fn to_json(value: &CelValue) -> Result<Value, EvalError> {
+    Ok(match value {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| EvalError::Unrepresentable("double".to_owned()))?,
+        CelValue::String(s) => Value::String(s.as_str().to_owned()),
+        CelValue::Bytes(b) => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
+        }
+        CelValue::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        CelValue::Map(map) => {
+            let mut out = serde_json::Map::with_capacity(map.map.len());
+            for (k, v) in map.map.iter() {
+                let key = match k {
+                    Key::String(s) => s.as_str().to_owned(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                out.insert(key, to_json(v)?);
+            }
+            Value::Object(out)
+        }
+        CelValue::Duration(d) => Value::String(go_duration(*d)),
+        CelValue::Timestamp(t) => Value::String(t.to_rfc3339()),
+        other => return Err(EvalError::Unrepresentable(other.type_of().to_string())),
+    })
+}
+
+/// A duration as Go's `time.Duration.String` writes it (`1h2m3.5s`).
+fn go_duration(d: chrono::Duration) -> String {
+    let nanos = d.num_nanoseconds().unwrap_or(i64::MAX);
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    if n < 1_000_000_000 {
+        let (value, unit) = match n {
+            n if n < 1_000 => (n as f64, "ns"),
+            n if n < 1_000_000 => (n as f64 / 1e3, "µs"),
+            n => (n as f64 / 1e6, "ms"),
+        };
+        return format!("{sign}{value}{unit}");
+    }
+    let hours = n / 3_600_000_000_000;
+    let minutes = (n / 60_000_000_000) % 60;
+    let seconds = (n % 60_000_000_000) as f64 / 1e9;
+    let mut out = String::from(sign);
+    if hours > 0 {
+        out.push_str(&format!("{hours}h"));
+    }
+    if hours > 0 || minutes > 0 {
+        out.push_str(&format!("{minutes}m"));
+    }
+    out.push_str(&format!("{seconds}s"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn evaluates_over_bound_variables() {
+        let expr = Expression::compile(
+            "object.spec.replicas <= params.max && request.operation == 'CREATE'",
+            &["object", "params", "request"],
+        );
+        let Ok(expr) = expr else {
+            panic!("{expr:?}");
+        };
+        let object = json!({"spec": {"replicas": 3}});
+        let params = json!({"max": 5});
+        let request = json!({"operation": "CREATE"});
+        assert_eq!(
+            expr.evaluate(&[
+                ("object", &object),
+                ("params", &params),
+                ("request", &request)
+            ]),
+            Ok(json!(true))
+        );
+        assert!(expr.references("params") && !expr.references("oldObject"));
+    }
+
+    #[test]
+    fn rejects_undeclared_variables() {
+        let err = Expression::compile("oldObject == null", &["object"]).err();
+        assert_eq!(
+            err,
+            Some(CompileError::Invalid(
+                "ERROR: <input>:1:1: undeclared reference to 'oldObject' (in container '')\n | oldObject == null\n | ^"
+                    .to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn results_come_back_as_json() {
+        let Ok(expr) = Expression::compile("{'n': [1, 2.5, 'x'], 'd': duration('90m')}", &[])
+        else {
+            panic!("compile");
+        };
+        assert_eq!(
+            expr.evaluate(&[]),
+            Ok(json!({"n": [1, 2.5, "x"], "d": "1h30m0s"}))
+        );
+        let Ok(failing) = Expression::compile("object.missing", &["object"]) else {
+            panic!("compile");
+        };
+        assert!(matches!(
+            failing.evaluate(&[("object", &json!({}))]),
+            Err(EvalError::Execution(_))
+        ));
+    }
+}
