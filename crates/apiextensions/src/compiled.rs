@@ -56,6 +56,40 @@ impl CompiledSchema {
         errs
     }
 
+    /// Validates an update as upstream's strategy does: the OpenAPI
+    /// validation ratchets (values unchanged from `old` keep no errors),
+    /// embedded resources are checked, and list uniqueness only when the
+    /// old object had no such violation.
+    pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = openapi::validate_update(&self.schema, &self.patterns, new, old, None);
+        errs.extend(embedded::validate(None, &self.schema, new));
+        if let (Value::Object(new_map), Value::Object(old_map)) = (new, old) {
+            if listtype::validate(None, &self.schema, old_map).is_empty() {
+                errs.extend(listtype::validate(None, &self.schema, new_map));
+            }
+        }
+        errs
+    }
+
+    /// Validates a write to the status subresource: only `status`, against
+    /// the schema of the `status` property, ratcheted against the old
+    /// status, with errors under `status` (messages name the path inside
+    /// status, as upstream's).
+    pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let (Some(status), Some(schema)) =
+            (new.get("status"), self.schema.properties.get("status"))
+        else {
+            return Vec::new();
+        };
+        let base = Path::new("status");
+        match old.get("status") {
+            Some(old_status) => {
+                openapi::validate_update(schema, &self.patterns, status, old_status, Some(&base))
+            }
+            None => openapi::validate(schema, &self.patterns, status, Some(&base)),
+        }
+    }
+
     /// Validates only against the OpenAPI schema, reporting under `base`.
     pub fn validate_value(&self, value: &Value, base: Option<&Path>) -> Vec<FieldError> {
         openapi::validate(&self.schema, &self.patterns, value, base)
@@ -142,6 +176,37 @@ mod tests {
         assert_eq!(obj["spec"]["replicas"], json!(1));
         let errs: Vec<String> = c.validate(&obj).iter().map(|e| e.to_string()).collect();
         assert_eq!(errs, vec![r#"spec.tags[1]: Duplicate value: "a""#]);
+    }
+
+    #[test]
+    fn updates_ratchet_and_status_is_validated_alone() {
+        let c = compiled();
+        let old = json!({"spec": {"replicas": -1, "tags": ["a", "a"]}});
+        assert!(c.validate_update(&old, &old).is_empty());
+        let errs: Vec<String> = c
+            .validate_update(&json!({"spec": {"replicas": -2, "tags": ["a", "a"]}}), &old)
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(
+            errs,
+            vec!["spec.replicas: Invalid value: -2: spec.replicas in body should be greater than or equal to 0"]
+        );
+
+        let schema = json!({"type": "object", "properties": {
+            "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}}});
+        let c = CompiledSchema::new(&schema).unwrap_or_else(|e| panic!("{e:?}"));
+        let errs: Vec<String> = c
+            .validate_status_update(&json!({"status": {"ready": "yes"}}), &json!({}))
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(
+            errs,
+            vec![
+                r#"status.ready: Invalid value: "string": ready in body must be of type integer: "string""#
+            ]
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod props;
 mod prune;
 mod publish;
+mod resource;
 mod smd;
 pub mod structural;
 
@@ -36,4 +37,7 @@ pub use lifecycle::{
 };
 pub use props::Props;
 pub use publish::{published_definitions, Definition};
+pub use resource::{
+    finalizer_warnings, validate_scale_spec, validate_scale_status, validate_type_meta,
+};
 pub use smd::{model_name, OBJECT_META};

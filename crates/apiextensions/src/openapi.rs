@@ -11,7 +11,13 @@ use serde_json::Value;
 
 use crate::formats;
 use crate::gofmt::{go_float, go_quote};
+
+mod number;
+mod result;
+
 use crate::props::{Items, Props};
+use number::check_number;
+use result::{to_field_error, Code, OaError, Res};
 
 /// Compiled `pattern`s of a schema, by pattern text.
 #[derive(Debug, Clone, Default)]
@@ -38,132 +44,7 @@ impl Patterns {
     }
 }
 
-/// kube-openapi's error codes that change how an error becomes a field error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Code {
-    Required,
-    Enum,
-    TooLong,
-    MaxItems,
-    TooManyProperties,
-    InvalidType,
-    Other,
-}
-
-/// One kube-openapi result error.
-#[derive(Debug, Clone)]
-enum OaError {
-    /// A `*errors.Validation`: named by its dotted path.
-    Validation {
-        code: Code,
-        name: String,
-        value: Option<Value>,
-        /// The limit for TooLong/MaxItems/TooManyProperties, the allowed
-        /// values for Enum.
-        valid: Option<Value>,
-        message: String,
-    },
-    /// Any other error (composition failures, range conversions).
-    Plain(String),
-}
-
-#[derive(Debug, Default)]
-struct Res {
-    errors: Vec<OaError>,
-    matches: usize,
-}
-
-impl Res {
-    fn merge(&mut self, other: Res) {
-        self.errors.extend(other.errors);
-        self.matches += other.matches;
-    }
-    fn is_valid(&self) -> bool {
-        self.errors.is_empty()
-    }
-    fn add(&mut self, code: Code, name: &str, value: Option<Value>, message: String) {
-        self.errors.push(OaError::Validation {
-            code,
-            name: name.to_owned(),
-            value,
-            valid: None,
-            message,
-        });
-    }
-}
-
-/// Validates `data` against `schema`, reporting errors under `base` (upstream
-/// validates custom resources with a nil base path, printed `<nil>`).
-pub fn validate(
-    schema: &Props,
-    patterns: &Patterns,
-    data: &Value,
-    base: Option<&Path>,
-) -> Vec<FieldError> {
-    let res = validate_node(schema, patterns, data, "");
-    res.errors
-        .into_iter()
-        .map(|e| to_field_error(e, base))
-        .collect()
-}
-
-fn error_path(base: Option<&Path>, name: &str) -> Path {
-    let name = if name == "." {
-        ""
-    } else {
-        name.strip_prefix('.').unwrap_or(name)
-    };
-    match (base, name.is_empty()) {
-        (Some(b), true) => b.clone(),
-        (Some(b), false) => b.child(name),
-        (None, true) => Path::new("<nil>"),
-        (None, false) => Path::new(name),
-    }
-}
-
-fn to_field_error(err: OaError, base: Option<&Path>) -> FieldError {
-    let (code, name, value, valid, message) = match err {
-        OaError::Plain(message) => {
-            let path = base.cloned().unwrap_or_else(|| Path::new("<nil>"));
-            return FieldError::invalid(&path, "", message);
-        }
-        OaError::Validation {
-            code,
-            name,
-            value,
-            valid,
-            message,
-        } => (code, name, value, valid, message),
-    };
-    let path = error_path(base, &name);
-    let as_usize = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64).map(|n| n as usize);
-    match code {
-        Code::Required => FieldError::required(&path, ""),
-        Code::Enum => {
-            let allowed: Vec<String> = match valid {
-                Some(Value::Array(values)) => values
-                    .iter()
-                    .map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            FieldError::not_supported(&path, value.unwrap_or(Value::Null), &allowed)
-        }
-        Code::TooLong => FieldError::too_long(&path, as_usize(&valid)),
-        Code::MaxItems | Code::TooManyProperties => {
-            FieldError::too_many(&path, as_usize(&value), as_usize(&valid))
-        }
-        Code::InvalidType => {
-            FieldError::type_invalid(&path, value.unwrap_or_else(|| "".into()), message)
-        }
-        Code::Other => FieldError::invalid(&path, value.unwrap_or_else(|| "".into()), message),
-    }
-}
-
-const IN: &str = "body";
+pub(crate) const IN: &str = "body";
 
 /// The JSON types a schema accepts (`x-kubernetes-int-or-string` is two).
 fn schema_types(s: &Props) -> Vec<&str> {
@@ -208,42 +89,357 @@ fn value_type(v: &Value) -> (&'static str, &'static str) {
     }
 }
 
-fn validate_node(s: &Props, patterns: &Patterns, data: &Value, path: &str) -> Res {
-    let mut res = Res::default();
-    let types = schema_types(s);
-    let format = effective_format(s);
-    if data.is_null() {
-        if !types.is_empty() || !format.is_empty() {
-            res.merge(check_type(s, &types, format, data, path));
+/// Validates `data` against `schema`, reporting errors under `base` (upstream
+/// validates custom resources with a nil base path, printed `<nil>`).
+pub fn validate(
+    schema: &Props,
+    patterns: &Patterns,
+    data: &Value,
+    base: Option<&Path>,
+) -> Vec<FieldError> {
+    let walker = Walker { patterns };
+    let res = walker.node(schema, data, "", None, true);
+    res.errors
+        .into_iter()
+        .map(|e| to_field_error(e, base))
+        .collect()
+}
+
+/// Validates an update with ratcheting (upstream's CRDValidationRatcheting,
+/// GA): a field or list item whose value is unchanged from `old` (lists of
+/// type map correlate items by key, other lists do not correlate) keeps no
+/// errors, so objects stored before a schema tightened stay updatable.
+pub fn validate_update(
+    schema: &Props,
+    patterns: &Patterns,
+    data: &Value,
+    old: &Value,
+    base: Option<&Path>,
+) -> Vec<FieldError> {
+    let walker = Walker { patterns };
+    let res = walker.node(schema, data, "", Some(old), true);
+    res.errors
+        .into_iter()
+        .map(|e| to_field_error(e, base))
+        .collect()
+}
+
+/// Whether `new` equals its correlated `old` value the way upstream's
+/// `CorrelatedObject.CachedDeepEqual` decides (map lists ignore order).
+fn unchanged(s: &Props, new: &Value, old: &Value) -> bool {
+    match (new, old) {
+        (Value::Object(n), Value::Object(o)) => {
+            n.len() == o.len()
+                && n.iter().all(|(k, v)| match (o.get(k), field_schema(s, k)) {
+                    (Some(ov), Some(fs)) => unchanged(fs, v, ov),
+                    (Some(ov), None) => json_equal(v, ov),
+                    (None, _) => false,
+                })
         }
-        res.merge(check_enum(s, data, path));
-        return res;
+        (Value::Array(n), Value::Array(o)) if s.x_list_type.as_deref() == Some("map") => {
+            let Some(item) = s.items_schema() else {
+                return json_equal(new, old);
+            };
+            n.len() == o.len()
+                && n.iter()
+                    .all(|v| map_list_match(s, v, o).is_some_and(|ov| unchanged(item, v, ov)))
+        }
+        _ => json_equal(new, old),
     }
-    let apply = |r: Res, res: &mut Res| {
-        res.merge(r);
-        res.matches += 1;
+}
+
+fn field_schema<'a>(s: &'a Props, key: &str) -> Option<&'a Props> {
+    s.properties.get(key).or_else(|| s.additional_schema())
+}
+
+/// The item of `old` with the same `x-kubernetes-list-map-keys` values.
+fn map_list_match<'a>(s: &Props, item: &Value, old: &'a [Value]) -> Option<&'a Value> {
+    let key = |v: &Value| -> Option<Vec<Option<Value>>> {
+        let m = v.as_object()?;
+        Some(
+            s.x_list_map_keys
+                .iter()
+                .map(|k| m.get(k).cloned())
+                .collect(),
+        )
     };
-    if !types.is_empty() || !format.is_empty() {
-        apply(check_type(s, &types, format, data, path), &mut res);
+    let wanted = key(item)?;
+    old.iter().find(|o| {
+        key(o).is_some_and(|k| {
+            k.len() == wanted.len()
+                && k.iter().zip(&wanted).all(|(a, b)| match (a, b) {
+                    (Some(a), Some(b)) => json_equal(a, b),
+                    (None, None) => true,
+                    _ => false,
+                })
+        })
+    })
+}
+
+/// The recursive validator; `old` is the correlated old value (ratcheting).
+struct Walker<'a> {
+    patterns: &'a Patterns,
+}
+
+impl Walker<'_> {
+    /// Validates one node. `ratchet`: this node is a field, item or the
+    /// root (upstream ratchets there, not in composition branches).
+    fn node(&self, s: &Props, data: &Value, path: &str, old: Option<&Value>, ratchet: bool) -> Res {
+        let mut res = self.node_checks(s, data, path, old);
+        if ratchet && !res.is_valid() && old.is_some_and(|o| unchanged(s, data, o)) {
+            res.errors.clear();
+        }
+        res
     }
-    apply(check_compositions(s, patterns, data, path), &mut res);
-    match data {
-        Value::String(text) => {
-            apply(check_string(s, patterns, text, path), &mut res);
-            if !format.is_empty() && formats::is_known(format) {
-                apply(check_format(format, text, path), &mut res);
+
+    fn node_checks(&self, s: &Props, data: &Value, path: &str, old: Option<&Value>) -> Res {
+        let mut res = Res::default();
+        let types = schema_types(s);
+        let format = effective_format(s);
+        if data.is_null() {
+            if !types.is_empty() || !format.is_empty() {
+                res.merge(check_type(s, &types, format, data, path));
+            }
+            res.merge(check_enum(s, data, path));
+            return res;
+        }
+        let apply = |r: Res, res: &mut Res| {
+            res.merge(r);
+            res.matches += 1;
+        };
+        if !types.is_empty() || !format.is_empty() {
+            apply(check_type(s, &types, format, data, path), &mut res);
+        }
+        apply(self.compositions(s, data, path, old), &mut res);
+        match data {
+            Value::String(text) => {
+                apply(check_string(s, self.patterns, text, path), &mut res);
+                if !format.is_empty() && formats::is_known(format) {
+                    apply(check_format(format, text, path), &mut res);
+                }
+            }
+            Value::Number(_) => apply(check_number(s, &types, format, data, path), &mut res),
+            Value::Array(items) => apply(self.slice(s, items, path, old), &mut res),
+            _ => {}
+        }
+        apply(check_enum(s, data, path), &mut res);
+        if let Value::Object(map) = data {
+            apply(self.object(s, map, path, old), &mut res);
+        }
+        res.matches += 1;
+        res
+    }
+
+    fn compositions(&self, s: &Props, data: &Value, path: &str, old: Option<&Value>) -> Res {
+        let mut main = Res::default();
+        let quoted = go_quote(path);
+        let branch = |alt: &Props| self.node(alt, data, path, old, false);
+        if !s.any_of.is_empty() {
+            let mut best: Option<Res> = None;
+            let mut first_success: Option<Res> = None;
+            for alt in &s.any_of {
+                let r = branch(alt);
+                if r.is_valid() {
+                    best = None;
+                    first_success = Some(r);
+                    break;
+                }
+                if best.as_ref().is_none_or(|b| r.matches > b.matches) {
+                    best = Some(r);
+                }
+            }
+            if first_success.is_none() {
+                main.errors.push(OaError::Plain(format!(
+                    "{quoted} must validate at least one schema (anyOf)"
+                )));
+            }
+            if let Some(r) = best.or(first_success) {
+                main.merge(r);
             }
         }
-        Value::Number(_) => apply(check_number(s, &types, format, data, path), &mut res),
-        Value::Array(items) => apply(check_slice(s, patterns, items, path), &mut res),
-        _ => {}
+        if !s.one_of.is_empty() {
+            main.merge(self.one_of(s, &quoted, &branch));
+        }
+        if !s.all_of.is_empty() {
+            let mut validated = 0;
+            for alt in &s.all_of {
+                let r = branch(alt);
+                if r.is_valid() {
+                    validated += 1;
+                }
+                main.merge(r);
+            }
+            if validated != s.all_of.len() {
+                let extra = if validated == 0 {
+                    ". None validated"
+                } else {
+                    ""
+                };
+                main.errors.push(OaError::Plain(format!(
+                    "{quoted} must validate all the schemas (allOf){extra}"
+                )));
+            }
+        }
+        if let Some(not) = &s.not {
+            if branch(not).is_valid() {
+                main.errors.push(OaError::Plain(format!(
+                    "{quoted} must not validate the schema (not)"
+                )));
+            }
+        }
+        main.matches += 1;
+        main
     }
-    apply(check_enum(s, data, path), &mut res);
-    if let Value::Object(map) = data {
-        apply(check_object(s, patterns, map, path), &mut res);
+
+    fn one_of(&self, s: &Props, quoted: &str, branch: &dyn Fn(&Props) -> Res) -> Res {
+        let mut main = Res::default();
+        let mut best: Option<Res> = None;
+        let mut first_success: Option<Res> = None;
+        let mut validated = 0;
+        for alt in &s.one_of {
+            let r = branch(alt);
+            if r.is_valid() {
+                validated += 1;
+                best = None;
+                if first_success.is_none() {
+                    first_success = Some(r);
+                }
+                continue;
+            }
+            if validated == 0 && best.as_ref().is_none_or(|b| r.matches > b.matches) {
+                best = Some(r);
+            }
+        }
+        if validated != 1 {
+            let extra = if validated == 0 {
+                "Found none valid".to_owned()
+            } else {
+                format!("Found {validated} valid alternatives")
+            };
+            main.errors.push(OaError::Plain(format!(
+                "{quoted} must validate one and only one schema (oneOf). {extra}"
+            )));
+            if let Some(r) = best {
+                main.merge(r);
+            }
+        } else if let Some(r) = first_success {
+            main.merge(r);
+        }
+        main
     }
-    res.matches += 1;
-    res
+
+    fn slice(&self, s: &Props, items: &[Value], path: &str, old: Option<&Value>) -> Res {
+        let mut res = Res::default();
+        let old_items = old
+            .and_then(Value::as_array)
+            .filter(|_| s.x_list_type.as_deref() == Some("map"));
+        match &s.items {
+            Some(Items::Schema(item)) => {
+                for (i, v) in items.iter().enumerate() {
+                    let old_item = old_items.and_then(|o| map_list_match(s, v, o));
+                    res.merge(self.node(item, v, &format!("{path}[{i}]"), old_item, true));
+                }
+            }
+            Some(Items::Array(tuple)) => {
+                for (i, (schema, v)) in tuple.iter().zip(items).enumerate() {
+                    res.merge(self.node(schema, v, &format!("{path}[{i}]"), None, true));
+                }
+            }
+            None => {}
+        }
+        let size = items.len() as i64;
+        if let Some(min) = s.min_items {
+            if size < min {
+                let message = format!("{path} in {IN} should have at least {min} items");
+                res.add(Code::Other, path, Some(size.into()), message);
+            }
+        }
+        if let Some(max) = s.max_items {
+            if size > max {
+                res.errors.push(OaError::Validation {
+                    code: Code::MaxItems,
+                    name: path.to_owned(),
+                    value: Some(size.into()),
+                    valid: Some(max.into()),
+                    message: format!("{path} in {IN} should have at most {max} items"),
+                });
+            }
+        }
+        if s.unique_items && has_duplicates(items) {
+            let message = format!("{path} in {IN} shouldn't contain duplicates");
+            res.add(Code::Other, path, None, message);
+        }
+        res.matches += 1;
+        res
+    }
+
+    fn object(
+        &self,
+        s: &Props,
+        map: &serde_json::Map<String, Value>,
+        path: &str,
+        old: Option<&Value>,
+    ) -> Res {
+        let mut res = Res::default();
+        let size = map.len() as i64;
+        if let Some(min) = s.min_properties {
+            if size < min {
+                let message = format!("{path} in {IN} should have at least {min} properties");
+                res.add(Code::Other, path, Some(size.into()), message);
+            }
+        }
+        if let Some(max) = s.max_properties {
+            if size > max {
+                res.errors.push(OaError::Validation {
+                    code: Code::TooManyProperties,
+                    name: path.to_owned(),
+                    value: Some(size.into()),
+                    valid: Some(max.into()),
+                    message: format!("{path} in {IN} should have at most {max} properties"),
+                });
+            }
+        }
+        // Type meta at the root is never ratcheted.
+        let old_child = |key: &str| {
+            if path.is_empty() && (key == "kind" || key == "apiVersion") {
+                return None;
+            }
+            old.and_then(|o| o.get(key))
+        };
+        match &s.additional_properties {
+            Some(ap) if !ap.allows() => {
+                for key in map.keys().filter(|k| !s.properties.contains_key(*k)) {
+                    let message = format!("{path}.{key} in {IN} is a forbidden property");
+                    res.add(Code::Other, path, Some(key.as_str().into()), message);
+                }
+            }
+            Some(ap) => {
+                if let Some(schema) = ap.schema() {
+                    for (key, value) in map.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
+                        let child = format!("{path}.{key}");
+                        res.merge(self.node(schema, value, &child, old_child(key), true));
+                    }
+                }
+            }
+            None => {}
+        }
+        for (name, schema) in &s.properties {
+            if let Some(value) = map.get(name) {
+                let child = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
+                res.merge(self.node(schema, value, &child, old_child(name), true));
+            }
+        }
+        for key in s.required.iter().filter(|k| !map.contains_key(*k)) {
+            let name = format!("{path}.{key}");
+            let message = format!("{name} in {IN} is required");
+            res.add(Code::Required, &name, None, message);
+        }
+        res
+    }
 }
 
 fn invalid_type(path: &str, type_name: &str, value: &str) -> (Code, String, Option<Value>, String) {
@@ -302,97 +498,6 @@ fn check_type(s: &Props, types: &[&str], format: &str, data: &Value, path: &str)
     res
 }
 
-fn check_compositions(s: &Props, patterns: &Patterns, data: &Value, path: &str) -> Res {
-    let mut main = Res::default();
-    let quoted = go_quote(path);
-    if !s.any_of.is_empty() {
-        let mut best: Option<Res> = None;
-        let mut first_success: Option<Res> = None;
-        for alt in &s.any_of {
-            let r = validate_node(alt, patterns, data, path);
-            if r.is_valid() {
-                best = None;
-                first_success = Some(r);
-                break;
-            }
-            if best.as_ref().is_none_or(|b| r.matches > b.matches) {
-                best = Some(r);
-            }
-        }
-        if first_success.is_none() {
-            main.errors.push(OaError::Plain(format!(
-                "{quoted} must validate at least one schema (anyOf)"
-            )));
-        }
-        if let Some(r) = best.or(first_success) {
-            main.merge(r);
-        }
-    }
-    if !s.one_of.is_empty() {
-        let mut best: Option<Res> = None;
-        let mut first_success: Option<Res> = None;
-        let mut validated = 0;
-        for alt in &s.one_of {
-            let r = validate_node(alt, patterns, data, path);
-            if r.is_valid() {
-                validated += 1;
-                best = None;
-                if first_success.is_none() {
-                    first_success = Some(r);
-                }
-                continue;
-            }
-            if validated == 0 && best.as_ref().is_none_or(|b| r.matches > b.matches) {
-                best = Some(r);
-            }
-        }
-        if validated != 1 {
-            let extra = if validated == 0 {
-                "Found none valid".to_owned()
-            } else {
-                format!("Found {validated} valid alternatives")
-            };
-            main.errors.push(OaError::Plain(format!(
-                "{quoted} must validate one and only one schema (oneOf). {extra}"
-            )));
-            if let Some(r) = best {
-                main.merge(r);
-            }
-        } else if let Some(r) = first_success {
-            main.merge(r);
-        }
-    }
-    if !s.all_of.is_empty() {
-        let mut validated = 0;
-        for alt in &s.all_of {
-            let r = validate_node(alt, patterns, data, path);
-            if r.is_valid() {
-                validated += 1;
-            }
-            main.merge(r);
-        }
-        if validated != s.all_of.len() {
-            let extra = if validated == 0 {
-                ". None validated"
-            } else {
-                ""
-            };
-            main.errors.push(OaError::Plain(format!(
-                "{quoted} must validate all the schemas (allOf){extra}"
-            )));
-        }
-    }
-    if let Some(not) = &s.not {
-        if validate_node(not, patterns, data, path).is_valid() {
-            main.errors.push(OaError::Plain(format!(
-                "{quoted} must not validate the schema (not)"
-            )));
-        }
-    }
-    main.matches += 1;
-    main
-}
-
 fn check_string(s: &Props, patterns: &Patterns, text: &str, path: &str) -> Res {
     let mut res = Res::default();
     let len = text.chars().count() as i64;
@@ -438,229 +543,6 @@ fn check_format(format: &str, text: &str, path: &str) -> Res {
         let (code, name, value, message) = invalid_type(path, format, text);
         res.add(code, &name, value, message);
     }
-    res
-}
-
-/// Whether a number fits the type/format the way kube-openapi's range
-/// check (`IsValueValidAgainstRange`) decides.
-fn fits_range(n: f64, is_int_value: bool, ty: &str, format: &str) -> bool {
-    match ty {
-        "integer" => {
-            if !is_int_value && n.fract() != 0.0 {
-                return false;
-            }
-            match format {
-                "int32" => n >= i32::MIN as f64 && n <= i32::MAX as f64,
-                _ => n >= i64::MIN as f64 && n <= i64::MAX as f64,
-            }
-        }
-        _ => match format {
-            "float" => n.is_finite() && n.abs() <= f32::MAX as f64,
-            _ => true,
-        },
-    }
-}
-
-fn range_message(prefix: &str, ty: &str, format: &str, path: &str) -> String {
-    if format.is_empty() {
-        format!("{prefix} value must be of type {ty} (default format) in {path}")
-    } else {
-        format!("{prefix} value must be of type {ty} with format {format} in {path}")
-    }
-}
-
-fn check_number(s: &Props, types: &[&str], format: &str, data: &Value, path: &str) -> Res {
-    let mut res = Res::default();
-    let (ty, fmt) = match types {
-        ["integer"] => (
-            "integer",
-            if matches!(format, "int32" | "int64") {
-                format
-            } else {
-                ""
-            },
-        ),
-        ["number"] => (
-            "number",
-            if matches!(format, "float" | "double") {
-                format
-            } else {
-                ""
-            },
-        ),
-        _ => ("", ""),
-    };
-    let int_value = data.as_i64();
-    let value = data.as_f64().unwrap_or(0.0);
-    if !fits_range(value, int_value.is_some(), ty, fmt) {
-        res.errors
-            .push(OaError::Plain(range_message("Checked", ty, fmt, path)));
-    }
-    let bound_native = |b: f64| fits_range(b, b.fract() == 0.0, ty, fmt);
-    let mut extra = Vec::new();
-    if let Some(factor) = s.multiple_of {
-        extra.extend(multiple_of(
-            path,
-            data,
-            int_value,
-            factor,
-            bound_native(factor),
-        ));
-    }
-    if let Some(min) = s.minimum {
-        extra.extend(bound(
-            path,
-            data,
-            int_value,
-            min,
-            s.exclusive_minimum,
-            false,
-            bound_native(min),
-        ));
-    }
-    if let Some(max) = s.maximum {
-        extra.extend(bound(
-            path,
-            data,
-            int_value,
-            max,
-            s.exclusive_maximum,
-            true,
-            bound_native(max),
-        ));
-    }
-    res.errors.extend(extra);
-    res.matches += 1;
-    res
-}
-
-fn multiple_of(
-    path: &str,
-    data: &Value,
-    int_value: Option<i64>,
-    factor: f64,
-    native: bool,
-) -> Option<OaError> {
-    if factor <= 0.0 {
-        return Some(OaError::Validation {
-            code: Code::Other,
-            name: path.to_owned(),
-            value: Some(Value::from(factor)),
-            valid: None,
-            message: format!(
-                "factor MultipleOf declared for {path} must be positive: {}",
-                go_float(factor)
-            ),
-        });
-    }
-    let (ok, shown) = match (int_value, native) {
-        (Some(v), true) => {
-            let f = factor as i64;
-            (f != 0 && v % f == 0, f.to_string())
-        }
-        _ => {
-            let v = data.as_f64().unwrap_or(0.0);
-            let mult = if factor < 1.0 {
-                1.0 / factor * v
-            } else {
-                v / factor
-            };
-            (mult.fract() == 0.0 && mult.is_finite(), go_float(factor))
-        }
-    };
-    (!ok).then(|| OaError::Validation {
-        code: Code::Other,
-        name: path.to_owned(),
-        value: Some(data.clone()),
-        valid: None,
-        message: format!("{path} in {IN} should be a multiple of {shown}"),
-    })
-}
-
-fn bound(
-    path: &str,
-    data: &Value,
-    int_value: Option<i64>,
-    limit: f64,
-    exclusive: bool,
-    is_max: bool,
-    native: bool,
-) -> Option<OaError> {
-    let (fails, shown) = match (int_value, native) {
-        (Some(v), true) => {
-            let l = limit as i64;
-            let fails = match (is_max, exclusive) {
-                (true, false) => v > l,
-                (true, true) => v >= l,
-                (false, false) => v < l,
-                (false, true) => v <= l,
-            };
-            (fails, l.to_string())
-        }
-        _ => {
-            let v = data.as_f64().unwrap_or(0.0);
-            let fails = match (is_max, exclusive) {
-                (true, false) => v > limit,
-                (true, true) => v >= limit,
-                (false, false) => v < limit,
-                (false, true) => v <= limit,
-            };
-            (fails, go_float(limit))
-        }
-    };
-    let relation = match (is_max, exclusive) {
-        (true, false) => "less than or equal to",
-        (true, true) => "less than",
-        (false, false) => "greater than or equal to",
-        (false, true) => "greater than",
-    };
-    fails.then(|| OaError::Validation {
-        code: Code::Other,
-        name: path.to_owned(),
-        value: Some(data.clone()),
-        valid: None,
-        message: format!("{path} in {IN} should be {relation} {shown}"),
-    })
-}
-
-fn check_slice(s: &Props, patterns: &Patterns, items: &[Value], path: &str) -> Res {
-    let mut res = Res::default();
-    match &s.items {
-        Some(Items::Schema(item)) => {
-            for (i, v) in items.iter().enumerate() {
-                res.merge(validate_node(item, patterns, v, &format!("{path}[{i}]")));
-            }
-        }
-        Some(Items::Array(tuple)) => {
-            for (i, (schema, v)) in tuple.iter().zip(items).enumerate() {
-                res.merge(validate_node(schema, patterns, v, &format!("{path}[{i}]")));
-            }
-        }
-        None => {}
-    }
-    let size = items.len() as i64;
-    if let Some(min) = s.min_items {
-        if size < min {
-            let message = format!("{path} in {IN} should have at least {min} items");
-            res.add(Code::Other, path, Some(size.into()), message);
-        }
-    }
-    if let Some(max) = s.max_items {
-        if size > max {
-            res.errors.push(OaError::Validation {
-                code: Code::MaxItems,
-                name: path.to_owned(),
-                value: Some(size.into()),
-                valid: Some(max.into()),
-                message: format!("{path} in {IN} should have at most {max} items"),
-            });
-        }
-    }
-    if s.unique_items && has_duplicates(items) {
-        let message = format!("{path} in {IN} shouldn't contain duplicates");
-        res.add(Code::Other, path, None, message);
-    }
-    res.matches += 1;
     res
 }
 
@@ -720,70 +602,6 @@ fn go_any(v: &Value) -> String {
         Value::Null => "<nil>".to_owned(),
         other => other.to_string(),
     }
-}
-
-fn check_object(
-    s: &Props,
-    patterns: &Patterns,
-    map: &serde_json::Map<String, Value>,
-    path: &str,
-) -> Res {
-    let mut res = Res::default();
-    let size = map.len() as i64;
-    if let Some(min) = s.min_properties {
-        if size < min {
-            let message = format!("{path} in {IN} should have at least {min} properties");
-            res.add(Code::Other, path, Some(size.into()), message);
-        }
-    }
-    if let Some(max) = s.max_properties {
-        if size > max {
-            res.errors.push(OaError::Validation {
-                code: Code::TooManyProperties,
-                name: path.to_owned(),
-                value: Some(size.into()),
-                valid: Some(max.into()),
-                message: format!("{path} in {IN} should have at most {max} properties"),
-            });
-        }
-    }
-    match &s.additional_properties {
-        Some(ap) if !ap.allows() => {
-            for key in map.keys().filter(|k| !s.properties.contains_key(*k)) {
-                let message = format!("{path}.{key} in {IN} is a forbidden property");
-                res.add(Code::Other, path, Some(key.as_str().into()), message);
-            }
-        }
-        Some(ap) => {
-            if let Some(schema) = ap.schema() {
-                for (key, value) in map.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
-                    res.merge(validate_node(
-                        schema,
-                        patterns,
-                        value,
-                        &format!("{path}.{key}"),
-                    ));
-                }
-            }
-        }
-        None => {}
-    }
-    for (name, schema) in &s.properties {
-        if let Some(value) = map.get(name) {
-            let child = if path.is_empty() {
-                name.clone()
-            } else {
-                format!("{path}.{name}")
-            };
-            res.merge(validate_node(schema, patterns, value, &child));
-        }
-    }
-    for key in s.required.iter().filter(|k| !map.contains_key(*k)) {
-        let name = format!("{path}.{key}");
-        let message = format!("{name} in {IN} is required");
-        res.add(Code::Required, &name, None, message);
-    }
-    res
 }
 
 #[cfg(test)]

@@ -155,3 +155,51 @@ fn unsupported_formats_are_ignored() {
     let s = spec(json!({"q": {"type": "string", "format": "quantity"}}));
     assert!(errors(s, json!({"spec": {"q": "anything"}})).is_empty());
 }
+
+#[test]
+fn multiple_of_uses_relative_error() {
+    // 1/0.1*0.3 is 3.0000000000000004: integral within the tolerance.
+    let s = spec(json!({"f": {"type": "number", "multipleOf": 0.1}}));
+    assert!(errors(s.clone(), json!({"spec": {"f": 0.3}})).is_empty());
+    assert_eq!(errors(s, json!({"spec": {"f": 0.35}})).len(), 1);
+}
+
+fn update_errors(schema: Value, new: Value, old: Value) -> Vec<String> {
+    let props = Props::from_value(&schema);
+    let patterns = Patterns::collect(&props);
+    validate_update(&props, &patterns, &new, &old, None)
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+#[test]
+fn ratcheting_keeps_unchanged_invalid_fields() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object", "required": ["need"], "properties": {
+        "a": {"type": "string", "maxLength": 2},
+        "b": {"type": "string", "maxLength": 2},
+        "need": {"type": "string"},
+        "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                  "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer", "maximum": 1}}}}
+    }}}});
+    let old = json!({"spec": {"a": "long", "b": "ok", "items": [{"k": "x", "v": 5}, {"k": "y", "v": 5}]}});
+    // Unchanged bad values, a reordered map list and a still-missing
+    // required field in a changed object: only the newly bad value fails.
+    let new = json!({"spec": {"a": "long", "b": "bad!", "items": [{"k": "y", "v": 5}, {"k": "x", "v": 5}]}});
+    assert_eq!(
+        update_errors(s.clone(), new, old.clone()),
+        vec![
+            "spec.b: Too long: may not be more than 2 bytes",
+            "spec.need: Required value"
+        ]
+    );
+    assert!(update_errors(s.clone(), old.clone(), old.clone()).is_empty());
+    let changed_item = json!({"spec": {"a": "long", "b": "ok", "items": [{"k": "x", "v": 6}, {"k": "y", "v": 5}]}});
+    assert_eq!(
+        update_errors(s, changed_item, old),
+        vec![
+            "spec.items[0].v: Invalid value: 6: spec.items[0].v in body should be less than or equal to 1",
+            "spec.need: Required value",
+        ]
+    );
+}
