@@ -103,6 +103,17 @@ impl Loader {
         Ok(package)
     }
 
+    /// `module commit` of every repository, for the generated file's header.
+    pub fn revisions(&self) -> Result<Vec<String>, CodegenError> {
+        self.repos
+            .iter()
+            .map(|r| {
+                let commit = git(&r.git_dir, &["rev-parse", &self.rev])?;
+                Ok(format!("{} {}", r.module, commit.trim()))
+            })
+            .collect()
+    }
+
     /// Directories under `dir` of a repository that hold a register.go.
     pub fn api_packages(&self, module: &str, dir: &str) -> Result<Vec<String>, CodegenError> {
         let repo = self
