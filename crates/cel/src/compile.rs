@@ -12,7 +12,7 @@ use crate::fieldpath;
 use crate::limits::{
     MAX_REQUEST_SIZE_BYTES, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
 };
-use crate::schema::{ListType, Node, RuleSpec};
+use crate::schema::{Kind, ListType, Node, RuleSpec};
 
 /// The supported `reason`s of a rule.
 const SUPPORTED_REASONS: [&str; 4] = [
@@ -144,8 +144,8 @@ impl<'e> Compiler<'e> {
         }
         let rule_path = base.child("rule");
         let program = match self.compile_expr(node, &spec.rule) {
-            Ok((program, cost)) => {
-                if let Some(detail) = must_be(&program, Output::Bool) {
+            Ok((program, cost, kind)) => {
+                if let Some(detail) = must_be(&program, kind, Output::Bool) {
                     self.errors
                         .push(invalid_rule(&rule_path, spec, detail.to_owned()));
                     return None;
@@ -209,8 +209,8 @@ impl<'e> Compiler<'e> {
         }
         let path = base.child("messageExpression");
         match self.compile_expr(node, &spec.message_expression) {
-            Ok((program, cost)) => {
-                if let Some(detail) = must_be(&program, Output::String) {
+            Ok((program, cost, kind)) => {
+                if let Some(detail) = must_be(&program, kind, Output::String) {
                     self.errors
                         .push(invalid_rule(&path, spec, detail.to_owned()));
                     return None;
@@ -295,19 +295,24 @@ impl<'e> Compiler<'e> {
         self.errors.len() == before
     }
 
-    /// Parses and checks `source` against `node`; returns the program and
-    /// its static cost, or the rendered compile errors.
-    fn compile_expr(&self, node: &Node, source: &str) -> Result<(Program, u64), String> {
+    /// Parses and checks `source` against `node`; returns the program, its
+    /// static cost and the schema kind of its result when known, or the
+    /// rendered compile errors.
+    fn compile_expr(
+        &self,
+        node: &Node,
+        source: &str,
+    ) -> Result<(Program, u64, Option<Kind>), String> {
         let program = self
             .env
             .compile(source)
             .map_err(|e| render_parse_errors(&e, source))?;
         let mut estimator = Estimator::new(node, None);
-        let cost = estimator.estimate(program.expression());
+        let (cost, kind) = estimator.estimate_typed(program.expression());
         if !estimator.issues.is_empty() {
             return Err(render_issues(&program, &estimator.issues, source));
         }
-        Ok((program, cost))
+        Ok((program, cost, kind))
     }
 
     fn observe_cost(&mut self, path: &Path, name: &str, cost: u64, node: &Node, place: &Place) {
@@ -359,15 +364,28 @@ enum Output {
 }
 
 /// The error for an expression whose result is plainly of the wrong type
-/// (a literal, list or map), as far as can be told without a type checker.
-fn must_be(program: &Program, output: Output) -> Option<&'static str> {
+/// (a literal, list or map, or a schema value of another type: `kind`), as
+/// far as can be told without a full type checker.
+fn must_be(program: &Program, kind: Option<Kind>, output: Output) -> Option<&'static str> {
     use cel::common::ast::{Expr, LiteralValue};
-    let wrong = match (&program.expression().expr, output) {
-        (Expr::Literal(LiteralValue::Boolean(_)), Output::Bool) => false,
-        (Expr::Literal(LiteralValue::String(_)), Output::String) => false,
-        (Expr::Literal(_) | Expr::List(_) | Expr::Map(_), _) => true,
-        _ => false,
+    let wrong_kind = match (kind, output) {
+        (None | Some(Kind::Any | Kind::IntOrString), _) => false,
+        (Some(Kind::Boolean), Output::Bool) | (Some(Kind::String), Output::String) => false,
+        (Some(_), _) => true,
     };
+    let wrong = wrong_kind
+        || match (&program.expression().expr, output) {
+            (Expr::Literal(LiteralValue::Boolean(_)), Output::Bool) => false,
+            (Expr::Literal(LiteralValue::String(_)), Output::String) => false,
+            (Expr::Literal(_) | Expr::List(_) | Expr::Map(_), _) => true,
+            (Expr::Call(call), Output::Bool) => {
+                matches!(
+                    call.func_name.as_str(),
+                    "_+_" | "_-_" | "_*_" | "_/_" | "_%_" | "-_"
+                )
+            }
+            _ => false,
+        };
     wrong.then_some(match output {
         Output::Bool => "cel expression must evaluate to a bool",
         Output::String => "messageExpression must evaluate to a string",

@@ -152,6 +152,17 @@ impl<'n, 's> Estimator<'n, 's> {
         self.walk(expr).cost
     }
 
+    /// The worst-case cost of `expr` and, when its result is a value of
+    /// the schema, the kind of that value.
+    pub fn estimate_typed(&mut self, expr: &IdedExpr) -> (u64, Option<Kind>) {
+        let est = self.walk(expr);
+        let kind = match est.ty {
+            Ty::Node(n) => Some(n.kind),
+            _ => None,
+        };
+        (est.cost, kind)
+    }
+
     fn lookup(&self, name: &str) -> Option<&Ty<'n>> {
         self.scope
             .iter()

@@ -403,7 +403,8 @@ fn go_error_text(e: &ExecutionError) -> String {
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
         ExecutionError::Overflow(..) => "integer overflow".to_owned(),
-        ExecutionError::IndexOutOfBounds(index) => format!("index out of bounds: {index:?}"),
+        ExecutionError::IndexOutOfBounds(CelValue::Int(i)) => format!("index '{i}' out of range"),
+        ExecutionError::IndexOutOfBounds(_) => "index out of range".to_owned(),
         ExecutionError::FunctionError { message, .. } => message.clone(),
         other => other.to_string(),
     }

@@ -471,3 +471,44 @@ fn rule_sets_are_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<RuleSet>();
 }
+
+#[test]
+fn rules_must_produce_bools() {
+    for rule in ["self.minReplicas", "1 + 1", "'text'"] {
+        let errors = compile_err(replicas_schema_with_rule(rule));
+        assert!(
+            errors[0]
+                .to_string()
+                .ends_with(": cel expression must evaluate to a bool"),
+            "{rule}: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn message_expressions_must_produce_strings() {
+    let errors = compile_err(root(json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.n > 0", "messageExpression": "self.n"}]
+    })));
+    assert_eq!(
+        messages(&errors),
+        ["spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].messageExpression: Invalid value: {\"Rule\":\"self.n \\u003e 0\",\"Message\":\"\",\"MessageExpression\":\"self.n\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: messageExpression must evaluate to a string"]
+    );
+}
+
+#[test]
+fn out_of_range_index_is_an_evaluation_error() {
+    let rules = compile(root(json!({
+        "type": "object",
+        "properties": {"xs": {"type": "array", "maxItems": 5, "items": {"type": "integer"}}},
+        "x-kubernetes-validations": [{"rule": "self.xs[3] == 1"}]
+    })));
+    assert_eq!(
+        messages(&rules.validate(&json!({"spec": {"xs": [1]}}), None)),
+        [
+            r#"spec: Invalid value: "object": index '3' out of range evaluating rule: self.xs[3] == 1"#
+        ]
+    );
+}
