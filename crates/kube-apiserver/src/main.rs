@@ -4,6 +4,7 @@
 //! reported together, exit 1), then the server chain is built and run.
 
 mod apiextensions;
+mod admission;
 mod app;
 mod controlplane;
 mod options;

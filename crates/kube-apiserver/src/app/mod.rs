@@ -1,6 +1,7 @@
 //! The kube-apiserver application (upstream's `cmd/kube-apiserver/app`):
 //! storage, the server chain, and running it.
 
+pub mod admission;
 pub mod bootstrap;
 pub mod rbac_bootstrap;
 pub mod run;

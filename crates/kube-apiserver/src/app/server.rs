@@ -35,6 +35,8 @@ pub enum ChainError {
     Config(#[from] apiserver::server::config::ConfigError),
     #[error(transparent)]
     RuntimeConfig(#[from] RuntimeConfigError),
+    #[error(transparent)]
+    Admission(#[from] crate::admission::ConfigError),
 }
 
 /// Groups served by virtual (review) resources rather than stores.
@@ -221,6 +223,7 @@ pub fn create_server_chain(
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());
+    super::admission::install(&stores, opts)?;
     let poll = opts.options.etcd.count_metric_poll_period.to_std();
     bootstrap::install_object_counter(&mut aggregator, stores, config.metrics.clone(), poll);
     Ok(ServerChain {

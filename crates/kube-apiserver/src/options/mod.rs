@@ -24,6 +24,7 @@
 //! }
 //! ```
 
+mod admission;
 mod command;
 mod complete;
 mod feature_gates;
@@ -45,6 +46,7 @@ use std::path::PathBuf;
 
 use clap::error::ErrorKind;
 
+pub use admission::AdmissionOptions;
 pub use complete::{CompletedOptions, StorageBackend};
 pub use flags::FlagValues;
 pub use syntax::{Cidr, GoDuration, PortRange};

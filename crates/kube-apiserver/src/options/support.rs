@@ -11,10 +11,16 @@ use super::OptionError;
 
 /// Flags the server honours at any value.
 pub const IMPLEMENTED: &[&str] = &[
+    // Admission.
+    "admission-control-config-file",
+    "disable-admission-plugins",
+    "enable-admission-plugins",
     // Generic.
     "advertise-address",
     "cors-allowed-origins",
     "data-dir",
+    "default-not-ready-toleration-seconds",
+    "default-unreachable-toleration-seconds",
     "feature-gates",
     "livez-grace-period",
     "max-mutating-requests-inflight",

@@ -69,6 +69,7 @@ impl CompletedOptions {
         validate_storage(flags, &mut errors);
         validate_serving(self, &mut errors);
         validate_authorization(flags, &mut errors);
+        errors.extend(super::AdmissionOptions::from_flags(flags).validate());
         validate_runtime_config(self, &mut errors);
         if let Err(range_errors) = service_ip_ranges(&self.options.service_cluster_ip_range) {
             errors.extend(range_errors);
@@ -82,7 +83,9 @@ impl CompletedOptions {
 
     /// One error per flag set to a value this server cannot honour yet.
     pub fn unsupported(&self) -> Vec<OptionError> {
-        support::unsupported(&self.options.flags)
+        let mut errors = support::unsupported(&self.options.flags);
+        errors.extend(super::AdmissionOptions::from_flags(&self.options.flags).unsupported());
+        errors
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod crd;
 mod apply_client_side;
+mod admission;
 mod etcd_backend;
 mod harness;
 mod http_errors;

@@ -1,0 +1,66 @@
+//! How plugins read other resources (upstream's informers and listers): the
+//! server's stores, by group and resource, read at the latest state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use apiserver::registry::Store;
+use serde_json::Value;
+use storage::{GetOptions, ListOptions, Object};
+
+#[derive(Clone, Default)]
+pub struct Stores {
+    by_resource: HashMap<(String, String), Arc<Store>>,
+}
+
+impl Stores {
+    pub fn new(stores: impl IntoIterator<Item = Arc<Store>>) -> Self {
+        let by_resource = stores
+            .into_iter()
+            .map(|s| ((s.info.group.clone(), s.info.resource.clone()), s))
+            .collect();
+        Stores { by_resource }
+    }
+
+    pub fn store(&self, group: &str, resource: &str) -> Option<&Arc<Store>> {
+        self.by_resource
+            .get(&(group.to_owned(), resource.to_owned()))
+    }
+
+    /// One object, or None when it (or its resource) does not exist.
+    pub async fn get(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Object>, ApiError> {
+        let Some(store) = self.store(group, resource) else {
+            return Ok(None);
+        };
+        match store.get(namespace, name, GetOptions::default()).await {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every object of a resource (in one namespace when given).
+    pub async fn list(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Object>, ApiError> {
+        let Some(store) = self.store(group, resource) else {
+            return Ok(Vec::new());
+        };
+        Ok(store.list(namespace, ListOptions::default()).await?.items)
+    }
+}
+
+/// A string at a JSON pointer.
+pub fn text<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
+    obj.pointer(pointer).and_then(Value::as_str)
+}

@@ -1,0 +1,99 @@
+//! kube-apiserver's admission plugins (upstream's `plugin/pkg/admission`
+//! and the generic ones of `k8s.io/apiserver`), and the chain built from
+//! the enabled ones in upstream's order.
+
+mod config;
+mod limit_ranger;
+mod lookup;
+mod namespace;
+mod pods;
+mod quota;
+mod resources;
+mod service_account;
+mod simple;
+mod volumes;
+pub mod webhook;
+
+use std::sync::Arc;
+
+use apiserver::admission::{Chain, Plugin};
+
+pub use config::{AdmissionConfig, ConfigError};
+pub use lookup::Stores;
+
+use crate::options::AdmissionOptions;
+
+/// Builds the chain of the enabled plugins this server has, in upstream's
+/// order. Enabled plugins not built yet are skipped (flag validation has
+/// refused those that are not on by default).
+pub fn chain(options: &AdmissionOptions, config: &AdmissionConfig, stores: &Stores) -> Chain {
+    let plugins = options
+        .enabled_plugins()
+        .into_iter()
+        .filter_map(|name| plugin(name, options, config, stores))
+        .collect();
+    Chain::new(plugins)
+}
+
+fn plugin(
+    name: &'static str,
+    options: &AdmissionOptions,
+    config: &AdmissionConfig,
+    stores: &Stores,
+) -> Option<Plugin> {
+    let s = || stores.clone();
+    Some(match name {
+        "AlwaysAdmit" => Plugin::both(name, Arc::new(simple::AlwaysAdmit)),
+        "AlwaysDeny" => Plugin::both(name, Arc::new(simple::AlwaysDeny)),
+        "NamespaceLifecycle" => Plugin::validating(
+            name,
+            Arc::new(namespace::NamespaceLifecycle { stores: s() }),
+        ),
+        "NamespaceExists" => {
+            Plugin::validating(name, Arc::new(namespace::NamespaceExists { stores: s() }))
+        }
+        "NamespaceAutoProvision" => Plugin::mutating(
+            name,
+            Arc::new(namespace::NamespaceAutoProvision { stores: s() }),
+        ),
+        "LimitRanger" => Plugin::both(name, Arc::new(limit_ranger::LimitRanger { stores: s() })),
+        "ServiceAccount" => Plugin::both(
+            name,
+            Arc::new(service_account::ServiceAccount { stores: s() }),
+        ),
+        "TaintNodesByCondition" => Plugin::mutating(name, Arc::new(pods::TaintNodesByCondition)),
+        "Priority" => Plugin::both(name, Arc::new(pods::Priority { stores: s() })),
+        "DefaultTolerationSeconds" => Plugin::mutating(
+            name,
+            Arc::new(pods::DefaultTolerationSeconds {
+                not_ready_seconds: options.not_ready_toleration_seconds,
+                unreachable_seconds: options.unreachable_toleration_seconds,
+            }),
+        ),
+        "RuntimeClass" => Plugin::mutating(name, Arc::new(pods::RuntimeClass { stores: s() })),
+        "DefaultStorageClass" => {
+            Plugin::mutating(name, Arc::new(volumes::DefaultStorageClass { stores: s() }))
+        }
+        "StorageObjectInUseProtection" => {
+            Plugin::mutating(name, Arc::new(volumes::StorageObjectInUseProtection))
+        }
+        "PersistentVolumeClaimResize" => Plugin::validating(
+            name,
+            Arc::new(volumes::PersistentVolumeClaimResize { stores: s() }),
+        ),
+        "MutatingAdmissionWebhook" => {
+            Plugin::mutating(name, Arc::new(webhook::MutatingWebhook::new(s())))
+        }
+        "ValidatingAdmissionWebhook" => {
+            Plugin::validating(name, Arc::new(webhook::ValidatingWebhook::new(s())))
+        }
+        "ResourceQuota" => Plugin::validating(
+            name,
+            Arc::new(quota::ResourceQuota {
+                stores: s(),
+                limited: quota::LimitedResource::from_config(config.plugin(name)),
+            }),
+        ),
+        _ => return None,
+    })
+}

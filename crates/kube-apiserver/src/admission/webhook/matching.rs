@@ -1,0 +1,124 @@
+//! Which webhooks a request goes to (upstream's webhook `predicates`):
+//! rules on operation, group, version, resource and scope, then the
+//! namespace and object label selectors.
+
+use apimachinery::labels::Selector;
+use apiserver::admission::{Attributes, Operation};
+use serde_json::Value;
+
+use crate::admission::lookup::{text, Stores};
+
+fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+fn listed(v: Option<&Value>, want: &str) -> bool {
+    strings(v).any(|s| s == "*" || s == want)
+}
+
+/// `pods`, `pods/status`, `*`, `*/status`, `pods/*` or `*/*`.
+fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
+    strings(v).any(|r| {
+        let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
+        let res_ok = res == "*" || res == resource;
+        let sub_ok = if sub.is_empty() {
+            r.split_once('/').is_none() || rsub.is_empty()
+        } else {
+            rsub == "*" || rsub == sub
+        };
+        // `*` alone covers main resources only, as upstream.
+        res_ok && sub_ok
+    })
+}
+
+/// Whether one of the webhook's rules covers the request.
+pub fn rules_match(webhook: &Value, a: &Attributes, namespaced: bool) -> bool {
+    let op = a.operation.as_str();
+    webhook
+        .get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|rule| {
+            listed(rule.get("operations"), op)
+                && listed(rule.get("apiGroups"), &a.resource.group)
+                && listed(rule.get("apiVersions"), &a.resource.version)
+                && resource_listed(rule.get("resources"), &a.resource.resource, &a.subresource)
+                && match text(rule, "/scope").unwrap_or("*") {
+                    "Cluster" => !namespaced,
+                    "Namespaced" => namespaced,
+                    _ => true,
+                }
+        })
+}
+
+fn selector(webhook: &Value, field: &str) -> Option<Selector> {
+    match webhook.get(field) {
+        None | Some(Value::Null) => Some(Selector::everything()),
+        Some(v) => Selector::from_label_selector(Some(v)).ok(),
+    }
+}
+
+fn labels(obj: Option<&Value>) -> serde_json::Map<String, Value> {
+    obj.and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The object selector matches the new or the old object's labels.
+pub fn object_selector_matches(webhook: &Value, a: &Attributes) -> bool {
+    let Some(sel) = selector(webhook, "objectSelector") else {
+        return false;
+    };
+    if sel.is_empty() {
+        return true;
+    }
+    let new = a.object.as_ref().map(|o| sel.matches(&labels(Some(o))));
+    let old = a
+        .old_object
+        .as_deref()
+        .map(|o| sel.matches(&labels(Some(o))));
+    new.unwrap_or(false) || old.unwrap_or(false)
+}
+
+/// The namespace selector matches the labels of the request's namespace (of
+/// the namespace itself for namespaces); cluster-scoped requests always
+/// match.
+pub async fn namespace_selector_matches(
+    webhook: &Value,
+    a: &Attributes,
+    stores: &Stores,
+) -> Result<bool, apimachinery::status::ApiError> {
+    let Some(sel) = selector(webhook, "namespaceSelector") else {
+        return Ok(false);
+    };
+    if sel.is_empty() {
+        return Ok(true);
+    }
+    if a.is("", "namespaces") {
+        let obj = a.object.as_ref().or(a.old_object.as_deref());
+        return Ok(sel.matches(&labels(obj)));
+    }
+    if a.namespace.is_empty() {
+        return Ok(true);
+    }
+    let ns = stores.get("", "namespaces", None, &a.namespace).await?;
+    Ok(sel.matches(&labels(ns.as_deref())))
+}
+
+/// Whether a webhook may be called for a dry-run request.
+pub fn dry_run_safe(webhook: &Value) -> bool {
+    matches!(text(webhook, "/sideEffects"), Some("None" | "NoneOnDryRun"))
+}
+
+/// Operations that webhooks see (CONNECT included).
+pub fn is_admissible(op: Operation) -> bool {
+    matches!(
+        op,
+        Operation::Create | Operation::Update | Operation::Delete | Operation::Connect
+    )
+}

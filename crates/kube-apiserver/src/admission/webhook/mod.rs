@@ -1,0 +1,368 @@
+//! MutatingAdmissionWebhook and ValidatingAdmissionWebhook
+//! (admissionregistration.k8s.io/v1): requests matching a webhook's rules
+//! and selectors are sent to it as an AdmissionReview; mutating webhooks
+//! run one after another and may answer with a JSON patch, validating ones
+//! run concurrently and may only refuse.
+
+mod client;
+mod matching;
+
+use std::time::Duration;
+
+use apimachinery::status::{ApiError, StatusReason};
+use apiserver::admission::{
+    Attributes, Handler, MutationInterface, Operation, ValidationInterface,
+};
+use async_trait::async_trait;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::lookup::{text, Stores};
+
+const MUTATING: (&str, &str) = (
+    "admissionregistration.k8s.io",
+    "mutatingwebhookconfigurations",
+);
+const VALIDATING: (&str, &str) = (
+    "admissionregistration.k8s.io",
+    "validatingwebhookconfigurations",
+);
+const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+
+/// The webhooks of every configuration of one kind, configurations in name
+/// order (as upstream sorts them), each webhook with its configuration.
+async fn webhooks(
+    stores: &Stores,
+    (group, resource): (&str, &str),
+) -> Result<Vec<Value>, ApiError> {
+    let mut configs = stores.list(group, resource, None).await?;
+    configs.sort_by(|a, b| text(a, "/metadata/name").cmp(&text(b, "/metadata/name")));
+    Ok(configs
+        .iter()
+        .flat_map(|c| {
+            c.get("webhooks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect())
+}
+
+/// Whether the resource of the request is namespaced (a namespace itself
+/// counts as cluster-scoped).
+fn namespaced(a: &Attributes) -> bool {
+    !a.namespace.is_empty() && !a.is("", "namespaces")
+}
+
+/// Whether `webhook` is to be called for this request; dry runs are refused
+/// for webhooks with side effects.
+async fn should_call(webhook: &Value, a: &Attributes, stores: &Stores) -> Result<bool, ApiError> {
+    if !matching::is_admissible(a.operation)
+        || !matching::rules_match(webhook, a, namespaced(a))
+        || !matching::object_selector_matches(webhook, a)
+        || !matching::namespace_selector_matches(webhook, a, stores).await?
+    {
+        return Ok(false);
+    }
+    if a.dry_run && !matching::dry_run_safe(webhook) {
+        return Err(ApiError::bad_request(format!(
+            "admission webhook \"{}\" does not support dry run",
+            name(webhook)
+        )));
+    }
+    Ok(true)
+}
+
+fn name(webhook: &Value) -> &str {
+    text(webhook, "/name").unwrap_or_default()
+}
+
+fn user_info(a: &Attributes) -> Value {
+    let user = a.user();
+    let mut info = json!({"username": user.name, "groups": user.groups});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
+    }
+    info
+}
+
+/// The AdmissionReview v1 request of one call.
+fn review(a: &Attributes) -> Value {
+    let uid = uuid::Uuid::new_v4().to_string();
+    let gvk = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
+    let gvr = json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource});
+    let mut request = json!({
+        "uid": uid,
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": a.name,
+        "operation": a.operation.as_str(),
+        "userInfo": user_info(a),
+        "object": a.object.clone().unwrap_or(Value::Null),
+        "oldObject": a.old_object.as_deref().cloned().unwrap_or(Value::Null),
+        "dryRun": a.dry_run,
+        "options": a.options,
+    });
+    if !a.subresource.is_empty() {
+        request["subResource"] = json!(a.subresource);
+        request["requestSubResource"] = json!(a.subresource);
+    }
+    if !a.namespace.is_empty() {
+        request["namespace"] = json!(a.namespace);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+/// Upstream's answer to a denial: the webhook's status, at least 400.
+fn denied(webhook: &str, status: Option<&Value>) -> ApiError {
+    let field = |k: &str| {
+        status
+            .and_then(|s| text(s, &format!("/{k}")))
+            .unwrap_or_default()
+    };
+    let code = status
+        .and_then(|s| s.get("code"))
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(400);
+    let prefix = format!("admission webhook \"{webhook}\" denied the request");
+    let message = match (field("message"), field("reason")) {
+        (m, _) if !m.is_empty() => format!("{prefix}: {m}"),
+        (_, r) if !r.is_empty() => format!("{prefix}: {r}"),
+        _ => format!("{prefix} without explanation"),
+    };
+    let reason = serde_json::from_value::<StatusReason>(json!(field("reason")))
+        .unwrap_or(StatusReason::Unknown);
+    ApiError::new(code, reason, message)
+}
+
+/// What came back from one webhook.
+enum Outcome {
+    Allowed(Value),
+    Ignored,
+}
+
+/// Calls one webhook and checks its answer; failures obey its failure
+/// policy (Fail unless Ignore).
+async fn call(webhook: &Value, a: &Attributes, stores: &Stores) -> Result<Outcome, ApiError> {
+    let name = name(webhook);
+    let timeout = webhook
+        .get("timeoutSeconds")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+    let request = review(a);
+    let uid = request["request"]["uid"].clone();
+    let config = webhook.get("clientConfig").cloned().unwrap_or(Value::Null);
+    let answer = client::call(&config, stores, &request, Duration::from_secs(timeout))
+        .await
+        .and_then(|r| check_response(r, &uid));
+    let response = match answer {
+        Ok(r) => r,
+        Err(e) if text(webhook, "/failurePolicy") == Some("Ignore") => {
+            tracing::warn!(webhook = name, error = %e, "failed calling webhook; failure policy Ignore");
+            return Ok(Outcome::Ignored);
+        }
+        Err(e) => {
+            return Err(ApiError::internal_error(format!(
+                "failed calling webhook \"{name}\": failed to call webhook: {e}"
+            )))
+        }
+    };
+    for w in response
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(w) = w.as_str() {
+            a.request.add_warning(w);
+        }
+    }
+    if response.get("allowed").and_then(Value::as_bool) != Some(true) {
+        return Err(denied(name, response.get("status")));
+    }
+    Ok(Outcome::Allowed(response))
+}
+
+/// The `response` of an AdmissionReview answering `uid`.
+fn check_response(review: Value, uid: &Value) -> Result<Value, client::CallError> {
+    let bad = |m: &str| client::CallError::Response(m.to_owned());
+    if review.get("apiVersion").and_then(Value::as_str) != Some("admission.k8s.io/v1")
+        || review.get("kind").and_then(Value::as_str) != Some("AdmissionReview")
+    {
+        return Err(bad(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview",
+        ));
+    }
+    let response = review
+        .get("response")
+        .cloned()
+        .ok_or_else(|| bad("response was absent"))?;
+    if response.get("uid") != Some(uid) {
+        return Err(bad(&format!(
+            "expected response.uid={}, got {}",
+            uid,
+            response.get("uid").cloned().unwrap_or(json!(""))
+        )));
+    }
+    Ok(response)
+}
+
+/// Applies a webhook's JSON patch to the object.
+fn apply_patch(response: &Value, object: &mut Value) -> Result<bool, String> {
+    let Some(patch) = response.get("patch").and_then(Value::as_str) else {
+        return Ok(false);
+    };
+    if text(response, "/patchType") != Some("JSONPatch") {
+        return Err("expected patchType JSONPatch".into());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .map_err(|e| e.to_string())?;
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let mut patched = object.clone();
+    json_patch::patch(&mut patched, &patch).map_err(|e| e.to_string())?;
+    let changed = patched != *object;
+    *object = patched;
+    Ok(changed)
+}
+
+pub struct MutatingWebhook {
+    stores: Stores,
+}
+
+impl MutatingWebhook {
+    pub fn new(stores: Stores) -> Self {
+        MutatingWebhook { stores }
+    }
+
+    /// Runs one webhook; returns whether it changed the object.
+    async fn run(&self, webhook: &Value, a: &mut Attributes) -> Result<bool, ApiError> {
+        if !should_call(webhook, a, &self.stores).await? {
+            return Ok(false);
+        }
+        let Outcome::Allowed(response) = call(webhook, a, &self.stores).await? else {
+            return Ok(false);
+        };
+        let Some(object) = a.object.as_mut() else {
+            return Ok(false);
+        };
+        apply_patch(&response, object).map_err(|e| {
+            ApiError::internal_error(format!(
+                "failed calling webhook \"{}\": received invalid webhook response: {e}",
+                name(webhook)
+            ))
+        })
+    }
+}
+
+impl Handler for MutatingWebhook {
+    fn handles(&self, op: Operation) -> bool {
+        matching::is_admissible(op)
+    }
+}
+
+#[async_trait]
+impl MutationInterface for MutatingWebhook {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
+        let hooks = webhooks(&self.stores, MUTATING).await?;
+        // Index of the last webhook that changed the object.
+        let mut last_change = None;
+        let mut reinvoke = Vec::new();
+        for (i, hook) in hooks.iter().enumerate() {
+            if self.run(hook, a).await? {
+                last_change = Some(i);
+            }
+            if text(hook, "/reinvocationPolicy") == Some("IfNeeded") {
+                reinvoke.push(i);
+            }
+        }
+        // A webhook asking for it runs once more when a later one changed
+        // the object after it.
+        for i in reinvoke {
+            if last_change.is_some_and(|c| c > i) {
+                if let Some(hook) = hooks.get(i) {
+                    self.run(hook, a).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct ValidatingWebhook {
+    stores: Stores,
+}
+
+impl ValidatingWebhook {
+    pub fn new(stores: Stores) -> Self {
+        ValidatingWebhook { stores }
+    }
+}
+
+impl Handler for ValidatingWebhook {
+    fn handles(&self, op: Operation) -> bool {
+        matching::is_admissible(op)
+    }
+}
+
+#[async_trait]
+impl ValidationInterface for ValidatingWebhook {
+    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+        let hooks = webhooks(&self.stores, VALIDATING).await?;
+        let mut selected = Vec::new();
+        for hook in &hooks {
+            if should_call(hook, a, &self.stores).await? {
+                selected.push(hook);
+            }
+        }
+        let results =
+            futures::future::join_all(selected.iter().map(|h| call(h, a, &self.stores))).await;
+        // The first refusal in webhook order is the answer.
+        for result in results {
+            result?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denials_carry_the_webhook_name_and_at_least_400() {
+        let e = denied(
+            "deny.example.com",
+            Some(&json!({"message": "no pods today", "code": 200})),
+        );
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "admission webhook \"deny.example.com\" denied the request: no pods today"
+        );
+        let e = denied("x", Some(&json!({"code": 403, "reason": "Forbidden"})));
+        assert_eq!((e.code, e.reason), (403, StatusReason::Forbidden));
+        assert_eq!(
+            e.message,
+            "admission webhook \"x\" denied the request: Forbidden"
+        );
+        assert_eq!(
+            denied("x", None).message,
+            "admission webhook \"x\" denied the request without explanation"
+        );
+    }
+
+    #[test]
+    fn json_patches_apply_and_report_changes() {
+        let patch = base64::engine::general_purpose::STANDARD
+            .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
+        let response = json!({"patchType": "JSONPatch", "patch": patch});
+        let mut obj = json!({"metadata": {}});
+        assert_eq!(apply_patch(&response, &mut obj), Ok(true));
+        assert_eq!(obj["metadata"]["labels"]["a"], "b");
+    }
+}

@@ -1,0 +1,29 @@
+//! Admission setup (upstream's `AdmissionOptions.ApplyTo`): reads
+//! `--admission-control-config-file`, builds the chain of the enabled
+//! plugins over the server's stores, and makes every store run it.
+
+use std::sync::Arc;
+
+use apiserver::registry::Store;
+
+use crate::admission::{self, AdmissionConfig, ConfigError, Stores};
+use crate::options::{AdmissionOptions, CompletedOptions};
+
+/// Installs the admission chain on `stores` (all stores of the chain's
+/// servers, which plugins also read). Returns the names of the plugins that
+/// run, in order.
+pub fn install(
+    stores: &[Arc<Store>],
+    opts: &CompletedOptions,
+) -> Result<Vec<&'static str>, ConfigError> {
+    let options = AdmissionOptions::from_flags(&opts.options.flags);
+    let config = AdmissionConfig::load(options.config_file.as_deref())?;
+    let lookup = Stores::new(stores.iter().cloned());
+    let chain = Arc::new(admission::chain(&options, &config, &lookup));
+    for store in stores {
+        store.set_admission(chain.clone());
+    }
+    let names = chain.names();
+    tracing::info!(plugins = ?names, "admission chain");
+    Ok(names)
+}
