@@ -1,11 +1,14 @@
 //! Version conversion of custom resources: a [`Storage`] in front of the
 //! shared storage of one CRD that keeps objects at the storage version and
 //! hands each served version its own (upstream's conversion in the CRD
-//! storage codec). Strategy `None` rewrites `apiVersion`.
+//! storage codec). Strategy `None` rewrites `apiVersion`; `Webhook` asks the
+//! CRD's conversion webhook (see [`super::webhook`]); a failed conversion
+//! is a 500 naming the webhook, and nothing is stored.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use apimachinery::status::ApiError;
 use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -14,12 +17,17 @@ use storage::{
     ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
 };
 
+use super::webhook::WebhookConverter;
+
 type Result<T> = std::result::Result<T, StorageError>;
 
 /// How objects change version.
 pub enum Converter {
     /// Only `apiVersion` changes.
     None,
+    Webhook(WebhookConverter),
+    /// The CRD's webhook configuration is unusable.
+    Broken(String),
 }
 
 impl Converter {
@@ -39,6 +47,13 @@ impl Converter {
                     o
                 })
                 .collect()),
+            Converter::Webhook(w) => w
+                .convert(objects, api_version)
+                .await
+                .map_err(|e| StorageError::callback(ApiError::internal_error(e))),
+            Converter::Broken(message) => Err(StorageError::callback(ApiError::internal_error(
+                message.clone(),
+            ))),
         }
     }
 

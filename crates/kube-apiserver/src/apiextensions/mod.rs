@@ -17,6 +17,7 @@ pub mod serving;
 mod status;
 mod strategy;
 mod version;
+mod webhook;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -20,6 +20,7 @@ use super::jsonpath::JsonPath;
 use super::printer::Printer;
 use super::strategy::{CustomResourceStrategy, VersionSchema};
 use super::version::priority_order;
+use super::webhook::WebhookConverter;
 
 /// Builds custom resource stores over the server's KV backend.
 #[derive(Clone)]
@@ -69,6 +70,28 @@ pub fn deprecation_warning(crd: &CustomResourceDefinition, version: &str) -> Str
         msg.push_str(&format!("; use {}/{best} {kind}", spec.group));
     }
     msg
+}
+
+/// The CRD's conversion: `None` unless a usable webhook is configured.
+fn converter(crd: &CustomResourceDefinition) -> Converter {
+    let Some(conversion) = crd.spec.conversion.as_ref() else {
+        return Converter::None;
+    };
+    if conversion.strategy != "Webhook" {
+        return Converter::None;
+    }
+    let kind = format!("{}/{}", crd.spec.group, crd.spec.names.kind);
+    let config = conversion
+        .webhook
+        .as_ref()
+        .and_then(|w| w.client_config.as_ref());
+    let Some(config) = config else {
+        return Converter::Broken(format!("conversion webhook for {kind} has no clientConfig"));
+    };
+    match WebhookConverter::new(config, crd.spec.names.kind.clone()) {
+        Ok(w) => Converter::Webhook(w),
+        Err(e) => Converter::Broken(format!("conversion webhook for {kind}: {e}")),
+    }
 }
 
 fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
@@ -164,7 +187,7 @@ impl StoreFactory {
         let Some(storage_version) = crd.spec.versions.iter().find(|v| v.storage) else {
             return Vec::new();
         };
-        let converter = Arc::new(Converter::None);
+        let converter = Arc::new(converter(crd));
         crd.spec
             .versions
             .iter()

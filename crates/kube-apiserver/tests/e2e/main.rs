@@ -1,9 +1,10 @@
 //! End-to-end tests: the built binary, started as a user starts it, driven
 //! by the real kubectl and raw HTTPS.
 
-mod crd;
-mod apply_client_side;
 mod admission;
+mod apply_client_side;
+mod crd;
+mod crd_conversion;
 mod etcd_backend;
 mod harness;
 mod http_errors;
