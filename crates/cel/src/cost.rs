@@ -90,6 +90,7 @@ const GLOBAL_NAMES: &[&str] = &[
     "base64",
     "sets",
     "cel",
+    "format",
 ];
 
 /// The walk's state: variables in scope and the issues found so far.

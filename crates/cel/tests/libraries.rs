@@ -214,3 +214,17 @@ fn failing_library_calls_are_evaluation_errors() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn format_functions() {
+    holds(&[
+        "!format.dns1123Label().validate('web-server').hasValue()",
+        "format.dns1123Label().validate('Web-Server').hasValue()",
+        "format.named('dns1123Label').value().validate(self.name).value().size() == 1",
+        "!format.named('nope').hasValue()",
+        "!format.uuid().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()",
+        "format.labelValue().validate('a b').hasValue()",
+        "!format.date().validate('2024-01-31').hasValue()",
+        "!format.uri().validate(self.endpoint).hasValue()",
+    ]);
+}

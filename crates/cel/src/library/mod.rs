@@ -4,6 +4,7 @@
 //! CIDRs), registered as overloads so that member calls dispatch on the
 //! receiver's type.
 
+mod format;
 mod ip;
 mod lists;
 mod quantity;
@@ -34,6 +35,7 @@ fn build() -> Result<Env, DeclarationError> {
     urls::register(&mut env)?;
     quantity::register(&mut env)?;
     ip::register(&mut env)?;
+    format::register(&mut env)?;
     Ok(env)
 }
 
