@@ -6,6 +6,7 @@
 mod apiextensions;
 mod admission;
 mod app;
+mod authenticator;
 mod controlplane;
 mod options;
 mod pki;

@@ -107,8 +107,8 @@ mod tests {
     fn user() -> UserInfo {
         UserInfo {
             name: "bob".into(),
-            uid: String::new(),
             groups: Vec::new(),
+            ..UserInfo::default()
         }
     }
 

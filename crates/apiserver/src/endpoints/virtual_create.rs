@@ -1,9 +1,12 @@
 //! Resources that are computed, not stored (upstream's "creater-only" REST
-//! storage such as SelfSubjectAccessReview or TokenReview): a POST runs a
-//! handler with the request's user and answers 201 with its result.
+//! storage such as SelfSubjectAccessReview or TokenReview, and "named
+//! creaters" on a subresource such as `serviceaccounts/<name>/token`): a
+//! POST runs a handler with the request's user and answers 201 with its
+//! result.
 
 use std::sync::Arc;
 
+use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use futures::future::BoxFuture;
@@ -17,12 +20,19 @@ use super::response;
 use crate::filters::authentication::UserInfo;
 use crate::registry::ResourceInfo;
 
-/// Computes the answer of one request from its (decoded) body.
-pub type CreateHandler = Arc<
-    dyn Fn(Value, Arc<UserInfo>, Option<String>) -> BoxFuture<'static, Result<Value, ApiError>>
-        + Send
-        + Sync,
->;
+/// What a create handler is given.
+pub struct CreateRequest {
+    /// The decoded body.
+    pub body: Value,
+    pub user: Arc<UserInfo>,
+    pub namespace: Option<String>,
+    /// The object named in the path (for a subresource, its parent).
+    pub name: Option<String>,
+}
+
+/// Computes the answer of one request.
+pub type CreateHandler =
+    Arc<dyn Fn(CreateRequest) -> BoxFuture<'static, Result<Value, ApiError>> + Send + Sync>;
 
 pub struct VirtualResource {
     pub info: ResourceInfo,
@@ -31,12 +41,13 @@ pub struct VirtualResource {
 
 pub async fn serve(
     resource: &VirtualResource,
-    verb: &str,
-    namespace: Option<String>,
+    request: &RequestInfo,
     parts: Parts,
     body: Body,
 ) -> Response<Body> {
     let info = &resource.info;
+    let verb = request.verb.as_str();
+    let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
     let protobuf_ok = protobuf_codec::supports(&info.api_version(), &info.kind);
     let query = Query::parse(parts.uri.query());
     let neg = match negotiation::negotiate(&parts.headers, query.get("pretty"), false, protobuf_ok)
@@ -72,7 +83,13 @@ pub async fn serve(
             .get::<Arc<UserInfo>>()
             .cloned()
             .unwrap_or_else(|| Arc::new(UserInfo::anonymous()));
-        let mut out = (resource.create)(decoded, user, namespace).await?;
+        let mut out = (resource.create)(CreateRequest {
+            body: decoded,
+            user,
+            namespace: non_empty(&request.namespace),
+            name: non_empty(&request.name),
+        })
+        .await?;
         out["apiVersion"] = Value::String(info.api_version());
         out["kind"] = Value::String(info.kind.clone());
         Ok(out)

@@ -156,8 +156,8 @@ mod tests {
     fn user(name: &str, groups: &[&str]) -> UserInfo {
         UserInfo {
             name: name.into(),
-            uid: String::new(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
         }
     }
 

@@ -5,6 +5,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod cors;
 pub mod hsts;
+pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
 pub mod panic_recovery;
@@ -22,7 +23,7 @@ use crate::server::CompletedConfig;
 /// (first to see a request) to the innermost, as upstream's
 /// `DefaultBuildHandlerChain`: panic recovery → request info → HSTS →
 /// metrics → max in flight → timeout → CORS → authentication → (audit) →
-/// authorization → (admission, in the REST handler) → handler.
+/// impersonation → authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let limits = Arc::new(max_in_flight::Limits::new(
         config.max_requests_inflight,
@@ -33,6 +34,10 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
         .layer(from_fn_with_state(
             config.authorization.clone(),
             authorization::filter,
+        ))
+        .layer(from_fn_with_state(
+            config.authorization.clone(),
+            impersonation::filter,
         ))
         .layer(from_fn_with_state(
             config.authentication.clone(),

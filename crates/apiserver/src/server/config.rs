@@ -33,8 +33,9 @@ pub struct Config {
     pub external_address: String,
     /// Checks for /healthz, /livez and /readyz beyond ping (e.g. etcd).
     pub health_checks: Vec<Arc<dyn HealthCheck>>,
-    /// `--anonymous-auth`.
-    pub anonymous_auth: bool,
+    /// The authenticator chain (`--anonymous-auth`, client certificates,
+    /// token authenticators).
+    pub authentication: Arc<Authentication>,
     /// `--authorization-mode`.
     pub authorization_modes: Vec<AuthorizationMode>,
     /// The `/version` document.
@@ -61,9 +62,7 @@ impl Config {
         Ok(CompletedConfig(Arc::new(Completed {
             cors: Arc::new(AllowedOrigins::compile(&self.cors_allowed_origins)?),
             hsts: Arc::new(Hsts::new(&self.hsts_directives)?),
-            authentication: Arc::new(Authentication {
-                anonymous: self.anonymous_auth,
-            }),
+            authentication: self.authentication.clone(),
             authorization: Arc::new(Authorization {
                 modes: self.authorization_modes.clone(),
             }),

@@ -142,9 +142,24 @@ impl GenericApiServer {
         self.groups.insert(key.clone(), map);
         let virtuals = virtuals
             .into_iter()
-            .map(|v| (v.info.resource.clone(), Arc::new(v)))
-            .collect();
-        self.virtuals.insert(key, virtuals);
+            .map(|v| (v.info.resource.clone(), Arc::new(v)));
+        self.virtuals.entry(key).or_default().extend(virtuals);
+    }
+
+    /// Serves POST on `<resource>/<name>/<subresource>` of a group version
+    /// (upstream's named creater, e.g. `serviceaccounts/token`) with a
+    /// computed resource. Subresources are not listed in discovery here.
+    pub fn install_subresource_create(
+        &mut self,
+        group: &str,
+        version: &str,
+        path: &str,
+        resource: VirtualResource,
+    ) {
+        self.virtuals
+            .entry((group.to_owned(), version.to_owned()))
+            .or_default()
+            .insert(path.to_owned(), Arc::new(resource));
     }
 
     /// The group versions this server serves at run time: changes to the

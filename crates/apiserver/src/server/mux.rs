@@ -22,7 +22,7 @@ use super::{CompletedConfig, GroupVersionStores, GroupVersionVirtuals, Handler, 
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
-use crate::endpoints::virtual_create;
+use crate::endpoints::virtual_create::{self, VirtualResource};
 use crate::endpoints::warning::Warnings;
 use crate::registry::Store;
 
@@ -107,10 +107,9 @@ impl Mux {
         };
         if info.is_resource_request {
             let key = (info.api_group.clone(), info.api_version.clone());
-            if let Some(v) = self.virtuals.get(&key).and_then(|v| v.get(&info.resource)) {
+            if let Some(v) = self.virtual_resource(&key, &info) {
                 let (parts, body) = req.into_parts();
-                let ns = (!info.namespace.is_empty()).then(|| info.namespace.clone());
-                return virtual_create::serve(v, &info.verb, ns, parts, body).await;
+                return virtual_create::serve(v, &info, parts, body).await;
             }
             if let Some(stores) = self.groups.get(&key) {
                 return self
@@ -144,6 +143,21 @@ impl Mux {
         match self.delegate.clone().oneshot(req).await {
             Ok(resp) => resp,
             Err(never) => match never {},
+        }
+    }
+
+    /// The computed resource a request addresses: `resource`, or
+    /// `resource/subresource` for a subresource served that way.
+    fn virtual_resource(
+        &self,
+        key: &(String, String),
+        info: &RequestInfo,
+    ) -> Option<&Arc<VirtualResource>> {
+        let virtuals = self.virtuals.get(key)?;
+        if info.subresource.is_empty() {
+            virtuals.get(&info.resource)
+        } else {
+            virtuals.get(&format!("{}/{}", info.resource, info.subresource))
         }
     }
 

@@ -2,6 +2,7 @@
 //! storage, the server chain, and running it.
 
 pub mod admission;
+pub mod authentication;
 pub mod bootstrap;
 pub mod rbac_bootstrap;
 pub mod run;

@@ -11,7 +11,10 @@ use storage::Kv;
 use storage_embedded::EmbeddedKv;
 use storage_etcd::{wait_for_etcd, EtcdConfig};
 
-use super::server::{create_server_chain, generic_config, repair_service_addresses};
+use super::authentication::{self, DefaultKeys};
+use super::server::{
+    create_server_chain, external_address, generic_config, repair_service_addresses,
+};
 use crate::controlplane::StorageFactory;
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::pki::{ensure_pki, PkiOptions};
@@ -54,6 +57,8 @@ async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> 
 struct Serving {
     tls: TlsOptions,
     kubeconfig: Option<PathBuf>,
+    /// Where service-account keys default from.
+    keys: DefaultKeys,
 }
 
 /// The serving certificate and client CA: the user's files, or ones
@@ -79,9 +84,14 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
     ) {
         tls.cert_file = cert.clone();
         tls.key_file = key.clone();
+        let keys = DefaultKeys {
+            generated_signing_key: None,
+            tls_private_key: Some(key.clone()),
+        };
         return Ok(Serving {
             tls,
             kubeconfig: None,
+            keys,
         });
     }
     let port = u16::try_from(o.secure_serving.secure_port)?;
@@ -108,6 +118,10 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
     Ok(Serving {
         tls,
         kubeconfig: Some(pki.kubeconfig),
+        keys: DefaultKeys {
+            generated_signing_key: Some(pki.sa_key),
+            tls_private_key: None,
+        },
     })
 }
 
@@ -120,7 +134,13 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         let tls = serving.tls.clone();
         tokio::task::spawn_blocking(move || tls.server_config()).await??
     };
-    let config = generic_config(&opts, kv.clone())?;
+    let authn = {
+        let (opts, keys) = (opts.clone(), serving.keys.clone());
+        let external = external_address(&opts);
+        tokio::task::spawn_blocking(move || authentication::build(&opts, &keys, &external))
+            .await??
+    };
+    let config = generic_config(&opts, kv.clone(), authn.authentication.clone())?;
     let factory = StorageFactory {
         kv,
         prefix: o.etcd.prefix.clone(),
@@ -130,7 +150,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         Some(path) => Some(tokio::fs::read_to_string(path).await?),
         None => None,
     };
-    let chain = create_server_chain(&config, &factory, &opts, client_ca)?;
+    let chain = create_server_chain(&config, &factory, &opts, client_ca, &authn)?;
     repair_service_addresses(&chain).await?;
     let prepared = chain.front.prepare_run();
     let port = u16::try_from(o.secure_serving.secure_port)?;

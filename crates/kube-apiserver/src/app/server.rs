@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::authentication::Authentication;
 use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::endpoints::virtual_create::VirtualResource;
 use apiserver::filters::authorization::AuthorizationMode;
@@ -15,6 +16,7 @@ use apiserver::server::{
 use serde_json::json;
 use storage::Kv;
 
+use super::authentication::{self, AuthenticationSetup};
 use super::runtime_config::{ApiEnablement, RuntimeConfigError};
 use super::{bootstrap, rbac_bootstrap};
 use crate::apiextensions;
@@ -45,10 +47,18 @@ const REVIEW_GROUPS: [(&str, &str); 2] = [
     ("authorization.k8s.io", "v1"),
 ];
 
+/// host:port clients should use (published by `/api`, and the default
+/// host of the service-account JWKS URI).
+pub fn external_address(opts: &CompletedOptions) -> String {
+    let port = opts.options.secure_serving.secure_port;
+    format!("{}:{port}", opts.advertise_address)
+}
+
 /// The generic configuration shared by the three servers.
 pub fn generic_config(
     opts: &CompletedOptions,
     kv: Arc<dyn Kv>,
+    authentication: Arc<Authentication>,
 ) -> Result<CompletedConfig, ChainError> {
     let o = &opts.options;
     let modes = opts
@@ -65,7 +75,6 @@ pub fn generic_config(
         let kv = kv.clone();
         Box::pin(async move { kv.health().await.map_err(|e| e.to_string()) })
     });
-    let port = o.secure_serving.secure_port;
     Ok(Config {
         request_timeout: o.generic.request_timeout.to_std(),
         min_request_timeout: Duration::from_secs(o.generic.min_request_timeout.unsigned_abs()),
@@ -74,9 +83,9 @@ pub fn generic_config(
             .unwrap_or(0),
         livez_grace_period: o.generic.livez_grace_period.to_std(),
         shutdown_delay: o.generic.shutdown_delay_duration.to_std(),
-        external_address: format!("{}:{port}", opts.advertise_address),
+        external_address: external_address(opts),
         health_checks: vec![etcd_check],
-        anonymous_auth: true,
+        authentication,
         authorization_modes: modes,
         version: version_info(),
         discovery: DiscoveryRegistry::default(),
@@ -167,6 +176,7 @@ pub fn create_server_chain(
     factory: &StorageFactory,
     opts: &CompletedOptions,
     client_ca: Option<String>,
+    authn_setup: &AuthenticationSetup,
 ) -> Result<ServerChain, ChainError> {
     let allocator = ServiceAllocator::new(
         opts.service_ip_ranges.primary,
@@ -203,9 +213,15 @@ pub fn create_server_chain(
         openapi_groups.push(install(&mut kube, factory, group, &enabled));
     }
     let [authn, authz] = REVIEW_GROUPS;
-    install_virtual(&mut kube, authn, reviews::authentication_v1(), &enabled);
+    install_virtual(
+        &mut kube,
+        authn,
+        reviews::authentication_v1(config.authentication.clone()),
+        &enabled,
+    );
     let authz_reviews = reviews::authorization_v1(config.authorization.clone());
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
+    authentication::install(&mut kube, authn_setup, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
     bootstrap::install_authentication_info(&mut kube, client_ca);
     if let Some(rbac) = config.authorization.rbac() {

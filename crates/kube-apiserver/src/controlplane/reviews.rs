@@ -2,16 +2,17 @@
 //! authorization.k8s.io (upstream's `pkg/registry/authentication` and
 //! `pkg/registry/authorization`): access reviews answered by the
 //! authorizer chain on the review's attributes, rules reviews from the
-//! chain's rule resolvers, and self-subject reviews answered from the
-//! request's user. They are created, never stored.
+//! chain's rule resolvers, self-subject reviews answered from the
+//! request's user, and token reviews answered by the authenticator chain.
+//! They are created, never stored.
 
 use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
+use apiserver::authentication::{Authentication, UserInfo};
 use apiserver::authorization::{Attributes, Decision};
-use apiserver::endpoints::virtual_create::{CreateHandler, VirtualResource};
-use apiserver::filters::authentication::UserInfo;
+use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::filters::authorization::Authorization;
 use apiserver::registry::ResourceInfo;
 use serde_json::{json, Value};
@@ -32,15 +33,6 @@ fn info(group: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceIn
         has_scale: false,
         storage_root: resource.into(),
     }
-}
-
-fn handler(
-    f: impl Fn(Value, Arc<UserInfo>, Option<String>) -> Result<Value, ApiError> + Send + Sync + 'static,
-) -> CreateHandler {
-    Arc::new(move |body, user, ns| {
-        let result = f(body, user, ns);
-        Box::pin(async move { result })
-    })
 }
 
 /// The kinds of access review, which differ in whose access they ask about
@@ -142,6 +134,13 @@ fn review_user(kind: ReviewKind, body: &Value, requester: &UserInfo) -> UserInfo
         return requester.clone();
     }
     let groups = body.pointer("/spec/groups").and_then(Value::as_array);
+    let extra = body
+        .pointer("/spec/extra")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), strings(v)))
+        .collect();
     UserInfo {
         name: str_at(body, "/spec/user").to_owned(),
         uid: str_at(body, "/spec/uid").to_owned(),
@@ -151,6 +150,7 @@ fn review_user(kind: ReviewKind, body: &Value, requester: &UserInfo) -> UserInfo
             .filter_map(Value::as_str)
             .map(str::to_owned)
             .collect(),
+        extra,
     }
 }
 
@@ -211,16 +211,19 @@ async fn access_review(
 }
 
 fn review_handler(authz: Arc<Authorization>, kind: ReviewKind) -> CreateHandler {
-    Arc::new(move |body, user, ns| {
+    Arc::new(move |req: CreateRequest| {
         let authz = authz.clone();
-        Box::pin(async move { access_review(&authz, kind, body, &user, ns.as_deref()).await })
+        Box::pin(async move {
+            access_review(&authz, kind, req.body, &req.user, req.namespace.as_deref()).await
+        })
     })
 }
 
 /// SelfSubjectRulesReview: the requester's rules in `spec.namespace`.
 fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
-    Arc::new(move |mut body, user, _ns| {
+    Arc::new(move |req: CreateRequest| {
         let authz = authz.clone();
+        let (mut body, user) = (req.body, req.user);
         Box::pin(async move {
             let namespace = str_at(&body, "/spec/namespace").to_owned();
             let rules = authz.rules_for(&user, &namespace).await;
@@ -236,11 +239,6 @@ fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
             Ok(body)
         })
     })
-}
-
-fn answer(mut body: Value, status: Value) -> Value {
-    body["status"] = status;
-    body
 }
 
 pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
@@ -280,28 +278,69 @@ pub fn authorization_v1(authz: Arc<Authorization>) -> Vec<VirtualResource> {
     ]
 }
 
+/// A string array of a JSON value (non-strings skipped).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// authentication.k8s.io/v1 UserInfo.
 fn user_info(user: &UserInfo) -> Value {
     let mut info = json!({"username": user.name, "groups": user.groups});
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);
     }
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
     info
 }
 
-pub fn authentication_v1() -> Vec<VirtualResource> {
+/// TokenReview: the token authenticated by the server's chain for the
+/// review's audiences (the API's when none are given).
+async fn token_review(authn: &Authentication, mut body: Value) -> Result<Value, ApiError> {
+    let token = str_at(&body, "/spec/token").to_owned();
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let audiences = body
+        .pointer("/spec/audiences")
+        .map(strings)
+        .unwrap_or_default();
+    let status = match authn.authenticate_token(&token, &audiences).await {
+        Ok(resp) => json!({
+            "authenticated": true,
+            "user": user_info(&resp.user),
+            "audiences": resp.audiences,
+        }),
+        Err(e) => json!({"user": {}, "error": e.to_string()}),
+    };
+    body["status"] = status;
+    Ok(body)
+}
+
+pub fn authentication_v1(authn: Arc<Authentication>) -> Vec<VirtualResource> {
     let group = "authentication.k8s.io";
     vec![
         VirtualResource {
             info: info(group, "selfsubjectreviews", "SelfSubjectReview", false),
-            create: handler(|body, user, _ns| {
-                Ok(answer(body, json!({"userInfo": user_info(&user)})))
+            create: Arc::new(|req: CreateRequest| {
+                let mut body = req.body;
+                body["status"] = json!({"userInfo": user_info(&req.user)});
+                Box::pin(async move { Ok(body) })
             }),
         },
         VirtualResource {
             info: info(group, "tokenreviews", "TokenReview", false),
-            // No token authenticator is configured yet: no token is valid.
-            create: handler(|body, _user, _ns| {
-                Ok(answer(body, json!({"authenticated": false, "user": {}})))
+            create: Arc::new(move |req: CreateRequest| {
+                let authn = authn.clone();
+                Box::pin(async move { token_review(&authn, req.body).await })
             }),
         },
     ]

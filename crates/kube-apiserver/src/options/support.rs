@@ -53,7 +53,17 @@ pub const IMPLEMENTED: &[&str] = &[
     "tls-min-version",
     "tls-private-key-file",
     // Authentication.
+    "anonymous-auth",
+    "api-audiences",
     "client-ca-file",
+    "enable-bootstrap-token-auth",
+    "service-account-extend-token-expiration",
+    "service-account-issuer",
+    "service-account-jwks-uri",
+    "service-account-key-file",
+    "service-account-max-token-expiration",
+    "service-account-signing-key-file",
+    "token-auth-file",
     // API enablement.
     "runtime-config",
     // Misc.

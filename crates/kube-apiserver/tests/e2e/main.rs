@@ -5,6 +5,7 @@ mod admission;
 mod apply_client_side;
 mod crd;
 mod crd_conversion;
+mod authentication;
 mod etcd_backend;
 mod harness;
 mod http_errors;

@@ -125,8 +125,8 @@ fn authorizer() -> RbacAuthorizer {
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo {
         name: name.into(),
-        uid: String::new(),
         groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..UserInfo::default()
     }
 }
 

@@ -376,7 +376,7 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         shutdown_delay: Duration::ZERO,
         external_address: "127.0.0.1:6443".to_owned(),
         health_checks: Vec::new(),
-        anonymous_auth: true,
+        authentication: Default::default(),
         authorization_modes: vec![crate::filters::authorization::AuthorizationMode::AlwaysAllow],
         version: serde_json::json!({}),
         discovery: DiscoveryRegistry::default(),

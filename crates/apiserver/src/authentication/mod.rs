@@ -1,0 +1,330 @@
+//! Who is asking (upstream's `k8s.io/apiserver/pkg/authentication` and
+//! kube-apiserver's authenticator chain): the user of a request or of a
+//! bearer token, found by a union of authenticators — the verified client
+//! certificate, then bearer tokens through every token authenticator
+//! (static token file, bootstrap tokens, service-account JWTs, …), with
+//! successful token checks cached briefly — and `system:authenticated`
+//! added, or the anonymous user when nothing applied and `--anonymous-auth`
+//! allows it. An authenticator that fails (a bad token, a broken
+//! certificate) makes the request unauthenticated, never anonymous.
+
+pub mod cache;
+pub mod token_file;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use http::HeaderMap;
+
+use crate::serving::ClientCert;
+use cache::TokenCache;
+
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// User extra naming the credential a request was authenticated with.
+pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";
+
+/// The authenticated identity of a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    /// Additional attributes (pod name of a service-account token, scopes
+    /// of an impersonated user, …).
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    pub fn anonymous() -> Self {
+        UserInfo {
+            name: ANONYMOUS_USER.into(),
+            groups: vec![UNAUTHENTICATED_GROUP.into()],
+            ..UserInfo::default()
+        }
+    }
+
+    /// Adds `system:authenticated` unless the user is anonymous or already
+    /// carries one of the two catch-all groups (upstream's
+    /// AuthenticatedGroupAdder).
+    pub fn with_authenticated_group(mut self) -> Self {
+        let has_catch_all = self
+            .groups
+            .iter()
+            .any(|g| g == AUTHENTICATED_GROUP || g == UNAUTHENTICATED_GROUP);
+        if self.name != ANONYMOUS_USER && !has_catch_all {
+            self.groups.push(AUTHENTICATED_GROUP.into());
+        }
+        self
+    }
+}
+
+/// A user found by a token, with the audiences the token was accepted for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenResponse {
+    pub user: UserInfo,
+    pub audiences: Vec<String>,
+}
+
+/// Why authentication failed. Messages follow upstream's, since TokenReview
+/// reports them in `status.error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// A bearer token no authenticator accepted.
+    #[error("invalid bearer token")]
+    InvalidBearerToken,
+    /// An authenticator recognised the token and refused it.
+    #[error("{0}")]
+    Token(String),
+    #[error("verifying certificate: {0}")]
+    ClientCert(String),
+    /// Several authenticators failed.
+    #[error("{}", aggregate(.0))]
+    Aggregate(Vec<AuthError>),
+}
+
+/// Upstream's aggregate error text: one error as itself, several in brackets.
+fn aggregate(errors: &[AuthError]) -> String {
+    match errors {
+        [one] => one.to_string(),
+        many => {
+            let parts: Vec<String> = many.iter().map(ToString::to_string).collect();
+            format!("[{}]", parts.join(", "))
+        }
+    }
+}
+
+impl AuthError {
+    fn from_list(mut errors: Vec<AuthError>) -> Self {
+        if errors.len() == 1 {
+            errors.remove(0)
+        } else {
+            AuthError::Aggregate(errors)
+        }
+    }
+}
+
+/// Authenticates bearer tokens.
+#[async_trait]
+pub trait TokenAuthenticator: Send + Sync {
+    /// The user of `token` when it is valid for one of `audiences`;
+    /// `Ok(None)` when the token is not one this authenticator knows.
+    async fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<TokenResponse>, AuthError>;
+
+    /// Whether the authenticator ignores audiences (static and bootstrap
+    /// tokens): its tokens are valid only for the API's own audiences.
+    fn audience_agnostic(&self) -> bool {
+        false
+    }
+}
+
+/// The authenticator chain of a server.
+pub struct Authentication {
+    /// `--anonymous-auth`.
+    anonymous: bool,
+    /// The API's audiences (`--api-audiences`): the audiences requests are
+    /// authenticated for.
+    api_audiences: Vec<String>,
+    tokens: Vec<Arc<dyn TokenAuthenticator>>,
+    cache: Option<TokenCache>,
+}
+
+impl fmt::Debug for Authentication {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authentication")
+            .field("anonymous", &self.anonymous)
+            .field("api_audiences", &self.api_audiences)
+            .field("token_authenticators", &self.tokens.len())
+            .finish()
+    }
+}
+
+impl Default for Authentication {
+    /// Client certificates and anonymous requests only.
+    fn default() -> Self {
+        Authentication::new(true, Vec::new())
+    }
+}
+
+impl Authentication {
+    pub fn new(anonymous: bool, api_audiences: Vec<String>) -> Self {
+        Authentication {
+            anonymous,
+            api_audiences,
+            tokens: Vec::new(),
+            cache: None,
+        }
+    }
+
+    /// Appends a token authenticator; they are tried in order.
+    pub fn with_token_authenticator(mut self, auth: Arc<dyn TokenAuthenticator>) -> Self {
+        self.tokens.push(auth);
+        self
+    }
+
+    /// Caches successful token checks for `ttl` (upstream's token success
+    /// cache; failures are never cached).
+    pub fn with_success_cache(mut self, ttl: Duration) -> Self {
+        self.cache = (!ttl.is_zero()).then(|| TokenCache::new(ttl));
+        self
+    }
+
+    pub fn api_audiences(&self) -> &[String] {
+        &self.api_audiences
+    }
+
+    pub fn anonymous_allowed(&self) -> bool {
+        self.anonymous
+    }
+
+    /// The user of a request: its client certificate or bearer token, else
+    /// anonymous when allowed. `Err` means 401.
+    pub async fn authenticate_request(
+        &self,
+        headers: &HeaderMap,
+        client_cert: Option<&ClientCert>,
+    ) -> Result<UserInfo, AuthError> {
+        let mut errors = Vec::new();
+        if let Some(cert) = client_cert {
+            match cert.user() {
+                Ok(cert_user) => {
+                    let mut user = UserInfo {
+                        name: cert_user.name.clone(),
+                        uid: cert_user.uid.clone().unwrap_or_default(),
+                        groups: cert_user.groups.clone(),
+                        extra: BTreeMap::new(),
+                    };
+                    user.extra.insert(
+                        CREDENTIAL_ID_KEY.into(),
+                        vec![cert_user.credential_id.clone()],
+                    );
+                    return Ok(user.with_authenticated_group());
+                }
+                Err(e) => errors.push(AuthError::ClientCert(e.to_string())),
+            }
+        }
+        if let Some(token) = bearer_token(headers) {
+            match self.authenticate_token(token, &self.api_audiences).await {
+                Ok(resp) => return Ok(resp.user),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(AuthError::from_list(errors));
+        }
+        if self.anonymous {
+            Ok(UserInfo::anonymous())
+        } else {
+            Err(AuthError::Token("no credentials provided".into()))
+        }
+    }
+
+    /// The user of a bearer token for `audiences` (empty: the API's), as
+    /// requests and TokenReviews see it; `system:authenticated` included.
+    pub async fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<TokenResponse, AuthError> {
+        let audiences = if audiences.is_empty() {
+            &self.api_audiences
+        } else {
+            audiences
+        };
+        if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(token, audiences)) {
+            return Ok(hit);
+        }
+        let mut resp = self
+            .union(token, audiences)
+            .await?
+            .ok_or(AuthError::InvalidBearerToken)?;
+        resp.user = resp.user.with_authenticated_group();
+        if let Some(cache) = &self.cache {
+            cache.insert(token, audiences, resp.clone());
+        }
+        Ok(resp)
+    }
+
+    /// Tries each token authenticator; the first that accepts wins, and
+    /// errors count only when none does.
+    async fn union(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<TokenResponse>, AuthError> {
+        let mut errors = Vec::new();
+        for auth in &self.tokens {
+            let result = if auth.audience_agnostic() {
+                self.audience_agnostic(auth.as_ref(), token, audiences)
+                    .await
+            } else {
+                auth.authenticate_token(token, audiences).await
+            };
+            match result {
+                Ok(Some(resp)) => return Ok(Some(resp)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(None)
+        } else {
+            Err(AuthError::from_list(errors))
+        }
+    }
+
+    /// Upstream's audience-agnostic wrapper: such tokens are valid only for
+    /// the API's audiences, and are reported for the ones asked for.
+    async fn audience_agnostic(
+        &self,
+        auth: &dyn TokenAuthenticator,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<TokenResponse>, AuthError> {
+        if self.api_audiences.is_empty() {
+            return auth.authenticate_token(token, audiences).await;
+        }
+        let common: Vec<String> = self
+            .api_audiences
+            .iter()
+            .filter(|a| audiences.contains(a))
+            .cloned()
+            .collect();
+        if common.is_empty() {
+            return Ok(None);
+        }
+        Ok(auth
+            .authenticate_token(token, &common)
+            .await?
+            .map(|resp| TokenResponse {
+                audiences: common,
+                ..resp
+            }))
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (upstream's
+/// bearertoken authenticator: the scheme is case-insensitive, an empty
+/// token is no token).
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .trim();
+    let mut parts = value.splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests;

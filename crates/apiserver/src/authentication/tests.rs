@@ -1,0 +1,141 @@
+//! The chain's union, anonymous and audience rules.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+
+/// Accepts one token, counting how often it is asked.
+struct OneToken {
+    token: &'static str,
+    user: &'static str,
+    agnostic: bool,
+    calls: AtomicUsize,
+}
+
+impl OneToken {
+    fn new(token: &'static str, user: &'static str, agnostic: bool) -> Arc<Self> {
+        Arc::new(OneToken {
+            token,
+            user,
+            agnostic,
+            calls: AtomicUsize::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl TokenAuthenticator for OneToken {
+    async fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<TokenResponse>, AuthError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if token == "broken" {
+            return Err(AuthError::Token("token has expired".into()));
+        }
+        Ok((token == self.token).then(|| TokenResponse {
+            user: UserInfo {
+                name: self.user.into(),
+                groups: vec!["dev".into()],
+                ..UserInfo::default()
+            },
+            audiences: audiences.to_vec(),
+        }))
+    }
+
+    fn audience_agnostic(&self) -> bool {
+        self.agnostic
+    }
+}
+
+fn headers(auth: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(http::header::AUTHORIZATION, auth.parse().unwrap());
+    h
+}
+
+fn api() -> Vec<String> {
+    vec!["https://kubernetes.default.svc".into()]
+}
+
+#[tokio::test]
+async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
+    let authn = Authentication::new(true, api())
+        .with_token_authenticator(OneToken::new("good", "alice", true));
+    let alice = authn
+        .authenticate_request(&headers("Bearer good"), None)
+        .await
+        .unwrap();
+    assert_eq!(alice.name, "alice");
+    assert_eq!(alice.groups, vec!["dev", AUTHENTICATED_GROUP]);
+    // A token nobody accepts is not anonymous, even when anonymous is on.
+    assert_eq!(
+        authn
+            .authenticate_request(&headers("bearer bad"), None)
+            .await,
+        Err(AuthError::InvalidBearerToken)
+    );
+    assert_eq!(
+        authn
+            .authenticate_request(&headers("Bearer broken"), None)
+            .await,
+        Err(AuthError::Token("token has expired".into()))
+    );
+    // Other schemes and empty tokens are no credentials at all.
+    for h in [
+        headers("Basic Zm9vOmJhcg=="),
+        headers("Bearer "),
+        HeaderMap::new(),
+    ] {
+        assert_eq!(
+            authn.authenticate_request(&h, None).await,
+            Ok(UserInfo::anonymous())
+        );
+    }
+    let closed = Authentication::new(false, api());
+    assert!(closed
+        .authenticate_request(&HeaderMap::new(), None)
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn audience_agnostic_tokens_only_serve_the_api_audiences() {
+    let agnostic = OneToken::new("static", "alice", true);
+    let authn = Authentication::new(true, api()).with_token_authenticator(agnostic);
+    let resp = authn.authenticate_token("static", &[]).await.unwrap();
+    assert_eq!(resp.audiences, api());
+    let other = vec!["vault".to_owned()];
+    assert_eq!(
+        authn.authenticate_token("static", &other).await,
+        Err(AuthError::InvalidBearerToken)
+    );
+    let aware = OneToken::new("jwt", "bob", false);
+    let authn = Authentication::new(true, api()).with_token_authenticator(aware);
+    let resp = authn.authenticate_token("jwt", &other).await.unwrap();
+    assert_eq!(resp.audiences, other);
+}
+
+#[tokio::test]
+async fn successes_are_cached_and_failures_are_not() {
+    let counted = OneToken::new("good", "alice", false);
+    let authn = Authentication::new(true, api())
+        .with_token_authenticator(counted.clone())
+        .with_success_cache(Duration::from_secs(10));
+    for _ in 0..3 {
+        authn.authenticate_token("good", &[]).await.unwrap();
+        assert!(authn.authenticate_token("bad", &[]).await.is_err());
+    }
+    // One call for the good token, three for the bad one.
+    assert_eq!(counted.calls.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn aggregate_errors_read_like_upstream() {
+    let errs = AuthError::from_list(vec![
+        AuthError::InvalidBearerToken,
+        AuthError::Token("x".into()),
+    ]);
+    assert_eq!(errs.to_string(), "[invalid bearer token, x]");
+}

@@ -1,0 +1,245 @@
+//! The authenticator chain from the authentication flags (upstream's
+//! `BuiltInAuthenticationOptions` → authenticator config): anonymous,
+//! client certificates (verified by the TLS layer), `--token-auth-file`,
+//! bootstrap tokens, service-account JWTs with their issuers, keys and
+//! audiences; plus what serves tokens: TokenRequest and the issuer
+//! discovery documents.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::authentication::token_file::{TokenFile, TokenFileError};
+use apiserver::authentication::Authentication;
+use apiserver::server::GenericApiServer;
+
+use super::runtime_config::ApiEnablement;
+use crate::authenticator::bootstrap::BootstrapTokens;
+use crate::authenticator::keys::{self, KeyError, PublicKey};
+use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator};
+use crate::authenticator::token_request::TokenRequests;
+use crate::authenticator::{openid, ObjectStores, Objects};
+use crate::options::CompletedOptions;
+
+/// The issuer kube-apiserver uses when `--service-account-issuer` is not
+/// given (upstream requires the flag; kubeadm passes this value).
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// How long a successful token check is reused (upstream's token success
+/// cache TTL).
+const TOKEN_SUCCESS_CACHE_TTL: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthenticationError {
+    #[error(transparent)]
+    TokenFile(#[from] TokenFileError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("reading authentication flags: {0}")]
+    Flags(String),
+}
+
+/// Where service-account keys come from when the flags name none.
+#[derive(Debug, Clone, Default)]
+pub struct DefaultKeys {
+    /// The signing key generated into the data directory, if any.
+    pub generated_signing_key: Option<PathBuf>,
+    /// `--tls-private-key-file`, upstream's default verification key.
+    pub tls_private_key: Option<PathBuf>,
+}
+
+/// The authenticator chain and the token endpoints built with it.
+pub struct AuthenticationSetup {
+    pub authentication: Arc<Authentication>,
+    /// Lookups of service accounts, secrets, pods and nodes; bound to the
+    /// stores by [`install`].
+    pub objects: Arc<Objects>,
+    /// TokenRequest, when a signing key is configured.
+    pub token_requests: Option<Arc<TokenRequests>>,
+    pub issuers: Vec<String>,
+    /// `--service-account-jwks-uri`.
+    pub jwks_uri: String,
+    pub public_keys: Vec<PublicKey>,
+}
+
+struct Flags {
+    anonymous: bool,
+    token_file: Option<PathBuf>,
+    bootstrap: bool,
+    issuers: Vec<String>,
+    key_files: Vec<String>,
+    signing_key_file: Option<PathBuf>,
+    api_audiences: Vec<String>,
+    max_expiration: Duration,
+    extend_expiration: bool,
+    jwks_uri: String,
+}
+
+fn flag_error(err: impl std::fmt::Display) -> AuthenticationError {
+    AuthenticationError::Flags(err.to_string())
+}
+
+fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
+    let f = &opts.options.flags;
+    let e = flag_error;
+    Ok(Flags {
+        anonymous: f.bool("anonymous-auth").map_err(e)?,
+        token_file: f.path("token-auth-file").map_err(e)?,
+        bootstrap: f.bool("enable-bootstrap-token-auth").map_err(e)?,
+        issuers: f.list("service-account-issuer").map_err(e)?,
+        key_files: f.list("service-account-key-file").map_err(e)?,
+        signing_key_file: f.path("service-account-signing-key-file").map_err(e)?,
+        api_audiences: f.list("api-audiences").map_err(e)?,
+        max_expiration: f
+            .duration("service-account-max-token-expiration")
+            .map_err(e)?
+            .to_std(),
+        extend_expiration: f
+            .bool("service-account-extend-token-expiration")
+            .map_err(e)?,
+        jwks_uri: f.string("service-account-jwks-uri").map_err(e)?,
+    })
+}
+
+/// Upstream's checks of the service-account flags.
+fn validate(flags: &Flags) -> Result<(), AuthenticationError> {
+    let mut seen = Vec::new();
+    for issuer in &flags.issuers {
+        if issuer.is_empty() {
+            return Err(AuthenticationError::Invalid(
+                "service-account-issuer should not be an empty string".into(),
+            ));
+        }
+        if seen.contains(&issuer) {
+            return Err(AuthenticationError::Invalid(format!(
+                "service-account-issuer {issuer:?} is already specified"
+            )));
+        }
+        seen.push(issuer);
+    }
+    if !flags.max_expiration.is_zero() && flags.max_expiration < Duration::from_secs(3600) {
+        return Err(AuthenticationError::Invalid(format!(
+            "the service-account-max-token-expiration must be set longer than 3600 seconds (currently {}s)",
+            flags.max_expiration.as_secs()
+        )));
+    }
+    if !flags.jwks_uri.is_empty() && !flags.jwks_uri.starts_with("https://") {
+        return Err(AuthenticationError::Invalid(format!(
+            "service-account-jwks-uri requires https scheme, parsed as: {}",
+            flags.jwks_uri
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the chain from the flags (blocking: reads key and token files).
+pub fn build(
+    opts: &CompletedOptions,
+    defaults: &DefaultKeys,
+    external_address: &str,
+) -> Result<AuthenticationSetup, AuthenticationError> {
+    let flags = read_flags(opts)?;
+    validate(&flags)?;
+    let issuers = if flags.issuers.is_empty() {
+        vec![DEFAULT_ISSUER.to_owned()]
+    } else {
+        flags.issuers.clone()
+    };
+    let api_audiences = if flags.api_audiences.is_empty() {
+        issuers.clone()
+    } else {
+        flags.api_audiences.clone()
+    };
+    let objects = Arc::new(Objects::default());
+    let signing_path = flags
+        .signing_key_file
+        .clone()
+        .or_else(|| defaults.generated_signing_key.clone());
+    let signing = signing_path
+        .as_deref()
+        .map(keys::load_signing_key)
+        .transpose()?;
+    let mut public_keys = Vec::new();
+    for file in &flags.key_files {
+        public_keys.extend(keys::load_public_keys(std::path::Path::new(file))?);
+    }
+    if public_keys.is_empty() {
+        match (&signing, &defaults.tls_private_key) {
+            (Some(key), _) => public_keys.push(key.public.clone()),
+            (None, Some(tls_key)) => public_keys.extend(keys::load_public_keys(tls_key)?),
+            (None, None) => {}
+        }
+    }
+    let mut chain = Authentication::new(flags.anonymous, api_audiences.clone());
+    if let Some(path) = &flags.token_file {
+        chain = chain.with_token_authenticator(Arc::new(TokenFile::load(path)?));
+    }
+    if !public_keys.is_empty() {
+        chain = chain.with_token_authenticator(Arc::new(JwtAuthenticator {
+            issuers: issuers.clone(),
+            keys: public_keys.clone(),
+            implicit_audiences: api_audiences.clone(),
+            objects: objects.clone(),
+        }));
+    }
+    if flags.bootstrap {
+        chain = chain.with_token_authenticator(Arc::new(BootstrapTokens {
+            objects: objects.clone(),
+        }));
+    }
+    let token_requests = signing.map(|key| {
+        Arc::new(TokenRequests {
+            generator: TokenGenerator::new(key, issuers.first().cloned().unwrap_or_default()),
+            api_audiences,
+            max_expiration_seconds: i64::try_from(flags.max_expiration.as_secs()).unwrap_or(0),
+            extend_expiration: flags.extend_expiration,
+            objects: objects.clone(),
+        })
+    });
+    let jwks_uri = if flags.jwks_uri.is_empty() {
+        format!("https://{external_address}{}", openid::JWKS_PATH)
+    } else {
+        flags.jwks_uri
+    };
+    Ok(AuthenticationSetup {
+        authentication: Arc::new(chain.with_success_cache(TOKEN_SUCCESS_CACHE_TTL)),
+        objects,
+        token_requests,
+        issuers,
+        jwks_uri,
+        public_keys,
+    })
+}
+
+/// Binds the lookups to the kube-apiserver's stores and serves
+/// TokenRequest and issuer discovery on it.
+pub fn install(kube: &mut GenericApiServer, setup: &AuthenticationSetup, enabled: &ApiEnablement) {
+    let store = |resource: &str| kube.store("", "v1", resource);
+    if let (Some(service_accounts), Some(secrets), Some(pods), Some(nodes)) = (
+        store("serviceaccounts"),
+        store("secrets"),
+        store("pods"),
+        store("nodes"),
+    ) {
+        setup.objects.bind(ObjectStores {
+            service_accounts,
+            secrets,
+            pods,
+            nodes,
+        });
+    }
+    if let Some(requests) = &setup.token_requests {
+        if enabled.resource_enabled("", "v1", "serviceaccounts") {
+            let resource = requests.clone().resource();
+            kube.install_subresource_create("", "v1", "serviceaccounts/token", resource);
+        }
+    }
+    // Discovery is served only for an https issuer URL, as upstream.
+    let issuer = setup.issuers.first().map_or("", String::as_str);
+    if issuer.starts_with("https://") && !setup.public_keys.is_empty() {
+        openid::install(kube, issuer, &setup.jwks_uri, &setup.public_keys);
+    } else {
+        tracing::info!(issuer = %issuer, "service-account issuer discovery not served: the issuer is not an https URL");
+    }
+}

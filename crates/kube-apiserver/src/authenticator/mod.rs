@@ -1,0 +1,80 @@
+//! kube-apiserver's own token authenticators and what they read (upstream's
+//! `pkg/serviceaccount` and `plugin/pkg/auth/authenticator/token/bootstrap`):
+//! service-account JWTs and their keys, bootstrap tokens, the
+//! service-account issuer discovery documents, and the object lookups
+//! they share.
+
+pub mod bootstrap;
+pub mod keys;
+pub mod openid;
+pub mod serviceaccount;
+pub mod token_request;
+
+use std::sync::{Arc, OnceLock};
+
+use apimachinery::status::ApiError;
+use apiserver::registry::Store;
+use serde_json::Value;
+use storage::{GetOptions, ReadVersion};
+
+/// The kinds of object authentication looks up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    ServiceAccount,
+    Secret,
+    Pod,
+    Node,
+}
+
+/// The stores lookups read, bound once the server's stores exist.
+pub struct ObjectStores {
+    pub service_accounts: Arc<Store>,
+    pub secrets: Arc<Store>,
+    pub pods: Arc<Store>,
+    pub nodes: Arc<Store>,
+}
+
+/// Object lookups for authenticators and TokenRequest; until the stores
+/// are bound every lookup fails.
+#[derive(Default)]
+pub struct Objects {
+    stores: OnceLock<ObjectStores>,
+}
+
+impl Objects {
+    /// Binds the stores; only the first binding counts.
+    pub fn bind(&self, stores: ObjectStores) {
+        // A second binding would be the same stores: ignore it.
+        let _ = self.stores.set(stores);
+    }
+
+    /// The object, or a NotFound error naming it like upstream.
+    pub async fn get(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        let stores = self
+            .stores
+            .get()
+            .ok_or_else(|| ApiError::internal_error("object stores are not ready"))?;
+        let (store, namespace) = match kind {
+            Kind::ServiceAccount => (&stores.service_accounts, Some(namespace)),
+            Kind::Secret => (&stores.secrets, Some(namespace)),
+            Kind::Pod => (&stores.pods, Some(namespace)),
+            Kind::Node => (&stores.nodes, None),
+        };
+        // Like upstream's informer-backed getters, a cached state will do.
+        let opts = GetOptions {
+            version: ReadVersion::Any,
+            ..GetOptions::default()
+        };
+        store.get(namespace, name, opts).await
+    }
+}
+
+/// A string field of an object ("" when absent).
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}

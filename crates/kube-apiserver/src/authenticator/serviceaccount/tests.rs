@@ -1,0 +1,246 @@
+//! Signing and verifying service-account tokens against real stores
+//! (the embedded storage engine in a temp dir), through TokenRequest.
+
+use apiserver::endpoints::virtual_create::CreateRequest;
+use apiserver::registry::WriteOptions;
+use serde_json::json;
+use storage_embedded::EmbeddedKv;
+
+use super::*;
+use crate::authenticator::token_request::TokenRequests;
+use crate::authenticator::{keys, ObjectStores};
+use crate::controlplane::builtin;
+use crate::controlplane::StorageFactory;
+use crate::options::PortRange;
+use crate::registry::services::ServiceAllocator;
+
+const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    stores: std::collections::HashMap<String, Arc<apiserver::registry::Store>>,
+    requests: Arc<TokenRequests>,
+    auth: JwtAuthenticator,
+}
+
+fn signing_key(dir: &std::path::Path) -> keys::SigningKey {
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let path = dir.join("sa.key");
+    std::fs::write(&path, pair.serialize_pem()).unwrap();
+    keys::load_signing_key(&path).unwrap()
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = Arc::new(EmbeddedKv::open(&dir.path().join("db")).unwrap());
+    let factory = StorageFactory {
+        kv,
+        prefix: "/registry".into(),
+        watch_cache: false,
+    };
+    let allocator = ServiceAllocator::new(
+        "10.96.0.0/12".parse().unwrap(),
+        PortRange {
+            base: 30000,
+            size: 2768,
+        },
+        None,
+    );
+    let stores: std::collections::HashMap<_, _> = builtin::core_v1(allocator)
+        .into_iter()
+        .map(|b| (b.info.resource.clone(), factory.store(b)))
+        .collect();
+    let objects = Arc::new(Objects::default());
+    objects.bind(ObjectStores {
+        service_accounts: stores["serviceaccounts"].clone(),
+        secrets: stores["secrets"].clone(),
+        pods: stores["pods"].clone(),
+        nodes: stores["nodes"].clone(),
+    });
+    let key = signing_key(dir.path());
+    let public = key.public.clone();
+    let requests = Arc::new(TokenRequests {
+        generator: TokenGenerator::new(key, ISSUER.into()),
+        api_audiences: vec![ISSUER.into()],
+        max_expiration_seconds: 0,
+        extend_expiration: true,
+        objects: objects.clone(),
+    });
+    let auth = JwtAuthenticator {
+        issuers: vec![ISSUER.into()],
+        keys: vec![public],
+        implicit_audiences: vec![ISSUER.into()],
+        objects,
+    };
+    Fixture {
+        _dir: dir,
+        stores,
+        requests,
+        auth,
+    }
+}
+
+impl Fixture {
+    async fn create(&self, resource: &str, obj: Value) -> Value {
+        let created = self.stores[resource]
+            .create(obj, &WriteOptions::default())
+            .await
+            .unwrap();
+        (*created).clone()
+    }
+
+    async fn token(
+        &self,
+        name: &str,
+        spec: Value,
+    ) -> Result<Value, apimachinery::status::ApiError> {
+        let create = self.requests.clone().resource().create;
+        create(CreateRequest {
+            body: json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}),
+            user: Arc::new(UserInfo::default()),
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+        })
+        .await
+    }
+}
+
+fn sa(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}})
+}
+
+#[tokio::test]
+async fn issued_tokens_authenticate_as_the_service_account() {
+    let f = fixture();
+    let account = f.create("serviceaccounts", sa("builder")).await;
+    let resp = f.token("builder", json!({})).await.unwrap();
+    assert_eq!(resp["spec"]["expirationSeconds"], 3600);
+    assert_eq!(resp["spec"]["audiences"], json!([ISSUER]));
+    let token = resp["status"]["token"].as_str().unwrap();
+    let got = f
+        .auth
+        .authenticate_token(token, &[])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.user.name, "system:serviceaccount:default:builder");
+    assert_eq!(got.user.uid, str_at(&account, "/metadata/uid"));
+    assert_eq!(got.user.groups, groups("default"));
+    assert!(got.user.extra[CREDENTIAL_ID_KEY][0].starts_with("JTI="));
+    assert_eq!(got.audiences, vec![ISSUER.to_owned()]);
+
+    // Other audiences are refused; tokens of other issuers are not ours.
+    let err = f
+        .auth
+        .authenticate_token(token, &["vault".to_owned()])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("token audiences [{ISSUER:?}] is invalid for the target audiences [\"vault\"]")
+    );
+    assert_eq!(f.auth.authenticate_token("abc.def", &[]).await, Ok(None));
+
+    // Deleting the account invalidates the token.
+    f.stores["serviceaccounts"]
+        .delete(Some("default"), "builder", &Default::default())
+        .await
+        .unwrap();
+    let err = f.auth.authenticate_token(token, &[]).await.unwrap_err();
+    assert_eq!(err.to_string(), "serviceaccounts \"builder\" not found");
+}
+
+#[tokio::test]
+async fn forged_and_expired_tokens_are_refused() {
+    let f = fixture();
+    f.create("serviceaccounts", sa("builder")).await;
+    let token = f.token("builder", json!({})).await.unwrap()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The same claims signed by another key.
+    let dir = tempfile::tempdir().unwrap();
+    let other = TokenGenerator::new(signing_key(dir.path()), ISSUER.into());
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: Claims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    let forged = other.sign(&claims).unwrap();
+    let err = f.auth.authenticate_token(&forged, &[]).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "go-jose/go-jose: error in cryptographic primitive"
+    );
+    let now = Utc::now().timestamp();
+    let expired = Claims {
+        exp: Some(now - 120),
+        ..claims
+    };
+    assert_eq!(
+        JwtAuthenticator::check_times(&expired, now),
+        Err(err_msg("service account token has expired"))
+    );
+}
+
+fn err_msg(m: &str) -> AuthError {
+    AuthError::Token(m.into())
+}
+
+#[tokio::test]
+async fn token_requests_follow_upstreams_rules() {
+    let f = fixture();
+    f.create("serviceaccounts", sa("builder")).await;
+    let err = f.token("nobody", json!({})).await.unwrap_err();
+    assert_eq!(err.message, "serviceaccounts \"nobody\" not found");
+    let err = f
+        .token("builder", json!({"expirationSeconds": 599}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"
+    );
+    let bad_kind =
+        json!({"boundObjectRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}});
+    let err = f.token("builder", bad_kind).await.unwrap_err();
+    assert_eq!(
+        err.message,
+        "cannot bind token to object of type apps/v1, Kind=Deployment"
+    );
+
+    // Bound to a pod of the account: the pod shows in the user's extra,
+    // and a wrong UID is a conflict.
+    let pod = f
+        .create(
+            "pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"serviceAccountName": "builder", "containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .await;
+    let pod_uid = str_at(&pod, "/metadata/uid").to_owned();
+    let bound = json!({"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": pod_uid}});
+    let token = f.token("builder", bound).await.unwrap()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let user = f
+        .auth
+        .authenticate_token(&token, &[])
+        .await
+        .unwrap()
+        .unwrap()
+        .user;
+    assert_eq!(user.extra[POD_NAME_KEY], vec!["web"]);
+    assert_eq!(user.extra[POD_UID_KEY], vec![pod_uid]);
+    let wrong = json!({"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "nope"}});
+    let err = f.token("builder", wrong).await.unwrap_err();
+    assert_eq!(err.code, 409);
+    f.stores["pods"]
+        .delete(Some("default"), "web", &Default::default())
+        .await
+        .unwrap();
+    let err = f.auth.authenticate_token(&token, &[]).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "service account token has been invalidated"
+    );
+}

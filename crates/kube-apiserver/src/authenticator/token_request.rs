@@ -1,0 +1,272 @@
+//! TokenRequest (`POST …/serviceaccounts/<name>/token`, upstream's
+//! TokenREST): a signed, bound service-account token for the audiences and
+//! lifetime asked for — by default the API's audiences and an hour, at
+//! least ten minutes, at most `--service-account-max-token-expiration` —
+//! optionally bound to a Pod, Secret or Node that must exist (with the UID
+//! given) and whose deletion invalidates the token.
+
+use std::sync::Arc;
+
+use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::status::{ApiError, StatusReason};
+use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
+use apiserver::registry::ResourceInfo;
+use chrono::{SecondsFormat, TimeZone, Utc};
+use serde_json::{json, Value};
+
+use super::serviceaccount::{self, Claims, KubernetesClaim, Ref, TokenGenerator};
+use super::{str_at, Kind, Objects};
+
+const GROUP: &str = "authentication.k8s.io";
+const KIND: &str = "TokenRequest";
+const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+const MIN_EXPIRATION_SECONDS: i64 = 600;
+const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+/// The lifetime kubelet asks for pod tokens, which upstream silently
+/// extends (warning after it) while `--service-account-extend-token-expiration`.
+const WARN_ONLY_EXPIRATION_SECONDS: i64 = 3607;
+const EXTENDED_EXPIRATION_SECONDS: i64 = 24 * 365 * 3600;
+
+/// The settings of TokenRequest.
+pub struct TokenRequests {
+    pub generator: TokenGenerator,
+    /// `--api-audiences`: the default audiences.
+    pub api_audiences: Vec<String>,
+    /// `--service-account-max-token-expiration` in seconds; 0: no limit.
+    pub max_expiration_seconds: i64,
+    /// `--service-account-extend-token-expiration`.
+    pub extend_expiration: bool,
+    pub objects: Arc<Objects>,
+}
+
+/// The claims a token is bound with.
+#[derive(Default)]
+struct Bound {
+    pod: Option<Ref>,
+    secret: Option<Ref>,
+    node: Option<Ref>,
+}
+
+fn reference(obj: &Value) -> Ref {
+    Ref {
+        name: str_at(obj, "/metadata/name").to_owned(),
+        uid: str_at(obj, "/metadata/uid").to_owned(),
+    }
+}
+
+fn invalid(name: &str, path: &str, value: Value, detail: &str) -> ApiError {
+    let mut p = Path::new("metadata");
+    if let Some(rest) = path.strip_prefix("spec.") {
+        p = Path::new("spec").child(rest);
+    } else if let Some(rest) = path.strip_prefix("metadata.") {
+        p = p.child(rest);
+    }
+    ApiError::invalid(GROUP, KIND, name, &[FieldError::invalid(&p, value, detail)])
+}
+
+impl TokenRequests {
+    /// The `serviceaccounts/token` subresource served by these settings.
+    pub fn resource(self: Arc<Self>) -> VirtualResource {
+        let create: CreateHandler = Arc::new(move |req| {
+            let this = self.clone();
+            Box::pin(async move { this.create(req).await })
+        });
+        VirtualResource {
+            info: ResourceInfo {
+                group: GROUP.into(),
+                version: "v1".into(),
+                resource: "serviceaccounts/token".into(),
+                singular: String::new(),
+                kind: KIND.into(),
+                list_kind: String::new(),
+                namespaced: true,
+                short_names: Vec::new(),
+                categories: Vec::new(),
+                verbs: vec!["create".into()],
+                has_status: false,
+                has_scale: false,
+                storage_root: String::new(),
+            },
+            create,
+        }
+    }
+
+    async fn create(&self, req: CreateRequest) -> Result<Value, ApiError> {
+        let namespace = req
+            .namespace
+            .ok_or_else(|| ApiError::bad_request("namespace is required"))?;
+        let name = req.name.unwrap_or_default();
+        let mut body = req.body;
+        let given_name = str_at(&body, "/metadata/name").to_owned();
+        if !given_name.is_empty() && given_name != name {
+            let msg = "must match the service account name if specified";
+            return Err(invalid(&name, "metadata.name", json!(given_name), msg));
+        }
+        let given_ns = str_at(&body, "/metadata/namespace").to_owned();
+        if !given_ns.is_empty() && given_ns != namespace {
+            let msg = "must match the service account namespace if specified";
+            return Err(invalid(&name, "metadata.namespace", json!(given_ns), msg));
+        }
+        let sa = self
+            .objects
+            .get(Kind::ServiceAccount, &namespace, &name)
+            .await?;
+        let mut spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
+            Some(list) if !list.is_empty() => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => self.api_audiences.clone(),
+        };
+        spec["audiences"] = json!(audiences);
+        let mut expiration = spec
+            .get("expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+        let now = Utc::now();
+        body["metadata"] = json!({
+            "name": name,
+            "namespace": namespace,
+            "creationTimestamp": now.to_rfc3339_opts(SecondsFormat::Secs, true),
+        });
+        if expiration < MIN_EXPIRATION_SECONDS {
+            let msg = "may not specify a duration less than 10 minutes";
+            return Err(invalid(
+                "",
+                "spec.expirationSeconds",
+                json!(expiration),
+                msg,
+            ));
+        }
+        if expiration > MAX_EXPIRATION_SECONDS {
+            let msg = "may not specify a duration larger than 2^32 seconds";
+            return Err(invalid(
+                "",
+                "spec.expirationSeconds",
+                json!(expiration),
+                msg,
+            ));
+        }
+        let bound = match spec.get("boundObjectRef").filter(|r| !r.is_null()) {
+            Some(r) => self.bound(r, &namespace, &name).await?,
+            None => Bound::default(),
+        };
+        if self.max_expiration_seconds > 0 && expiration > self.max_expiration_seconds {
+            expiration = self.max_expiration_seconds;
+        }
+        spec["expirationSeconds"] = json!(expiration);
+        // Kubelet's pod tokens live a year but warn after the asked time.
+        let is_kube_audience = audiences.iter().all(|a| self.api_audiences.contains(a));
+        let (lifetime, warnafter) = if self.extend_expiration
+            && bound.pod.is_some()
+            && expiration == WARN_ONLY_EXPIRATION_SECONDS
+            && is_kube_audience
+        {
+            (
+                EXTENDED_EXPIRATION_SECONDS,
+                Some(now.timestamp() + expiration),
+            )
+        } else {
+            (expiration, None)
+        };
+        let iat = now.timestamp();
+        let claims = Claims {
+            iss: self.generator.issuer.clone(),
+            sub: serviceaccount::username(&namespace, &name),
+            aud: audiences,
+            exp: Some(iat + lifetime),
+            iat: Some(iat),
+            nbf: Some(iat),
+            jti: uuid::Uuid::new_v4().to_string(),
+            kubernetes: KubernetesClaim {
+                namespace: namespace.clone(),
+                serviceaccount: reference(&sa),
+                pod: bound.pod,
+                secret: bound.secret,
+                node: bound.node,
+                warnafter,
+            },
+        };
+        let token = self
+            .generator
+            .sign(&claims)
+            .map_err(ApiError::internal_error)?;
+        let expires = Utc
+            .timestamp_opt(iat + expiration, 0)
+            .single()
+            .unwrap_or(now)
+            .to_rfc3339_opts(SecondsFormat::Secs, true);
+        body["spec"] = spec;
+        body["status"] = json!({"token": token, "expirationTimestamp": expires});
+        Ok(body)
+    }
+
+    /// Resolves `spec.boundObjectRef` (upstream's rules and messages).
+    async fn bound(&self, r: &Value, namespace: &str, sa_name: &str) -> Result<Bound, ApiError> {
+        let api_version = str_at(r, "/apiVersion");
+        let kind = str_at(r, "/kind");
+        let name = str_at(r, "/name");
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let mut bound = Bound::default();
+        let obj = match (group, kind) {
+            ("", "Pod") => {
+                let pod = self.objects.get(Kind::Pod, namespace, name).await?;
+                if str_at(&pod, "/spec/serviceAccountName") != sa_name {
+                    return Err(ApiError::bad_request(format!(
+                        "cannot bind token for serviceaccount {sa_name:?} to pod running with different serviceaccount name."
+                    )));
+                }
+                bound.node = self.pod_node(&pod).await?;
+                bound.pod = Some(reference(&pod));
+                pod
+            }
+            ("", "Node") => {
+                let node = self.objects.get(Kind::Node, "", name).await?;
+                bound.node = Some(reference(&node));
+                node
+            }
+            ("", "Secret") => {
+                let secret = self.objects.get(Kind::Secret, namespace, name).await?;
+                bound.secret = Some(reference(&secret));
+                secret
+            }
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "cannot bind token to object of type {group}/{version}, Kind={kind}"
+                )))
+            }
+        };
+        let want_uid = str_at(r, "/uid");
+        if !want_uid.is_empty() && want_uid != str_at(&obj, "/metadata/uid") {
+            return Err(ApiError::conflict(
+                group,
+                kind,
+                name,
+                format!("the UID in the bound object reference ({want_uid}) does not match the UID in record. The object might have been deleted and then recreated"),
+            ));
+        }
+        Ok(bound)
+    }
+
+    /// The node a pod runs on, named in its tokens (with its UID when the
+    /// node exists).
+    async fn pod_node(&self, pod: &Value) -> Result<Option<Ref>, ApiError> {
+        let node_name = str_at(pod, "/spec/nodeName");
+        if node_name.is_empty() {
+            return Ok(None);
+        }
+        match self.objects.get(Kind::Node, "", node_name).await {
+            Ok(node) => Ok(Some(reference(&node))),
+            Err(e) if e.reason == StatusReason::NotFound => Ok(Some(Ref {
+                name: node_name.to_owned(),
+                uid: String::new(),
+            })),
+            Err(e) => Err(ApiError::internal_error(e.message)),
+        }
+    }
+}
