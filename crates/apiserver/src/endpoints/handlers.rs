@@ -278,7 +278,8 @@ pub fn decode_body(
     validation: FieldValidation,
     warnings: &mut Warnings,
 ) -> Result<Value, ApiError> {
-    let encoding = negotiation::body_encoding(headers)?;
+    let protobuf_ok = protobuf_codec::supports(&store.info.api_version(), &store.info.kind);
+    let encoding = negotiation::body_encoding_for(headers, protobuf_ok)?;
     let value: Value = match encoding {
         Encoding::Json => serde_json::from_slice(bytes).map_err(|e| decode_error(store, e))?,
         Encoding::Yaml => serde_yaml::from_slice(bytes).map_err(|e| decode_error(store, e))?,

@@ -131,7 +131,17 @@ pub fn negotiate(
             });
         }
     }
-    Err(ApiError::not_acceptable(SUPPORTED))
+    Err(ApiError::not_acceptable(supported(protobuf_ok)))
+}
+
+/// What a resource is served in: kinds without a protobuf schema (custom
+/// resources) only in JSON and YAML, as upstream.
+fn supported(protobuf_ok: bool) -> &'static [&'static str] {
+    if protobuf_ok {
+        SUPPORTED
+    } else {
+        &SUPPORTED[..2]
+    }
 }
 
 /// The `as`/`g`/`v` media type parameters select a transformed shape; an
@@ -167,6 +177,12 @@ fn wants_pretty(headers: &HeaderMap, pretty_param: Option<&str>) -> bool {
 
 /// The encoding of a request body, from Content-Type.
 pub fn body_encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+    body_encoding_for(headers, true)
+}
+
+/// The encoding of a request body for a resource that does (or, like custom
+/// resources, does not) take protobuf.
+pub fn body_encoding_for(headers: &HeaderMap, protobuf_ok: bool) -> Result<Encoding, ApiError> {
     let content_type = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -175,8 +191,8 @@ pub fn body_encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
     match essence.to_ascii_lowercase().as_str() {
         "" | "application/json" => Ok(Encoding::Json),
         "application/yaml" => Ok(Encoding::Yaml),
-        "application/vnd.kubernetes.protobuf" => Ok(Encoding::Protobuf),
-        _ => Err(ApiError::unsupported_media_type(SUPPORTED)),
+        "application/vnd.kubernetes.protobuf" if protobuf_ok => Ok(Encoding::Protobuf),
+        _ => Err(ApiError::unsupported_media_type(supported(protobuf_ok))),
     }
 }
 
@@ -188,6 +204,28 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(http::header::ACCEPT, value.parse().expect("header"));
         h
+    }
+
+    #[test]
+    fn kinds_without_protobuf_refuse_it() {
+        let err = negotiate(
+            &accept("application/vnd.kubernetes.protobuf"),
+            None,
+            true,
+            false,
+        )
+        .expect_err("not acceptable");
+        assert_eq!(err.code, 406);
+        assert!(!err.message.contains("protobuf"), "{}", err.message);
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            "application/vnd.kubernetes.protobuf"
+                .parse()
+                .expect("header"),
+        );
+        assert_eq!(body_encoding_for(&h, false).map_err(|e| e.code), Err(415));
+        assert!(body_encoding_for(&h, true).is_ok());
     }
 
     #[test]

@@ -3,9 +3,9 @@
 
 mod admission;
 mod apply_client_side;
+mod authentication;
 mod crd;
 mod crd_conversion;
-mod authentication;
 mod etcd_backend;
 mod harness;
 mod http_errors;
