@@ -323,3 +323,69 @@ fn set_image_rollout_label_and_annotate() {
     s.ok(&["annotate", "deployment", "web", "note-"]);
     assert_eq!(jsonpath(&s, &dep, "{.metadata.annotations.note}"), "");
 }
+
+/// The versioned kubectl binaries (`kubectl.1.27` …) installed beside the
+/// one on PATH.
+fn versioned_kubectls() -> Vec<std::path::PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("kubectl"))
+            .find(|p| p.is_file())
+    });
+    let Some(dir) = on_path
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    (27..=33)
+        .map(|minor| dir.join(format!("kubectl.1.{minor}")))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+#[test]
+fn every_installed_kubectl_applies_and_prunes() {
+    let s = TestServer::start();
+    let files = [DEPLOYMENT_V1, DEPLOYMENT_V2, DEPLOYMENT_V3].map(|y| y.to_owned());
+    let paths: Vec<String> = files
+        .iter()
+        .enumerate()
+        .map(|(i, y)| file(&s, &format!("v{i}.yaml"), y))
+        .collect();
+    for (i, kubectl) in versioned_kubectls().iter().enumerate() {
+        let bin = kubectl.display().to_string();
+        let ns = format!("apply-{i}");
+        let run = |args: &[&str]| {
+            let out = s.kubectl_with(&bin, args, None);
+            assert!(out.status.success(), "{bin} {args:?}: {}", stderr(&out));
+            stdout(&out)
+        };
+        run(&["create", "namespace", &ns]);
+        // kubectl before 1.29 validates against /openapi/v2, which the
+        // server does not serve yet.
+        let validate = if bin.ends_with(".27") || bin.ends_with(".28") {
+            "--validate=false"
+        } else {
+            "--validate=true"
+        };
+        let verbs = ["created", "configured", "configured"];
+        for (path, verb) in paths.iter().zip(verbs) {
+            let out = run(&["apply", validate, "-n", &ns, "-f", path]);
+            assert!(
+                out.contains(&format!("deployment.apps/web {verb}")),
+                "{bin}: {out}"
+            );
+        }
+        let got = run(&[
+            "get",
+            "deployment",
+            "web",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].name} {.spec.template.spec.containers[0].env[*].name} {.metadata.labels}",
+        ]);
+        assert_eq!(got, r#"app A C {"app":"web"}"#, "{bin}");
+    }
+}
