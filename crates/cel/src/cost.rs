@@ -93,6 +93,11 @@ const GLOBAL_NAMES: &[&str] = &[
     "format",
 ];
 
+/// Namespaces whose functions are called as `namespace.function(..)`.
+const NAMESPACES: &[&str] = &[
+    "sets", "strings", "math", "lists", "base64", "optional", "format",
+];
+
 /// The walk's state: variables in scope and the issues found so far.
 pub(crate) struct Estimator<'n, 's> {
     scope: Vec<(String, Ty<'n>)>,
@@ -263,27 +268,48 @@ impl<'n, 's> Estimator<'n, 's> {
     }
 
     fn call(&mut self, call: &CallExpr) -> Est<'n> {
-        let target = call.target.as_deref().map(|t| self.walk(t));
+        // `sets.contains(a, b)` is a call of `sets.contains`, not a
+        // member call on `sets`.
+        let namespace = match call.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(ns))
+                if self.lookup(ns).is_none() && NAMESPACES.contains(&ns.as_str()) =>
+            {
+                Some(ns.as_str())
+            }
+            _ => None,
+        };
+        let target = match namespace {
+            Some(_) => None,
+            None => call.target.as_deref().map(|t| self.walk(t)),
+        };
         let args: Vec<Est<'n>> = call.args.iter().map(|a| self.walk(a)).collect();
         let args_cost = args
             .iter()
             .chain(target.iter())
             .fold(0u64, |acc, e| acc.saturating_add(e.cost));
-        let recv_size = target
-            .as_ref()
-            .or(args.first())
-            .map_or(0, |e| self.size(&e.ty));
         let name = call.func_name.as_str();
-        let (own, ty) = match name {
+        if name == "_?_:_" {
+            // Only one branch runs.
+            let cond = args.first().map_or(0, |a| a.cost);
+            let worst = args.iter().skip(1).map(|a| a.cost).max().unwrap_or(0);
+            let ty = args.get(1).map_or(Ty::Other(0), |a| a.ty.clone());
+            return Est::new(cond.saturating_add(worst), ty);
+        }
+        let (own, ty) = match namespace {
+            Some(ns) => self.namespaced(ns, &args),
+            None => self.operator(name, &args).unwrap_or_else(|| {
+                let receiver = target.as_ref().or(args.first());
+                self.function(name, receiver, call)
+            }),
+        };
+        Est::new(args_cost.saturating_add(own), ty)
+    }
+
+    /// The own cost and type of an operator; `None` for other functions.
+    fn operator(&self, name: &str, args: &[Est<'n>]) -> Option<(u64, Ty<'n>)> {
+        let first = args.first().map_or(Ty::Other(0), |a| a.ty.clone());
+        Some(match name {
             "_&&_" | "_||_" | "!_" | "_<_" | "_<=_" | "_>_" | "_>=_" => (0, Ty::Other(0)),
-            "_?_:_" => {
-                // Only one branch runs.
-                let branches: Vec<u64> = args.iter().skip(1).map(|a| a.cost).collect();
-                let cond = args.first().map_or(0, |a| a.cost);
-                let worst = branches.into_iter().max().unwrap_or(0);
-                let ty = args.get(1).map_or(Ty::Other(0), |a| a.ty.clone());
-                return Est::new(cond.saturating_add(worst), ty);
-            }
             "_==_" | "_!=_" => {
                 let size = args.iter().map(|a| self.size(&a.ty)).min().unwrap_or(0);
                 let collection = args.iter().any(|a| a.ty.is_collection());
@@ -291,20 +317,19 @@ impl<'n, 's> Estimator<'n, 's> {
                 (1 + own, Ty::Other(0))
             }
             "_[_]" => {
-                let elem = match args.first().map(|a| &a.ty) {
-                    Some(Ty::Node(n)) if n.kind == Kind::Object => {
+                let elem = match &first {
+                    Ty::Node(n) if n.kind == Kind::Object => {
                         n.additional.as_deref().map_or(Ty::Other(0), Ty::Node)
                     }
-                    Some(ty) => ty.element(),
-                    None => Ty::Other(0),
+                    ty => ty.element(),
                 };
                 (1, elem)
             }
             "@in" => {
-                let list = args.get(1).map_or(Ty::Other(0), |a| a.ty.clone());
-                let own = match &list {
-                    Ty::Node(n) if n.kind == Kind::Object => 1,
-                    other => 1 + self.size(other),
+                let own = match args.get(1).map(|a| &a.ty) {
+                    Some(Ty::Node(n)) if n.kind == Kind::Object => 1,
+                    Some(other) => 1 + self.size(other),
+                    None => 1,
                 };
                 (own, Ty::Other(0))
             }
@@ -312,12 +337,22 @@ impl<'n, 's> Estimator<'n, 's> {
                 let size = args
                     .iter()
                     .fold(0u64, |acc, a| acc.saturating_add(self.size(&a.ty)));
-                let ty = match args.first().map(|a| &a.ty) {
-                    Some(t) if t.is_collection() => Ty::List(Box::new(t.element()), size),
-                    _ => Ty::Other(size),
+                let ty = if first.is_collection() {
+                    Ty::List(Box::new(first.element()), size)
+                } else {
+                    Ty::Other(size)
                 };
                 (1 + traversal(size), ty)
             }
+            _ => return None,
+        })
+    }
+
+    /// The own cost and type of a (member) function call.
+    fn function(&self, name: &str, receiver: Option<&Est<'n>>, call: &CallExpr) -> (u64, Ty<'n>) {
+        let recv_ty = receiver.map_or(Ty::Other(0), |r| r.ty.clone());
+        let recv_size = self.size(&recv_ty);
+        match name {
             "matches" | "find" | "findAll" => {
                 let pattern = call
                     .args
@@ -342,29 +377,34 @@ impl<'n, 's> Estimator<'n, 's> {
             "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "trim"
             | "replace" | "substring" | "charAt" | "indexOf" | "lastIndexOf" | "format"
             | "reverse" | "quote" => {
-                let receiver_is_list = target.as_ref().is_some_and(|t| t.ty.is_collection());
-                let own = if receiver_is_list {
-                    1 + recv_size
+                let per_element = if recv_ty.is_collection() {
+                    recv_size
                 } else {
-                    1 + traversal(recv_size)
+                    traversal(recv_size)
                 };
-                (own, Ty::Other(recv_size))
+                (1 + per_element, Ty::Other(recv_size))
             }
-            "isSorted" | "sum" | "min" | "max" | "join" | "sort" | "distinct" | "flatten"
-            | "slice" => {
-                let elem = target.as_ref().map_or(Ty::Other(0), |t| t.ty.element());
-                let own = 1 + recv_size;
-                let ty = match name {
-                    "sort" | "distinct" | "flatten" | "slice" => {
-                        Ty::List(Box::new(elem), recv_size)
-                    }
-                    _ => Ty::Other(recv_size),
-                };
-                (own, ty)
+            "isSorted" | "sum" | "min" | "max" | "join" => (1 + recv_size, Ty::Other(recv_size)),
+            "sort" | "distinct" | "flatten" | "slice" => (
+                1 + recv_size,
+                Ty::List(Box::new(recv_ty.element()), recv_size),
+            ),
+            _ => (1, Ty::Other(0)),
+        }
+    }
+
+    /// The own cost and type of a namespaced function (`sets.contains`).
+    fn namespaced(&self, namespace: &str, args: &[Est<'n>]) -> (u64, Ty<'n>) {
+        match namespace {
+            "sets" => {
+                let sizes: Vec<u64> = args.iter().map(|a| self.size(&a.ty)).collect();
+                let product = sizes
+                    .iter()
+                    .fold(1u64, |acc, s| acc.saturating_mul((*s).max(1)));
+                (1u64.saturating_add(product), Ty::Other(0))
             }
             _ => (1, Ty::Other(0)),
-        };
-        Est::new(args_cost.saturating_add(own), ty)
+        }
     }
 
     fn comprehension(&mut self, comp: &ComprehensionExpr) -> Est<'n> {

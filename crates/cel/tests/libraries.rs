@@ -228,3 +228,14 @@ fn format_functions() {
         "!format.uri().validate(self.endpoint).hasValue()",
     ]);
 }
+
+#[test]
+fn bind_and_sets() {
+    holds(&[
+        "cel.bind(n, self.name.lowerAscii(), n.startsWith('web') && n.endsWith('server'))",
+        "cel.bind(t, self.tags, t.size() == 3 && cel.bind(u, t[0], u == 'a'))",
+        "sets.contains(self.tags, ['a', 'c']) && !sets.contains(self.tags, ['z'])",
+        "sets.equivalent(self.tags, ['c', 'b', 'a', 'a'])",
+        "sets.intersects(self.tags, ['z', 'b']) && !sets.intersects(self.tags, ['z'])",
+    ]);
+}

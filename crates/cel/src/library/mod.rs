@@ -4,6 +4,7 @@
 //! CIDRs), registered as overloads so that member calls dispatch on the
 //! receiver's type.
 
+mod ext;
 mod format;
 mod ip;
 mod lists;
@@ -36,6 +37,7 @@ fn build() -> Result<Env, DeclarationError> {
     quantity::register(&mut env)?;
     ip::register(&mut env)?;
     format::register(&mut env)?;
+    ext::register(&mut env)?;
     Ok(env)
 }
 
