@@ -15,6 +15,7 @@ use super::authentication::{self, DefaultKeys};
 use super::server::{
     create_server_chain, external_address, generic_config, repair_service_addresses,
 };
+use crate::controlplane::storage_codec::{StorageCodec, StorageMediaType};
 use crate::controlplane::StorageFactory;
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::pki::{ensure_pki, PkiOptions};
@@ -145,6 +146,9 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         kv,
         prefix: o.etcd.prefix.clone(),
         watch_cache: o.etcd.watch_cache,
+        codec: StorageCodec {
+            media_type: StorageMediaType::from_flag(&o.etcd.storage_media_type),
+        },
     };
     let client_ca = match serving.tls.client_ca_file.clone() {
         Some(path) => Some(tokio::fs::read_to_string(path).await?),

@@ -5,15 +5,17 @@
 pub mod builtin;
 pub mod openapi;
 pub mod reviews;
+pub mod storage_codec;
 pub mod typed;
 
 use std::sync::Arc;
 
 use apiserver::registry::Store;
 use storage::cacher::{Cacher, CacherConfig};
-use storage::{JsonCodec, Kv, Storage};
+use storage::{Kv, Storage};
 
 use builtin::Builtin;
+use storage_codec::StorageCodec;
 
 /// Builds stores over one KV backend, the way upstream's storage factory
 /// does: the etcd3-style store, with the watch cache in front when enabled.
@@ -24,6 +26,8 @@ pub struct StorageFactory {
     pub prefix: String,
     /// `--watch-cache`.
     pub watch_cache: bool,
+    /// `--storage-media-type`.
+    pub codec: StorageCodec,
 }
 
 impl StorageFactory {
@@ -31,7 +35,7 @@ impl StorageFactory {
         let prefix = self.prefix.trim_end_matches('/');
         let raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
             self.kv.clone(),
-            Arc::new(JsonCodec),
+            Arc::new(self.codec),
         ));
         let storage: Arc<dyn Storage> = if self.watch_cache {
             let root = format!("{prefix}/{}/", builtin.info.storage_root);

@@ -122,6 +122,12 @@ impl TestServer {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Like [`TestServer::restart`], with other flags.
+    pub fn restart_with(&mut self, args: &[&str]) {
+        self.extra_args = args.iter().map(|s| s.to_string()).collect();
+        self.restart();
+    }
+
     /// Stops the server (SIGKILL) and starts it again on the same data dir.
     pub fn restart(&mut self) {
         let _ = self.child.kill();

@@ -13,4 +13,5 @@ mod kubectl_basics;
 mod kubectl_versions;
 mod rbac;
 mod runtime_config;
+mod storage_encoding;
 mod watch_and_lifecycle;

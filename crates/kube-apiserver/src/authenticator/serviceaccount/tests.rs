@@ -37,6 +37,7 @@ fn fixture() -> Fixture {
         kv,
         prefix: "/registry".into(),
         watch_cache: false,
+        codec: Default::default(),
     };
     let allocator = ServiceAllocator::new(
         "10.96.0.0/12".parse().unwrap(),
