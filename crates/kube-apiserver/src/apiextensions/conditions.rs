@@ -2,6 +2,7 @@
 //! controllers: naming (accepted names against the other CRDs of the
 //! group), establishing, and the API approval policy of `*.k8s.io` groups.
 
+use apimachinery::field_errors::Path;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames,
 };
@@ -10,6 +11,7 @@ use serde_json::{json, Value};
 pub const NAMES_ACCEPTED: &str = "NamesAccepted";
 pub const ESTABLISHED: &str = "Established";
 pub const TERMINATING: &str = "Terminating";
+pub const NON_STRUCTURAL_SCHEMA: &str = "NonStructuralSchema";
 pub const API_APPROVAL: &str = "KubernetesAPIApprovalPolicyConformant";
 pub const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
 
@@ -88,6 +90,60 @@ pub fn set(obj: &mut Value, c: &Condition) -> bool {
         })),
     }
     true
+}
+
+/// Removes a condition; returns whether it was there.
+pub fn remove(obj: &mut Value, kind: &str) -> bool {
+    let Some(conditions) = obj
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
+    let before = conditions.len();
+    conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(kind));
+    before != conditions.len()
+}
+
+/// The NonStructuralSchema condition: `Some` with the violations of every
+/// version's schema, `None` when all are structural (the condition goes).
+pub fn non_structural(crd: &CustomResourceDefinition) -> Option<Condition> {
+    let mut errors = Vec::new();
+    for (i, v) in crd.spec.versions.iter().enumerate() {
+        let schema = v
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref());
+        let Some(schema) = schema.and_then(|s| serde_json::to_value(s).ok()) else {
+            continue;
+        };
+        let path = Path::new("spec")
+            .child("versions")
+            .index(i)
+            .child("schema")
+            .child("openAPIV3Schema");
+        let props = ::apiextensions::Props::from_value(&schema);
+        errors.extend(::apiextensions::structural::validate_structural(
+            &path, &props,
+        ));
+    }
+    let message = match errors.as_slice() {
+        [] => return None,
+        [one] => one.to_string(),
+        many => format!(
+            "[{}]",
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Some(Condition::new(
+        NON_STRUCTURAL_SCHEMA,
+        "True",
+        "Violations",
+        &message,
+    ))
 }
 
 /// Names claimed by the accepted names of the group's other CRDs.
@@ -362,5 +418,25 @@ mod tests {
         assert!(set(&mut obj, &c));
         assert!(!set(&mut obj, &c));
         assert_eq!(obj["status"]["conditions"][0]["type"], "Established");
+        assert!(remove(&mut obj, ESTABLISHED));
+        assert!(!remove(&mut obj, ESTABLISHED));
+    }
+
+    #[test]
+    fn non_structural_schemas_are_flagged() {
+        let mut c = crd("widgets.example.com", "widgets", "Widget", false);
+        assert!(non_structural(&c).is_none());
+        c.spec.versions =
+            serde_json::from_value(json!([{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {}}}}}]))
+            .expect("versions");
+        let cond = non_structural(&c).expect("violations");
+        assert_eq!((cond.status, cond.reason.as_str()), ("True", "Violations"));
+        assert!(
+            cond.message
+                .contains("spec.versions[0].schema.openAPIV3Schema.properties[spec]"),
+            "{}",
+            cond.message
+        );
     }
 }

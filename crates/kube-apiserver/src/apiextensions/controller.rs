@@ -230,6 +230,20 @@ impl CrdController {
                 self.set_status(&name, move |obj| conditions::set(obj, &approval))
                     .await;
             }
+            let structural = self.state.get(&name).map(conditions::non_structural);
+            match structural {
+                Some(Some(violations)) => {
+                    self.set_status(&name, move |obj| conditions::set(obj, &violations))
+                        .await;
+                }
+                Some(None) => {
+                    self.set_status(&name, |obj| {
+                        conditions::remove(obj, conditions::NON_STRUCTURAL_SCHEMA)
+                    })
+                    .await;
+                }
+                None => {}
+            }
         }
         let crds: Vec<&CustomResourceDefinition> = self
             .state
