@@ -8,7 +8,7 @@ use structured_merge::schema::Schema;
 
 use crate::openapi::{self, Patterns};
 use crate::props::Props;
-use crate::{defaulting, embedded, listtype, prune, smd, structural};
+use crate::{defaulting, embedded, listtype, objectmeta, prune, smd, structural};
 
 /// The OpenAPI v3 schema of one served version, decoded and with its
 /// patterns compiled.
@@ -95,11 +95,17 @@ impl CompiledSchema {
         openapi::validate(&self.schema, &self.patterns, value, base)
     }
 
-    /// Removes fields the schema does not specify (keeping `apiVersion`,
-    /// `kind` and `metadata` at the root and in embedded resources) and
-    /// returns their paths, sorted (`spec.foo`, `spec.items[0].bar`).
+    /// Removes fields the schema does not specify and coerces object
+    /// metadata (the resource's and embedded resources': unknown or
+    /// malformed ObjectMeta fields dropped, embedded `apiVersion`/`kind`
+    /// kept only as strings), as upstream's custom resource decoding does.
+    /// Returns the unknown fields' paths for `fieldValidation`
+    /// (`spec.foo`, `spec.items[0].bar`, `metadata.foo`): the pruned ones
+    /// sorted, then the metadata ones.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
-        prune::prune(obj, &self.schema, true)
+        let mut unknown = prune::prune(obj, &self.schema, true);
+        unknown.extend(objectmeta::coerce(obj, &self.schema));
+        unknown
     }
 
     /// Applies schema defaults: missing fields and nulls of non-nullable
@@ -165,12 +171,15 @@ mod tests {
     #[test]
     fn prune_default_validate_round() {
         let c = compiled();
-        let mut obj = json!({"apiVersion": "a.io/v1", "kind": "K", "metadata": {"name": "x"},
+        let mut obj = json!({"apiVersion": "a.io/v1", "kind": "K", "metadata": {"name": "x", "colour": 1},
                              "spec": {"bogus": true, "tags": ["a", "a"]}});
         let unknown = c.prune(&mut obj);
         assert_eq!(
             unknown_field_messages(&unknown),
-            vec!["unknown field \"spec.bogus\""]
+            vec![
+                "unknown field \"spec.bogus\"",
+                "unknown field \"metadata.colour\""
+            ]
         );
         c.apply_defaults(&mut obj);
         assert_eq!(obj["spec"]["replicas"], json!(1));

@@ -21,6 +21,7 @@ mod formats;
 mod gofmt;
 mod lifecycle;
 mod listtype;
+mod objectmeta;
 pub mod openapi;
 pub mod props;
 mod prune;

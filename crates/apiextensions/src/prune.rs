@@ -1,33 +1,12 @@
 //! Pruning of fields a structural schema does not specify (upstream's
 //! `pruning.Prune`), recording the dropped paths for `fieldValidation`
-//! warnings and errors, plus the cleanup of unknown fields inside embedded
-//! resources' `metadata` (upstream decodes it into ObjectMeta).
+//! warnings and errors. Metadata contents are left to [`crate::objectmeta`].
 
 use serde_json::{Map, Value};
 
 use crate::props::Props;
 
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
-
-/// The JSON fields of ObjectMeta; anything else in embedded metadata is
-/// dropped.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
 
 struct Pruner {
     /// The current path, upstream's `ParentPath` joined (`spec.items[0]`).
@@ -113,9 +92,6 @@ impl Pruner {
         for k in dropped {
             map.remove(&k);
         }
-        if embedded && !embedded_root {
-            self.prune_embedded_metadata(map);
-        }
     }
 
     fn skip_prune(&mut self, x: &mut Value, s: &Props, embedded_root: bool) {
@@ -132,9 +108,6 @@ impl Pruner {
                         self.with_key(k, |p| p.prune(v, ap.schema(), false));
                     }
                 }
-                if embedded && !embedded_root {
-                    self.prune_embedded_metadata(map);
-                }
             }
             Value::Array(items) => {
                 if let Some(item_schema) = s.items_schema() {
@@ -144,22 +117,6 @@ impl Pruner {
                 }
             }
             _ => {}
-        }
-    }
-
-    /// Embedded ObjectMeta keeps only ObjectMeta's fields.
-    fn prune_embedded_metadata(&mut self, map: &mut Map<String, Value>) {
-        let Some(Value::Object(meta)) = map.get_mut("metadata") else {
-            return;
-        };
-        let unknown: Vec<String> = meta
-            .keys()
-            .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
-            .cloned()
-            .collect();
-        for k in unknown {
-            self.with_key("metadata", |p| p.record(&k));
-            meta.remove(&k);
         }
     }
 }
@@ -209,7 +166,7 @@ mod tests {
     }
 
     #[test]
-    fn embedded_resources_keep_type_meta_and_clean_metadata() {
+    fn embedded_resources_keep_type_meta() {
         let schema = Props::from_value(&json!({"type": "object", "properties": {
             "template": {"type": "object", "x-kubernetes-embedded-resource": true,
                          "properties": {"spec": {"type": "object"}}}
@@ -217,17 +174,11 @@ mod tests {
         let mut obj = json!({"template": {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "bogus": true}, "spec": {"x": 1}, "extra": 2}});
         let dropped = prune(&mut obj, &schema, false);
-        assert_eq!(
-            dropped,
-            vec![
-                "template.extra",
-                "template.metadata.bogus",
-                "template.spec.x"
-            ]
-        );
+        assert_eq!(dropped, vec!["template.extra", "template.spec.x"]);
         assert_eq!(
             obj,
-            json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}})
+            json!({"template": {"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": "p", "bogus": true}, "spec": {}}})
         );
     }
 
