@@ -119,6 +119,8 @@ impl<'e> Compiler<'e> {
             return;
         }
         let mut costs = std::mem::take(&mut self.costs);
+        // Only rules worth at least 1% of the limit are named.
+        costs.retain(|(_, c)| *c >= STATIC_ESTIMATED_CRD_COST_LIMIT / 100);
         costs.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
         for (path, _) in costs.iter().take(4) {
             self.errors.push(FieldError::forbidden(

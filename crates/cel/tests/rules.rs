@@ -512,3 +512,26 @@ fn out_of_range_index_is_an_evaluation_error() {
         ]
     );
 }
+
+#[test]
+fn per_call_cost_limit_is_enforced_at_runtime() {
+    // Within the static budget (at most 1000 items), but the nested loop
+    // over 600 actual items costs more than one call may.
+    let rules = compile(root(json!({
+        "type": "object",
+        "properties": {"xs": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}}},
+        "x-kubernetes-validations": [
+            {"rule": "self.xs.all(a, self.xs.all(b, a >= 0))", "message": "nested"},
+            {"rule": "size(self.xs) < 1000", "message": "never reached"}
+        ]
+    })));
+    let small = json!({"spec": {"xs": [1, 2, 3]}});
+    assert!(rules.validate(&small, None).is_empty());
+    let big = json!({"spec": {"xs": vec![1; 600]}});
+    let outcome = rules.validate_with_budget(&big, None, 10_000_000);
+    assert_eq!(
+        messages(&outcome.errors),
+        [r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: nested"#]
+    );
+    assert!(outcome.remaining_budget < 0);
+}
