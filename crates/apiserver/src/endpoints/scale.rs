@@ -93,14 +93,27 @@ pub fn to_scale(obj: &Value, paths: &ScalePaths) -> Value {
         "apiVersion": "autoscaling/v1",
         "metadata": metadata,
         "spec": {"replicas": obj.pointer(&paths.spec_replicas).cloned().unwrap_or(json!(0))},
-        "status": {
-            "replicas": obj.pointer(&paths.status_replicas).cloned().unwrap_or(json!(0)),
-            "selector": match &paths.label_selector {
-                None => selector_string(obj),
-                Some(p) => obj.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned(),
-            },
-        },
+        "status": scale_status(obj, paths),
     })
+}
+
+/// Scale's status; the selector is left out when empty, as upstream's
+/// `omitempty`.
+fn scale_status(obj: &Value, paths: &ScalePaths) -> Value {
+    let replicas = obj.pointer(&paths.status_replicas).cloned();
+    let mut status = json!({"replicas": replicas.unwrap_or(json!(0))});
+    let selector = match &paths.label_selector {
+        None => selector_string(obj),
+        Some(p) => obj
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    };
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    status
 }
 
 /// Applies a Scale's desired replicas (and resourceVersion precondition)
@@ -251,6 +264,8 @@ mod tests {
         assert_eq!(s["spec"]["replicas"], 0);
         assert_eq!(s["status"]["replicas"], 3);
         assert_eq!(s["status"]["selector"], "a=b");
+        let none = to_scale(&json!({"spec": {}}), &paths);
+        assert!(none["status"].get("selector").is_none());
         let updated = apply_scale(&cr, &json!({"spec": {"replicas": 4}}), &paths);
         assert_eq!(updated.unwrap_or_default()["spec"]["size"], 4);
     }

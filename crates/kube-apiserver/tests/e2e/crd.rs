@@ -293,6 +293,42 @@ fn versions(s: &TestServer) {
     });
 }
 
+/// A CRD whose kind another CRD of the group has accepted is not served.
+fn name_conflict(s: &TestServer) {
+    s.apply_yaml(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gizmos.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gizmos, singular: gizmo, kind: Widget, listKind: GizmoList}\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
+    );
+    let query = "jsonpath={.status.conditions[?(@.type==\"NamesAccepted\")].status} {.status.conditions[?(@.type==\"NamesAccepted\")].reason} {.status.conditions[?(@.type==\"NamesAccepted\")].message}";
+    eventually("the naming conflict", || {
+        s.ok(&["get", "crd", "gizmos.example.com", "-o", query])
+            == "False KindConflict \"Widget\" is already in use"
+    });
+    let out = s.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v1/namespaces/default/gizmos",
+    ]);
+    assert!(!out.status.success(), "a conflicting CRD is not served");
+    s.ok(&["delete", "crd", "gizmos.example.com"]);
+}
+
+/// A version no longer served disappears; the others stay.
+fn unserve_version(s: &TestServer) {
+    s.ok(&[
+        "patch",
+        "crd",
+        "widgets.example.com",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/versions/1/served","value":false}]"#,
+    ]);
+    eventually("v1beta1 to go", || {
+        let out = s.kubectl(&["get", "--raw", "/apis/example.com/v1beta1"]);
+        !out.status.success() && stderr(&out).contains("NotFound")
+    });
+    s.ok(&["get", "widget", "w1"]);
+}
+
 fn delete_crd(s: &TestServer) {
     s.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
     eventually("the endpoint to go", || {
@@ -322,13 +358,22 @@ fn scenario(s: &TestServer) {
     schema(s);
     subresources_and_patches(s);
     versions(s);
+    name_conflict(s);
+    unserve_version(s);
     delete_crd(s);
 }
 
 #[test]
 fn custom_resources_on_the_embedded_store() {
-    let s = TestServer::start();
+    let mut s = TestServer::start();
     scenario(&s);
+    // Served again after a restart, from the stored CRD alone.
+    s.apply_yaml(WIDGET);
+    s.restart();
+    assert_eq!(
+        s.ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.color}"]),
+        "green"
+    );
 }
 
 #[test]
