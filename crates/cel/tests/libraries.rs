@@ -239,3 +239,13 @@ fn bind_and_sets() {
         "sets.intersects(self.tags, ['z', 'b']) && !sets.intersects(self.tags, ['z'])",
     ]);
 }
+
+#[test]
+fn optional_syntax() {
+    holds(&[
+        "self.?optional.orValue('none') == 'none'",
+        "self.?name.orValue('none') == 'Web-Server'",
+        "self.labels[?'app'].hasValue() && !self.labels[?'zone'].hasValue()",
+        "optional.of(1).value() == 1 && !optional.none().hasValue()",
+    ]);
+}

@@ -531,7 +531,32 @@ fn per_call_cost_limit_is_enforced_at_runtime() {
     let outcome = rules.validate_with_budget(&big, None, 10_000_000);
     assert_eq!(
         messages(&outcome.errors),
-        [r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: nested"#]
+        [
+            r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: nested"#
+        ]
     );
     assert!(outcome.remaining_budget < 0);
+}
+
+#[test]
+fn escaped_property_names() {
+    let rules = compile(root(json!({
+        "type": "object",
+        "properties": {
+            "namespace": {"type": "string"},
+            "x-prop": {"type": "integer"},
+            "a.b": {"type": "integer"}
+        },
+        "x-kubernetes-validations": [{
+            "rule": "self.__namespace__ == 'ns' && self.x__dash__prop == 1 && self.a__dot__b == 2",
+            "message": "escaped"
+        }]
+    })));
+    let ok = json!({"spec": {"namespace": "ns", "x-prop": 1, "a.b": 2}});
+    assert!(rules.validate(&ok, None).is_empty());
+    let bad = json!({"spec": {"namespace": "other", "x-prop": 1, "a.b": 2}});
+    assert_eq!(
+        messages(&rules.validate(&bad, None)),
+        ["spec: Invalid value: escaped"]
+    );
 }
