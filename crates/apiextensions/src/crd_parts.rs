@@ -6,6 +6,7 @@ use apimachinery::validation::{is_dns1035_label, is_dns1123_subdomain};
 use apimachinery::{FieldError, Path};
 use serde_json::Value;
 
+use crate::fieldpath;
 use crate::props::Props;
 
 const PRINTER_COLUMN_TYPES: &str = "boolean,date,integer,number,string";
@@ -203,35 +204,6 @@ pub fn validate_columns(columns: Option<&Value>, path: &Path) -> Vec<FieldError>
     errs
 }
 
-/// Resolves a selectable field's path in the schema (dot notation only).
-fn resolve_field<'a>(schema: &'a Props, json_path: &str) -> Result<(String, &'a Props), String> {
-    if json_path.contains('[') {
-        return Err("array notation is not allowed".to_owned());
-    }
-    let Some(rest) = json_path.strip_prefix('.') else {
-        return Err("does not refer to a valid field".to_owned());
-    };
-    let mut node = schema;
-    let mut root = String::new();
-    for (i, segment) in rest.split('.').enumerate() {
-        if segment.is_empty() {
-            return Err("unexpected end of JSON path".to_owned());
-        }
-        if i == 0 {
-            root = segment.to_owned();
-        }
-        node = match node
-            .properties
-            .get(segment)
-            .or_else(|| node.additional_schema())
-        {
-            Some(n) => n,
-            None => return Err("does not refer to a valid field".to_owned()),
-        };
-    }
-    Ok((root, node))
-}
-
 /// `selectableFields` of a version (or hoisted to the spec with `top`).
 pub fn validate_selectable_fields(
     fields: Option<&Value>,
@@ -262,7 +234,7 @@ pub fn validate_selectable_fields(
             errs.push(FieldError::required(&at, ""));
             continue;
         }
-        let (root, node) = match resolve_field(&schema, json_path) {
+        let (root, node) = match fieldpath::resolve(json_path, &schema, false) {
             Ok(found) => found,
             Err(e) => {
                 errs.push(FieldError::invalid(

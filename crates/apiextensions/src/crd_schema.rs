@@ -7,6 +7,7 @@
 use apimachinery::{FieldError, Path};
 use serde_json::Value;
 
+use crate::fieldpath;
 use crate::openapi::{self, Patterns};
 use crate::props::{Items, Props};
 use crate::{embedded, prune, structural};
@@ -550,6 +551,13 @@ fn validation_rules(s: &Props, path: &Path, errs: &mut Vec<FieldError>) {
                 &at.child("fieldPath"),
                 field_path,
                 "must not contain line breaks",
+            ));
+        }
+        if !field_path.is_empty() && fieldpath::resolve(field_path, s, true).is_err() {
+            errs.push(FieldError::invalid(
+                &at.child("fieldPath"),
+                field_path,
+                "must be a valid path",
             ));
         }
     }

@@ -17,6 +17,7 @@ mod crd_parts;
 mod crd_schema;
 mod defaulting;
 mod embedded;
+mod fieldpath;
 mod formats;
 mod gofmt;
 mod lifecycle;

@@ -103,3 +103,26 @@ fn non_structural_and_unsupported_keywords() {
         "{got:?}"
     );
 }
+
+#[test]
+fn validation_rule_static_checks() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    "properties": {"a": {"type": "string"}},
+    "x-kubernetes-validations": [
+        {"rule": " "},
+        {"rule": "self.a != ''", "reason": "FieldValueUnknown"},
+        {"rule": "self.a != ''", "fieldPath": ".b"},
+        {"rule": "self.a != ''", "fieldPath": ".a"},
+        {"rule": "self.a\n != ''"}
+    ]}}});
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    assert_eq!(
+        errs(schema, false),
+        vec![
+            format!("{at}[0].rule: Required value: rule is not specified"),
+            format!(r#"{at}[1].reason: Unsupported value: "FieldValueUnknown": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#),
+            format!(r#"{at}[2].fieldPath: Invalid value: ".b": must be a valid path"#),
+            format!("{at}[4].message: Required value: message must be specified if rule contains line breaks"),
+        ]
+    );
+}
