@@ -151,6 +151,14 @@ impl Storage for ConvertingStorage {
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
         let mut list = self.inner.get_list(key, opts).await?;
+        let served = Some(self.served.as_str());
+        if list
+            .items
+            .iter()
+            .all(|o| o.get("apiVersion").and_then(Value::as_str) == served)
+        {
+            return Ok(list);
+        }
         let items: Vec<Value> = list.items.iter().map(|o| (**o).clone()).collect();
         let converted = self.converter.convert(items, &self.served).await?;
         list.items = converted.into_iter().map(Arc::new).collect();

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{DeleteOptions, Store, WriteOptions};
+use apiserver::registry::{DeleteOptions, Store, Target, WriteOptions};
 use serde_json::{json, Value};
 use storage::ListOptions;
 use tokio::sync::watch;
@@ -38,6 +38,21 @@ fn desired(crds: &Snapshot) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+async fn relabel(api_services: &Store, name: &str) -> Result<(), ApiError> {
+    let mutate = Arc::new(|current: Option<&Value>| {
+        let mut obj = current
+            .cloned()
+            .ok_or_else(|| ApiError::not_found("apiregistration.k8s.io", "apiservices", ""))?;
+        obj["metadata"]["labels"][AUTOMANAGED] = json!("true");
+        Ok(obj)
+    });
+    let opts = WriteOptions::default();
+    api_services
+        .update(None, name, Target::Main, mutate, &opts)
+        .await
+        .map(|_| ())
+}
+
 async fn sync(api_services: &Store, want: &BTreeSet<(String, String)>) -> Result<(), ApiError> {
     let existing = api_services.list(None, ListOptions::default()).await?.items;
     let mut have = BTreeSet::new();
@@ -51,6 +66,11 @@ async fn sync(api_services: &Store, want: &BTreeSet<(String, String)>) -> Result
             "/metadata/labels/{}",
             AUTOMANAGED.replace('/', "~1")
         ));
+        if managed == "onstart" && want.contains(&key) {
+            // Registered at startup from discovery before this controller
+            // ran: it is a CRD's, and goes when the CRD does.
+            relabel(api_services, field("/metadata/name")).await?;
+        }
         if managed == "true" && !want.contains(&key) {
             match api_services
                 .delete(None, field("/metadata/name"), &DeleteOptions::default())
