@@ -1,7 +1,7 @@
-//! The token success cache (upstream's cached token authenticator): a
-//! token accepted for some audiences is accepted again without asking the
-//! authenticators until the entry expires. Keys are SHA-256 digests, so
-//! the cache never holds a token itself.
+//! The token cache (upstream's cached token authenticator): the answer
+//! for a token and audiences is reused without asking the authenticators
+//! until the entry expires. Keys are SHA-256 digests, so the cache never
+//! holds a token itself.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,9 +17,10 @@ const MAX_ENTRIES: usize = 4096;
 
 type Key = [u8; 32];
 
-pub struct TokenCache {
+/// Cached answers (by default, successful authentications).
+pub struct TokenCache<V = TokenResponse> {
     ttl: Duration,
-    entries: Mutex<HashMap<Key, (Instant, TokenResponse)>>,
+    entries: Mutex<HashMap<Key, (Instant, V)>>,
 }
 
 fn key(token: &str, audiences: &[String]) -> Key {
@@ -33,7 +34,7 @@ fn key(token: &str, audiences: &[String]) -> Key {
     hasher.finalize().into()
 }
 
-impl TokenCache {
+impl<V: Clone> TokenCache<V> {
     pub fn new(ttl: Duration) -> Self {
         TokenCache {
             ttl,
@@ -41,7 +42,7 @@ impl TokenCache {
         }
     }
 
-    pub fn get(&self, token: &str, audiences: &[String]) -> Option<TokenResponse> {
+    pub fn get(&self, token: &str, audiences: &[String]) -> Option<V> {
         let key = key(token, audiences);
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         match entries.get(&key) {
@@ -54,7 +55,7 @@ impl TokenCache {
         }
     }
 
-    pub fn insert(&self, token: &str, audiences: &[String], resp: TokenResponse) {
+    pub fn insert(&self, token: &str, audiences: &[String], resp: V) {
         let key = key(token, audiences);
         let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -85,7 +86,7 @@ mod tests {
 
     #[test]
     fn hits_are_per_token_and_audiences_and_expire() {
-        let cache = TokenCache::new(Duration::from_millis(50));
+        let cache: TokenCache = TokenCache::new(Duration::from_millis(50));
         let api = vec!["api".to_owned()];
         cache.insert("t1", &api, resp("alice"));
         assert_eq!(

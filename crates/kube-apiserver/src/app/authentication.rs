@@ -1,9 +1,9 @@
 //! The authenticator chain from the authentication flags (upstream's
 //! `BuiltInAuthenticationOptions` → authenticator config): anonymous,
 //! client certificates (verified by the TLS layer), `--token-auth-file`,
-//! bootstrap tokens, service-account JWTs with their issuers, keys and
-//! audiences; plus what serves tokens: TokenRequest and the issuer
-//! discovery documents.
+//! service-account JWTs with their issuers, keys and audiences, bootstrap
+//! tokens, and the token webhook; plus what serves tokens: TokenRequest
+//! and the issuer discovery documents.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use crate::authenticator::bootstrap::BootstrapTokens;
 use crate::authenticator::keys::{self, KeyError, PublicKey};
 use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator};
 use crate::authenticator::token_request::TokenRequests;
+use crate::authenticator::webhook::{WebhookConfigError, WebhookTokenAuthenticator};
 use crate::authenticator::{openid, ObjectStores, Objects};
 use crate::options::CompletedOptions;
 
@@ -34,6 +35,8 @@ pub enum AuthenticationError {
     TokenFile(#[from] TokenFileError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    #[error(transparent)]
+    Webhook(#[from] WebhookConfigError),
     #[error("{0}")]
     Invalid(String),
     #[error("reading authentication flags: {0}")]
@@ -74,6 +77,9 @@ struct Flags {
     max_expiration: Duration,
     extend_expiration: bool,
     jwks_uri: String,
+    webhook_config: Option<PathBuf>,
+    webhook_version: String,
+    webhook_cache_ttl: Duration,
 }
 
 fn flag_error(err: impl std::fmt::Display) -> AuthenticationError {
@@ -99,6 +105,16 @@ fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
             .bool("service-account-extend-token-expiration")
             .map_err(e)?,
         jwks_uri: f.string("service-account-jwks-uri").map_err(e)?,
+        webhook_config: f
+            .path("authentication-token-webhook-config-file")
+            .map_err(e)?,
+        webhook_version: f
+            .string("authentication-token-webhook-version")
+            .map_err(e)?,
+        webhook_cache_ttl: f
+            .duration("authentication-token-webhook-cache-ttl")
+            .map_err(e)?
+            .to_std(),
     })
 }
 
@@ -187,6 +203,14 @@ pub fn build(
         chain = chain.with_token_authenticator(Arc::new(BootstrapTokens {
             objects: objects.clone(),
         }));
+    }
+    if let Some(path) = &flags.webhook_config {
+        chain = chain.with_token_authenticator(Arc::new(WebhookTokenAuthenticator::load(
+            path,
+            &flags.webhook_version,
+            flags.webhook_cache_ttl,
+            api_audiences.clone(),
+        )?));
     }
     let token_requests = signing.map(|key| {
         Arc::new(TokenRequests {

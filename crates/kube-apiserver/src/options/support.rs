@@ -55,6 +55,9 @@ pub const IMPLEMENTED: &[&str] = &[
     // Authentication.
     "anonymous-auth",
     "api-audiences",
+    "authentication-token-webhook-cache-ttl",
+    "authentication-token-webhook-config-file",
+    "authentication-token-webhook-version",
     "client-ca-file",
     "enable-bootstrap-token-auth",
     "service-account-extend-token-expiration",

@@ -2,7 +2,10 @@
 //! tokens and `--anonymous-auth=false` refused with 401, service-account
 //! tokens from `kubectl create token` (used, reviewed, refused by RBAC with
 //! the service account's name), the issuer discovery documents,
-//! impersonation with `--as`, and bootstrap tokens.
+//! impersonation with `--as`, bootstrap tokens, and (in [`webhook`]) the
+//! token webhook.
+
+mod webhook;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
