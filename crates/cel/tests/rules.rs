@@ -560,3 +560,25 @@ fn escaped_property_names() {
         ["spec: Invalid value: escaped"]
     );
 }
+
+#[test]
+fn runtime_cost_follows_actual_sizes() {
+    // Each rule's static estimate assumes 4096-character names; charging
+    // that for 1000 short names would exhaust the object's budget.
+    let rules = compile(root(json!({
+        "type": "object",
+        "properties": {"names": {"type": "array", "maxItems": 1000, "items": {
+            "type": "string",
+            "maxLength": 4096,
+            "x-kubernetes-validations": [
+                {"rule": "self.matches('^[a-z0-9-]+$')", "message": "bad name"},
+                {"rule": "!self.matches('^-|-$')", "message": "bad edge"}
+            ]
+        }}}
+    })));
+    let names: Vec<String> = (0..1000).map(|i| format!("name-{i}")).collect();
+    let obj = json!({"spec": {"names": names}});
+    let outcome = rules.validate_with_budget(&obj, None, kube_cel::limits::RUNTIME_CEL_COST_BUDGET);
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors.first());
+    assert!(outcome.remaining_budget > 0);
+}
