@@ -171,23 +171,7 @@ impl Node {
         let flag = |key: &str| get(key).and_then(Value::as_bool).unwrap_or(false);
         let bound = |key: &str| get(key).and_then(Value::as_i64).map(|v| v.max(0) as u64);
         let type_name = get("type").and_then(Value::as_str).unwrap_or_default();
-        let format = get("format").and_then(Value::as_str).unwrap_or_default();
-        let kind = if flag("x-kubernetes-int-or-string") {
-            Kind::IntOrString
-        } else {
-            match (type_name, format) {
-                ("object", _) => Kind::Object,
-                ("array", _) => Kind::Array,
-                ("string", "byte") => Kind::Bytes,
-                ("string", "duration") => Kind::Duration,
-                ("string", "date" | "date-time") => Kind::Timestamp,
-                ("string", _) => Kind::String,
-                ("integer", _) => Kind::Integer,
-                ("number", _) => Kind::Number,
-                ("boolean", _) => Kind::Boolean,
-                _ => Kind::Any,
-            }
-        };
+        let kind = kind_of(schema);
         let properties: Vec<(String, Node)> = get("properties")
             .and_then(Value::as_object)
             .map(|props| {
@@ -203,21 +187,7 @@ impl Node {
         let additional = get("additionalProperties")
             .filter(|v| v.is_object())
             .map(|s| Box::new(Node::parse(s, false)));
-        let list_type = match get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") => ListType::Set,
-            Some("map") => ListType::Map(
-                get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .map(|keys| {
-                        keys.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            ),
-            _ => ListType::Atomic,
-        };
+        let list_type = list_type_of(schema);
         let rules = get("x-kubernetes-validations")
             .and_then(Value::as_array)
             .map(|rules| rules.iter().map(RuleSpec::parse).collect())
@@ -378,6 +348,50 @@ impl Node {
         }
         self.rules_below = below;
         next
+    }
+}
+
+/// The CEL-relevant type a schema declares.
+fn kind_of(schema: &Value) -> Kind {
+    let text = |key: &str| schema.get(key).and_then(Value::as_str).unwrap_or_default();
+    let int_or_string = schema
+        .get("x-kubernetes-int-or-string")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if int_or_string {
+        return Kind::IntOrString;
+    }
+    match (text("type"), text("format")) {
+        ("object", _) => Kind::Object,
+        ("array", _) => Kind::Array,
+        ("string", "byte") => Kind::Bytes,
+        ("string", "duration") => Kind::Duration,
+        ("string", "date" | "date-time") => Kind::Timestamp,
+        ("string", _) => Kind::String,
+        ("integer", _) => Kind::Integer,
+        ("number", _) => Kind::Number,
+        ("boolean", _) => Kind::Boolean,
+        _ => Kind::Any,
+    }
+}
+
+/// A list's `x-kubernetes-list-type` (with its map keys).
+fn list_type_of(schema: &Value) -> ListType {
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => ListType::Set,
+        Some("map") => ListType::Map(
+            schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        _ => ListType::Atomic,
     }
 }
 
