@@ -17,6 +17,7 @@ use storage::{
     ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
 };
 
+use super::strategy::VersionSchema;
 use super::webhook::WebhookConverter;
 
 type Result<T> = std::result::Result<T, StorageError>;
@@ -79,6 +80,9 @@ pub struct ConvertingStorage {
     served: String,
     /// The storage version's `group/version`.
     stored: String,
+    /// The served version's schema, whose defaults apply to what is read
+    /// (as upstream defaults objects decoded from storage).
+    defaults: Option<Arc<VersionSchema>>,
 }
 
 impl ConvertingStorage {
@@ -93,11 +97,27 @@ impl ConvertingStorage {
             converter,
             served,
             stored,
+            defaults: None,
         }
     }
 
+    /// Applies `schema`'s defaults to every object read.
+    pub fn with_read_defaults(mut self, schema: Option<Arc<VersionSchema>>) -> Self {
+        self.defaults = schema.filter(|s| s.has_defaults());
+        self
+    }
+
     async fn out(&self, obj: Object) -> Result<Object> {
-        self.converter.object(obj, &self.served).await
+        let obj = self.converter.object(obj, &self.served).await?;
+        Ok(read_defaults(self.defaults.as_deref(), obj))
+    }
+}
+
+/// The object with its schema's defaults, copied only when they change it.
+fn read_defaults(schema: Option<&VersionSchema>, obj: Object) -> Object {
+    match schema.and_then(|s| s.defaulted(&obj)) {
+        Some(defaulted) => Arc::new(defaulted),
+        None => obj,
     }
 }
 
@@ -123,12 +143,18 @@ impl Storage for ConvertingStorage {
         let stream = self.inner.watch(key, opts).await?;
         let converter = self.converter.clone();
         let served = self.served.clone();
+        let defaults = self.defaults.clone();
         let converted = stream.then(move |event| {
-            let (converter, served) = (converter.clone(), served.clone());
+            let (converter, served, defaults) =
+                (converter.clone(), served.clone(), defaults.clone());
             async move {
                 let convert = |o: Object| {
                     let (converter, served) = (converter.clone(), served.clone());
-                    async move { converter.object(o, &served).await }
+                    let defaults = defaults.clone();
+                    async move {
+                        let o = converter.object(o, &served).await?;
+                        Ok(read_defaults(defaults.as_deref(), o))
+                    }
                 };
                 let result = match event {
                     WatchEvent::Added(o) => convert(o).await.map(WatchEvent::Added),
@@ -152,16 +178,22 @@ impl Storage for ConvertingStorage {
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
         let mut list = self.inner.get_list(key, opts).await?;
         let served = Some(self.served.as_str());
-        if list
+        let at_served = list
             .items
             .iter()
-            .all(|o| o.get("apiVersion").and_then(Value::as_str) == served)
-        {
-            return Ok(list);
+            .all(|o| o.get("apiVersion").and_then(Value::as_str) == served);
+        if !at_served {
+            let items: Vec<Value> = list.items.iter().map(|o| (**o).clone()).collect();
+            let converted = self.converter.convert(items, &self.served).await?;
+            list.items = converted.into_iter().map(Arc::new).collect();
         }
-        let items: Vec<Value> = list.items.iter().map(|o| (**o).clone()).collect();
-        let converted = self.converter.convert(items, &self.served).await?;
-        list.items = converted.into_iter().map(Arc::new).collect();
+        if let Some(schema) = self.defaults.as_deref() {
+            list.items = list
+                .items
+                .into_iter()
+                .map(|o| read_defaults(Some(schema), o))
+                .collect();
+        }
         Ok(list)
     }
 

@@ -94,7 +94,20 @@ fn converter(crd: &CustomResourceDefinition) -> Converter {
     }
 }
 
-fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
+/// The version's compiled schema, when it has a usable one.
+fn version_schema(v: &CustomResourceDefinitionVersion) -> Option<Arc<VersionSchema>> {
+    v.schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|s| VersionSchema::new(&s))
+        .map(Arc::new)
+}
+
+fn strategy(
+    v: &CustomResourceDefinitionVersion,
+    schema: Option<Arc<VersionSchema>>,
+) -> CustomResourceStrategy {
     let subresources = v.subresources.as_ref();
     let scale = subresources
         .and_then(|s| s.scale.as_ref())
@@ -123,12 +136,6 @@ fn strategy(v: &CustomResourceDefinitionVersion) -> CustomResourceStrategy {
             Some((f.json_path.trim_start_matches('.').to_owned(), path))
         })
         .collect();
-    let schema = v
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-        .and_then(|s| serde_json::to_value(s).ok())
-        .and_then(|s| VersionSchema::new(&s));
     CustomResourceStrategy {
         schema,
         status: subresources.is_some_and(|s| s.status.is_some()),
@@ -193,14 +200,17 @@ impl StoreFactory {
             .iter()
             .filter(|v| v.served)
             .map(|v| {
-                let storage: Arc<dyn Storage> = Arc::new(ConvertingStorage::new(
+                let schema = version_schema(v);
+                let storage = ConvertingStorage::new(
                     raw.clone(),
                     converter.clone(),
                     format!("{group}/{}", v.name),
                     format!("{group}/{}", storage_version.name),
-                ));
+                )
+                .with_read_defaults(schema.clone());
                 let info = resource_info(crd, v);
-                let store = Store::new(info, Arc::new(strategy(v)), storage, prefix);
+                let strategy = Arc::new(strategy(v, schema));
+                let store = Store::new(info, strategy, Arc::new(storage), prefix);
                 let warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning
                         .clone()

@@ -4,6 +4,7 @@
 //! version's schema deciding pruning, defaulting and validation.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ::apiextensions::CompiledSchema;
 use apimachinery::field_errors::FieldError;
@@ -20,6 +21,17 @@ pub struct VersionSchema {
     pub compiled: CompiledSchema,
     /// `None` when the schema has no rules.
     pub rules: Option<RuleSet>,
+    /// Whether any `default` is declared (reads are defaulted only then).
+    has_defaults: bool,
+}
+
+/// Whether a schema declares a default anywhere.
+fn declares_default(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.contains_key("default") || map.values().any(declares_default),
+        Value::Array(items) => items.iter().any(declares_default),
+        _ => false,
+    }
 }
 
 impl VersionSchema {
@@ -32,7 +44,19 @@ impl VersionSchema {
         Some(VersionSchema {
             compiled,
             rules: (!rules.is_empty()).then_some(rules),
+            has_defaults: declares_default(schema),
         })
+    }
+
+    pub fn has_defaults(&self) -> bool {
+        self.has_defaults
+    }
+
+    /// The object with defaults applied, `None` when they change nothing.
+    pub fn defaulted(&self, obj: &Value) -> Option<Value> {
+        let mut copy = obj.clone();
+        self.compiled.apply_defaults(&mut copy);
+        (copy != *obj).then_some(copy)
     }
 
     fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
@@ -47,7 +71,7 @@ impl VersionSchema {
 /// What a custom resource version's strategy is built from.
 pub struct CustomResourceStrategy {
     /// `None`: the version has no usable schema; objects are kept as sent.
-    pub schema: Option<VersionSchema>,
+    pub schema: Option<Arc<VersionSchema>>,
     /// Whether the version has the status subresource.
     pub status: bool,
     /// The scale subresource's paths, when the version has one.
@@ -213,7 +237,8 @@ mod tests {
                         "x-kubernetes-validations": [{"rule": "self < 10", "message": "too big"}]},
                 }},
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-            }})),
+            }}))
+            .map(Arc::new),
             status,
             scale: None,
             printer: Printer::new(&[]),
@@ -265,6 +290,11 @@ mod tests {
         s.apply_defaults(&mut obj);
         assert_eq!(obj["spec"]["color"], "blue");
         assert!(s.validate(&obj).is_empty());
+        let schema = s.schema.as_ref().expect("schema");
+        assert!(schema.has_defaults());
+        assert!(schema.defaulted(&obj).is_none());
+        let read = schema.defaulted(&json!({"spec": {}})).expect("defaulted");
+        assert_eq!(read["spec"]["color"], "blue");
         obj["spec"]["size"] = json!(0);
         let errors = s.validate(&obj);
         assert_eq!(errors.len(), 1, "{errors:?}");

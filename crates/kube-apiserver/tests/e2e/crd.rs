@@ -329,6 +329,21 @@ fn unserve_version(s: &TestServer) {
     s.ok(&["get", "widget", "w1"]);
 }
 
+/// A default added to the schema later shows on stored objects when read.
+fn defaults_on_read(s: &TestServer) {
+    s.ok(&[
+        "patch",
+        "crd",
+        "widgets.example.com",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/shape","value":{"type":"string","default":"round"}}]"#,
+    ]);
+    eventually("the new default on read", || {
+        s.ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.shape}"]) == "round"
+    });
+}
+
 fn delete_crd(s: &TestServer) {
     s.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
     eventually("the endpoint to go", || {
@@ -360,6 +375,7 @@ fn scenario(s: &TestServer) {
     versions(s);
     name_conflict(s);
     unserve_version(s);
+    defaults_on_read(s);
     delete_crd(s);
 }
 
