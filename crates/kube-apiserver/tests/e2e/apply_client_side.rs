@@ -295,6 +295,10 @@ fn set_image_rollout_label_and_annotate() {
     let images = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].image}");
     assert_eq!(images, "nginx:9 busybox:1");
 
+    s.ok(&["set", "env", "deployment/web", "-c", "app", "A=9", "B-"]);
+    let env = jsonpath(&s, &dep, "{.spec.template.spec.containers[0].env[*]}");
+    assert_eq!(env, r#"{"name":"A","value":"9"} {"name":"C","value":"3"}"#);
+
     let out = s.ok(&["rollout", "pause", "deployment/web"]);
     assert!(out.contains("deployment.apps/web paused"), "{out}");
     assert_eq!(jsonpath(&s, &dep, "{.spec.paused}"), "true");
