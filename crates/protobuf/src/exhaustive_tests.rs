@@ -151,3 +151,147 @@ fn kinds_are_sorted_for_lookup() {
     );
     assert!(!crate::supports("example.com/v1", "Widget"));
 }
+
+/// Random values for the property test: any subset of fields, any values
+/// of each field's type (zero, negative and extreme numbers, non-ASCII and
+/// escaped text, several list elements and map entries, random embedded
+/// JSON), so the round trip is checked beyond one hand-picked sample.
+mod random {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use serde_json::{json, Map, Value};
+
+    use super::{empty_object, first_difference};
+    use crate::generated::{KINDS, MESSAGES};
+    use crate::schema::{FieldDesc, Shape, Special, Ty};
+    use crate::{decode, encode};
+
+    const DEPTH: usize = 5;
+    const TEXT: &[&str] = &[
+        "a",
+        "ü-ñ",
+        "with \"quotes\"\n",
+        "日本",
+        "x y",
+        "\u{1F600}",
+        "0",
+    ];
+
+    fn text(rng: &mut StdRng) -> String {
+        let mut s = String::new();
+        for _ in 0..rng.random_range(1..4) {
+            s.push_str(TEXT[rng.random_range(0..TEXT.len())]);
+        }
+        s
+    }
+
+    fn object(rng: &mut StdRng, idx: usize, depth: usize, out: &mut Map<String, Value>) {
+        for f in MESSAGES[idx].fields {
+            if let (true, Ty::Message(inner)) = (f.inline, f.ty) {
+                object(rng, inner, depth + 1, out);
+                continue;
+            }
+            if !f.required && rng.random_bool(0.5) {
+                continue;
+            }
+            let mut one = || value(rng, f, depth);
+            let v = match f.shape {
+                Shape::Single => one(),
+                Shape::Repeated => (0..3)
+                    .map(|_| one())
+                    .collect::<Option<Vec<_>>>()
+                    .map(Value::Array),
+                Shape::Map => (0..3)
+                    .map(|i| one().map(|v| (format!("key-{i}"), v)))
+                    .collect::<Option<Map<_, _>>>()
+                    .map(Value::Object),
+            };
+            match v {
+                Some(v) => out.insert(f.json.to_owned(), v),
+                None if f.required => out.insert(f.json.to_owned(), required_empty(f)),
+                None => None,
+            };
+        }
+    }
+
+    fn required_empty(f: &FieldDesc) -> Value {
+        match (f.shape, f.ty) {
+            (Shape::Repeated, _) => json!([]),
+            (Shape::Map, _) => json!({}),
+            (_, Ty::Message(m)) => empty_object(m),
+            _ => Value::Null,
+        }
+    }
+
+    fn value(rng: &mut StdRng, f: &FieldDesc, depth: usize) -> Option<Value> {
+        Some(match f.ty {
+            Ty::String => json!(text(rng)),
+            Ty::Bytes => json!(["AA==", "AAEC/w==", "aGVsbG8gd29ybGQ="][rng.random_range(0..3)]),
+            Ty::Int32 => json!(rng.random::<i32>()),
+            Ty::Int64 => json!(rng.random::<i64>()),
+            Ty::Bool => json!(rng.random::<bool>()),
+            // Whole doubles print as integers (as Go does), so stay fractional.
+            Ty::Double => json!(f64::from(rng.random::<i32>()) / 8.0 + 0.0625),
+            // Deep enough: only required objects, empty (leaf types go on).
+            Ty::Message(idx) if depth >= DEPTH && MESSAGES[idx].special == Special::None => {
+                return f.required.then(|| empty_object(idx));
+            }
+            Ty::Message(idx) => message(rng, idx, depth + 1),
+        })
+    }
+
+    fn message(rng: &mut StdRng, idx: usize, depth: usize) -> Value {
+        let secs = rng.random_range(0..4_000_000_000_i64);
+        let time = chrono::DateTime::from_timestamp(secs, 0).unwrap_or_default();
+        match MESSAGES[idx].special {
+            Special::None => {
+                let mut map = Map::new();
+                object(rng, idx, depth, &mut map);
+                Value::Object(map)
+            }
+            Special::Time => json!(time.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            Special::MicroTime => {
+                let micros = rng.random_range(0..1_000_000);
+                json!(format!("{}.{micros:06}Z", time.format("%Y-%m-%dT%H:%M:%S")))
+            }
+            Special::IntOrString if rng.random_bool(0.5) => json!(rng.random::<i32>()),
+            Special::IntOrString => json!(text(rng)),
+            Special::Quantity => json!(["0", "100m", "1.5Gi", "2e3", "-4"][rng.random_range(0..5)]),
+            Special::RawJson => {
+                json!({"n": rng.random::<i64>(), "s": text(rng), "l": [null, true, 1.25]})
+            }
+            Special::StringList => json!([text(rng), text(rng)]),
+            Special::SchemaOrBool => json!(rng.random::<bool>()),
+            Special::SchemaOrStringArray => json!([text(rng)]),
+            Special::SchemaOrArray => json!({"type": "integer", "minimum": 1.5}),
+        }
+    }
+
+    #[test]
+    fn random_objects_of_every_kind_round_trip() {
+        let mut rng = StdRng::seed_from_u64(0x5052_4f50);
+        for round in 0..20 {
+            for kind in &KINDS {
+                let mut obj = Map::new();
+                obj.insert("apiVersion".into(), json!(kind.api_version));
+                obj.insert("kind".into(), json!(kind.kind));
+                object(&mut rng, kind.message, 0, &mut obj);
+                if let (Some(item_kind), Some(Value::Array(items))) =
+                    (kind.kind.strip_suffix("List"), obj.get_mut("items"))
+                {
+                    for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                        item.insert("apiVersion".into(), json!(kind.api_version));
+                        item.insert("kind".into(), json!(item_kind));
+                    }
+                }
+                let value = Value::Object(obj);
+                let who = format!("round {round}: {} {}", kind.api_version, kind.kind);
+                let bytes = encode(&value).unwrap_or_else(|e| panic!("{who}: {e}"));
+                let back = decode(&bytes).unwrap_or_else(|e| panic!("{who}: {e}"));
+                if let Some(path) = first_difference("", &value, &back) {
+                    panic!("{who}: differs at {path}");
+                }
+            }
+        }
+    }
+}
