@@ -571,7 +571,10 @@ impl UpdateStep {
             self.info.namespaced,
             self.strategy.name_validator(),
         );
-        errors.extend(self.strategy.validate_update(&new, &old));
+        errors.extend(match self.target {
+            Target::Main => self.strategy.validate_update(&new, &old),
+            Target::Status => self.strategy.validate_status_update(&new, &old),
+        });
         if !errors.is_empty() {
             return Err(ApiError::invalid(
                 &self.info.group,

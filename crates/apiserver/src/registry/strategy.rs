@@ -95,6 +95,12 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
+    /// Type-specific validation of a write to the `status` subresource
+    /// (custom resources check only the status against their schema).
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.validate_update(new, old)
+    }
+
     /// Takes what a new object reserves outside storage (e.g. a Service's
     /// ClusterIP and NodePorts), after validation passed. Returns whether
     /// anything was reserved; errors are field errors answered with 422.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::registry::resource::ALL_VERBS;
-use apiserver::registry::{ResourceInfo, ScalePaths, Store};
+use apiserver::registry::{ResourceInfo, Store};
 use apiserver::server::{DynamicResource, DynamicVersion};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
@@ -18,7 +18,7 @@ use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
 use super::conversion::{Converter, ConvertingStorage};
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
-use super::strategy::{CustomResourceStrategy, VersionSchema};
+use super::strategy::{CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema};
 use super::version::priority_order;
 use super::webhook::WebhookConverter;
 
@@ -42,14 +42,6 @@ fn accepted_names(crd: &CustomResourceDefinition) -> CustomResourceDefinitionNam
         .and_then(|s| s.accepted_names.clone())
         .filter(|n| !n.kind.is_empty())
         .unwrap_or_else(|| crd.spec.names.clone())
-}
-
-/// `.spec.replicas` as the JSON pointer `/spec/replicas`.
-fn pointer(path: &str) -> String {
-    path.split('.')
-        .filter(|s| !s.is_empty())
-        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
-        .collect()
 }
 
 /// The default deprecation warning (upstream's wording), advising the
@@ -105,21 +97,17 @@ fn version_schema(v: &CustomResourceDefinitionVersion) -> Option<Arc<VersionSche
 }
 
 fn strategy(
+    served: ServedKind,
     v: &CustomResourceDefinitionVersion,
     schema: Option<Arc<VersionSchema>>,
 ) -> CustomResourceStrategy {
     let subresources = v.subresources.as_ref();
     let scale = subresources
         .and_then(|s| s.scale.as_ref())
-        .map(|s| ScalePaths {
-            spec_replicas: pointer(&s.spec_replicas_path),
-            status_replicas: pointer(&s.status_replicas_path),
-            label_selector: Some(
-                s.label_selector_path
-                    .as_deref()
-                    .map(pointer)
-                    .unwrap_or_default(),
-            ),
+        .map(|s| ScaleFields {
+            spec_replicas: s.spec_replicas_path.clone(),
+            status_replicas: s.status_replicas_path.clone(),
+            label_selector: s.label_selector_path.clone(),
         });
     let columns: Vec<serde_json::Value> = v
         .additional_printer_columns
@@ -137,6 +125,7 @@ fn strategy(
         })
         .collect();
     CustomResourceStrategy {
+        served,
         schema,
         status: subresources.is_some_and(|s| s.status.is_some()),
         scale,
@@ -209,7 +198,12 @@ impl StoreFactory {
                 )
                 .with_read_defaults(schema.clone());
                 let info = resource_info(crd, v);
-                let strategy = Arc::new(strategy(v, schema));
+                let served = ServedKind {
+                    group: info.group.clone(),
+                    version: info.version.clone(),
+                    kind: info.kind.clone(),
+                };
+                let strategy = Arc::new(strategy(served, v, schema));
                 let store = Store::new(info, strategy, Arc::new(storage), prefix);
                 let warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning
@@ -284,6 +278,5 @@ mod tests {
         assert_eq!(info.storage_root, "example.com/widgets");
         assert!(info.namespaced && info.has_status && info.has_scale);
         assert!(info.supports("create"));
-        assert_eq!(pointer(".spec.replicas"), "/spec/replicas");
     }
 }

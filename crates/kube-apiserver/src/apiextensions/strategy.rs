@@ -59,27 +59,87 @@ impl VersionSchema {
         (copy != *obj).then_some(copy)
     }
 
+    /// Schema validation (ratcheted against `old` on update) and rules.
     fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let mut errors = self.compiled.validate(new);
-        if let Some(rules) = &self.rules {
-            errors.extend(rules.validate(new, old));
-        }
+        let mut errors = match old {
+            Some(old) => self.compiled.validate_update(new, old),
+            None => self.compiled.validate(new),
+        };
+        errors.extend(self.rules(new, old));
         errors
     }
+
+    fn rules(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.rules
+            .as_ref()
+            .map(|r| r.validate(new, old))
+            .unwrap_or_default()
+    }
+}
+
+/// The served kind, which objects' `apiVersion` and `kind` must name.
+pub struct ServedKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+/// The scale subresource as the CRD declares it (`.spec.replicas` paths).
+pub struct ScaleFields {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// `.spec.replicas` as the JSON pointer `/spec/replicas`.
+pub fn pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
 }
 
 /// What a custom resource version's strategy is built from.
 pub struct CustomResourceStrategy {
+    pub served: ServedKind,
     /// `None`: the version has no usable schema; objects are kept as sent.
     pub schema: Option<Arc<VersionSchema>>,
     /// Whether the version has the status subresource.
     pub status: bool,
-    /// The scale subresource's paths, when the version has one.
-    pub scale: Option<ScalePaths>,
+    /// The scale subresource, when the version has one.
+    pub scale: Option<ScaleFields>,
     pub printer: Printer,
     /// `selectableFields`: the field name (path without the leading dot)
     /// and how to read it.
     pub selectable: Vec<(String, JsonPath)>,
+}
+
+impl CustomResourceStrategy {
+    fn type_meta(&self, obj: &Value) -> Vec<FieldError> {
+        let k = &self.served;
+        ::apiextensions::validate_type_meta(obj, &k.group, &k.version, &k.kind)
+    }
+
+    /// The replicas (and selector) the scale subresource reads must be
+    /// well formed; `spec` false checks only the status ones.
+    fn scale_errors(&self, obj: &Value, spec: bool) -> Vec<FieldError> {
+        let Some(scale) = &self.scale else {
+            return Vec::new();
+        };
+        let mut errors = Vec::new();
+        if spec {
+            errors.extend(::apiextensions::validate_scale_spec(
+                obj,
+                &scale.spec_replicas,
+            ));
+        }
+        errors.extend(::apiextensions::validate_scale_status(
+            obj,
+            &scale.status_replicas,
+            scale.label_selector.as_deref(),
+        ));
+        errors
+    }
 }
 
 fn generation(obj: &Value) -> i64 {
@@ -129,17 +189,32 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        self.schema
-            .as_ref()
-            .map(|s| s.validate(obj, None))
-            .unwrap_or_default()
+        let mut errors = self.type_meta(obj);
+        if let Some(schema) = &self.schema {
+            errors.extend(schema.validate(obj, None));
+        }
+        errors.extend(self.scale_errors(obj, true));
+        errors
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        self.schema
-            .as_ref()
-            .map(|s| s.validate(new, Some(old)))
-            .unwrap_or_default()
+        let mut errors = self.type_meta(new);
+        if let Some(schema) = &self.schema {
+            errors.extend(schema.validate(new, Some(old)));
+        }
+        errors.extend(self.scale_errors(new, true));
+        errors
+    }
+
+    /// Only the status is checked (ratcheted), with the rules.
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = self.type_meta(new);
+        if let Some(schema) = &self.schema {
+            errors.extend(schema.compiled.validate_status_update(new, old));
+            errors.extend(schema.rules(new, Some(old)));
+        }
+        errors.extend(self.scale_errors(new, false));
+        errors
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -212,7 +287,14 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn scale_paths(&self) -> ScalePaths {
-        self.scale.clone().unwrap_or_default()
+        match &self.scale {
+            Some(s) => ScalePaths {
+                spec_replicas: pointer(&s.spec_replicas),
+                status_replicas: pointer(&s.status_replicas),
+                label_selector: Some(s.label_selector.as_deref().map(pointer).unwrap_or_default()),
+            },
+            None => ScalePaths::default(),
+        }
     }
 
     fn table_column_definitions(&self) -> Vec<Value> {
@@ -230,6 +312,11 @@ mod tests {
 
     fn strategy(status: bool) -> CustomResourceStrategy {
         CustomResourceStrategy {
+            served: ServedKind {
+                group: "example.com".into(),
+                version: "v1".into(),
+                kind: "W".into(),
+            },
             schema: VersionSchema::new(&json!({"type": "object", "properties": {
                 "spec": {"type": "object", "properties": {
                     "color": {"type": "string", "default": "blue"},
@@ -240,7 +327,11 @@ mod tests {
             }}))
             .map(Arc::new),
             status,
-            scale: None,
+            scale: Some(ScaleFields {
+                spec_replicas: ".spec.size".into(),
+                status_replicas: ".status.replicas".into(),
+                label_selector: None,
+            }),
             printer: Printer::new(&[]),
             selectable: vec![(
                 "spec.color".into(),
@@ -306,6 +397,32 @@ mod tests {
             errors.iter().any(|e| e.to_string().contains("too big")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn type_meta_scale_and_status_writes_are_checked() {
+        let s = strategy(true);
+        let obj = json!({"apiVersion": "example.com/v1", "kind": "Other",
+            "metadata": {"name": "a"}, "spec": {"size": 2}});
+        assert!(s
+            .validate(&obj)
+            .iter()
+            .any(|e| e.to_string().starts_with("kind")));
+        let mut obj = json!({"apiVersion": "example.com/v1", "kind": "W",
+            "metadata": {"name": "a"}, "spec": {"size": 2}, "status": {"replicas": "x"}});
+        let errors = s.validate(&obj);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.to_string().contains("status.replicas")),
+            "{errors:?}"
+        );
+        // A status write checks the status only: a bad spec kept from the old object passes.
+        let old = json!({"apiVersion": "example.com/v1", "kind": "W",
+            "metadata": {"name": "a"}, "spec": {"size": 0}});
+        obj["spec"]["size"] = json!(0);
+        obj["status"] = json!({"replicas": 1});
+        assert_eq!(s.validate_status_update(&obj, &old), Vec::new());
     }
 
     #[test]
