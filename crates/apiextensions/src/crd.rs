@@ -18,7 +18,7 @@ use crate::crd_parts::{
     validate_columns, validate_conversion, validate_names, validate_selectable_fields,
     validate_subresources,
 };
-use crate::crd_schema::validate_schema_holder;
+use crate::crd_schema::{validate_schema_holder, Rules};
 use crate::openapi::json_equal;
 use crate::props::Props;
 
@@ -81,6 +81,7 @@ impl Layout {
 struct Options {
     require_recognized_conversion_review_version: bool,
     allow_too_many_selectable_fields: bool,
+    schema_rules: Rules,
 }
 
 /// Validates a CRD for create. Expects the object as upstream's strategy
@@ -89,6 +90,7 @@ pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
     let opts = Options {
         require_recognized_conversion_review_version: true,
         allow_too_many_selectable_fields: false,
+        schema_rules: Rules::STRICT,
     };
     let mut errs = validate_metadata(crd);
     errs.extend(validate_spec(crd, opts));
@@ -116,6 +118,7 @@ pub fn validate_crd_update(new: &Value, old: &Value) -> Vec<FieldError> {
                 .any(|v| matches!(v.as_str(), Some("v1" | "v1beta1"))),
         allow_too_many_selectable_fields: get(old, &["spec"]).map(selectable_signature)
             == get(new, &["spec"]).map(selectable_signature),
+        schema_rules: Rules::for_update(&schemas(old)),
     };
     let mut errs = object_meta::validate_object_meta_update(new, old);
     errs.extend(validate_spec(new, opts));
@@ -296,6 +299,15 @@ fn validate_spec(crd: &Value, opts: Options) -> Vec<FieldError> {
     errs
 }
 
+/// The decoded schemas of every version.
+fn schemas(crd: &Value) -> Vec<Props> {
+    versions(crd)
+        .iter()
+        .filter_map(|v| get(v, &["schema", "openAPIV3Schema"]))
+        .map(Props::from_value)
+        .collect()
+}
+
 fn has_defaults(versions: &[Value]) -> bool {
     versions.iter().any(|v| {
         get(v, &["schema", "openAPIV3Schema"])
@@ -348,7 +360,12 @@ fn validate_versions(
                     Some(v)
                 };
                 let status = has_status(subresources.and_then(|v| get(v, &["subresources"])));
-                errs.extend(validate_schema_holder(schema, status, &at.child("schema")));
+                errs.extend(validate_schema_holder(
+                    schema,
+                    status,
+                    &at.child("schema"),
+                    opts.schema_rules,
+                ));
             }
         }
         if !layout.subresources {
@@ -454,6 +471,7 @@ fn validate_top_level(
                 schema,
                 any_status,
                 &path.child("validation"),
+                opts.schema_rules,
             ));
         }
     }

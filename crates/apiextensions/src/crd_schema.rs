@@ -50,11 +50,82 @@ const SUPPORTED_RULE_REASONS: [&str; 4] = [
     "FieldValueRequired",
 ];
 
+/// Rules upstream enforces on new CRDs but waives on updates of CRDs that
+/// already broke them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// `type` must be one of the OpenAPI v3 types.
+    pub valid_property_type: bool,
+    /// Items of `x-kubernetes-list-type: set` must be atomic.
+    pub atomic_set_type: bool,
+    /// Map-list keys required or defaulted, set/map items not nullable.
+    pub map_list_keys: bool,
+    /// Defaults must survive pruning.
+    pub pruned_defaults: bool,
+}
+
+impl Rules {
+    /// Everything enforced (create).
+    pub const STRICT: Rules = Rules {
+        valid_property_type: true,
+        atomic_set_type: true,
+        map_list_keys: true,
+        pruned_defaults: true,
+    };
+
+    /// The rules for updating a CRD whose versions had `old_schemas`.
+    pub fn for_update(old_schemas: &[Props]) -> Rules {
+        let probe = Path::new("");
+        let any = |pred: &mut dyn FnMut(&Props) -> bool| old_schemas.iter().any(|s| s.any(pred));
+        let invalid_type =
+            any(&mut |s| !s.ty.is_empty() && !OPENAPI_V3_TYPES.contains(&s.ty.as_str()));
+        let non_atomic_set = any(&mut |s| {
+            let mut errs = Vec::new();
+            if s.x_list_type.as_deref() == Some("set") {
+                if let Some(items) = s.items_schema() {
+                    atomic_set_items(items, &probe, &mut errs);
+                }
+            }
+            !errs.is_empty()
+        });
+        let bad_map_list = any(&mut |s| {
+            let mut errs = Vec::new();
+            map_set_key_rules(s, &probe, &mut errs);
+            !errs.is_empty()
+        });
+        let unpruned_defaults = old_schemas.iter().any(|root| {
+            structural::validate_structural(&probe, root).is_empty()
+                && has_unpruned_default(root, true)
+        });
+        Rules {
+            valid_property_type: !invalid_type,
+            atomic_set_type: !non_atomic_set,
+            map_list_keys: !bad_map_list,
+            pruned_defaults: !unpruned_defaults,
+        }
+    }
+}
+
+fn has_unpruned_default(s: &Props, is_root: bool) -> bool {
+    let own = s.default.as_ref().is_some_and(|d| {
+        let mut pruned = d.clone();
+        let _ = prune::prune(&mut pruned, s, s.x_embedded_resource || is_root);
+        pruned != *d
+    });
+    own || s
+        .items_schema()
+        .is_some_and(|i| has_unpruned_default(i, false))
+        || s.properties
+            .values()
+            .any(|p| has_unpruned_default(p, false))
+}
+
 /// Validates `validation` (a `{openAPIV3Schema: …}` object) at `path`.
 pub fn validate_schema_holder(
     validation: &Value,
     status_enabled: bool,
     path: &Path,
+    rules: Rules,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(raw) = validation.get("openAPIV3Schema").filter(|v| !v.is_null()) else {
@@ -73,7 +144,14 @@ pub fn validate_schema_holder(
     }
     let structural_errs = structural::validate_structural(&root, &schema);
     if structural_errs.is_empty() {
-        validate_defaults(&root, &schema, false, true, &mut errs);
+        validate_defaults(
+            &root,
+            &schema,
+            false,
+            true,
+            rules.pruned_defaults,
+            &mut errs,
+        );
     } else {
         errs.extend(structural_errs);
     }
@@ -81,6 +159,7 @@ pub fn validate_schema_holder(
         allow_defaults: true,
         disallow_reason: String::new(),
         inside_meta: false,
+        rules,
     };
     openapi_schema(&schema, &root, &ssv, true, &mut errs);
     errs
@@ -130,6 +209,7 @@ struct Ssv {
     allow_defaults: bool,
     disallow_reason: String,
     inside_meta: bool,
+    rules: Rules,
 }
 
 impl Ssv {
@@ -138,6 +218,7 @@ impl Ssv {
             allow_defaults: false,
             disallow_reason: reason,
             inside_meta: self.inside_meta,
+            rules: self.rules,
         }
     }
 
@@ -145,7 +226,10 @@ impl Ssv {
         let forbid = |errs: &mut Vec<FieldError>, f: &str, d: &str| {
             errs.push(FieldError::forbidden(&path.child(f), d))
         };
-        if !s.ty.is_empty() && !OPENAPI_V3_TYPES.contains(&s.ty.as_str()) {
+        if self.rules.valid_property_type
+            && !s.ty.is_empty()
+            && !OPENAPI_V3_TYPES.contains(&s.ty.as_str())
+        {
             errs.push(FieldError::not_supported(
                 &path.child("type"),
                 s.ty.as_str(),
@@ -277,9 +361,11 @@ fn openapi_schema(s: &Props, path: &Path, ssv: &Ssv, is_root: bool, errs: &mut V
             openapi_schema(dep, &path.child("dependencies").key(name), ssv, false, errs);
         }
     }
-    extension_rules(s, path, errs);
+    extension_rules(s, path, ssv.rules, errs);
     list_map_rules(s, path, errs);
-    map_set_key_rules(s, path, errs);
+    if ssv.rules.map_list_keys {
+        map_set_key_rules(s, path, errs);
+    }
     validation_rules(s, path, errs);
 }
 
@@ -295,7 +381,7 @@ fn type_must_be(s: &Props, path: &Path, detail: &str, errs: &mut Vec<FieldError>
     }
 }
 
-fn extension_rules(s: &Props, path: &Path, errs: &mut Vec<FieldError>) {
+fn extension_rules(s: &Props, path: &Path, rules: Rules, errs: &mut Vec<FieldError>) {
     if s.x_preserve_unknown_fields == Some(false) {
         errs.push(FieldError::invalid(
             &path.child("x-kubernetes-preserve-unknown-fields"),
@@ -328,7 +414,7 @@ fn extension_rules(s: &Props, path: &Path, errs: &mut Vec<FieldError>) {
                 "must be array if x-kubernetes-list-type is specified",
                 errs,
             );
-        } else if list_type == "set" {
+        } else if list_type == "set" && rules.atomic_set_type {
             if let Some(items) = s.items_schema() {
                 atomic_set_items(items, path, errs);
             }
@@ -571,6 +657,7 @@ fn validate_defaults(
     s: &Props,
     inside_meta: bool,
     is_resource_root: bool,
+    require_pruned: bool,
     errs: &mut Vec<FieldError>,
 ) {
     let embedded = s.x_embedded_resource || is_resource_root;
@@ -581,7 +668,7 @@ fn validate_defaults(
         } else {
             let mut pruned = default.clone();
             let _ = prune::prune(&mut pruned, s, s.x_embedded_resource);
-            if pruned != *default {
+            if require_pruned && pruned != *default {
                 errs.push(FieldError::invalid(
                     &at,
                     default.clone(),
@@ -597,7 +684,14 @@ fn validate_defaults(
         }
     }
     if let Some(items) = s.items_schema() {
-        validate_defaults(&path.child("items"), items, inside_meta, false, errs);
+        validate_defaults(
+            &path.child("items"),
+            items,
+            inside_meta,
+            false,
+            require_pruned,
+            errs,
+        );
     }
     for (k, prop) in &s.properties {
         let sub_meta = inside_meta || (embedded && META_FIELDS.contains(&k.as_str()));
@@ -606,6 +700,7 @@ fn validate_defaults(
             prop,
             sub_meta,
             false,
+            require_pruned,
             errs,
         );
     }

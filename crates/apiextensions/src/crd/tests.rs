@@ -235,3 +235,26 @@ fn protected_groups_need_approval() {
         json!({"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/1"});
     assert!(validate_crd(&c).is_empty());
 }
+
+#[test]
+fn updates_keep_rules_the_old_crd_already_broke() {
+    let mut old = crd();
+    old["metadata"]["resourceVersion"] = json!("7");
+    old["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["set"] =
+        json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}});
+    let strict = messages(validate_crd(&old));
+    assert_eq!(
+        strict,
+        vec!["spec.validation.openAPIV3Schema.properties[spec].properties[set].items.x-kubernetes-map-type: Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"]
+    );
+    let mut new = old.clone();
+    new["spec"]["names"]["shortNames"] = json!(["w"]);
+    assert_eq!(
+        messages(validate_crd_update(&new, &old)),
+        Vec::<String>::new()
+    );
+    let mut plain = crd();
+    plain["metadata"]["resourceVersion"] = json!("7");
+    assert_eq!(messages(validate_crd_update(&new, &plain)), strict);
+}

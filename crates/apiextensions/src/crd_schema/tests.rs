@@ -7,6 +7,7 @@ fn errs(schema: Value, status: bool) -> Vec<String> {
         &json!({"openAPIV3Schema": schema}),
         status,
         &Path::new("spec").child("validation"),
+        Rules::STRICT,
     )
     .iter()
     .map(|e| e.to_string())
