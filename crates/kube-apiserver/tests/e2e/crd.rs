@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use storage::{Kv, RangeRequest};
 use storage_etcd::testing::EtcdServer;
 
 use crate::harness::TestServer;
@@ -407,4 +408,94 @@ fn custom_resources_on_etcd() {
         ready.contains("[+]poststarthook/crd-informer-synced ok"),
         "{ready}"
     );
+    cluster_scoped(&s);
+    s.apply_yaml(WIDGET);
+    let kv = rt.block_on(etcd.kv()).expect("etcd client");
+    let keys = rt
+        .block_on(kv.range(RangeRequest {
+            key: "/registry/example.com/".into(),
+            range_end: Some(storage::prefix_end("/registry/example.com/")),
+            ..Default::default()
+        }))
+        .expect("range");
+    let names: Vec<&str> = keys.kvs.iter().map(|kv| kv.key.as_str()).collect();
+    for key in [
+        "/registry/example.com/widgets/default/w1",
+        "/registry/example.com/planets/earth",
+    ] {
+        assert!(names.contains(&key), "{key} missing from {names:?}");
+    }
+    let stored = keys.kvs.iter().find(|kv| kv.key.ends_with("/w1"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&stored.expect("w1 stored").value).expect("stored as JSON");
+    assert_eq!(json["apiVersion"], "example.com/v1");
+}
+
+/// A cluster-scoped CRD with a transition rule (`oldSelf`).
+fn cluster_scoped(s: &TestServer) {
+    s.apply_yaml(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: planets.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: planets, singular: planet, kind: Planet, listKind: PlanetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              moons:
+                type: integer
+                x-kubernetes-validations:
+                - rule: self >= oldSelf
+                  message: moons are never lost
+                  reason: FieldValueForbidden
+"#,
+    );
+    s.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=15s",
+        "crd/planets.example.com",
+    ]);
+    s.apply_yaml(
+        "apiVersion: example.com/v1\nkind: Planet\nmetadata: {name: earth}\nspec: {moons: 1}\n",
+    );
+    let listed = s.ok(&["get", "planets", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(listed, "earth");
+    let namespace = s.ok(&[
+        "get",
+        "planet",
+        "earth",
+        "-o",
+        "jsonpath={.metadata.namespace}",
+    ]);
+    assert_eq!(namespace, "");
+    let err = s.fails(&[
+        "patch",
+        "planet",
+        "earth",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"moons":0}}"#,
+    ]);
+    assert!(err.contains("Forbidden: moons are never lost"), "{err}");
+    s.ok(&[
+        "patch",
+        "planet",
+        "earth",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"moons":2}}"#,
+    ]);
 }
