@@ -107,3 +107,142 @@ impl Chain {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+    use crate::admission::{Handler, RequestContext};
+    use crate::filters::authentication::UserInfo;
+    use crate::registry::ResourceInfo;
+
+    /// Records each call; refuses validation when told to.
+    struct Recorder {
+        name: &'static str,
+        log: Arc<Mutex<Vec<String>>>,
+        refuse: bool,
+    }
+
+    impl Handler for Recorder {
+        fn handles(&self, op: Operation) -> bool {
+            op != Operation::Delete
+        }
+    }
+
+    #[async_trait]
+    impl MutationInterface for Recorder {
+        async fn admit(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
+            self.log
+                .lock()
+                .map(|mut l| l.push(format!("admit {}", self.name)))
+                .ok();
+            if let Some(obj) = attrs.object.as_mut() {
+                obj["metadata"]["labels"][self.name] = json!("set");
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl ValidationInterface for Recorder {
+        async fn validate(&self, attrs: &Attributes) -> Result<(), ApiError> {
+            self.log
+                .lock()
+                .map(|mut l| l.push(format!("validate {}", self.name)))
+                .ok();
+            if self.refuse {
+                return Err(attrs.forbidden("refused"));
+            }
+            Ok(())
+        }
+    }
+
+    fn attributes(op: Operation) -> Attributes {
+        let info = ResourceInfo {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            singular: "configmap".into(),
+            kind: "ConfigMap".into(),
+            list_kind: "ConfigMapList".into(),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec![],
+            has_status: false,
+            has_scale: false,
+            storage_root: "configmaps".into(),
+        };
+        let obj = json!({"metadata": {"name": "c", "namespace": "ns", "labels": {}}});
+        let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
+        Attributes::new(&info, op, Some(obj), None, "", None, "", false, request)
+    }
+
+    fn chain(log: &Arc<Mutex<Vec<String>>>, refuse_first: bool) -> Chain {
+        let plugin = |name, refuse| {
+            Arc::new(Recorder {
+                name,
+                log: log.clone(),
+                refuse,
+            })
+        };
+        Chain::new(vec![
+            Plugin::both("first", plugin("first", refuse_first)),
+            Plugin::mutating("second", plugin("second", false)),
+            Plugin::validating("third", plugin("third", false)),
+        ])
+    }
+
+    #[tokio::test]
+    async fn mutating_plugins_run_in_order_then_validating_ones() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let chain = chain(&log, false);
+        let mut attrs = attributes(Operation::Create);
+        assert_eq!(attrs.name, "c");
+        assert_eq!(attrs.namespace, "ns");
+        assert!(chain.admit(&mut attrs).await.is_ok());
+        assert!(chain.validate(&attrs).await.is_ok());
+        let labels = attrs
+            .object
+            .as_ref()
+            .map(|o| o["metadata"]["labels"].clone());
+        assert_eq!(labels, Some(json!({"first": "set", "second": "set"})));
+        let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(
+            log,
+            [
+                "admit first",
+                "admit second",
+                "validate first",
+                "validate third"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_refusal_ends_validation_with_a_forbidden_status() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let chain = chain(&log, true);
+        let attrs = attributes(Operation::Update);
+        let err = chain.validate(&attrs).await.err();
+        assert_eq!(err.as_ref().map(|e| e.code), Some(403));
+        assert_eq!(
+            err.map(|e| e.message),
+            Some("configmaps \"c\" is forbidden: refused".to_string())
+        );
+        assert_eq!(log.lock().map(|l| l.len()).unwrap_or_default(), 1);
+    }
+
+    #[tokio::test]
+    async fn operations_no_plugin_handles_are_not_run() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let chain = chain(&log, true);
+        assert!(!chain.handles(Operation::Delete));
+        assert!(chain.validate(&attributes(Operation::Delete)).await.is_ok());
+        assert_eq!(chain.names(), ["first", "second", "third"]);
+    }
+}

@@ -290,9 +290,7 @@ fn check_item(
             errors.push(format!("{name} max limit to request ratio per {kind} is {ratio}, but no limit is specified or limit is 0"));
         } else {
             // Precision of a ratio check, as upstream: milli-units both sides.
-            #[allow(clippy::cast_precision_loss)]
             let observed = l as f64 / r as f64;
-            #[allow(clippy::cast_precision_loss)]
             let allowed = milli(&ratio) as f64 / 1000.0;
             if observed > allowed {
                 errors.push(format!("{name} max limit to request ratio per {kind} is {ratio}, but provided ratio is {observed:.6}"));

@@ -56,7 +56,12 @@ impl ValidationInterface for NamespaceLifecycle {
         else {
             return Err(ApiError::not_found("", "namespaces", &a.namespace));
         };
-        if a.operation == Operation::Create && text(&ns, "/status/phase") == Some("Terminating") {
+        // Upstream marks a namespace being deleted with both; either counts.
+        let terminating = text(&ns, "/status/phase") == Some("Terminating")
+            || ns
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null());
+        if a.operation == Operation::Create && terminating {
             let mut err = a.forbidden(format!(
                 "unable to create new content in namespace {} because it is being terminated",
                 a.namespace

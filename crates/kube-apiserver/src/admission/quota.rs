@@ -6,7 +6,6 @@
 //! a write that failed after admission is not counted for long.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
@@ -294,6 +293,65 @@ impl ResourceQuota {
     }
 }
 
+/// A quota's hard limits and the usage it will record.
+struct Charge {
+    quota: Object,
+    hard: Usage,
+    used: Usage,
+}
+
+impl ResourceQuota {
+    /// Checks one quota against the change `delta` makes; returns what to
+    /// record, or None when the quota does not track the change.
+    async fn charge(
+        &self,
+        a: &Attributes,
+        quota: Object,
+        delta: &Usage,
+    ) -> Result<Option<Charge>, ApiError> {
+        let resource = a.resource.resource.as_str();
+        let hard: Usage = parse_list(quota.pointer("/spec/hard"))
+            .iter()
+            .map(|(k, v)| (k.clone(), milli(v)))
+            .collect();
+        let subject = a.object.as_ref().or(a.old_object.as_deref());
+        if !subject.is_some_and(|o| in_scope(&quota, resource, o)) {
+            return Ok(None);
+        }
+        let change = |k: &String| delta.get(k).copied().unwrap_or(0);
+        let affected: Vec<String> = hard.keys().filter(|k| change(k) != 0).cloned().collect();
+        if affected.is_empty() {
+            return Ok(None);
+        }
+        let name = text(&quota, "/metadata/name").unwrap_or_default();
+        if a.operation != Operation::Delete && a.is("", "pods") {
+            if let Some(msg) = a.object.as_ref().and_then(|p| missing_compute(p, &hard)) {
+                return Err(a.forbidden(format!("failed quota: {name}: {msg}")));
+            }
+        }
+        // The stored objects; on update and delete they include the old one.
+        let mut used = self.recount(a, &quota).await?;
+        let limit = |k: &String| hard.get(k).copied().unwrap_or(0);
+        let exceeded: Vec<String> = affected
+            .iter()
+            .filter(|k| change(k) > 0 && used.get(*k).copied().unwrap_or(0) + change(k) > limit(k))
+            .cloned()
+            .collect();
+        if a.operation != Operation::Delete && !exceeded.is_empty() {
+            return Err(a.forbidden(format!(
+                "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
+                pretty(delta, &exceeded),
+                pretty(&used, &exceeded),
+                pretty(&hard, &exceeded),
+            )));
+        }
+        for k in &affected {
+            *used.entry(k.clone()).or_default() += change(k);
+        }
+        Ok(Some(Charge { quota, hard, used }))
+    }
+}
+
 #[async_trait]
 impl ValidationInterface for ResourceQuota {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
@@ -305,84 +363,25 @@ impl ValidationInterface for ResourceQuota {
             .list("", "resourcequotas", Some(&a.namespace))
             .await?;
         let (group, resource) = (a.resource.group.as_str(), a.resource.resource.as_str());
-        let new_usage = a
-            .object
-            .as_ref()
-            .map(|o| usage(group, resource, o))
-            .unwrap_or_default();
-        let old_usage = a
-            .old_object
-            .as_ref()
-            .map(|o| usage(group, resource, o))
-            .unwrap_or_default();
+        let of = |o: Option<&Value>| o.map(|o| usage(group, resource, o)).unwrap_or_default();
+        let mut delta = of(a.object.as_ref());
         if a.operation == Operation::Create {
-            self.check_limited(a, &quotas, &new_usage)?;
+            self.check_limited(a, &quotas, &delta)?;
         }
-        if quotas.is_empty() {
-            return Ok(());
+        for (k, v) in of(a.old_object.as_deref()) {
+            *delta.entry(k).or_default() -= v;
         }
-        let mut updates: Vec<(Arc<Value>, Usage, Usage)> = Vec::new();
+        let mut charges = Vec::new();
         for quota in quotas {
-            let hard: Usage = parse_list(quota.pointer("/spec/hard"))
-                .iter()
-                .map(|(k, v)| (k.clone(), milli(v)))
-                .collect();
-            let subject = a.object.as_ref().or(a.old_object.as_deref());
-            if !subject.is_some_and(|o| in_scope(&quota, resource, o)) {
-                continue;
+            if let Some(charge) = self.charge(a, quota, &delta).await? {
+                charges.push(charge);
             }
-            let delta = |k: &String| {
-                new_usage.get(k).copied().unwrap_or(0) - old_usage.get(k).copied().unwrap_or(0)
-            };
-            let affected: Vec<String> = hard.keys().filter(|k| delta(k) != 0).cloned().collect();
-            if affected.is_empty() {
-                continue;
-            }
-            let name = text(&quota, "/metadata/name")
-                .unwrap_or_default()
-                .to_owned();
-            if a.operation != Operation::Delete && resource == "pods" && group.is_empty() {
-                if let Some(msg) = a.object.as_ref().and_then(|p| missing_compute(p, &hard)) {
-                    return Err(a.forbidden(format!("failed quota: {name}: {msg}")));
-                }
-            }
-            let mut used = self.recount(a, &quota).await?;
-            if a.operation == Operation::Delete {
-                // The object is still stored: the recount includes it.
-                for k in &affected {
-                    *used.entry(k.clone()).or_default() += delta(k);
-                }
-                updates.push((quota, hard, used));
-                continue;
-            }
-            let exceeded: Vec<String> = affected
-                .iter()
-                .filter(|k| delta(k) > 0)
-                .filter(|k| {
-                    used.get(*k).copied().unwrap_or(0) + delta(k)
-                        > hard.get(*k).copied().unwrap_or(0)
-                })
-                .cloned()
-                .collect();
-            if !exceeded.is_empty() {
-                let requested: Usage = exceeded.iter().map(|k| (k.clone(), delta(k))).collect();
-                return Err(a.forbidden(format!(
-                    "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
-                    pretty(&requested, &exceeded),
-                    pretty(&used, &exceeded),
-                    pretty(&hard, &exceeded),
-                )));
-            }
-            for k in &affected {
-                *used.entry(k.clone()).or_default() += delta(k);
-            }
-            updates.push((quota, hard, used));
         }
         if a.dry_run {
             return Ok(());
         }
-        for (quota, hard, used) in updates {
-            self.record(&quota, &hard, &used).await?;
+        for c in charges {
+            self.record(&c.quota, &c.hard, &c.used).await?;
         }
         Ok(())
     }

@@ -100,6 +100,9 @@ pub const BUILT: &[&str] = &[
 /// The admission flags as given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AdmissionOptions {
+    /// `--admission-control` (deprecated): the plugins to run instead of
+    /// the defaults.
+    pub admission_control: Vec<String>,
     /// `--enable-admission-plugins`.
     pub enable: Vec<String>,
     /// `--disable-admission-plugins`.
@@ -115,6 +118,7 @@ pub struct AdmissionOptions {
 impl AdmissionOptions {
     pub fn from_flags(flags: &FlagValues) -> Self {
         AdmissionOptions {
+            admission_control: flags.list("admission-control").unwrap_or_default(),
             enable: flags.list("enable-admission-plugins").unwrap_or_default(),
             disable: flags.list("disable-admission-plugins").unwrap_or_default(),
             config_file: flags.path("admission-control-config-file").ok().flatten(),
@@ -130,6 +134,13 @@ impl AdmissionOptions {
     /// The plugins that run, in upstream's order: the default-on ones and
     /// those enabled, less those disabled (enabling wins, as upstream).
     pub fn enabled_plugins(&self) -> Vec<&'static str> {
+        if !self.admission_control.is_empty() {
+            return ORDERED_PLUGINS
+                .iter()
+                .copied()
+                .filter(|name| self.admission_control.iter().any(|p| p == name))
+                .collect();
+        }
         ORDERED_PLUGINS
             .iter()
             .copied()
@@ -146,6 +157,20 @@ impl AdmissionOptions {
     pub fn validate(&self) -> Vec<OptionError> {
         let mut errors = Vec::new();
         let known = |name: &String| ORDERED_PLUGINS.contains(&name.as_str());
+        if !self.admission_control.is_empty()
+            && !(self.enable.is_empty() && self.disable.is_empty())
+        {
+            errors.push(OptionError::new(
+                "admission-control",
+                "admission-control and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive",
+            ));
+        }
+        for name in self.admission_control.iter().filter(|n| !known(n)) {
+            errors.push(OptionError::new(
+                "admission-control",
+                format!("plugin {name:?} is unknown"),
+            ));
+        }
         for name in self.enable.iter().filter(|n| !known(n)) {
             errors.push(OptionError::new(
                 "enable-admission-plugins",
@@ -178,17 +203,24 @@ impl AdmissionOptions {
 
     /// One error per explicitly enabled plugin this server has not built.
     pub fn unsupported(&self) -> Vec<OptionError> {
-        self.enable
-            .iter()
-            .filter(|name| ORDERED_PLUGINS.contains(&name.as_str()))
-            .filter(|name| !BUILT.contains(&name.as_str()))
-            .map(|name| {
-                OptionError::new(
-                    "enable-admission-plugins",
-                    format!("{name:?} is not supported yet by this server"),
-                )
-            })
-            .collect()
+        let unbuilt = |flag: &'static str, names: &[String]| {
+            names
+                .iter()
+                .filter(|name| ORDERED_PLUGINS.contains(&name.as_str()))
+                .filter(|name| {
+                    !BUILT.contains(&name.as_str()) && !DEFAULT_ON.contains(&name.as_str())
+                })
+                .map(|name| {
+                    OptionError::new(
+                        flag,
+                        format!("{name:?} is not supported yet by this server"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut errors = unbuilt("admission-control", &self.admission_control);
+        errors.extend(unbuilt("enable-admission-plugins", &self.enable));
+        errors
     }
 }
 
@@ -243,6 +275,27 @@ mod tests {
                 "--disable-admission-plugins: plugin \"Gone\" is unknown".to_string(),
                 "--enable-admission-plugins: [\"LimitRanger\"] in enable-admission-plugins and disable-admission-plugins overlapped".to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn admission_control_replaces_the_defaults_and_excludes_the_new_flags() {
+        let only = AdmissionOptions {
+            admission_control: vec!["ResourceQuota".into(), "NamespaceLifecycle".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            only.enabled_plugins(),
+            ["NamespaceLifecycle", "ResourceQuota"]
+        );
+        assert!(only.validate().is_empty());
+        let both = AdmissionOptions {
+            enable: vec!["AlwaysDeny".into()],
+            ..only
+        };
+        assert_eq!(
+            both.validate()[0].to_string(),
+            "--admission-control: admission-control and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive"
         );
     }
 

@@ -12,6 +12,7 @@ use super::OptionError;
 /// Flags the server honours at any value.
 pub const IMPLEMENTED: &[&str] = &[
     // Admission.
+    "admission-control",
     "admission-control-config-file",
     "disable-admission-plugins",
     "enable-admission-plugins",

@@ -24,6 +24,14 @@ fn namespaces_must_exist_and_system_ones_stay() {
         err.contains("namespaces \"kube-system\" is forbidden: this namespace may not be deleted"),
         "{err}"
     );
+    // A namespace held by a finalizer is terminating once deleted.
+    s.apply_yaml("apiVersion: v1\nkind: Namespace\nmetadata: {name: doomed, finalizers: [example.com/hold]}\n");
+    s.ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    let err = s.fails(&["create", "configmap", "c", "-n", "doomed"]);
+    assert!(
+        err.contains("configmaps \"c\" is forbidden: unable to create new content in namespace doomed because it is being terminated"),
+        "{err}"
+    );
     // Dry run is admitted the same way.
     let err = s.fails(&[
         "create",

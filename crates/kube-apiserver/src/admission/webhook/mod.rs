@@ -5,6 +5,7 @@
 //! run concurrently and may only refuse.
 
 mod client;
+mod conditions;
 mod matching;
 
 use std::time::Duration;
@@ -18,6 +19,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::lookup::{text, Stores};
+use conditions::{Conditions, Verdict};
 
 const MUTATING: (&str, &str) = (
     "admissionregistration.k8s.io",
@@ -54,23 +56,61 @@ fn namespaced(a: &Attributes) -> bool {
     !a.namespace.is_empty() && !a.is("", "namespaces")
 }
 
-/// Whether `webhook` is to be called for this request; dry runs are refused
-/// for webhooks with side effects.
-async fn should_call(webhook: &Value, a: &Attributes, stores: &Stores) -> Result<bool, ApiError> {
-    if !matching::is_admissible(a.operation)
-        || !matching::rules_match(webhook, a, namespaced(a))
-        || !matching::object_selector_matches(webhook, a)
-        || !matching::namespace_selector_matches(webhook, a, stores).await?
-    {
-        return Ok(false);
+/// What the webhook plugins share: the stores they read and the compiled
+/// match conditions.
+struct Dispatcher {
+    stores: Stores,
+    conditions: Conditions,
+}
+
+impl Dispatcher {
+    fn new(stores: Stores) -> Self {
+        Dispatcher {
+            stores,
+            conditions: Conditions::default(),
+        }
     }
+
+    /// Whether `webhook` is to be called for this request: its rules,
+    /// selectors and match conditions. Dry runs are refused for webhooks
+    /// with side effects.
+    async fn should_call(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
+        if !matching::is_admissible(a.operation)
+            || !matching::rules_match(webhook, a, namespaced(a))
+            || !matching::object_selector_matches(webhook, a)
+            || !matching::namespace_selector_matches(webhook, a, &self.stores).await?
+        {
+            return Ok(false);
+        }
+        if webhook.get("matchConditions").is_some() {
+            let review = review(a);
+            match self.conditions.evaluate(webhook, &review["request"]) {
+                Verdict::Match => {}
+                Verdict::NoMatch => return Ok(false),
+                Verdict::Error(_) if text(webhook, "/failurePolicy") == Some("Ignore") => {
+                    return Ok(false)
+                }
+                Verdict::Error(e) => {
+                    return Err(a.forbidden(format!(
+                        "failed calling webhook \"{}\": failed evaluating match conditions: {e}",
+                        name(webhook)
+                    )))
+                }
+            }
+        }
+        dry_run_check(webhook, a)?;
+        Ok(true)
+    }
+}
+
+fn dry_run_check(webhook: &Value, a: &Attributes) -> Result<(), ApiError> {
     if a.dry_run && !matching::dry_run_safe(webhook) {
         return Err(ApiError::bad_request(format!(
             "admission webhook \"{}\" does not support dry run",
             name(webhook)
         )));
     }
-    Ok(true)
+    Ok(())
 }
 
 fn name(webhook: &Value) -> &str {
@@ -231,20 +271,22 @@ fn apply_patch(response: &Value, object: &mut Value) -> Result<bool, String> {
 }
 
 pub struct MutatingWebhook {
-    stores: Stores,
+    dispatcher: Dispatcher,
 }
 
 impl MutatingWebhook {
     pub fn new(stores: Stores) -> Self {
-        MutatingWebhook { stores }
+        MutatingWebhook {
+            dispatcher: Dispatcher::new(stores),
+        }
     }
 
     /// Runs one webhook; returns whether it changed the object.
     async fn run(&self, webhook: &Value, a: &mut Attributes) -> Result<bool, ApiError> {
-        if !should_call(webhook, a, &self.stores).await? {
+        if !self.dispatcher.should_call(webhook, a).await? {
             return Ok(false);
         }
-        let Outcome::Allowed(response) = call(webhook, a, &self.stores).await? else {
+        let Outcome::Allowed(response) = call(webhook, a, &self.dispatcher.stores).await? else {
             return Ok(false);
         };
         let Some(object) = a.object.as_mut() else {
@@ -268,7 +310,7 @@ impl Handler for MutatingWebhook {
 #[async_trait]
 impl MutationInterface for MutatingWebhook {
     async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
-        let hooks = webhooks(&self.stores, MUTATING).await?;
+        let hooks = webhooks(&self.dispatcher.stores, MUTATING).await?;
         // Index of the last webhook that changed the object.
         let mut last_change = None;
         let mut reinvoke = Vec::new();
@@ -294,12 +336,14 @@ impl MutationInterface for MutatingWebhook {
 }
 
 pub struct ValidatingWebhook {
-    stores: Stores,
+    dispatcher: Dispatcher,
 }
 
 impl ValidatingWebhook {
     pub fn new(stores: Stores) -> Self {
-        ValidatingWebhook { stores }
+        ValidatingWebhook {
+            dispatcher: Dispatcher::new(stores),
+        }
     }
 }
 
@@ -312,15 +356,16 @@ impl Handler for ValidatingWebhook {
 #[async_trait]
 impl ValidationInterface for ValidatingWebhook {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        let hooks = webhooks(&self.stores, VALIDATING).await?;
+        let d = &self.dispatcher;
+        let hooks = webhooks(&d.stores, VALIDATING).await?;
         let mut selected = Vec::new();
         for hook in &hooks {
-            if should_call(hook, a, &self.stores).await? {
+            if d.should_call(hook, a).await? {
                 selected.push(hook);
             }
         }
         let results =
-            futures::future::join_all(selected.iter().map(|h| call(h, a, &self.stores))).await;
+            futures::future::join_all(selected.iter().map(|h| call(h, a, &d.stores))).await;
         // The first refusal in webhook order is the answer.
         for result in results {
             result?;
