@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::NameValidator;
+use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
 use apiserver::registry::table::TableColumn;
 use apiserver::registry::{Decoded, Strategy};
@@ -32,6 +33,16 @@ pub fn builtin() -> Builtin {
 
 struct CrdStrategy {
     inner: Arc<dyn Strategy>,
+}
+
+/// Adds warnings to the response of the request being served (none for
+/// the server's own writes).
+pub fn warn(messages: Vec<String>) {
+    if let Some(request) = RequestContext::current() {
+        for message in messages {
+            request.add_warning(message);
+        }
+    }
 }
 
 /// Compile errors (and cost budget violations) of every version's
@@ -117,6 +128,9 @@ impl Strategy for CrdStrategy {
         if errors.is_empty() {
             errors.extend(rule_errors(obj));
         }
+        if errors.is_empty() {
+            warn(::apiextensions::warnings_on_create(obj));
+        }
         errors
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
@@ -129,6 +143,9 @@ impl Strategy for CrdStrategy {
         );
         if errors.is_empty() {
             errors.extend(rule_errors(new));
+        }
+        if errors.is_empty() {
+            warn(::apiextensions::warnings_on_update(new, old));
         }
         errors
     }

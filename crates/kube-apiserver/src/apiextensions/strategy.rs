@@ -12,6 +12,7 @@ use apiserver::registry::{Decoded, ScalePaths, Strategy};
 use kube_cel::RuleSet;
 use serde_json::{json, Value};
 
+use super::crd::warn;
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
 
@@ -194,6 +195,9 @@ impl Strategy for CustomResourceStrategy {
             errors.extend(schema.validate(obj, None));
         }
         errors.extend(self.scale_errors(obj, true));
+        if errors.is_empty() {
+            warn(::apiextensions::finalizer_warnings(obj, None));
+        }
         errors
     }
 
@@ -203,6 +207,9 @@ impl Strategy for CustomResourceStrategy {
             errors.extend(schema.validate(new, Some(old)));
         }
         errors.extend(self.scale_errors(new, true));
+        if errors.is_empty() {
+            warn(::apiextensions::finalizer_warnings(new, Some(old)));
+        }
         errors
     }
 

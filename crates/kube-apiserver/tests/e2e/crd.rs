@@ -187,6 +187,24 @@ fn schema(s: &TestServer) {
     let stored = s.ok(&["get", "widget", "w2", "-o", "jsonpath={.spec}"]);
     assert_eq!(stored, r#"{"color":"blue","replicas":1}"#);
     s.ok(&["delete", "widget", "w2"]);
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w3, finalizers: [hold.example.com]}\n",
+    );
+    assert!(
+        stderr(&out).contains("Warning: metadata.finalizers: \"hold.example.com\": prefer a domain-qualified finalizer name"),
+        "{}",
+        stderr(&out)
+    );
+    s.ok(&[
+        "patch",
+        "widget",
+        "w3",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    s.ok(&["delete", "widget", "w3"]);
 }
 
 fn subresources_and_patches(s: &TestServer) {
@@ -433,7 +451,8 @@ fn custom_resources_on_etcd() {
 
 /// A cluster-scoped CRD with a transition rule (`oldSelf`).
 fn cluster_scoped(s: &TestServer) {
-    s.apply_yaml(
+    let applied = s.kubectl_stdin(
+        &["apply", "-f", "-"],
         r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -453,6 +472,7 @@ spec:
           spec:
             type: object
             properties:
+              name: {type: string, format: bogus}
               moons:
                 type: integer
                 x-kubernetes-validations:
@@ -460,6 +480,12 @@ spec:
                   message: moons are never lost
                   reason: FieldValueForbidden
 "#,
+    );
+    assert!(applied.status.success(), "{}", stderr(&applied));
+    assert!(
+        stderr(&applied).contains("Warning: unrecognized format \"bogus\""),
+        "{}",
+        stderr(&applied)
     );
     s.ok(&[
         "wait",
