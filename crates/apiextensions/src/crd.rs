@@ -352,45 +352,7 @@ fn validate_versions(
             ));
         }
         errs.extend(deprecation_warning(v, &at));
-        if !layout.schema {
-            if let Some(schema) = get(v, &["schema"]) {
-                let subresources = if layout.subresources {
-                    versions.first()
-                } else {
-                    Some(v)
-                };
-                let status = has_status(subresources.and_then(|v| get(v, &["subresources"])));
-                errs.extend(validate_schema_holder(
-                    schema,
-                    status,
-                    &at.child("schema"),
-                    opts.schema_rules,
-                ));
-            }
-        }
-        if !layout.subresources {
-            errs.extend(validate_subresources(
-                get(v, &["subresources"]),
-                &at.child("subresources"),
-            ));
-        }
-        if !layout.columns {
-            errs.extend(validate_columns(
-                get(v, &["additionalPrinterColumns"]),
-                &at.child("additionalPrinterColumns"),
-            ));
-        }
-        if !layout.selectable {
-            let schema = get(v, &["schema", "openAPIV3Schema"]);
-            let fields = get(v, &["selectableFields"]);
-            errs.extend(validate_selectable_fields(
-                fields,
-                schema,
-                &at.child("selectableFields"),
-                opts.allow_too_many_selectable_fields,
-                false,
-            ));
-        }
+        errs.extend(version_parts(versions, v, layout, opts, &at));
     }
     let shown = Value::Array(versions.to_vec());
     if !unique {
@@ -417,6 +379,55 @@ fn validate_versions(
                 problems.join(","),
             ));
         }
+    }
+    errs
+}
+
+/// The per-version fields that are not hoisted to the top level.
+fn version_parts(
+    versions: &[Value],
+    v: &Value,
+    layout: &Layout,
+    opts: Options,
+    at: &Path,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if !layout.schema {
+        if let Some(schema) = get(v, &["schema"]) {
+            let subresources = if layout.subresources {
+                versions.first()
+            } else {
+                Some(v)
+            };
+            let status = has_status(subresources.and_then(|v| get(v, &["subresources"])));
+            errs.extend(validate_schema_holder(
+                schema,
+                status,
+                &at.child("schema"),
+                opts.schema_rules,
+            ));
+        }
+    }
+    if !layout.subresources {
+        errs.extend(validate_subresources(
+            get(v, &["subresources"]),
+            &at.child("subresources"),
+        ));
+    }
+    if !layout.columns {
+        errs.extend(validate_columns(
+            get(v, &["additionalPrinterColumns"]),
+            &at.child("additionalPrinterColumns"),
+        ));
+    }
+    if !layout.selectable {
+        errs.extend(validate_selectable_fields(
+            get(v, &["selectableFields"]),
+            get(v, &["schema", "openAPIV3Schema"]),
+            &at.child("selectableFields"),
+            opts.allow_too_many_selectable_fields,
+            false,
+        ));
     }
     errs
 }

@@ -232,79 +232,48 @@ fn nested(v: &Props, skip_any_of: bool, path: &Path, errs: &mut Vec<FieldError>)
     for (k, p) in &v.properties {
         nested(p, false, &path.child("properties").key(k), errs);
     }
-    let forbid = |errs: &mut Vec<FieldError>, field: &str, detail: &str| {
-        errs.push(FieldError::forbidden(&path.child(field), detail));
-    };
-    if !v.ty.is_empty() {
-        forbid(errs, "type", "must be empty to be structural");
-    }
-    if v.additional_properties.is_some() {
-        forbid(
-            errs,
+    let empty = "must be empty to be structural";
+    let undefined = "must be undefined to be structural";
+    let falsy = "must be false to be structural";
+    let forbidden: [(bool, &str, &str); 13] = [
+        (!v.ty.is_empty(), "type", empty),
+        (
+            v.additional_properties.is_some(),
             "additionalProperties",
-            "must be undefined to be structural",
-        );
-    }
-    if v.default.is_some() {
-        forbid(errs, "default", "must be undefined to be structural");
-    }
-    if !v.title.is_empty() {
-        forbid(errs, "title", "must be empty to be structural");
-    }
-    if !v.description.is_empty() {
-        forbid(errs, "description", "must be empty to be structural");
-    }
-    if v.nullable {
-        forbid(errs, "nullable", "must be false to be structural");
-    }
-    if v.preserves_unknown() {
-        forbid(
-            errs,
+            undefined,
+        ),
+        (v.default.is_some(), "default", undefined),
+        (!v.title.is_empty(), "title", empty),
+        (!v.description.is_empty(), "description", empty),
+        (v.nullable, "nullable", falsy),
+        (
+            v.preserves_unknown(),
             "x-kubernetes-preserve-unknown-fields",
-            "must be false to be structural",
-        );
-    }
-    if v.x_embedded_resource {
-        forbid(
-            errs,
+            falsy,
+        ),
+        (
+            v.x_embedded_resource,
             "x-kubernetes-embedded-resource",
-            "must be false to be structural",
-        );
-    }
-    if v.x_int_or_string {
-        forbid(
-            errs,
-            "x-kubernetes-int-or-string",
-            "must be false to be structural",
-        );
-    }
-    if !v.x_list_map_keys.is_empty() {
-        forbid(
-            errs,
+            falsy,
+        ),
+        (v.x_int_or_string, "x-kubernetes-int-or-string", falsy),
+        (
+            !v.x_list_map_keys.is_empty(),
             "x-kubernetes-list-map-keys",
-            "must be empty to be structural",
-        );
-    }
-    if v.x_list_type.is_some() {
-        forbid(
-            errs,
-            "x-kubernetes-list-type",
-            "must be undefined to be structural",
-        );
-    }
-    if v.x_map_type.is_some() {
-        forbid(
-            errs,
-            "x-kubernetes-map-type",
-            "must be undefined to be structural",
-        );
-    }
-    if !v.x_validations.is_empty() {
-        forbid(
-            errs,
+            empty,
+        ),
+        (v.x_list_type.is_some(), "x-kubernetes-list-type", undefined),
+        (v.x_map_type.is_some(), "x-kubernetes-map-type", undefined),
+        (
+            !v.x_validations.is_empty(),
             "x-kubernetes-validations",
-            "must be empty to be structural",
-        );
+            empty,
+        ),
+    ];
+    for (set, field, detail) in forbidden {
+        if set {
+            errs.push(FieldError::forbidden(&path.child(field), detail));
+        }
     }
     if v.properties.contains_key("metadata") {
         errs.push(FieldError::forbidden(
