@@ -36,12 +36,31 @@ pub struct CrdController {
     state: BTreeMap<String, CustomResourceDefinition>,
     /// Groups currently in the dynamic table.
     served_groups: BTreeSet<String>,
+    /// What each group was last installed from.
+    served_as: BTreeMap<String, Value>,
     /// CRDs whose finalizer is running.
     finalizing: Arc<Mutex<HashSet<String>>>,
 }
 
 fn parse(obj: &Value) -> Option<CustomResourceDefinition> {
     serde_json::from_value(obj.clone()).ok()
+}
+
+/// Everything about a group's CRDs that decides what is served.
+fn serving_fingerprint(crds: &[&CustomResourceDefinition]) -> Value {
+    let parts: Vec<Value> = crds
+        .iter()
+        .map(|c| {
+            json!({
+                "uid": c.metadata.uid,
+                "spec": serde_json::to_value(&c.spec).unwrap_or_default(),
+                "names": c.status.as_ref().map(|s| &s.accepted_names),
+                "served": serving::is_served(c),
+                "terminating": conditions::is_terminating(c),
+            })
+        })
+        .collect();
+    Value::Array(parts)
 }
 
 fn name_of(crd: &CustomResourceDefinition) -> String {
@@ -64,6 +83,7 @@ impl CrdController {
             snapshots,
             state: BTreeMap::new(),
             served_groups: BTreeSet::new(),
+            served_as: BTreeMap::new(),
             finalizing: Arc::default(),
         }
     }
@@ -245,18 +265,7 @@ impl CrdController {
                 None => {}
             }
         }
-        let crds: Vec<&CustomResourceDefinition> = self
-            .state
-            .values()
-            .filter(|c| c.spec.group == group)
-            .collect();
-        let versions = self.factory.group_versions(&crds);
-        if versions.is_empty() {
-            self.served_groups.remove(group);
-        } else {
-            self.served_groups.insert(group.to_owned());
-        }
-        self.dynamic.set_group(group, versions);
+        self.serve_group(group);
         for name in self.group_names(group) {
             let Some(crd) = self.state.get(&name) else {
                 continue;
@@ -271,6 +280,28 @@ impl CrdController {
                 self.start_finalizer(&name);
             }
         }
+    }
+
+    /// Installs what the group's CRDs serve, unless nothing that decides it
+    /// changed since the last time (status writes come back as events).
+    fn serve_group(&mut self, group: &str) {
+        let crds: Vec<&CustomResourceDefinition> = self
+            .state
+            .values()
+            .filter(|c| c.spec.group == group)
+            .collect();
+        let fingerprint = serving_fingerprint(&crds);
+        if self.served_as.get(group) == Some(&fingerprint) {
+            return;
+        }
+        let versions = self.factory.group_versions(&crds);
+        if versions.is_empty() {
+            self.served_groups.remove(group);
+        } else {
+            self.served_groups.insert(group.to_owned());
+        }
+        self.dynamic.set_group(group, versions);
+        self.served_as.insert(group.to_owned(), fingerprint);
     }
 
     /// Runs the finalizer of a deleted CRD in the background, once.
