@@ -378,9 +378,12 @@ async fn create(
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
+    super::apply::check_field_manager(query, "CreateOptions")?;
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
     store.strategy.apply_defaults(&mut obj);
+    let manager = super::apply::manager_name(query, headers);
+    super::apply::Tracker::new(&store.info, Target::Main, manager).update(None, &mut obj);
     let created = store.create(obj, &opts).await?;
     Ok(response::object(
         StatusCode::CREATED,
@@ -406,6 +409,7 @@ async fn update(
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
+    super::apply::check_field_manager(query, "UpdateOptions")?;
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
     let body_name = crate::registry::object_meta::name(&obj);
@@ -416,7 +420,13 @@ async fn update(
     }
     store.strategy.apply_defaults(&mut obj);
     let obj = Arc::new(obj);
-    let mutate = Arc::new(move |_current: Option<&Value>| Ok((*obj).clone()));
+    let manager = super::apply::manager_name(query, headers);
+    let tracker = super::apply::Tracker::new(&store.info, target, manager);
+    let mutate = Arc::new(move |current: Option<&Value>| {
+        let mut new = (*obj).clone();
+        tracker.update(current, &mut new);
+        Ok(new)
+    });
     let (stored, created) = store.update(ns, name, target, mutate, &opts).await?;
     let code = if created {
         StatusCode::CREATED

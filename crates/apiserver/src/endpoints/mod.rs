@@ -1,6 +1,7 @@
 //! The REST endpoints: one generic handler for every resource, content
 //! negotiation, watch streams, patches and response encoding.
 
+pub mod apply;
 pub mod handlers;
 pub mod negotiation;
 pub mod patch;

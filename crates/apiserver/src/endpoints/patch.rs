@@ -2,8 +2,9 @@
 //! the current object inside the store's read-modify-write loop, so a patch
 //! is never applied to a stale object.
 //!
-//! Strategic merge patch is applied by [`super::strategic_merge`];
-//! server-side apply answers 415 until it is built.
+//! Strategic merge patch is applied by [`super::strategic_merge`],
+//! server-side apply by [`super::apply`]; every patch records its manager
+//! in the managed fields.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +24,7 @@ const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    super::apply::APPLY_PATCH_TYPE,
 ];
 
 /// What resources without strategic merge metadata accept (upstream's
@@ -100,6 +102,15 @@ pub async fn serve(
     query: &Query,
     neg: &Negotiated,
 ) -> Result<Response<Body>, ApiError> {
+    if super::apply::is_apply(headers) {
+        return super::apply::serve(store, ns, name, target, headers, bytes, query, neg).await;
+    }
+    super::apply::check_patch_options(query, false)?;
+    let tracker = super::apply::Tracker::new(
+        &store.info,
+        target,
+        super::apply::manager_name(query, headers),
+    );
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
@@ -129,6 +140,7 @@ pub async fn serve(
         }
         let mut object = decoded.object;
         step_store.strategy.apply_defaults(&mut object);
+        tracker.update(Some(current), &mut object);
         Ok(object)
     });
     let (stored, _) = store.update(ns, name, target, mutate, &opts).await?;

@@ -4,13 +4,15 @@
 //! applying (unless someone else owns it) and refuse to change fields
 //! other managers own unless forced.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::{is_reset, remove_managed_fields, Conflict, Conflicts, Entry, Managed, ManagedError};
 use super::{ManagerId, Operation};
 use crate::fieldpath::{Path, PathElement, Set};
-use crate::typed::{Ty, TypeErrors, Typer};
+use crate::typed::{Comparison, Ty, TypeErrors, Typer};
 
 /// More update managers than this are folded into `ancient-changes`.
 const MAX_UPDATE_MANAGERS: usize = 10;
@@ -121,6 +123,33 @@ impl<'a> FieldManager<'a> {
         Value::Object(zero)
     }
 
+    /// How `new` differs from `old`, both read with the top-level structs
+    /// a Go object always has, so that they are never added as a whole.
+    fn compare(&self, old: &Value, new: &Value) -> Comparison {
+        let (old, new) = (self.with_zero_top(old), self.with_zero_top(new));
+        self.typer.compare(self.ty, &old, &new)
+    }
+
+    fn with_zero_top<'v>(&self, v: &'v Value) -> Cow<'v, Value> {
+        let Value::Object(zero) = self.zero_object() else {
+            return Cow::Borrowed(v);
+        };
+        let missing =
+            |m: &Map<String, Value>| zero.keys().any(|k| m.get(k).is_none_or(Value::is_null));
+        match v {
+            Value::Object(m) if missing(m) => {
+                let mut filled = m.clone();
+                for (k, z) in zero {
+                    if filled.get(&k).is_none_or(Value::is_null) {
+                        filled.insert(k, z);
+                    }
+                }
+                Cow::Owned(Value::Object(filled))
+            }
+            _ => Cow::Borrowed(v),
+        }
+    }
+
     /// The update step: the fields that changed from `live` to `new` move
     /// to `id`, removed fields leave their owners.
     fn record_update(
@@ -131,7 +160,7 @@ impl<'a> FieldManager<'a> {
         id: ManagerId,
         now: DateTime<Utc>,
     ) {
-        let mut cmp = self.typer.compare(self.ty, live, new);
+        let mut cmp = self.compare(live, new);
         cmp.exclude(&self.reset);
         let changed = cmp.modified.union(&cmp.added);
         for entry in managed.entries_mut() {
@@ -246,7 +275,7 @@ impl<'a> FieldManager<'a> {
             Some(last) => self.prune(merged, &managed, &last.set),
             None => merged,
         };
-        let mut cmp = self.typer.compare(self.ty, live, &new);
+        let mut cmp = self.compare(live, &new);
         cmp.exclude(&self.reset);
         let changed = cmp.modified.union(&cmp.added);
         let mut conflicts = Vec::new();

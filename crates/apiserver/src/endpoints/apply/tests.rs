@@ -1,0 +1,155 @@
+use http::HeaderValue;
+use serde_json::json;
+
+use super::*;
+
+fn headers(pairs: &[(http::header::HeaderName, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in pairs {
+        h.insert(k.clone(), HeaderValue::from_str(v).expect("header value"));
+    }
+    h
+}
+
+#[test]
+fn apply_is_recognised_by_content_type() {
+    let h = headers(&[(
+        http::header::CONTENT_TYPE,
+        "application/apply-patch+yaml; charset=utf-8",
+    )]);
+    assert!(is_apply(&h));
+    let merge = headers(&[(http::header::CONTENT_TYPE, "application/merge-patch+json")]);
+    assert!(!is_apply(&merge));
+}
+
+#[test]
+fn manager_is_the_query_or_the_user_agent_prefix() {
+    let agent = headers(&[(
+        http::header::USER_AGENT,
+        "kubectl/v1.32.0 (linux/amd64) kubernetes/abc",
+    )]);
+    assert_eq!(manager_name(&Query::parse(None), &agent), "kubectl");
+    assert_eq!(
+        manager_name(&Query::parse(Some("fieldManager=mine")), &agent),
+        "mine"
+    );
+    assert_eq!(manager_name(&Query::parse(None), &HeaderMap::new()), "");
+    let long = format!("{}/1", "x".repeat(300));
+    let long = headers(&[(http::header::USER_AGENT, long.as_str())]);
+    assert_eq!(manager_name(&Query::parse(None), &long).len(), 128);
+}
+
+#[test]
+fn patch_options_follow_upstream() {
+    let missing = check_patch_options(&Query::parse(None), true).expect_err("required");
+    assert_eq!(missing.code, 422);
+    assert_eq!(
+        missing.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    let forbidden =
+        check_patch_options(&Query::parse(Some("force=true")), false).expect_err("forbidden");
+    assert_eq!(
+        forbidden.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+    );
+    let bad = check_patch_options(&Query::parse(Some("fieldManager=m&force=yes")), true);
+    assert_eq!(bad.map_err(|e| e.code), Err(400));
+    assert_eq!(
+        check_patch_options(&Query::parse(Some("fieldManager=m&force=true")), true),
+        Ok(true)
+    );
+    let too_long = format!("fieldManager={}", "m".repeat(129));
+    assert_eq!(
+        check_field_manager(&Query::parse(Some(&too_long)), "CreateOptions").map_err(|e| e.code),
+        Err(422)
+    );
+}
+
+#[test]
+fn configurations_are_yaml_or_json_objects() {
+    assert_eq!(
+        decode_config(b"apiVersion: v1\nkind: ConfigMap\n").ok(),
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap"}))
+    );
+    assert_eq!(
+        decode_config(br#"{"kind":"ConfigMap"}"#).ok(),
+        Some(json!({"kind": "ConfigMap"}))
+    );
+    assert_eq!(decode_config(b"- a\n- b\n").map_err(|e| e.code), Err(400));
+    assert_eq!(decode_config(b"a: [").map_err(|e| e.code), Err(400));
+    assert_eq!(
+        gvk_of(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})),
+        ("apps", "v1", "Deployment")
+    );
+    assert_eq!(gvk_of(&json!({"kind": "ConfigMap"})), ("", "", "ConfigMap"));
+}
+
+fn info(group: &str, kind: &str, has_status: bool) -> ResourceInfo {
+    ResourceInfo {
+        group: group.into(),
+        version: "v1".into(),
+        resource: format!("{}s", kind.to_lowercase()),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced: true,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        verbs: Vec::new(),
+        has_status,
+        has_scale: false,
+        storage_root: String::new(),
+    }
+}
+
+#[test]
+fn trackers_record_with_the_builtin_schema_and_reset_fields() {
+    let deployments = Tracker::new(&info("apps", "Deployment", true), Target::Main, "t".into());
+    let mut created = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        "status": {"replicas": 1}});
+    deployments.update(None, &mut created);
+    let entry = &created["metadata"]["managedFields"][0];
+    assert_eq!(entry["manager"], "t");
+    assert_eq!(entry["apiVersion"], "apps/v1");
+    // Containers merge by name; status is not the main resource's to own.
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}, "f:template": {".": {}, "f:spec": {".": {},
+            "f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
+    );
+    let status = Tracker::new(
+        &info("apps", "Deployment", true),
+        Target::Status,
+        "k".into(),
+    );
+    let live = json!({"metadata": {"uid": "u", "managedFields": created["metadata"]["managedFields"].clone()},
+        "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    let mut next =
+        json!({"metadata": {"uid": "u"}, "spec": {"replicas": 3}, "status": {"replicas": 2}});
+    status.update(Some(&live), &mut next);
+    let entries = next["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1]["subresource"], "status");
+    assert_eq!(
+        entries[1]["fieldsV1"],
+        json!({"f:status": {"f:replicas": {}}})
+    );
+    // Kinds without a built-in schema are read as deduced.
+    let custom = Tracker::new(
+        &info("example.com", "Widget", false),
+        Target::Main,
+        "w".into(),
+    );
+    let mut widget = json!({"metadata": {"name": "w"}, "spec": {"list": [1, 2], "m": {"a": 1}}});
+    custom.update(None, &mut widget);
+    assert_eq!(
+        widget["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:spec": {".": {}, "f:list": {}, "f:m": {".": {}, "f:a": {}}}})
+    );
+}
