@@ -12,6 +12,7 @@ use apiserver::server::{DynamicResource, DynamicVersion};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
 };
+use storage::cacher::{Cacher, CacherConfig};
 use storage::{JsonCodec, Kv, Storage};
 
 use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
@@ -28,6 +29,9 @@ pub struct StoreFactory {
     pub kv: Arc<dyn Kv>,
     /// `--etcd-prefix`.
     pub prefix: String,
+    /// `--watch-cache`: each CRD's storage gets a watch cache, shared by
+    /// its served versions.
+    pub watch_cache: bool,
 }
 
 /// Whether the CRD's resources are served (upstream serves once the names
@@ -175,11 +179,15 @@ impl StoreFactory {
     /// The served versions of one CRD, by version name.
     fn crd_resources(&self, crd: &CustomResourceDefinition) -> Vec<(String, DynamicResource)> {
         let prefix = self.prefix.trim_end_matches('/');
-        let raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
+        let group = &crd.spec.group;
+        let mut raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
             self.kv.clone(),
             Arc::new(JsonCodec),
         ));
-        let group = &crd.spec.group;
+        if self.watch_cache {
+            let root = format!("{prefix}/{group}/{}/", accepted_names(crd).plural);
+            raw = Arc::new(Cacher::new(raw, CacherConfig::new(root)));
+        }
         let Some(storage_version) = crd.spec.versions.iter().find(|v| v.storage) else {
             return Vec::new();
         };

@@ -204,6 +204,7 @@ pub fn create_server_chain(
         apiextensions::serving::StoreFactory {
             kv: factory.kv.clone(),
             prefix: factory.prefix.clone(),
+            watch_cache: factory.watch_cache,
         },
     );
 
