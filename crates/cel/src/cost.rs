@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+use serde_json::Value;
+
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use crate::convert::escape;
@@ -44,6 +46,8 @@ impl<'n> Ty<'n> {
         match self {
             Ty::Node(n) => match (n.kind, n.items.as_deref()) {
                 (Kind::Array, Some(items)) => Ty::Node(items),
+                // Untyped values are alike at every depth.
+                (Kind::Any, _) => Ty::Node(n),
                 // Map keys are strings of unknown length.
                 _ => Ty::Other(n.max_elements),
             },
@@ -137,14 +141,19 @@ impl<'n, 's> Estimator<'n, 's> {
         }
     }
 
-    /// An estimator with each of `variables` typed by `node`.
-    pub fn with_variables(variables: &[&str], node: &'n Node) -> Self {
+    /// An estimator with each of `variables` typed by `node`, sized as
+    /// [`Estimator::new`] sizes.
+    pub fn with_variables(
+        variables: &[&str],
+        node: &'n Node,
+        sizes: Option<&'s HashMap<usize, u64>>,
+    ) -> Self {
         Estimator {
             scope: variables
                 .iter()
                 .map(|v| ((*v).to_owned(), Ty::Node(node)))
                 .collect(),
-            sizes: None,
+            sizes,
             issues: Vec::new(),
         }
     }
@@ -263,6 +272,7 @@ impl<'n, 's> Estimator<'n, 's> {
                     }
                 }
             }
+            Kind::Any => Ty::Node(node),
             _ => Ty::Other(node.max_elements),
         }
     }
@@ -455,5 +465,49 @@ fn literal_ty<'n>(lit: &LiteralValue) -> Ty<'n> {
         LiteralValue::String(s) => Ty::Other(s.len() as u64),
         LiteralValue::Bytes(b) => Ty::Other(b.len() as u64),
         _ => Ty::Other(0),
+    }
+}
+
+/// Records, by node id, the largest size (elements, entries or bytes) of
+/// the values of `node` and the nodes below it found in `value`.
+pub(crate) fn observe(node: &Node, value: &Value, sizes: &mut HashMap<usize, u64>) {
+    let len = match value {
+        Value::Array(a) => a.len(),
+        Value::Object(o) => o.len(),
+        Value::String(s) => s.len(),
+        _ => 0,
+    } as u64;
+    let entry = sizes.entry(node.id).or_insert(0);
+    *entry = (*entry).max(len);
+    match value {
+        Value::Array(items) => {
+            let item_node = match node.kind {
+                Kind::Any => Some(node),
+                _ => node.items.as_deref(),
+            };
+            if let Some(item_node) = item_node {
+                for item in items {
+                    observe(item_node, item, sizes);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if node.kind == Kind::Any {
+                for v in map.values() {
+                    observe(node, v, sizes);
+                }
+            } else if let Some(values) = node.additional.as_deref() {
+                for v in map.values() {
+                    observe(values, v, sizes);
+                }
+            } else {
+                for (name, prop) in &node.properties {
+                    if let Some(v) = map.get(name) {
+                        observe(prop, v, sizes);
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }

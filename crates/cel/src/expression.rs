@@ -3,6 +3,7 @@
 //! `oldObject`, `request` and `params`). Variables are bound to JSON
 //! values; results come back as JSON.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
@@ -12,8 +13,9 @@ use serde_json::Value;
 
 use crate::compile::{render_issues, render_parse_errors};
 use crate::convert::to_val;
-use crate::cost::Estimator;
+use crate::cost::{observe, Estimator};
 use crate::library;
+use crate::limits::PER_CALL_LIMIT;
 use crate::schema::Node;
 
 /// The schema of an untyped variable: any JSON value of any size.
@@ -37,6 +39,9 @@ pub enum EvalError {
     /// The expression raised an error (missing key, no such overload, ...).
     #[error("{0}")]
     Execution(String),
+    /// Evaluating would cost more than one call may.
+    #[error("operation cancelled: actual cost limit exceeded")]
+    CostLimit,
     /// The result has no JSON form (e.g. a CEL type value).
     #[error("result of type {0} cannot be represented as JSON")]
     Unrepresentable(String),
@@ -47,6 +52,7 @@ pub struct Expression {
     program: Program,
     env: Arc<Env>,
     estimated_cost: u64,
+    variables: Vec<String>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -64,7 +70,7 @@ impl Expression {
         let program = env
             .compile(source)
             .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
-        let mut estimator = Estimator::with_variables(variables, &UNTYPED);
+        let mut estimator = Estimator::with_variables(variables, &UNTYPED, None);
         let estimated_cost = estimator.estimate(program.expression());
         if !estimator.issues.is_empty() {
             return Err(CompileError::Invalid(render_issues(
@@ -77,6 +83,7 @@ impl Expression {
             program,
             env,
             estimated_cost,
+            variables: variables.iter().map(|v| (*v).to_owned()).collect(),
         })
     }
 
@@ -92,8 +99,13 @@ impl Expression {
     }
 
     /// Evaluates with each variable bound to a JSON value (`null` for an
-    /// absent one).
+    /// absent one). An expression that could cost more than one call may
+    /// is first re-estimated from the sizes of the bound values, and
+    /// refused when that is still over [`PER_CALL_LIMIT`].
     pub fn evaluate(&self, bindings: &[(&str, &Value)]) -> Result<Value, EvalError> {
+        if self.estimated_cost > PER_CALL_LIMIT && self.runtime_cost(bindings) > PER_CALL_LIMIT {
+            return Err(EvalError::CostLimit);
+        }
         let mut ctx = Context::with_env(Arc::clone(&self.env));
         for (name, value) in bindings {
             ctx.add_variable_as_val(*name, to_val(value, None));
@@ -103,6 +115,18 @@ impl Expression {
             .execute(&ctx)
             .map_err(|e| EvalError::Execution(e.to_string()))?;
         to_json(&result)
+    }
+
+    /// The cost estimate with every variable sized by the largest value
+    /// bound (untyped values share one size bound at every depth).
+    fn runtime_cost(&self, bindings: &[(&str, &Value)]) -> u64 {
+        let mut sizes = HashMap::new();
+        for (_, value) in bindings {
+            observe(&UNTYPED, value, &mut sizes);
+        }
+        let variables: Vec<&str> = self.variables.iter().map(String::as_str).collect();
+        Estimator::with_variables(&variables, &UNTYPED, Some(&sizes))
+            .estimate(self.program.expression())
     }
 }
 
@@ -197,6 +221,23 @@ mod tests {
             Ok(json!(true))
         );
         assert!(expr.references("params") && !expr.references("oldObject"));
+    }
+
+    #[test]
+    fn enforces_the_per_call_cost_limit() {
+        let Ok(expr) = Expression::compile(
+            "object.items.all(a, object.items.all(b, a == b))",
+            &["object"],
+        ) else {
+            panic!("compile");
+        };
+        let small = json!({"items": [1, 1, 1]});
+        assert_eq!(expr.evaluate(&[("object", &small)]), Ok(json!(true)));
+        let large = json!({"items": vec![1; 2000]});
+        assert_eq!(
+            expr.evaluate(&[("object", &large)]),
+            Err(EvalError::CostLimit)
+        );
     }
 
     #[test]

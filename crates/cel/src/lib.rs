@@ -6,7 +6,12 @@
 //! cost, reporting problems as field errors at the rule's place in the CRD.
 //! [`RuleSet::validate`] evaluates the rules against an object (and its
 //! old version on update), reporting failures as field errors at the
-//! object's fields.
+//! object's fields; [`RuleSet::validate_with_budget`] also returns the
+//! failures ratcheted to warnings and the cost budget left.
+//!
+//! [`Expression`] compiles and evaluates a standalone expression over
+//! named JSON variables, for other users of CEL such as admission
+//! policies.
 
 mod compile;
 mod convert;

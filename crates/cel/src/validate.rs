@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::compile::CompiledRule;
 use crate::convert::to_val;
-use crate::cost::Estimator;
+use crate::cost::{observe, Estimator};
 use crate::limits::{MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, PER_CALL_LIMIT};
 use crate::schema::{Kind, ListType, Node};
 
@@ -321,41 +321,6 @@ fn runtime_cost(
         sizes
     });
     Estimator::new(at.node, Some(sizes)).estimate(program.expression())
-}
-
-/// Records the largest size of each node's values below `node`.
-fn observe(node: &Node, value: &Value, sizes: &mut HashMap<usize, u64>) {
-    let len = match value {
-        Value::Array(a) => a.len(),
-        Value::Object(o) => o.len(),
-        Value::String(s) => s.len(),
-        _ => 0,
-    } as u64;
-    let entry = sizes.entry(node.id).or_insert(0);
-    *entry = (*entry).max(len);
-    match value {
-        Value::Array(items) => {
-            if let Some(item_node) = node.items.as_deref() {
-                for item in items {
-                    observe(item_node, item, sizes);
-                }
-            }
-        }
-        Value::Object(map) => {
-            if let Some(values) = node.additional.as_deref() {
-                for v in map.values() {
-                    observe(values, v, sizes);
-                }
-            } else {
-                for (name, prop) in &node.properties {
-                    if let Some(v) = map.get(name) {
-                        observe(prop, v, sizes);
-                    }
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Evaluates a message expression; `None` (use the static message) when
