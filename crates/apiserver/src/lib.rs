@@ -3,6 +3,7 @@
 //! discovery, and serving.
 
 pub mod admission;
+pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod endpoints;

@@ -14,6 +14,7 @@ use axum::middleware::Next;
 use http::{Request, Response};
 
 use super::authentication::UserInfo;
+use crate::audit;
 use crate::authorization::rbac::RbacAuthorizer;
 pub use crate::authorization::Decision;
 use crate::authorization::{
@@ -142,8 +143,14 @@ pub async fn filter(
         return next.run(req).await;
     };
     match authz.decide(&attributes(&user, &info)).await {
-        Decision::Allow(_) => next.run(req).await,
+        Decision::Allow(reason) => {
+            audit::add_annotation(req.extensions(), audit::DECISION_ANNOTATION, "allow");
+            audit::add_annotation(req.extensions(), audit::REASON_ANNOTATION, reason);
+            next.run(req).await
+        }
         Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+            audit::add_annotation(req.extensions(), audit::DECISION_ANNOTATION, "forbid");
+            audit::add_annotation(req.extensions(), audit::REASON_ANNOTATION, reason.as_str());
             response::error(&forbidden(&user, &info, &reason), Encoding::Json)
         }
     }

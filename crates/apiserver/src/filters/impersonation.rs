@@ -254,6 +254,9 @@ pub async fn filter(
     let user = impersonated(&targets, groups_given);
     tracing::debug!(requester = %requester.name, user = %user.name, "impersonating");
     strip_headers(req.headers_mut());
+    if let Some(audit) = req.extensions().get::<Arc<crate::audit::AuditContext>>() {
+        audit.log_impersonated_user(&user);
+    }
     req.extensions_mut().insert(Arc::new(user));
     next.run(req).await
 }

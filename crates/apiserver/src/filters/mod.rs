@@ -1,6 +1,7 @@
 //! The handler chain's filters, one small middleware per file, assembled in
 //! upstream's order by [`build_handler_chain`].
 
+pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod cors;
@@ -21,8 +22,8 @@ use crate::server::CompletedConfig;
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
-/// `DefaultBuildHandlerChain`: panic recovery → request info → HSTS →
-/// metrics → max in flight → timeout → CORS → authentication → (audit) →
+/// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID → HSTS →
+/// metrics → max in flight → timeout → CORS → authentication → audit →
 /// impersonation → authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let limits = Arc::new(max_in_flight::Limits::new(
@@ -39,6 +40,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
             config.authorization.clone(),
             impersonation::filter,
         ))
+        .layer(from_fn_with_state(config.audit.clone(), audit::filter))
         .layer(from_fn_with_state(
             config.authentication.clone(),
             authentication::filter,
@@ -48,6 +50,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
         .layer(from_fn_with_state(limits, max_in_flight::filter))
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
         .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
+        .layer(from_fn_with_state(config.audit.clone(), audit::init))
         .layer(from_fn_with_state(
             Arc::new(apimachinery::request_info::RequestInfoResolver::default()),
             request_info::filter,

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::discovery::DiscoveryRegistry;
 use super::healthz::HealthCheck;
+use crate::audit::Auditor;
 use crate::filters::authentication::Authentication;
 use crate::filters::authorization::{Authorization, AuthorizationMode};
 use crate::filters::cors::{AllowedOrigins, CorsError};
@@ -38,6 +39,8 @@ pub struct Config {
     pub authentication: Arc<Authentication>,
     /// `--authorization-mode`.
     pub authorization_modes: Vec<AuthorizationMode>,
+    /// `--audit-policy-file` and the audit backends; None audits nothing.
+    pub audit: Option<Arc<Auditor>>,
     /// The `/version` document.
     pub version: Value,
     /// Discovery shared by every server of the chain.

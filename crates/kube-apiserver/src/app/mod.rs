@@ -2,8 +2,11 @@
 //! storage, the server chain, and running it.
 
 pub mod admission;
+pub mod audit;
 pub mod authentication;
 pub mod bootstrap;
+pub mod encryption;
+mod encryption_config;
 pub mod rbac_bootstrap;
 pub mod run;
 pub mod runtime_config;

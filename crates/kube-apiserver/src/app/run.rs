@@ -127,7 +127,7 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
 }
 
 pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
-    let kv = open_storage(&opts).await?;
+    let kv = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
     let o = &opts.options;
     let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
     let serving = serving_material(&opts).await?;

@@ -34,6 +34,8 @@ pub enum ChainError {
     )]
     AuthorizationMode(String),
     #[error(transparent)]
+    Audit(#[from] super::audit::AuditError),
+    #[error(transparent)]
     Config(#[from] apiserver::server::config::ConfigError),
     #[error(transparent)]
     RuntimeConfig(#[from] RuntimeConfigError),
@@ -91,6 +93,7 @@ pub fn generic_config(
         discovery: DiscoveryRegistry::default(),
         cors_allowed_origins: o.generic.cors_allowed_origins.clone(),
         hsts_directives: o.generic.strict_transport_security_directives.clone(),
+        audit: super::audit::auditor(opts)?,
     }
     .complete()?)
 }

@@ -290,7 +290,7 @@ fn validation_reports_every_problem_at_once() {
 #[test]
 fn unsupported_flags_stop_startup_only_when_changed() {
     let completed = parse(&[
-        "--audit-log-path=/tmp/audit.log",
+        "--audit-log-compress=true",
         "--profiling=true",
         "--event-ttl=60m",
         "--authorization-mode=RBAC,Node",
@@ -301,7 +301,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
     assert_eq!(
         unsupported,
         vec![
-            "--audit-log-path: not supported yet by this server".to_string(),
+            "--audit-log-compress: not supported yet by this server".to_string(),
             "--authorization-mode: \"Node\" is not supported yet by this server (supported: AlwaysAllow, AlwaysDeny, RBAC)".to_string(),
             "--enable-admission-plugins: \"NodeRestriction\" is not supported yet by this server".to_string(),
         ]

@@ -3,6 +3,7 @@
 
 mod admission;
 mod apply_client_side;
+mod audit_and_encryption;
 mod apply_server_side;
 mod authentication;
 mod crd;

@@ -1,0 +1,160 @@
+//! Auditing (upstream's `k8s.io/apiserver/pkg/audit` and its log and
+//! webhook plugins): the policy decides each request's level and omitted
+//! stages, the audit filter ([`crate::filters::audit`]) builds the
+//! audit.k8s.io/v1 events, and the backends record them: a log file
+//! ([`log`]) and a webhook ([`webhook`]), each in blocking, blocking-strict
+//! or batch mode. Later filters add annotations (the authorization
+//! decision) and the impersonated user through the request's
+//! [`AuditContext`].
+
+pub mod event;
+pub mod log;
+pub mod policy;
+pub mod request;
+pub mod webhook;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use event::{Event, EventUser, Level, Stage};
+pub use policy::{Policy, PolicyError, RequestAuditConfig};
+
+use crate::filters::authentication::UserInfo;
+
+/// The request and response header carrying the audit ID.
+pub const HEADER_AUDIT_ID: &str = "audit-id";
+
+/// Annotation keys of the authorization filter.
+pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
+pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
+
+/// Records events. `process` returns false when the event could not be
+/// recorded (a blocking-strict backend then fails the request).
+#[async_trait]
+pub trait Backend: Send + Sync {
+    async fn process(&self, event: &Event) -> bool;
+    /// The plugin name, for logs.
+    fn name(&self) -> &'static str;
+}
+
+/// How a backend hands events over (`--audit-<backend>-mode`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Each event is recorded before the request goes on; failures are
+    /// logged and otherwise ignored.
+    Blocking,
+    /// As blocking, but a failure to record the first event fails the request.
+    BlockingStrict,
+    /// Events are buffered and recorded in the background; when the buffer
+    /// is full new events are dropped instead of slowing requests down.
+    Batch(BatchConfig),
+}
+
+/// `--audit-<backend>-batch-*`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchConfig {
+    pub buffer_size: usize,
+    pub max_batch_size: usize,
+    pub max_batch_wait: Duration,
+    /// Batches per second and burst, when throttling is on.
+    pub throttle: Option<(f32, usize)>,
+}
+
+impl Mode {
+    /// Parses `--audit-<backend>-mode` with its batch settings.
+    pub fn parse(mode: &str, batch: BatchConfig) -> Option<Mode> {
+        match mode {
+            "blocking" => Some(Mode::Blocking),
+            "blocking-strict" => Some(Mode::BlockingStrict),
+            "batch" => Some(Mode::Batch(batch)),
+            _ => None,
+        }
+    }
+
+    /// What `process` reports for a failed write.
+    fn result(self, ok: bool) -> bool {
+        ok || self != Mode::BlockingStrict
+    }
+}
+
+/// The server's auditing: the policy and where events go.
+pub struct Auditor {
+    pub policy: Policy,
+    pub backends: Vec<Arc<dyn Backend>>,
+}
+
+impl std::fmt::Debug for Auditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.backends.iter().map(|b| b.name()).collect();
+        f.debug_struct("Auditor").field("backends", &names).finish()
+    }
+}
+
+impl Auditor {
+    /// Hands `event` to every backend; false when any refused it.
+    pub async fn process(&self, event: &Event) -> bool {
+        let mut ok = true;
+        for backend in &self.backends {
+            ok &= backend.process(event).await;
+        }
+        ok
+    }
+}
+
+/// What later filters and handlers add to a request's events.
+#[derive(Debug, Default)]
+pub struct AuditContext {
+    state: Mutex<Additions>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Additions {
+    pub annotations: Vec<(String, String)>,
+    pub impersonated_user: Option<EventUser>,
+}
+
+impl AuditContext {
+    /// Adds an annotation; a key already set keeps its first value (as upstream).
+    pub fn add_annotation(&self, key: &str, value: impl Into<String>) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.annotations.iter().any(|(k, _)| k == key) {
+            tracing::debug!(key, "audit annotation already set; keeping the first value");
+            return;
+        }
+        state.annotations.push((key.to_owned(), value.into()));
+    }
+
+    /// Records who the request acts as (impersonation).
+    pub fn log_impersonated_user(&self, user: &UserInfo) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.impersonated_user = Some(EventUser {
+            username: user.name.clone(),
+            uid: user.uid.clone(),
+            groups: user.groups.clone(),
+            extra: user.extra.clone(),
+        });
+    }
+
+    /// Copies what was added so far into `event`.
+    pub(crate) fn apply(&self, event: &mut Event) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, v) in &state.annotations {
+            event
+                .annotations
+                .entry(k.clone())
+                .or_insert_with(|| v.clone());
+        }
+        if state.impersonated_user.is_some() {
+            event.impersonated_user.clone_from(&state.impersonated_user);
+        }
+    }
+}
+
+/// Adds an annotation to the request's audit events, if it is audited.
+pub fn add_annotation(extensions: &http::Extensions, key: &str, value: impl Into<String>) {
+    if let Some(ctx) = extensions.get::<Arc<AuditContext>>() {
+        ctx.add_annotation(key, value);
+    }
+}

@@ -1,0 +1,130 @@
+//! Auditing from the command line (upstream's `AuditOptions.ApplyTo`):
+//! `--audit-policy-file` with the log backend (`--audit-log-*`) and the
+//! webhook backend (`--audit-webhook-*`). Without a policy nothing is
+//! audited, as upstream; a policy with errors stops startup.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::audit::log::{Format, LogBackend, LogConfig, LogError};
+use apiserver::audit::webhook::{WebhookBackend, WebhookError};
+use apiserver::audit::{Auditor, Backend, BatchConfig, Mode, Policy, PolicyError};
+
+use crate::options::FlagValues;
+use crate::options::{CompletedOptions, Value};
+
+/// Why auditing cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("--audit-policy-file: {0}")]
+    Policy(#[from] PolicyError),
+    #[error("--audit-log-path: {0}")]
+    Log(#[from] LogError),
+    #[error("--audit-webhook-config-file: {0}")]
+    Webhook(#[from] WebhookError),
+    #[error("--audit-{0}-format: {1:?} is not one of json, legacy")]
+    Format(&'static str, String),
+    #[error("--audit-{0}-mode: {1:?} is not one of batch, blocking, blocking-strict")]
+    Mode(&'static str, String),
+}
+
+fn int(flags: &FlagValues, name: &str) -> i64 {
+    flags.int(name).unwrap_or_default()
+}
+
+fn count(flags: &FlagValues, name: &str) -> usize {
+    usize::try_from(int(flags, name)).unwrap_or_default()
+}
+
+fn float(flags: &FlagValues, name: &str) -> f32 {
+    match flags.get(name).map(|f| &f.value) {
+        Some(Value::Float(v)) => *v as f32,
+        _ => 0.0,
+    }
+}
+
+fn duration(flags: &FlagValues, name: &str) -> Duration {
+    flags.duration(name).map(|d| d.to_std()).unwrap_or_default()
+}
+
+/// `--audit-<backend>-mode` with its batch flags.
+fn mode(flags: &FlagValues, backend: &'static str) -> Result<Mode, AuditError> {
+    let flag = |suffix: &str| format!("audit-{backend}-{suffix}");
+    let throttle = flags
+        .bool(&flag("batch-throttle-enable"))
+        .unwrap_or(false)
+        .then(|| {
+            (
+                float(flags, &flag("batch-throttle-qps")),
+                count(flags, &flag("batch-throttle-burst")),
+            )
+        });
+    let batch = BatchConfig {
+        buffer_size: count(flags, &flag("batch-buffer-size")),
+        max_batch_size: count(flags, &flag("batch-max-size")),
+        max_batch_wait: duration(flags, &flag("batch-max-wait")),
+        throttle,
+    };
+    let text = flags.string(&flag("mode")).unwrap_or_default();
+    Mode::parse(&text, batch).ok_or(AuditError::Mode(backend, text))
+}
+
+fn log_backend(flags: &FlagValues, path: String) -> Result<LogBackend, AuditError> {
+    let format = match flags
+        .string("audit-log-format")
+        .unwrap_or_default()
+        .as_str()
+    {
+        "json" => Format::Json,
+        "legacy" => Format::Legacy,
+        other => return Err(AuditError::Format("log", other.to_owned())),
+    };
+    let config = LogConfig {
+        path: PathBuf::from(path),
+        max_age_days: u64::try_from(int(flags, "audit-log-maxage")).unwrap_or_default(),
+        max_backups: count(flags, "audit-log-maxbackup"),
+        max_size_mb: u64::try_from(int(flags, "audit-log-maxsize")).unwrap_or_default(),
+        format,
+        mode: mode(flags, "log")?,
+    };
+    Ok(LogBackend::start(config)?)
+}
+
+/// The auditor the flags ask for; `None` without a policy or a backend.
+/// Reads files: call it at startup, before serving.
+pub fn auditor(opts: &CompletedOptions) -> Result<Option<Arc<Auditor>>, AuditError> {
+    let flags = &opts.options.flags;
+    let Some(policy_file) = flags.path("audit-policy-file").ok().flatten() else {
+        return Ok(None);
+    };
+    let policy = Policy::load(&policy_file)?;
+    let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
+    let log_path = flags.string("audit-log-path").unwrap_or_default();
+    if !log_path.is_empty() {
+        backends.push(Arc::new(log_backend(flags, log_path)?));
+    }
+    if let Some(kubeconfig) = flags.path("audit-webhook-config-file").ok().flatten() {
+        // The deprecated batch flag still counts when it is the one given.
+        let backoff_flag = if flags.explicit("audit-webhook-batch-initial-backoff")
+            && !flags.explicit("audit-webhook-initial-backoff")
+        {
+            "audit-webhook-batch-initial-backoff"
+        } else {
+            "audit-webhook-initial-backoff"
+        };
+        let webhook = WebhookBackend::start(
+            &kubeconfig,
+            mode(flags, "webhook")?,
+            duration(flags, backoff_flag),
+        )?;
+        backends.push(Arc::new(webhook));
+    }
+    if backends.is_empty() {
+        tracing::warn!(
+            "--audit-policy-file is set but no audit backend is: no events are recorded"
+        );
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(Auditor { policy, backends })))
+}
