@@ -95,6 +95,12 @@ impl Store {
         let _ = self.admission.set(chain);
     }
 
+    /// The admission chain in use, for stores built later that must run
+    /// the same one (custom resources).
+    pub fn admission(&self) -> Option<Arc<Chain>> {
+        self.admission.get().cloned()
+    }
+
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }

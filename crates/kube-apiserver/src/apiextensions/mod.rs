@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use apiserver::admission::Chain;
 use apiserver::registry::Store;
 use apiserver::server::{GenericApiServer, HookFn};
 use tokio::sync::watch;
@@ -36,6 +37,8 @@ pub struct CustomResources {
     snapshots: watch::Receiver<Snapshot>,
     /// The aggregator's APIService store, once the aggregator is built.
     api_services: Arc<OnceLock<Arc<Store>>>,
+    /// Shared with the store factory.
+    admission: Arc<OnceLock<Arc<Chain>>>,
 }
 
 impl CustomResources {
@@ -49,6 +52,12 @@ impl CustomResources {
     pub fn register_api_services(&self, api_services: Arc<Store>) {
         // Set once, by the chain that built the aggregator.
         let _ = self.api_services.set(api_services);
+    }
+
+    /// Admits custom resources with `chain` (the built-in stores' chain).
+    pub fn set_admission(&self, chain: Arc<Chain>) {
+        // Set once, before serving starts; stores built later take it.
+        let _ = self.admission.set(chain);
     }
 }
 
@@ -68,6 +77,7 @@ pub fn install(server: &mut GenericApiServer, factory: StoreFactory) -> CustomRe
     let resources = CustomResources {
         snapshots,
         api_services: Arc::default(),
+        admission: factory.admission.clone(),
     };
     let Some(crds) = server.store("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
         return resources;

@@ -4,8 +4,9 @@
 //! server's dynamic group table.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use apiserver::admission::Chain;
 use apiserver::registry::resource::ALL_VERBS;
 use apiserver::registry::{ResourceInfo, Store};
 use apiserver::server::{DynamicResource, DynamicVersion};
@@ -32,6 +33,9 @@ pub struct StoreFactory {
     /// `--watch-cache`: each CRD's storage gets a watch cache, shared by
     /// its served versions.
     pub watch_cache: bool,
+    /// The admission chain of the built-in stores, once it exists: custom
+    /// resources are admitted by the same plugins and webhooks.
+    pub admission: Arc<OnceLock<Arc<Chain>>>,
 }
 
 /// Whether the CRD's resources are served (upstream serves once the names
@@ -213,6 +217,9 @@ impl StoreFactory {
                 };
                 let strategy = Arc::new(strategy(served, v, schema));
                 let store = Store::new(info, strategy, Arc::new(storage), prefix);
+                if let Some(chain) = self.admission.get() {
+                    store.set_admission(chain.clone());
+                }
                 let warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning
                         .clone()

@@ -208,6 +208,7 @@ pub fn create_server_chain(
             kv: factory.kv.clone(),
             prefix: factory.prefix.clone(),
             watch_cache: factory.watch_cache,
+            admission: Default::default(),
         },
     );
 
@@ -244,6 +245,9 @@ pub fn create_server_chain(
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());
     super::admission::install(&stores, opts)?;
+    if let Some(chain) = stores.first().and_then(|s| s.admission()) {
+        custom_resources.set_admission(chain);
+    }
     let poll = opts.options.etcd.count_metric_poll_period.to_std();
     bootstrap::install_object_counter(&mut aggregator, stores, config.metrics.clone(), poll);
     Ok(ServerChain {

@@ -99,6 +99,13 @@ fn establish(s: &TestServer) {
 }
 
 fn create_read_and_list(s: &TestServer) {
+    // Admission runs for custom resources too (NamespaceLifecycle here).
+    let out = s.kubectl_stdin(&["create", "-n", "nowhere", "-f", "-"], WIDGET);
+    assert!(
+        stderr(&out).contains("namespaces \"nowhere\" not found"),
+        "{}",
+        stderr(&out)
+    );
     s.apply_yaml(WIDGET);
     let table = s.ok(&["get", "widgets"]);
     let header = table.lines().next().unwrap_or("");

@@ -3,8 +3,8 @@
 
 mod admission;
 mod apply_client_side;
-mod audit_and_encryption;
 mod apply_server_side;
+mod audit_and_encryption;
 mod authentication;
 mod crd;
 mod crd_conversion;
