@@ -15,8 +15,8 @@ use apimachinery::{FieldError, Path};
 use serde_json::Value;
 
 use crate::crd_parts::{
-    validate_columns, validate_conversion, validate_names, validate_selectable_fields,
-    validate_subresources,
+    ca_bundle_error, validate_columns, validate_conversion, validate_names,
+    validate_selectable_fields, validate_subresources,
 };
 use crate::crd_schema::{validate_schema_holder, Rules};
 use crate::openapi::json_equal;
@@ -82,6 +82,7 @@ struct Options {
     require_recognized_conversion_review_version: bool,
     allow_too_many_selectable_fields: bool,
     schema_rules: Rules,
+    allow_invalid_ca_bundle: bool,
 }
 
 /// Validates a CRD for create. Expects the object as upstream's strategy
@@ -91,6 +92,8 @@ pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
         require_recognized_conversion_review_version: true,
         allow_too_many_selectable_fields: false,
         schema_rules: Rules::STRICT,
+        // The CRD is not established yet.
+        allow_invalid_ca_bundle: true,
     };
     let mut errs = validate_metadata(crd);
     errs.extend(validate_spec(crd, opts));
@@ -119,6 +122,7 @@ pub fn validate_crd_update(new: &Value, old: &Value) -> Vec<FieldError> {
         allow_too_many_selectable_fields: get(old, &["spec"]).map(selectable_signature)
             == get(new, &["spec"]).map(selectable_signature),
         schema_rules: Rules::for_update(&schemas(old)),
+        allow_invalid_ca_bundle: allow_invalid_ca_bundle(old),
     };
     let mut errs = object_meta::validate_object_meta_update(new, old);
     errs.extend(validate_spec(new, opts));
@@ -157,6 +161,19 @@ pub fn validate_crd_update(new: &Value, old: &Value) -> Vec<FieldError> {
     errs.extend(validate_api_approval(new, Some(old)));
     errs.extend(validate_preserve_unknown_fields(new, Some(old)));
     errs
+}
+
+/// An invalid caBundle may stay while the CRD is not established or when
+/// the old one was already invalid.
+fn allow_invalid_ca_bundle(old: &Value) -> bool {
+    if !is_established(old) {
+        return true;
+    }
+    let bundle = text(
+        old,
+        &["spec", "conversion", "webhook", "clientConfig", "caBundle"],
+    );
+    !bundle.is_empty() && ca_bundle_error(bundle).is_some()
 }
 
 fn selectable_signature(spec: &Value) -> Value {
@@ -294,6 +311,7 @@ fn validate_spec(crd: &Value, opts: Options) -> Vec<FieldError> {
     errs.extend(validate_conversion(
         get(&spec, &["conversion"]),
         opts.require_recognized_conversion_review_version,
+        opts.allow_invalid_ca_bundle,
         &path.child("conversion"),
     ));
     errs

@@ -280,6 +280,7 @@ pub fn validate_selectable_fields(
 pub fn validate_conversion(
     conversion: Option<&Value>,
     require_recognized: bool,
+    allow_invalid_ca_bundle: bool,
     path: &Path,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -310,7 +311,15 @@ pub fn validate_conversion(
                 &cc_path,
                 "required when strategy is set to Webhook",
             )),
-            Some(cc) => errs.extend(client_config_errors(cc, &cc_path)),
+            Some(cc) => {
+                errs.extend(client_config_errors(cc, &cc_path));
+                let bundle = text(cc, "caBundle");
+                if !bundle.is_empty() && !allow_invalid_ca_bundle {
+                    if let Some(e) = ca_bundle_error(bundle) {
+                        errs.push(FieldError::invalid(&cc_path.child("caBundle"), bundle, e));
+                    }
+                }
+            }
         }
         errs.extend(review_versions(
             &reviews,
@@ -332,6 +341,31 @@ pub fn validate_conversion(
         }
     }
     errs
+}
+
+/// Why a webhook `caBundle` (base64 of PEM) holds no usable certificate,
+/// in upstream's words; `None` when it holds one.
+pub fn ca_bundle_error(bundle: &str) -> Option<String> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    const NO_CERTS: &str = "data does not contain any valid RSA or ECDSA certificates";
+    let Ok(pem) = engine.decode(bundle.trim()) else {
+        return Some(NO_CERTS.to_owned());
+    };
+    let text = String::from_utf8_lossy(&pem);
+    let mut rest = text.as_ref();
+    while let Some(start) = rest.find("-----BEGIN CERTIFICATE-----") {
+        let body = &rest[start + "-----BEGIN CERTIFICATE-----".len()..];
+        let Some(end) = body.find("-----END CERTIFICATE-----") else {
+            break;
+        };
+        let der: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
+        if engine.decode(der).is_ok_and(|d| !d.is_empty()) {
+            return None;
+        }
+        rest = &body[end..];
+    }
+    Some(NO_CERTS.to_owned())
 }
 
 fn client_config_errors(cc: &Value, path: &Path) -> Vec<FieldError> {

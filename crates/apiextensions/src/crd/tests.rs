@@ -258,3 +258,22 @@ fn updates_keep_rules_the_old_crd_already_broke() {
     plain["metadata"]["resourceVersion"] = json!("7");
     assert_eq!(messages(validate_crd_update(&new, &plain)), strict);
 }
+
+#[test]
+fn ca_bundle_checked_once_established() {
+    let mut old = crd();
+    old["metadata"]["resourceVersion"] = json!("7");
+    old["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+    let mut new = old.clone();
+    new["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": "https://x.example/convert", "caBundle": "bm90IGEgY2VydA=="}}});
+    assert_eq!(
+        messages(validate_crd_update(&new, &old)),
+        vec![
+            r#"spec.conversion.webhookClientConfig.caBundle: Invalid value: "bm90IGEgY2VydA==": data does not contain any valid RSA or ECDSA certificates"#
+        ]
+    );
+    let mut created = new.clone();
+    created["status"] = json!({"storedVersions": ["v1"]});
+    assert!(validate_crd(&created).is_empty());
+}
