@@ -95,16 +95,20 @@ impl CompiledSchema {
         openapi::validate(&self.schema, &self.patterns, value, base)
     }
 
-    /// Removes fields the schema does not specify and coerces object
-    /// metadata (the resource's and embedded resources': unknown or
-    /// malformed ObjectMeta fields dropped, embedded `apiVersion`/`kind`
-    /// kept only as strings), as upstream's custom resource decoding does.
-    /// Returns the unknown fields' paths for `fieldValidation`
-    /// (`spec.foo`, `spec.items[0].bar`, `metadata.foo`): the pruned ones
-    /// sorted, then the metadata ones.
+    /// Decodes a custom resource as upstream's handler does before
+    /// defaulting: the resource's `metadata` keeps only well-formed
+    /// ObjectMeta fields, fields the schema does not specify are pruned
+    /// (`apiVersion`, `kind`, `metadata` kept), nulls of non-nullable
+    /// fields without a default are dropped, and embedded resources get the
+    /// same metadata treatment (their `apiVersion`/`kind` kept only as
+    /// strings). Returns the unknown fields' paths for `fieldValidation`, in
+    /// upstream's order: root metadata (`metadata.foo`), pruned fields
+    /// sorted (`spec.foo`, `spec.items[0].bar`), embedded metadata sorted.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
-        let mut unknown = prune::prune(obj, &self.schema, true);
-        unknown.extend(objectmeta::coerce(obj, &self.schema));
+        let mut unknown = objectmeta::coerce_root(obj);
+        unknown.extend(prune::prune(obj, &self.schema, true));
+        defaulting::prune_non_nullable_nulls(obj, Some(&self.schema));
+        unknown.extend(objectmeta::coerce_embedded(obj, &self.schema));
         unknown
     }
 
@@ -120,12 +124,6 @@ impl CompiledSchema {
     pub fn structured(&self, group: &str, version: &str, kind: &str) -> (Schema, String) {
         let root = smd::model_name(group, version, kind);
         (smd::structured(&self.schema, &root), root)
-    }
-
-    /// Drops nulls of non-nullable fields without a default, as upstream
-    /// does when decoding a request before defaulting.
-    pub fn drop_nulls_without_defaults(&self, obj: &mut Value) {
-        defaulting::prune_non_nullable_nulls(obj, Some(&self.schema));
     }
 }
 
@@ -177,8 +175,8 @@ mod tests {
         assert_eq!(
             unknown_field_messages(&unknown),
             vec![
-                "unknown field \"spec.bogus\"",
-                "unknown field \"metadata.colour\""
+                "unknown field \"metadata.colour\"",
+                "unknown field \"spec.bogus\""
             ]
         );
         c.apply_defaults(&mut obj);

@@ -9,7 +9,14 @@
 //! [`apply_crd_defaults`] on decode, [`prepare_for_create`] /
 //! [`prepare_for_update`], then [`validate_crd`] / [`validate_crd_update`]
 //! (which include the metadata checks upstream's strategy makes). Custom
-//! resources use a [`CompiledSchema`] per served version.
+//! resources use a [`CompiledSchema`] per served version, in upstream's
+//! order: [`CompiledSchema::prune`] on decode (its paths feed
+//! `fieldValidation` through [`unknown_field_messages`]), then
+//! [`CompiledSchema::apply_defaults`] (also after reading from storage),
+//! then [`validate_type_meta`] and [`CompiledSchema::validate`] /
+//! [`CompiledSchema::validate_update`] /
+//! [`CompiledSchema::validate_status_update`] plus the scale checks; CEL
+//! rules (`x-kubernetes-validations`) are the `kube-cel` crate's.
 
 mod compiled;
 mod crd;

@@ -137,19 +137,23 @@ fn walk(x: &mut Value, s: &Props, path: &str, unknown: &mut Vec<String>) {
     }
 }
 
-/// Coerces the resource's own `metadata` and every embedded resource's
-/// type and object meta; returns the unknown metadata fields dropped
-/// (the resource's first, then embedded ones sorted).
-pub fn coerce(obj: &mut Value, schema: &Props) -> Vec<String> {
-    let mut root_unknown = Vec::new();
+/// Coerces the resource's own `metadata`; returns the unknown fields
+/// dropped (`metadata.foo`).
+pub fn coerce_root(obj: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
     if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
-        coerce_meta(meta, "metadata", &mut root_unknown);
+        coerce_meta(meta, "metadata", &mut unknown);
     }
-    let mut embedded = Vec::new();
-    walk(obj, schema, "", &mut embedded);
-    embedded.sort();
-    root_unknown.extend(embedded);
-    root_unknown
+    unknown
+}
+
+/// Coerces every embedded resource's type and object meta; returns the
+/// unknown metadata fields dropped, sorted.
+pub fn coerce_embedded(obj: &mut Value, schema: &Props) -> Vec<String> {
+    let mut unknown = Vec::new();
+    walk(obj, schema, "", &mut unknown);
+    unknown.sort();
+    unknown
 }
 
 #[cfg(test)]
@@ -170,7 +174,8 @@ mod tests {
             "spec": {"template": {"apiVersion": 5, "kind": "Pod",
                                   "metadata": {"name": "p", "what": true, "creationTimestamp": null}}}
         });
-        let unknown = coerce(&mut obj, &schema);
+        let mut unknown = coerce_root(&mut obj);
+        unknown.extend(coerce_embedded(&mut obj, &schema));
         assert_eq!(
             unknown,
             vec![
