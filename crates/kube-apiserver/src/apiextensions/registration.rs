@@ -119,3 +119,43 @@ pub async fn run(api_services: Arc<Store>, mut snapshots: watch::Receiver<Snapsh
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_version_of_every_crd_is_wanted() {
+        let crd = |group: &str, versions: Value| {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("things.{group}")},
+                "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "things", "kind": "Thing"}, "versions": versions},
+            }))
+            .expect("valid CRD")
+        };
+        let crds: Snapshot = Arc::new(vec![
+            crd(
+                "a.example.com",
+                json!([{"name": "v1", "served": true, "storage": true},
+                {"name": "v2", "served": false, "storage": false}]),
+            ),
+            crd(
+                "b.example.com",
+                json!([{"name": "v1beta1", "served": true, "storage": true}]),
+            ),
+        ]);
+        let want: Vec<(String, String)> = desired(&crds).into_iter().collect();
+        assert_eq!(
+            want,
+            vec![
+                ("a.example.com".to_owned(), "v1".to_owned()),
+                ("b.example.com".to_owned(), "v1beta1".to_owned())
+            ]
+        );
+        let svc = api_service("a.example.com", "v1");
+        assert_eq!(svc["metadata"]["name"], "v1.a.example.com");
+        assert_eq!(svc["metadata"]["labels"][AUTOMANAGED], "true");
+        assert_eq!(svc["spec"]["groupPriorityMinimum"], 1000);
+    }
+}

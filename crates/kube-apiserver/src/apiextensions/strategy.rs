@@ -184,7 +184,6 @@ impl Strategy for CustomResourceStrategy {
 
     fn apply_defaults(&self, obj: &mut Value) {
         if let Some(schema) = &self.schema {
-            schema.compiled.drop_nulls_without_defaults(obj);
             schema.compiled.apply_defaults(obj);
         }
     }
