@@ -2,6 +2,7 @@
 //! and the generic ones of `k8s.io/apiserver`), and the chain built from
 //! the enabled ones in upstream's order.
 
+mod certificates;
 mod config;
 mod limit_ranger;
 mod lookup;
@@ -17,31 +18,38 @@ pub mod webhook;
 use std::sync::Arc;
 
 use apiserver::admission::{Chain, Plugin};
+use apiserver::filters::authorization::Authorization;
 
 pub use config::{AdmissionConfig, ConfigError};
 pub use lookup::Stores;
 
 use crate::options::AdmissionOptions;
 
+/// What plugins are built from.
+pub struct Setup<'a> {
+    pub options: &'a AdmissionOptions,
+    pub config: &'a AdmissionConfig,
+    pub stores: &'a Stores,
+    /// The server's authorizer (plugins that check a user's permissions).
+    pub authorization: &'a Arc<Authorization>,
+}
+
 /// Builds the chain of the enabled plugins this server has, in upstream's
 /// order. Enabled plugins not built yet are skipped (flag validation has
 /// refused those that are not on by default).
-pub fn chain(options: &AdmissionOptions, config: &AdmissionConfig, stores: &Stores) -> Chain {
-    let plugins = options
+pub fn chain(setup: &Setup<'_>) -> Chain {
+    let plugins = setup
+        .options
         .enabled_plugins()
         .into_iter()
-        .filter_map(|name| plugin(name, options, config, stores))
+        .filter_map(|name| plugin(name, setup))
         .collect();
     Chain::new(plugins)
 }
 
-fn plugin(
-    name: &'static str,
-    options: &AdmissionOptions,
-    config: &AdmissionConfig,
-    stores: &Stores,
-) -> Option<Plugin> {
-    let s = || stores.clone();
+fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
+    let (options, config) = (setup.options, setup.config);
+    let s = || setup.stores.clone();
     Some(match name {
         "AlwaysAdmit" => Plugin::both(name, Arc::new(simple::AlwaysAdmit)),
         "AlwaysDeny" => Plugin::both(name, Arc::new(simple::AlwaysDeny)),
@@ -81,6 +89,15 @@ fn plugin(
             name,
             Arc::new(volumes::PersistentVolumeClaimResize { stores: s() }),
         ),
+        "CertificateSigning" => Plugin::validating(
+            name,
+            Arc::new(certificates::CertificateSigning {
+                authorization: setup.authorization.clone(),
+            }),
+        ),
+        "CertificateSubjectRestriction" => {
+            Plugin::validating(name, Arc::new(certificates::CertificateSubjectRestriction))
+        }
         "MutatingAdmissionWebhook" => {
             Plugin::mutating(name, Arc::new(webhook::MutatingWebhook::new(s())))
         }

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use apiserver::filters::authorization::Authorization;
 use apiserver::registry::Store;
 
-use crate::admission::{self, AdmissionConfig, ConfigError, Stores};
+use crate::admission::{self, AdmissionConfig, ConfigError, Setup, Stores};
 use crate::options::{AdmissionOptions, CompletedOptions};
 
 /// Installs the admission chain on `stores` (all stores of the chain's
@@ -15,11 +16,17 @@ use crate::options::{AdmissionOptions, CompletedOptions};
 pub fn install(
     stores: &[Arc<Store>],
     opts: &CompletedOptions,
+    authorization: &Arc<Authorization>,
 ) -> Result<Vec<&'static str>, ConfigError> {
     let options = AdmissionOptions::from_flags(&opts.options.flags);
     let config = AdmissionConfig::load(options.config_file.as_deref())?;
     let lookup = Stores::new(stores.iter().cloned());
-    let chain = Arc::new(admission::chain(&options, &config, &lookup));
+    let chain = Arc::new(admission::chain(&Setup {
+        options: &options,
+        config: &config,
+        stores: &lookup,
+        authorization,
+    }));
     for store in stores {
         store.set_admission(chain.clone());
     }

@@ -244,7 +244,7 @@ pub fn create_server_chain(
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());
-    super::admission::install(&stores, opts)?;
+    super::admission::install(&stores, opts, &config.authorization)?;
     if let Some(chain) = stores.first().and_then(|s| s.admission()) {
         custom_resources.set_admission(chain);
     }

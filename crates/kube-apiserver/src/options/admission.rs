@@ -91,6 +91,8 @@ pub const BUILT: &[&str] = &[
     "StorageObjectInUseProtection",
     "PersistentVolumeClaimResize",
     "RuntimeClass",
+    "CertificateSigning",
+    "CertificateSubjectRestriction",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
     "ResourceQuota",

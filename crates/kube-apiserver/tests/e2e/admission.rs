@@ -292,3 +292,42 @@ fn an_unreachable_webhook_fails_closed_unless_ignored() {
         "{err}"
     );
 }
+
+fn csr_yaml(name: &str, org: &str) -> String {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "alice");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, org);
+    let pem = params
+        .serialize_request(&key)
+        .and_then(|r| r.pem())
+        .expect("csr");
+    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: {name}}}\nspec:\n  request: {request}\n  signerName: kubernetes.io/kube-apiserver-client\n  usages: [client auth]\n"
+    )
+}
+
+#[test]
+fn client_certificates_for_system_masters_are_refused() {
+    let s = TestServer::start();
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &csr_yaml("masters", "system:masters"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("certificatesigningrequests.certificates.k8s.io \"masters\" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &csr_yaml("dev", "developers"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -123,6 +123,9 @@ fn user_info(a: &Attributes) -> Value {
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);
     }
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
     info
 }
 
