@@ -1,7 +1,7 @@
 //! Who is asking (upstream's `k8s.io/apiserver/pkg/authentication` and
 //! kube-apiserver's authenticator chain): the user of a request or of a
-//! bearer token, found by a union of authenticators — the verified client
-//! certificate, then bearer tokens through every token authenticator
+//! bearer token, found by a union of authenticators — front-proxy request
+//! headers, the verified client certificate, then bearer tokens through every token authenticator
 //! (static token file, bootstrap tokens, service-account JWTs, …), with
 //! successful token checks cached briefly — and `system:authenticated`
 //! added, or the anonymous user when nothing applied and `--anonymous-auth`
@@ -9,6 +9,7 @@
 //! certificate) makes the request unauthenticated, never anonymous.
 
 pub mod cache;
+pub mod request_header;
 pub mod token_file;
 
 use std::collections::BTreeMap;
@@ -19,8 +20,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use http::HeaderMap;
 
-use crate::serving::ClientCert;
+use crate::serving::{ClientCert, PeerCertificates};
 use cache::TokenCache;
+use request_header::{CertVerifier, RequestHeader};
 
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
@@ -135,6 +137,23 @@ pub struct Authentication {
     api_audiences: Vec<String>,
     tokens: Vec<Arc<dyn TokenAuthenticator>>,
     cache: Option<TokenCache>,
+    /// `--requestheader-*`.
+    request_header: Option<RequestHeader>,
+    /// Which client certificates authenticate as themselves.
+    client_certs: ClientCerts,
+}
+
+/// Which client certificates authenticate as themselves.
+#[derive(Debug, Clone)]
+enum ClientCerts {
+    /// Every certificate the TLS layer accepted (it trusts the client CA
+    /// only).
+    TlsVerified,
+    /// Those issued by `--client-ca-file`: the TLS layer also accepts
+    /// front-proxy certificates.
+    IssuedBy(CertVerifier),
+    /// None: the TLS layer trusts only the front-proxy CA.
+    Refused,
 }
 
 impl fmt::Debug for Authentication {
@@ -143,6 +162,7 @@ impl fmt::Debug for Authentication {
             .field("anonymous", &self.anonymous)
             .field("api_audiences", &self.api_audiences)
             .field("token_authenticators", &self.tokens.len())
+            .field("request_header", &self.request_header)
             .finish()
     }
 }
@@ -161,7 +181,24 @@ impl Authentication {
             api_audiences,
             tokens: Vec::new(),
             cache: None,
+            request_header: None,
+            client_certs: ClientCerts::TlsVerified,
         }
+    }
+
+    /// Trusts front proxies (`--requestheader-*`); `client_ca` then tells
+    /// which certificates authenticate as themselves.
+    pub fn with_request_header(
+        mut self,
+        rh: RequestHeader,
+        client_ca: Option<CertVerifier>,
+    ) -> Self {
+        self.request_header = Some(rh);
+        self.client_certs = match client_ca {
+            Some(ca) => ClientCerts::IssuedBy(ca),
+            None => ClientCerts::Refused,
+        };
+        self
     }
 
     /// Appends a token authenticator; they are tried in order.
@@ -185,30 +222,34 @@ impl Authentication {
         self.anonymous
     }
 
-    /// The user of a request: its client certificate or bearer token, else
-    /// anonymous when allowed. `Err` means 401.
+    /// The user of a request: front-proxy headers, its client certificate
+    /// or bearer token, else anonymous when allowed. `Err` means 401.
+    /// Front-proxy headers are removed once used.
     pub async fn authenticate_request(
         &self,
-        headers: &HeaderMap,
+        headers: &mut HeaderMap,
         client_cert: Option<&ClientCert>,
+        peer: Option<&PeerCertificates>,
     ) -> Result<UserInfo, AuthError> {
         let mut errors = Vec::new();
-        if let Some(cert) = client_cert {
-            match cert.user() {
-                Ok(cert_user) => {
-                    let mut user = UserInfo {
-                        name: cert_user.name.clone(),
-                        uid: cert_user.uid.clone().unwrap_or_default(),
-                        groups: cert_user.groups.clone(),
-                        extra: BTreeMap::new(),
-                    };
-                    user.extra.insert(
-                        CREDENTIAL_ID_KEY.into(),
-                        vec![cert_user.credential_id.clone()],
-                    );
+        let chain = peer.map(|p| p.0.as_slice());
+        if let Some(rh) = &self.request_header {
+            let cn = client_cert
+                .and_then(|c| c.user().ok())
+                .map(|u| u.name.as_str());
+            match rh.authenticate(headers, chain, cn) {
+                Ok(Some(user)) => {
+                    rh.strip(headers);
                     return Ok(user.with_authenticated_group());
                 }
-                Err(e) => errors.push(AuthError::ClientCert(e.to_string())),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(cert) = client_cert {
+            match self.certificate_user(cert, chain) {
+                Ok(user) => return Ok(user),
+                Err(e) => errors.push(e),
             }
         }
         if let Some(token) = bearer_token(headers) {
@@ -225,6 +266,38 @@ impl Authentication {
         } else {
             Err(AuthError::Token("no credentials provided".into()))
         }
+    }
+
+    /// The user of a client certificate (CN, O, UID, credential ID), once
+    /// it is known to come from the client CA.
+    fn certificate_user(
+        &self,
+        cert: &ClientCert,
+        chain: Option<&[rustls::pki_types::CertificateDer<'static>]>,
+    ) -> Result<UserInfo, AuthError> {
+        match &self.client_certs {
+            ClientCerts::TlsVerified => {}
+            ClientCerts::IssuedBy(ca) => ca
+                .verify(chain.unwrap_or_default())
+                .map_err(|e| AuthError::ClientCert(e.to_string()))?,
+            ClientCerts::Refused => {
+                return Err(AuthError::ClientCert("no client CA is configured".into()))
+            }
+        }
+        let cert_user = cert
+            .user()
+            .map_err(|e| AuthError::ClientCert(e.to_string()))?;
+        let mut user = UserInfo {
+            name: cert_user.name.clone(),
+            uid: cert_user.uid.clone().unwrap_or_default(),
+            groups: cert_user.groups.clone(),
+            extra: BTreeMap::new(),
+        };
+        user.extra.insert(
+            CREDENTIAL_ID_KEY.into(),
+            vec![cert_user.credential_id.clone()],
+        );
+        Ok(user.with_authenticated_group())
     }
 
     /// The user of a bearer token for `audiences` (empty: the API's), as

@@ -64,7 +64,7 @@ async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
     let authn = Authentication::new(true, api())
         .with_token_authenticator(OneToken::new("good", "alice", true));
     let alice = authn
-        .authenticate_request(&headers("Bearer good"), None)
+        .authenticate_request(&mut headers("Bearer good"), None, None)
         .await
         .unwrap();
     assert_eq!(alice.name, "alice");
@@ -72,30 +72,30 @@ async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
     // A token nobody accepts is not anonymous, even when anonymous is on.
     assert_eq!(
         authn
-            .authenticate_request(&headers("bearer bad"), None)
+            .authenticate_request(&mut headers("bearer bad"), None, None)
             .await,
         Err(AuthError::InvalidBearerToken)
     );
     assert_eq!(
         authn
-            .authenticate_request(&headers("Bearer broken"), None)
+            .authenticate_request(&mut headers("Bearer broken"), None, None)
             .await,
         Err(AuthError::Token("token has expired".into()))
     );
     // Other schemes and empty tokens are no credentials at all.
-    for h in [
+    for mut h in [
         headers("Basic Zm9vOmJhcg=="),
         headers("Bearer "),
         HeaderMap::new(),
     ] {
         assert_eq!(
-            authn.authenticate_request(&h, None).await,
+            authn.authenticate_request(&mut h, None, None).await,
             Ok(UserInfo::anonymous())
         );
     }
     let closed = Authentication::new(false, api());
     assert!(closed
-        .authenticate_request(&HeaderMap::new(), None)
+        .authenticate_request(&mut HeaderMap::new(), None, None)
         .await
         .is_err());
 }

@@ -16,7 +16,7 @@ pub use crate::authentication::{
 };
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
-use crate::serving::ClientCert;
+use crate::serving::{ClientCert, PeerCertificates};
 
 /// Upstream's answer to an unauthenticated request.
 pub fn unauthorized() -> Response<Body> {
@@ -28,11 +28,19 @@ pub async fn filter(
     mut req: Request<Body>,
     next: Next,
 ) -> Response<Body> {
-    let cert = req.extensions().get::<ClientCert>();
-    let user = match authn.authenticate_request(req.headers(), cert).await {
+    let cert = req.extensions().get::<ClientCert>().cloned();
+    let peer = req.extensions().get::<PeerCertificates>().cloned();
+    let headers = req.headers_mut();
+    let user = match authn
+        .authenticate_request(headers, cert.as_ref(), peer.as_ref())
+        .await
+    {
         Ok(user) => user,
         Err(e) => {
             tracing::debug!(error = %e, "unable to authenticate the request");
+            // The body is read first (up to the request limit), so that a
+            // client still sending it sees the answer rather than a reset.
+            let _ = crate::endpoints::handlers::read_body(req.into_body()).await;
             return unauthorized();
         }
     };

@@ -45,6 +45,12 @@ pub enum ClientCertError {
     EmptyUid,
 }
 
+/// Request extension: the certificate chain the client presented (leaf
+/// first), verified by the TLS layer against every CA it trusts, for
+/// authenticators that need to know which CA issued it.
+#[derive(Debug, Clone)]
+pub struct PeerCertificates(pub Arc<Vec<rustls::pki_types::CertificateDer<'static>>>);
+
 /// Request extension: the outcome of converting the connection's verified
 /// client certificate. Absent when no certificate was presented or its
 /// subject has no common name (upstream's authenticator then has no opinion).

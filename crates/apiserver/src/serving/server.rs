@@ -22,7 +22,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tower::{Service, ServiceExt};
 
-use super::client_cert::ClientCert;
+use super::client_cert::{ClientCert, PeerCertificates};
 use super::idle::{Activity, TrackedBody};
 use super::reload::ServerTls;
 
@@ -231,11 +231,15 @@ async fn serve_connection<S, B>(
     let Some(tls) = handshake(stream, peer, &acceptor, &mut stop).await else {
         return;
     };
-    let client_cert = tls
+    let peer_chain = tls
         .get_ref()
         .1
         .peer_certificates()
-        .and_then(|chain| chain.first())
+        .filter(|chain| !chain.is_empty())
+        .map(|chain| PeerCertificates(Arc::new(chain.to_vec())));
+    let client_cert = peer_chain
+        .as_ref()
+        .and_then(|chain| chain.0.first())
         .and_then(|leaf| ClientCert::from_der(leaf));
 
     let activity = Activity::new();
@@ -246,6 +250,9 @@ async fn serve_connection<S, B>(
         extensions.insert(ConnectInfo(peer));
         if let Some(cert) = &client_cert {
             extensions.insert(cert.clone());
+        }
+        if let Some(chain) = &peer_chain {
+            extensions.insert(chain.clone());
         }
         let response = service.clone().oneshot(request);
         async move {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::authentication::request_header::{CaError, CertVerifier, RequestHeader};
 use apiserver::authentication::token_file::{TokenFile, TokenFileError};
 use apiserver::authentication::Authentication;
 use apiserver::server::GenericApiServer;
@@ -37,6 +38,13 @@ pub enum AuthenticationError {
     Key(#[from] KeyError),
     #[error(transparent)]
     Webhook(#[from] WebhookConfigError),
+    #[error(transparent)]
+    Ca(#[from] CaError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("reading authentication flags: {0}")]
@@ -80,6 +88,35 @@ struct Flags {
     webhook_config: Option<PathBuf>,
     webhook_version: String,
     webhook_cache_ttl: Duration,
+    front_proxy: FrontProxyFlags,
+}
+
+/// The `--requestheader-*` flags.
+struct FrontProxyFlags {
+    client_ca: Option<PathBuf>,
+    allowed_names: Vec<String>,
+    username_headers: Vec<String>,
+    uid_headers: Vec<String>,
+    group_headers: Vec<String>,
+    extra_prefixes: Vec<String>,
+}
+
+fn front_proxy_flags(opts: &CompletedOptions) -> Result<FrontProxyFlags, AuthenticationError> {
+    let f = &opts.options.flags;
+    let e = flag_error;
+    Ok(FrontProxyFlags {
+        client_ca: f.path("requestheader-client-ca-file").map_err(e)?,
+        allowed_names: f.list("requestheader-allowed-names").map_err(e)?,
+        username_headers: f.list("requestheader-username-headers").map_err(e)?,
+        uid_headers: f.list("requestheader-uid-headers").map_err(e)?,
+        group_headers: f.list("requestheader-group-headers").map_err(e)?,
+        extra_prefixes: f
+            .list("requestheader-extra-headers-prefix")
+            .map_err(e)?
+            .iter()
+            .map(|p| p.to_lowercase())
+            .collect(),
+    })
 }
 
 fn flag_error(err: impl std::fmt::Display) -> AuthenticationError {
@@ -115,6 +152,7 @@ fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
             .duration("authentication-token-webhook-cache-ttl")
             .map_err(e)?
             .to_std(),
+        front_proxy: front_proxy_flags(opts)?,
     })
 }
 
@@ -149,11 +187,45 @@ fn validate(flags: &Flags) -> Result<(), AuthenticationError> {
     Ok(())
 }
 
-/// Builds the chain from the flags (blocking: reads key and token files).
+/// The CA bundle the TLS layer trusts for client certificates: the client
+/// CA, plus the front-proxy CA (`--requestheader-client-ca-file`) when
+/// set, then written together into the data directory (blocking I/O).
+pub fn trusted_client_cas(
+    opts: &CompletedOptions,
+    client_ca: Option<PathBuf>,
+) -> Result<Option<PathBuf>, AuthenticationError> {
+    let Some(front_proxy) = front_proxy_flags(opts)?.client_ca else {
+        return Ok(client_ca);
+    };
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|source| AuthenticationError::Io {
+            path: path.clone(),
+            source,
+        })
+    };
+    let mut bundle = match &client_ca {
+        Some(path) => read(path)?,
+        None => String::new(),
+    };
+    if !bundle.is_empty() && !bundle.ends_with('\n') {
+        bundle.push('\n');
+    }
+    bundle.push_str(&read(&front_proxy)?);
+    let path = opts.options.data_dir.join("trusted-client-cas.crt");
+    std::fs::write(&path, bundle).map_err(|source| AuthenticationError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(Some(path))
+}
+
+/// Builds the chain from the flags (blocking: reads key, token and CA
+/// files). `client_ca` is `--client-ca-file` (or the generated CA).
 pub fn build(
     opts: &CompletedOptions,
     defaults: &DefaultKeys,
     external_address: &str,
+    client_ca: Option<&std::path::Path>,
 ) -> Result<AuthenticationSetup, AuthenticationError> {
     let flags = read_flags(opts)?;
     validate(&flags)?;
@@ -188,6 +260,19 @@ pub fn build(
         }
     }
     let mut chain = Authentication::new(flags.anonymous, api_audiences.clone());
+    if let Some(ca) = &flags.front_proxy.client_ca {
+        let fp = &flags.front_proxy;
+        let rh = RequestHeader {
+            ca: CertVerifier::load(ca)?,
+            allowed_names: fp.allowed_names.clone(),
+            username_headers: fp.username_headers.clone(),
+            uid_headers: fp.uid_headers.clone(),
+            group_headers: fp.group_headers.clone(),
+            extra_prefixes: fp.extra_prefixes.clone(),
+        };
+        let client_ca = client_ca.map(CertVerifier::load).transpose()?;
+        chain = chain.with_request_header(rh, client_ca);
+    }
     if let Some(path) = &flags.token_file {
         chain = chain.with_token_authenticator(Arc::new(TokenFile::load(path)?));
     }

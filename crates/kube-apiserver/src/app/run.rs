@@ -132,14 +132,22 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
     let serving = serving_material(&opts).await?;
     let tls_config = {
-        let tls = serving.tls.clone();
-        tokio::task::spawn_blocking(move || tls.server_config()).await??
+        let (mut tls, opts) = (serving.tls.clone(), opts.clone());
+        tokio::task::spawn_blocking(move || -> Result<_, RunError> {
+            // Front-proxy certificates are accepted beside client ones.
+            tls.client_ca_file = authentication::trusted_client_cas(&opts, tls.client_ca_file)?;
+            Ok(tls.server_config()?)
+        })
+        .await??
     };
     let authn = {
         let (opts, keys) = (opts.clone(), serving.keys.clone());
+        let client_ca = serving.tls.client_ca_file.clone();
         let external = external_address(&opts);
-        tokio::task::spawn_blocking(move || authentication::build(&opts, &keys, &external))
-            .await??
+        tokio::task::spawn_blocking(move || {
+            authentication::build(&opts, &keys, &external, client_ca.as_deref())
+        })
+        .await??
     };
     let config = generic_config(&opts, kv.clone(), authn.authentication.clone())?;
     let factory = StorageFactory {

@@ -2,9 +2,10 @@
 //! tokens and `--anonymous-auth=false` refused with 401, service-account
 //! tokens from `kubectl create token` (used, reviewed, refused by RBAC with
 //! the service account's name), the issuer discovery documents,
-//! impersonation with `--as`, bootstrap tokens, and (in [`webhook`]) the
-//! token webhook.
+//! impersonation with `--as`, bootstrap tokens; the token webhook and
+//! front proxies in their own modules.
 
+mod front_proxy;
 mod webhook;
 
 use std::path::{Path, PathBuf};

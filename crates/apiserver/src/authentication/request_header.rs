@@ -1,0 +1,194 @@
+//! Front-proxy authentication (`--requestheader-*`, upstream's request
+//! header authenticator): a client certificate issued by
+//! `--requestheader-client-ca-file` (with a common name in
+//! `--requestheader-allowed-names`, when given) may assert the user in
+//! request headers — user name, UID, groups and `<prefix><key>` extras.
+//! Also the check that a client certificate was issued by a given CA,
+//! since the TLS layer accepts certificates of either CA.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use http::HeaderMap;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
+
+use super::{AuthError, UserInfo};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// Verifies client certificate chains against one CA bundle.
+#[derive(Clone)]
+pub struct CertVerifier(Arc<dyn ClientCertVerifier>);
+
+impl std::fmt::Debug for CertVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CertVerifier")
+    }
+}
+
+impl CertVerifier {
+    /// Reads a PEM CA bundle (blocking file I/O).
+    pub fn load(path: &Path) -> Result<Self, CaError> {
+        let invalid = |message: String| CaError::Invalid {
+            path: path.display().to_string(),
+            message,
+        };
+        let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
+        let mut roots = RootCertStore::empty();
+        for cert in rustls_pemfile::certs(&mut bytes.as_slice()) {
+            let cert = cert.map_err(|e| invalid(e.to_string()))?;
+            roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+        }
+        if roots.is_empty() {
+            return Err(invalid("no certificates found".into()));
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(CertVerifier(verifier))
+    }
+
+    /// Whether `chain` (leaf first) was issued by this bundle's CAs.
+    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
+        let (leaf, intermediates) = chain.split_first().ok_or("no certificate")?;
+        self.0
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The `--requestheader-*` settings.
+#[derive(Debug, Clone)]
+pub struct RequestHeader {
+    pub ca: CertVerifier,
+    /// Common names allowed to assert users; empty allows any.
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub uid_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    /// Lower-cased prefixes of extra headers.
+    pub extra_prefixes: Vec<String>,
+}
+
+/// Percent-decodes an extra key; a malformed one is kept as sent.
+fn unescape(key: &str) -> String {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            match key
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                Some(b) => out.push(b),
+                None => return key.to_owned(),
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| key.to_owned())
+}
+
+fn first_value(headers: &HeaderMap, names: &[String]) -> Option<String> {
+    names.iter().find_map(|name| {
+        headers
+            .get_all(name.as_str())
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| !v.is_empty())
+            .map(str::to_owned)
+    })
+}
+
+impl RequestHeader {
+    /// The user the headers assert, when the certificate may assert one;
+    /// `Ok(None)` when this is not a front-proxy request.
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        chain: Option<&[CertificateDer<'static>]>,
+        common_name: Option<&str>,
+    ) -> Result<Option<UserInfo>, AuthError> {
+        let Some(name) = first_value(headers, &self.username_headers) else {
+            return Ok(None);
+        };
+        let Some(chain) = chain else {
+            return Ok(None);
+        };
+        self.ca
+            .verify(chain)
+            .map_err(|e| AuthError::ClientCert(format!("front proxy certificate: {e}")))?;
+        let cn = common_name.unwrap_or("");
+        if !self.allowed_names.is_empty() && !self.allowed_names.iter().any(|n| n == cn) {
+            return Err(AuthError::ClientCert(format!(
+                "x509: subject with cn={cn} is not in the allowed list"
+            )));
+        }
+        let groups = self
+            .group_headers
+            .iter()
+            .flat_map(|h| headers.get_all(h.as_str()).iter())
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (header, value) in headers {
+            let lower = header.as_str();
+            let Some(prefix) = self
+                .extra_prefixes
+                .iter()
+                .find(|p| lower.starts_with(p.as_str()))
+            else {
+                continue;
+            };
+            if let Ok(value) = value.to_str() {
+                let key = unescape(&lower[prefix.len()..]).to_lowercase();
+                extra.entry(key).or_default().push(value.to_owned());
+            }
+        }
+        Ok(Some(UserInfo {
+            name,
+            uid: first_value(headers, &self.uid_headers).unwrap_or_default(),
+            groups,
+            extra,
+        }))
+    }
+
+    /// Removes the headers a front proxy sets, once used.
+    pub fn strip(&self, headers: &mut HeaderMap) {
+        for name in self
+            .username_headers
+            .iter()
+            .chain(&self.uid_headers)
+            .chain(&self.group_headers)
+        {
+            headers.remove(name.as_str());
+        }
+        let extras: Vec<_> = headers
+            .keys()
+            .filter(|k| {
+                self.extra_prefixes
+                    .iter()
+                    .any(|p| k.as_str().starts_with(p.as_str()))
+            })
+            .cloned()
+            .collect();
+        for key in extras {
+            headers.remove(key);
+        }
+    }
+}

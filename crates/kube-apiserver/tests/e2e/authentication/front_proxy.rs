@@ -1,0 +1,120 @@
+//! Front-proxy authentication (`--requestheader-*`): a certificate of the
+//! front-proxy CA with an allowed common name asserts the user in
+//! `X-Remote-*` headers; without them, or from another CA or name, it is
+//! no user at all. Requests go over raw HTTPS (curl) to set the headers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::harness::TestServer;
+
+/// Writes a CA and client certificates it issued for `names`; returns
+/// the CA file and each certificate's (certificate, key) files.
+fn front_proxy_pki(dir: &Path, names: &[&str]) -> (PathBuf, Vec<(PathBuf, PathBuf)>) {
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).expect("ca");
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let ca_path = dir.join("front-proxy-ca.crt");
+    std::fs::write(&ca_path, ca_cert.pem()).expect("write");
+    let issued = names
+        .iter()
+        .map(|cn| {
+            let key = rcgen::KeyPair::generate().expect("key");
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, *cn);
+            let cert = params.signed_by(&key, &issuer).expect("cert");
+            let paths = (dir.join(format!("{cn}.crt")), dir.join(format!("{cn}.key")));
+            std::fs::write(&paths.0, cert.pem()).expect("write");
+            std::fs::write(&paths.1, key.serialize_pem()).expect("write");
+            paths
+        })
+        .collect();
+    (ca_path, issued)
+}
+
+/// POSTs a SelfSubjectReview with the client certificate and headers;
+/// returns the status code and body.
+fn whoami(server: &TestServer, cert: &Path, key: &Path, headers: &[&str]) -> (u16, Value) {
+    let ca = server.dir.path().join("pki").join("ca.crt");
+    let url = format!(
+        "https://127.0.0.1:{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        server.port
+    );
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let mut cmd = Command::new("curl");
+    cmd.args([
+        "-s",
+        "-w",
+        "\n%{http_code}",
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+    ])
+    .arg("--cacert")
+    .arg(&ca)
+    .arg("--cert")
+    .arg(cert)
+    .arg("--key")
+    .arg(key)
+    .args(["-d", &body.to_string()]);
+    for h in headers {
+        cmd.args(["-H", h]);
+    }
+    let out = cmd.arg(url).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').expect("status line");
+    (
+        code.trim().parse().expect("status code"),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+#[test]
+fn front_proxies_assert_users_in_headers() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let (ca, issued) = front_proxy_pki(files.path(), &["front-proxy-client", "intruder"]);
+    let (cert, key) = &issued[0];
+    let ca_flag = format!("--requestheader-client-ca-file={}", ca.display());
+    let server = TestServer::start_with(&[
+        &ca_flag,
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    ]);
+    let asserted = [
+        "X-Remote-User: jane",
+        "X-Remote-Group: dev",
+        "X-Remote-Extra-Scopes: view",
+    ];
+    let (code, body) = whoami(&server, cert, key, &asserted);
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["status"]["userInfo"],
+        json!({"username": "jane", "groups": ["dev", "system:authenticated"], "extra": {"scopes": ["view"]}})
+    );
+    // Without the user header the certificate is no client certificate.
+    let (code, body) = whoami(&server, cert, key, &[]);
+    assert_eq!(code, 401, "{body}");
+    // A name not allowed may not assert users.
+    let (intruder_cert, intruder_key) = &issued[1];
+    let (code, _) = whoami(&server, intruder_cert, intruder_key, &asserted);
+    assert_eq!(code, 401);
+    // The admin's certificate stays the admin, headers or not.
+    let pki = server.dir.path().join("pki");
+    let (code, body) = whoami(
+        &server,
+        &pki.join("admin.crt"),
+        &pki.join("admin.key"),
+        &asserted,
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["userInfo"]["username"], "kubernetes-admin");
+}
