@@ -330,3 +330,61 @@ fn embedded_store_holds_encrypted_secrets() {
     assert!(stored.starts_with(b"k8s:enc:secretbox:v1:box:"));
     assert!(!stored.windows(12).any(|w| w == b"dDBwczNjcmV0"));
 }
+
+#[test]
+fn automatic_reload_switches_providers_without_a_restart() {
+    let rt = runtime();
+    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
+    let kv = rt.block_on(etcd.kv()).expect("etcd client");
+    let files = tempfile::tempdir().expect("temp dir");
+    let config = write(files.path(), "enc.yaml", &encryption_config(IDENTITY));
+    let s = TestServer::start_with(&[
+        &format!("--etcd-servers={}", etcd.client_url()),
+        &format!("--encryption-provider-config={}", config.display()),
+        "--encryption-provider-config-automatic-reload",
+    ]);
+    s.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "before",
+        "--from-literal=a=b",
+    ]);
+    let before = rt.block_on(raw(&kv, "/registry/secrets/default/before"));
+    assert!(!before.starts_with(b"k8s:enc:"));
+    write(
+        files.path(),
+        "enc.yaml",
+        &encryption_config(&(aescbc(&[("key1", KEY1)]) + IDENTITY)),
+    );
+    // The file is checked every few seconds; each attempt writes a new secret.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let name = format!("after-{attempt}");
+        s.ok(&["create", "secret", "generic", &name, "--from-literal=a=b"]);
+        let key = format!("/registry/secrets/default/{name}");
+        if rt
+            .block_on(raw(&kv, &key))
+            .starts_with(b"k8s:enc:aescbc:v1:key1:")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new configuration was not picked up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    // Both the plain and the encrypted secret read back.
+    assert_eq!(
+        s.ok(&["get", "secret", "before", "-o", "jsonpath={.data.a}"]),
+        "Yg=="
+    );
+    let last = format!("after-{attempt}");
+    assert_eq!(
+        s.ok(&["get", "secret", &last, "-o", "jsonpath={.data.a}"]),
+        "Yg=="
+    );
+}
