@@ -399,6 +399,17 @@ impl<'n, 's> Estimator<'n, 's> {
                 1 + recv_size,
                 Ty::List(Box::new(recv_ty.element()), recv_size),
             ),
+            // The pairs two-variable comprehensions iterate over.
+            "@kv_pairs" => {
+                let value = match &recv_ty {
+                    Ty::Node(n) if n.kind == Kind::Object => {
+                        n.additional.as_deref().map_or(Ty::Other(0), Ty::Node)
+                    }
+                    other => other.element(),
+                };
+                let pair = Ty::List(Box::new(value), 2);
+                (1 + recv_size, Ty::List(Box::new(pair), recv_size))
+            }
             _ => (1, Ty::Other(0)),
         }
     }

@@ -148,6 +148,7 @@ fn url_functions() {
 fn numbers_and_int_or_string() {
     holds(&[
         "self.ratio == 0.5 && self.ratio < 1.0",
+        "self.ratio > 0 && self.ratio < 1 && self.nums[0] > 2.5",
         "type(self.port) == int && self.port == 8080",
         "self.nums[0] + 1 == 4",
     ]);
@@ -247,5 +248,20 @@ fn optional_syntax() {
         "self.?name.orValue('none') == 'Web-Server'",
         "self.labels[?'app'].hasValue() && !self.labels[?'zone'].hasValue()",
         "optional.of(1).value() == 1 && !optional.none().hasValue()",
+    ]);
+}
+
+#[test]
+fn two_variable_comprehensions() {
+    holds(&[
+        "self.tags.all(i, t, i < 3 && t.size() == 1)",
+        "self.labels.all(k, v, k.size() <= 4 && v.size() <= 5)",
+        "self.tags.exists(i, t, i == 2 && t == 'c')",
+        "!self.labels.exists(k, v, k == v)",
+        "self.nums.existsOne(i, n, n == i + 3) && !self.nums.existsOne(i, n, i == n)",
+        "self.nums.transformList(i, n, n * i) == [0, 1, 4]",
+        "self.nums.transformList(i, n, n > 1, n * 10) == [30, 20]",
+        "self.labels.transformMap(k, v, v + '!') == {'app': 'web!', 'tier': 'front!'}",
+        "self.labels.transformMap(k, v, k == 'app', v) == {'app': 'web'}",
     ]);
 }

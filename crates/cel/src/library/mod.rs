@@ -4,6 +4,7 @@
 //! CIDRs), registered as overloads so that member calls dispatch on the
 //! receiver's type.
 
+mod comprehensions;
 mod ext;
 mod format;
 mod ip;
@@ -38,6 +39,7 @@ fn build() -> Result<Env, DeclarationError> {
     ip::register(&mut env)?;
     format::register(&mut env)?;
     ext::register(&mut env)?;
+    comprehensions::register(&mut env)?;
     Ok(env)
 }
 
