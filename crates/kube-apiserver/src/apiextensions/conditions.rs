@@ -218,23 +218,13 @@ pub fn names(
     ) {
         new.singular = requested.singular.clone();
     }
-    if requested.short_names != accepted.short_names {
-        let ours = accepted.short_names.clone().unwrap_or_default();
-        let errors: Vec<String> = requested
-            .short_names
-            .iter()
-            .flatten()
-            .filter(|s| !ours.contains(s))
-            .filter_map(|s| fresh(s, "", &used.resources).err())
-            .collect();
-        let result = match errors.len() {
-            0 => Ok(()),
-            1 => Err(errors.concat()),
-            _ => Err(format!("[{}]", errors.join(", "))),
-        };
-        if check("ShortNamesConflict", result) {
-            new.short_names = requested.short_names.clone();
-        }
+    if requested.short_names != accepted.short_names
+        && check(
+            "ShortNamesConflict",
+            fresh_short_names(requested, &accepted, used),
+        )
+    {
+        new.short_names = requested.short_names.clone();
     }
     if check(
         "KindConflict",
@@ -257,13 +247,36 @@ pub fn names(
         Some((reason, message)) => Condition::new(NAMES_ACCEPTED, "False", reason, &message),
         None => Condition::new(NAMES_ACCEPTED, "True", "NoConflicts", "no conflicts found"),
     };
-    let established = if is_true(crd, ESTABLISHED) {
-        Condition::new(
-            ESTABLISHED,
-            "True",
-            "InitialNamesAccepted",
-            "the initial names have been accepted",
-        )
+    let established = establishing(crd, &names_accepted);
+    (new, names_accepted, established)
+}
+
+/// New short names must be unused (those already accepted stay ours).
+fn fresh_short_names(
+    requested: &CustomResourceDefinitionNames,
+    accepted: &CustomResourceDefinitionNames,
+    used: &UsedNames,
+) -> Result<(), String> {
+    let ours = accepted.short_names.clone().unwrap_or_default();
+    let errors: Vec<String> = requested
+        .short_names
+        .iter()
+        .flatten()
+        .filter(|s| !ours.contains(s))
+        .filter_map(|s| fresh(s, "", &used.resources).err())
+        .collect();
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.concat()),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// The Established condition the naming controller writes: kept once
+/// true, otherwise waiting for the names.
+fn establishing(crd: &CustomResourceDefinition, names_accepted: &Condition) -> Condition {
+    if is_true(crd, ESTABLISHED) {
+        established()
     } else if names_accepted.status == "True" {
         Condition::new(
             ESTABLISHED,
@@ -278,8 +291,7 @@ pub fn names(
             "NotAccepted",
             "not all names are accepted",
         )
-    };
-    (new, names_accepted, established)
+    }
 }
 
 /// The established condition once the CRD is served.
