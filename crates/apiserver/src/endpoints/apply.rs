@@ -107,6 +107,8 @@ pub struct Tracker {
     root: Option<TypeRef>,
     api_version: String,
     target: Target,
+    /// `status` or `scale` for writes to a subresource.
+    subresource: &'static str,
     has_status: bool,
     manager: String,
 }
@@ -115,12 +117,27 @@ impl Tracker {
     pub fn new(info: &ResourceInfo, target: Target, manager: String) -> Self {
         let root = structured_merge::builtin::root(&info.group, &info.version, &info.kind)
             .map(TypeRef::named);
+        let subresource = match target {
+            Target::Main => "",
+            Target::Status => "status",
+        };
         Tracker {
             root,
             api_version: info.api_version(),
             target,
+            subresource,
             has_status: info.has_status,
             manager,
+        }
+    }
+
+    /// Writes through the `scale` subresource, which change only the
+    /// replicas of the object: the writer owns them with subresource
+    /// `scale`.
+    pub fn for_scale(info: &ResourceInfo, manager: String) -> Self {
+        Tracker {
+            subresource: "scale",
+            ..Tracker::new(info, Target::Main, manager)
         }
     }
 
@@ -130,11 +147,7 @@ impl Tracker {
             None => Ty::Untyped,
         };
         let typer = Typer::new(structured_merge::builtin::schema());
-        let subresource = match self.target {
-            Target::Main => "",
-            Target::Status => "status",
-        };
-        FieldManager::new(typer, ty, &self.api_version, subresource)
+        FieldManager::new(typer, ty, &self.api_version, self.subresource)
             .with_reset_fields(self.reset_fields(live, new))
     }
 
@@ -144,7 +157,9 @@ impl Tracker {
     fn reset_fields(&self, live: Option<&Value>, new: &Value) -> Set {
         let mut reset = Set::new();
         match self.target {
-            Target::Main if self.has_status => reset.insert(&[PathElement::field("status")]),
+            Target::Main if self.has_status && self.subresource.is_empty() => {
+                reset.insert(&[PathElement::field("status")])
+            }
             Target::Main => {}
             Target::Status => {
                 let keys = [live, Some(new)]

@@ -1,6 +1,7 @@
 //! The `scale` subresource (autoscaling/v1 Scale) of workloads: a view of
 //! `spec.replicas`, `status.replicas` and the selector, read and written
-//! through the same store as the object, so `kubectl scale` works.
+//! through the same store as the object, so `kubectl scale` works. The
+//! writer owns the replicas in the managed fields with subresource `scale`.
 
 use std::sync::Arc;
 
@@ -225,6 +226,13 @@ pub async fn serve(
             ))
         }
     };
+    let tracker =
+        super::apply::Tracker::for_scale(&store.info, super::apply::manager_name(query, headers));
+    let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
+        let mut obj = mutate(current)?;
+        tracker.update(current, &mut obj);
+        Ok(obj)
+    });
     let (obj, _) = store.update(ns, name, Target::Main, mutate, &opts).await?;
     Ok(respond(StatusCode::OK, &obj, &neg, &paths))
 }

@@ -118,7 +118,7 @@ fn trackers_record_with_the_builtin_schema_and_reset_fields() {
     assert_eq!(
         entry["fieldsV1"],
         json!({"f:spec": {"f:replicas": {}, "f:template": {".": {}, "f:spec": {".": {},
-            "f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
+            "f:containers": {".": {}, "k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
     );
     let status = Tracker::new(
         &info("apps", "Deployment", true),
@@ -135,11 +135,13 @@ fn trackers_record_with_the_builtin_schema_and_reset_fields() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(entries.len(), 2);
-    assert_eq!(entries[1]["subresource"], "status");
-    assert_eq!(
-        entries[1]["fieldsV1"],
-        json!({"f:status": {"f:replicas": {}}})
-    );
+    let kubelet = entries
+        .iter()
+        .find(|e| e["manager"] == "k")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(kubelet["subresource"], "status");
+    assert_eq!(kubelet["fieldsV1"], json!({"f:status": {"f:replicas": {}}}));
     // Kinds without a built-in schema are read as deduced.
     let custom = Tracker::new(
         &info("example.com", "Widget", false),
@@ -151,5 +153,30 @@ fn trackers_record_with_the_builtin_schema_and_reset_fields() {
     assert_eq!(
         widget["metadata"]["managedFields"][0]["fieldsV1"],
         json!({"f:spec": {".": {}, "f:list": {}, "f:m": {".": {}, "f:a": {}}}})
+    );
+}
+
+#[test]
+fn scale_writers_own_the_replicas() {
+    let deployments = info("apps", "Deployment", true);
+    let mut live = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d"}, "spec": {"replicas": 1}});
+    Tracker::new(&deployments, Target::Main, "creator".into()).update(None, &mut live);
+    live["metadata"]["uid"] = json!("u");
+    let mut scaled = live.clone();
+    scaled["spec"]["replicas"] = json!(4);
+    Tracker::for_scale(&deployments, "scaler".into()).update(Some(&live), &mut scaled);
+    let entries = scaled["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    // The creator loses the replicas, the scaler owns them through `scale`.
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["manager"], "scaler");
+    assert_eq!(entries[0]["subresource"], "scale");
+    assert_eq!(entries[0]["apiVersion"], "apps/v1");
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        json!({"f:spec": {"f:replicas": {}}})
     );
 }
