@@ -71,10 +71,15 @@ impl<'e> Compiler<'e> {
             .filter_map(|i| self.rule(node, i, place))
             .collect();
         node.compiled = compiled;
+        let atomic_map = node.atomic_map;
         for (name, prop) in &mut node.properties {
             let child = Place {
                 path: place.path.child("properties").key(name),
-                ..place.clone()
+                cardinality: place.cardinality,
+                uncorrelatable: match (&place.uncorrelatable, atomic_map) {
+                    (None, true) => Some(place.path.clone()),
+                    (other, _) => other.clone(),
+                },
             };
             self.node(prop, &child);
         }

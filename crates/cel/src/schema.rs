@@ -153,6 +153,9 @@ pub(crate) struct Node {
     /// A number unique within the schema, to key per-node data on.
     pub id: usize,
     pub embedded: bool,
+    /// `x-kubernetes-map-type: atomic`: the properties of an object
+    /// cannot be correlated with their old values one by one.
+    pub atomic_map: bool,
 }
 
 impl Node {
@@ -211,6 +214,7 @@ impl Node {
             rules_below: false,
             id: 0,
             embedded: flag("x-kubernetes-embedded-resource"),
+            atomic_map: get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
         };
         node.bounded = match node.kind {
             Kind::Array => bound("maxItems").is_some(),

@@ -104,8 +104,13 @@ impl Walk<'_> {
                 }
                 for (name, prop) in &node.properties {
                     if let Some(value) = map.get(name) {
-                        let old_value = old.and_then(|o| o.get(name));
-                        let unchanged = old_value == Some(value);
+                        // Atomic maps' fields ratchet with the whole map.
+                        let (old_value, unchanged) = if node.atomic_map {
+                            (None, ratchet)
+                        } else {
+                            let old_value = old.and_then(|o| o.get(name));
+                            (old_value, old_value == Some(value))
+                        };
                         self.node(prop, Some(&child(path, name)), value, old_value, unchanged);
                     }
                 }

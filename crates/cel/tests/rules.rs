@@ -582,3 +582,19 @@ fn runtime_cost_follows_actual_sizes() {
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors.first());
     assert!(outcome.remaining_budget > 0);
 }
+
+#[test]
+fn old_self_is_forbidden_inside_atomic_maps() {
+    let errors = compile_err(root(json!({
+        "type": "object",
+        "x-kubernetes-map-type": "atomic",
+        "properties": {"name": {
+            "type": "string",
+            "x-kubernetes-validations": [{"rule": "self == oldSelf"}]
+        }}
+    })));
+    assert_eq!(
+        messages(&errors),
+        ["spec.validation.openAPIV3Schema.properties[spec].properties[name].x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[spec]"]
+    );
+}
