@@ -65,35 +65,40 @@ pub async fn init(
         .filter(|v| !v.is_empty())
         .map_or_else(|| uuid::Uuid::new_v4().to_string().into(), Into::into);
     req.extensions_mut().insert(AuditId(id.clone()));
+    let Some(auditor) = auditor else {
+        return with_id_header(next.run(req).await, &id);
+    };
     let reached = Arc::new(Reached::default());
     req.extensions_mut().insert(reached.clone());
-    let failed_authn = auditor.as_ref().map(|a| {
-        (
-            a.clone(),
-            req.extensions().get::<Arc<RequestInfo>>().cloned(),
-        )
-    });
+    let info = req.extensions().get::<Arc<RequestInfo>>().cloned();
     let received = MicroTime::now();
-    let request_parts = failed_authn.as_ref().map(|_| {
-        let mut probe = Request::new(());
-        *probe.uri_mut() = req.uri().clone();
-        *probe.headers_mut() = req.headers().clone();
-        if let Some(c) = req
-            .extensions()
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        {
-            probe.extensions_mut().insert(*c);
+    // What a failed-authentication event needs of the request, which the
+    // chain consumes: its URI, the client-address and agent headers, the peer.
+    let mut probe = Request::new(());
+    *probe.uri_mut() = req.uri().clone();
+    for name in ["user-agent", "x-forwarded-for", "x-real-ip"] {
+        if let Some(v) = req.headers().get(name) {
+            probe.headers_mut().insert(name, v.clone());
         }
-        probe
-    });
-    let mut resp = next.run(req).await;
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        resp.headers_mut().insert(HEADER_AUDIT_ID, v);
     }
+    if let Some(c) = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    {
+        probe.extensions_mut().insert(*c);
+    }
+    let resp = with_id_header(next.run(req).await, &id);
     if resp.status() == http::StatusCode::UNAUTHORIZED && !reached.0.load(Ordering::Relaxed) {
-        if let (Some((auditor, Some(info))), Some(probe)) = (failed_authn, request_parts) {
+        if let Some(info) = info {
             audit_failed_authentication(&auditor, &probe, &info, id, received).await;
         }
+    }
+    resp
+}
+
+fn with_id_header(mut resp: Response<Body>, id: &str) -> Response<Body> {
+    if let Ok(v) = HeaderValue::from_str(id) {
+        resp.headers_mut().insert(HEADER_AUDIT_ID, v);
     }
     resp
 }
