@@ -12,7 +12,7 @@ use apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, name_is_dns_subdomain, object_meta,
 };
 use apimachinery::{FieldError, Path};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::crd_parts::{
     ca_bundle_error, validate_columns, validate_conversion, validate_names,
@@ -372,7 +372,7 @@ fn validate_versions(
         errs.extend(deprecation_warning(v, &at));
         errs.extend(version_parts(versions, v, layout, opts, &at));
     }
-    let shown = Value::Array(versions.to_vec());
+    let shown = internal_versions(versions, layout);
     if !unique {
         errs.push(FieldError::invalid(
             &vpath,
@@ -399,6 +399,65 @@ fn validate_versions(
         }
     }
     errs
+}
+
+/// The versions as upstream prints them in errors: its internal type
+/// marshalled to JSON (Go field names, hoisted fields null).
+fn internal_versions(versions: &[Value], layout: &Layout) -> Value {
+    let opt = |v: &Value, key: &str, hoisted: bool| {
+        if hoisted {
+            Value::Null
+        } else {
+            get(v, &[key]).cloned().unwrap_or(Value::Null)
+        }
+    };
+    let flag =
+        |v: &Value, key: &str| Value::Bool(get(v, &[key]).and_then(Value::as_bool) == Some(true));
+    let columns = |v: &Value| match get(v, &["additionalPrinterColumns"]).and_then(Value::as_array)
+    {
+        Some(cols) if !layout.columns => Value::Array(
+            cols.iter()
+                .map(|c| {
+                    json!({"Name": text(c, &["name"]), "Type": text(c, &["type"]),
+                           "Format": text(c, &["format"]), "Description": text(c, &["description"]),
+                           "Priority": get(c, &["priority"]).and_then(Value::as_i64).unwrap_or(0),
+                           "JSONPath": text(c, &["jsonPath"])})
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    };
+    let selectable = |v: &Value| match get(v, &["selectableFields"]).and_then(Value::as_array) {
+        Some(fields) if !layout.selectable => Value::Array(
+            fields
+                .iter()
+                .map(|f| json!({"JSONPath": text(f, &["jsonPath"])}))
+                .collect(),
+        ),
+        _ => Value::Null,
+    };
+    let schema = |v: &Value| match get(v, &["schema", "openAPIV3Schema"]) {
+        Some(s) if !layout.schema => json!({"OpenAPIV3Schema": s}),
+        _ => Value::Null,
+    };
+    Value::Array(
+        versions
+            .iter()
+            .map(|v| {
+                json!({
+                    "Name": text(v, &["name"]),
+                    "Served": flag(v, "served"),
+                    "Storage": flag(v, "storage"),
+                    "Deprecated": flag(v, "deprecated"),
+                    "DeprecationWarning": opt(v, "deprecationWarning", false),
+                    "Schema": schema(v),
+                    "Subresources": opt(v, "subresources", layout.subresources),
+                    "AdditionalPrinterColumns": columns(v),
+                    "SelectableFields": selectable(v),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The per-version fields that are not hoisted to the top level.

@@ -277,3 +277,19 @@ fn ca_bundle_checked_once_established() {
     created["status"] = json!({"storedVersions": ["v1"]});
     assert!(validate_crd(&created).is_empty());
 }
+
+#[test]
+fn versions_are_shown_as_upstream_internal_type() {
+    let mut c = crd();
+    c["spec"]["versions"][0]["storage"] = json!(false);
+    c["status"]["storedVersions"] = json!(["v1"]);
+    let got = messages(validate_crd(&c));
+    // Field errors render objects with sorted keys, so Go's struct field
+    // order is not reproduced.
+    assert_eq!(
+        got,
+        vec![
+            r#"spec.versions: Invalid value: [{"AdditionalPrinterColumns":null,"Deprecated":false,"DeprecationWarning":null,"Name":"v1","Schema":null,"SelectableFields":null,"Served":true,"Storage":false,"Subresources":null}]: must have exactly one version marked as storage version"#
+        ]
+    );
+}
