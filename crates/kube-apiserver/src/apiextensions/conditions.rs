@@ -108,24 +108,39 @@ pub fn remove(obj: &mut Value, kind: &str) -> bool {
 /// The NonStructuralSchema condition: `Some` with the violations of every
 /// version's schema, `None` when all are structural (the condition goes).
 pub fn non_structural(crd: &CustomResourceDefinition) -> Option<Condition> {
+    let schemas: Vec<Option<Value>> = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| {
+            let schema = v.schema.as_ref()?.open_api_v3_schema.as_ref()?;
+            serde_json::to_value(schema).ok()
+        })
+        .collect();
+    // One schema shared by every version is checked once, as upstream's
+    // internal `spec.validation`.
+    let shared = match schemas.as_slice() {
+        [Some(first), rest @ ..] if rest.iter().all(|s| s.as_ref() == Some(first)) => Some(first),
+        _ => None,
+    };
     let mut errors = Vec::new();
-    for (i, v) in crd.spec.versions.iter().enumerate() {
-        let schema = v
-            .schema
-            .as_ref()
-            .and_then(|s| s.open_api_v3_schema.as_ref());
-        let Some(schema) = schema.and_then(|s| serde_json::to_value(s).ok()) else {
-            continue;
-        };
-        let path = Path::new("spec")
-            .child("versions")
-            .index(i)
-            .child("schema")
-            .child("openAPIV3Schema");
-        let props = ::apiextensions::Props::from_value(&schema);
+    let mut check = |path: Path, schema: &Value| {
+        let props = ::apiextensions::Props::from_value(schema);
         errors.extend(::apiextensions::structural::validate_structural(
-            &path, &props,
+            &path.child("openAPIV3Schema"),
+            &props,
         ));
+    };
+    match shared {
+        Some(schema) => check(Path::new("spec").child("validation"), schema),
+        None => {
+            for (i, schema) in schemas.iter().enumerate() {
+                if let Some(schema) = schema {
+                    let path = Path::new("spec").child("versions").index(i);
+                    check(path.child("schema"), schema);
+                }
+            }
+        }
     }
     let message = match errors.as_slice() {
         [] => return None,
@@ -446,7 +461,7 @@ mod tests {
         assert_eq!((cond.status, cond.reason.as_str()), ("True", "Violations"));
         assert!(
             cond.message
-                .contains("spec.versions[0].schema.openAPIV3Schema.properties[spec]"),
+                .contains("spec.validation.openAPIV3Schema.properties[spec]"),
             "{}",
             cond.message
         );

@@ -46,12 +46,23 @@ pub fn warn(messages: Vec<String>) {
 }
 
 /// Compile errors (and cost budget violations) of every version's
-/// `x-kubernetes-validations` rules.
+/// `x-kubernetes-validations` rules. When every version has the same schema
+/// upstream validates it once, as `spec.validation`, and reports it there.
 fn rule_errors(crd: &Value) -> Vec<FieldError> {
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    let schemas: Vec<Option<&Value>> = versions
+        .into_iter()
+        .flatten()
+        .map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect();
+    if let [Some(first), rest @ ..] = schemas.as_slice() {
+        if rest.iter().all(|s| *s == Some(*first)) {
+            return kube_cel::RuleSet::compile(first).err().unwrap_or_default();
+        }
+    }
     let mut errors = Vec::new();
-    for (i, version) in versions.into_iter().flatten().enumerate() {
-        let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+    for (i, schema) in schemas.into_iter().enumerate() {
+        let Some(schema) = schema else {
             continue;
         };
         let path = Path::new("spec")
@@ -191,7 +202,7 @@ mod tests {
         assert!(
             errors[0]
                 .to_string()
-                .starts_with("spec.versions[0].schema.openAPIV3Schema"),
+                .starts_with("spec.validation.openAPIV3Schema.properties[spec]"),
             "{}",
             errors[0]
         );
