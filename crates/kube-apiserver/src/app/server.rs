@@ -22,6 +22,7 @@ use super::{bootstrap, rbac_bootstrap};
 use crate::apiextensions;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
+use crate::controlplane::openapi_v2;
 use crate::controlplane::reviews;
 use crate::controlplane::StorageFactory;
 use crate::options::CompletedOptions;
@@ -240,6 +241,7 @@ pub fn create_server_chain(
     }
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
     let crds = custom_resources.snapshots();
+    openapi_v2::install(&mut aggregator, &openapi_groups, crds.clone());
     openapi::install(&mut aggregator, openapi_groups, crds);
     let mut stores = extensions.stores();
     stores.extend(kube.stores());

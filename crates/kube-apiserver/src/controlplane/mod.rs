@@ -4,6 +4,7 @@
 
 pub mod builtin;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod reviews;
 pub mod storage_codec;
 pub mod typed;

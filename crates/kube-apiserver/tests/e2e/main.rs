@@ -13,6 +13,7 @@ mod harness;
 mod http_errors;
 mod kubectl_basics;
 mod kubectl_versions;
+mod openapi_v2;
 mod rbac;
 mod runtime_config;
 mod storage_encoding;

@@ -1,0 +1,276 @@
+//! `/openapi/v2`: the whole API as one Swagger 2.0 document, as upstream's
+//! aggregated spec serves it (kube-openapi's v2 handler). kubectl 1.27 and
+//! 1.28 read it (protobuf) to learn that the server validates fields
+//! itself, older client-go tools and `kubectl explain --output
+//! plaintext-openapiv2` read its definitions.
+//!
+//! The built-in part is built once, on first request; custom resources
+//! are added when the CRDs change. Each build is encoded once as JSON and
+//! as gnostic protobuf; the ETag is the SHA-512 of the JSON, shared by both
+//! encodings, and `If-None-Match` / `If-Modified-Since` answer 304.
+
+mod custom;
+mod definitions;
+mod paths;
+mod proto;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use apiserver::registry::ResourceInfo;
+use apiserver::server::GenericApiServer;
+use axum::body::Body;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha512};
+use tokio::sync::watch;
+
+use super::openapi::{ResourceSchema, SchemaFn};
+use crate::apiextensions::controller::Snapshot;
+
+/// The media type of the protobuf encoding, and the older spelling
+/// kubectl up to 1.28 asks for.
+const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const PROTOBUF_DEPRECATED_SUBTYPE: &str = "com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// A served built-in resource.
+struct Resource {
+    info: ResourceInfo,
+    schema: SchemaFn,
+}
+
+/// One build of the document in both encodings.
+struct Encoded {
+    json: Bytes,
+    proto: Bytes,
+    etag: HeaderValue,
+    modified: DateTime<Utc>,
+}
+
+impl Encoded {
+    fn new(doc: &Value) -> Encoded {
+        let json = Bytes::from(serde_json::to_vec(doc).unwrap_or_default());
+        let hex: String = Sha512::digest(&json)
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        Encoded {
+            etag: HeaderValue::from_str(&format!("\"{hex}\""))
+                .unwrap_or(HeaderValue::from_static("\"\"")),
+            proto: Bytes::from(proto::document(doc)),
+            json,
+            // HTTP dates have whole seconds.
+            modified: DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap_or_default(),
+        }
+    }
+}
+
+/// The built-in document (definitions and paths) and its encoding.
+struct Builtin {
+    definitions: Map<String, Value>,
+    paths: Map<String, Value>,
+    encoded: Arc<Encoded>,
+}
+
+struct Spec {
+    resources: Vec<Resource>,
+    crds: watch::Receiver<Snapshot>,
+    builtin: OnceLock<Builtin>,
+    /// The last build with custom resources, and the CRDs it is of.
+    custom: Mutex<Option<(Snapshot, Arc<Encoded>)>>,
+}
+
+fn document(definitions: Map<String, Value>, paths: Map<String, Value>) -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "v1.37.0"},
+        "paths": paths,
+        "definitions": definitions,
+        "securityDefinitions": {"BearerToken": {
+            "description": "Bearer Token authentication", "in": "header",
+            "name": "authorization", "type": "apiKey"}},
+        "security": [{"BearerToken": []}],
+    })
+}
+
+impl Spec {
+    fn builtin(&self) -> &Builtin {
+        self.builtin.get_or_init(|| {
+            let (definitions, names) = definitions::build(&self.resources);
+            let mut paths = Map::new();
+            for (r, n) in self.resources.iter().zip(&names) {
+                paths::add(&mut paths, &r.info, &n.kind, &n.list);
+            }
+            paths.sort_keys();
+            let encoded = Arc::new(Encoded::new(&document(definitions.clone(), paths.clone())));
+            Builtin {
+                definitions,
+                paths,
+                encoded,
+            }
+        })
+    }
+
+    /// The current document (blocking: may build it).
+    fn current(&self) -> Arc<Encoded> {
+        let snapshot = self.crds.borrow().clone();
+        let builtin = self.builtin();
+        let Ok(mut custom) = self.custom.lock() else {
+            return builtin.encoded.clone();
+        };
+        if let Some((built_for, encoded)) = custom.as_ref() {
+            if Arc::ptr_eq(built_for, &snapshot) {
+                return encoded.clone();
+            }
+        }
+        let (mut definitions, mut paths) = (builtin.definitions.clone(), builtin.paths.clone());
+        custom::add(&snapshot, &mut definitions, &mut paths);
+        let encoded = if paths.len() == builtin.paths.len() {
+            builtin.encoded.clone()
+        } else {
+            definitions.sort_keys();
+            paths.sort_keys();
+            Arc::new(Encoded::new(&document(definitions, paths)))
+        };
+        *custom = Some((snapshot, encoded.clone()));
+        encoded
+    }
+}
+
+/// The encoding an Accept header asks for: protobuf or JSON, `None` when
+/// it accepts neither (kube-openapi's order: clauses by quality and
+/// specificity, then JSON before protobuf).
+fn negotiate(accept: Option<&str>) -> Option<bool> {
+    let accept = accept.filter(|a| !a.trim().is_empty()).unwrap_or("*/*");
+    let mut clauses: Vec<(f32, u8, &str, &str)> = accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut parts = clause.split(';');
+            let (ty, sub) = parts.next()?.trim().split_once('/')?;
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.parse().ok())
+                .unwrap_or(1.0);
+            let specificity = u8::from(ty != "*") + u8::from(sub != "*");
+            Some((q, specificity, ty, sub))
+        })
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let offered = [
+        ("json", false),
+        (PROTOBUF_DEPRECATED_SUBTYPE, true),
+        (&PROTOBUF["application/".len()..], true),
+    ];
+    clauses.iter().find_map(|(_, _, ty, sub)| {
+        if *ty != "application" && *ty != "*" {
+            return None;
+        }
+        offered
+            .iter()
+            .find(|(s, _)| sub == s || *sub == "*")
+            .map(|(_, proto)| *proto)
+    })
+}
+
+/// Whether the request's conditions say the client's copy is current.
+fn not_modified(headers: &HeaderMap, encoded: &Encoded) -> bool {
+    if let Some(tags) = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+    {
+        let ours = encoded.etag.to_str().unwrap_or_default();
+        return tags
+            .split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == "*" || t == ours);
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| DateTime::parse_from_rfc2822(v).ok())
+        .is_some_and(|since| encoded.modified <= since)
+}
+
+fn respond(
+    method: &Method,
+    headers: &HeaderMap,
+    encoded: &Encoded,
+    protobuf: bool,
+) -> Response<Body> {
+    let mut resp = Response::new(Body::empty());
+    let h = resp.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(header::ETAG, encoded.etag.clone());
+    if not_modified(headers, encoded) {
+        *resp.status_mut() = StatusCode::NOT_MODIFIED;
+        return resp;
+    }
+    let (body, content_type) = if protobuf {
+        (encoded.proto.clone(), PROTOBUF)
+    } else {
+        (encoded.json.clone(), "application/json")
+    };
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    let modified = encoded
+        .modified
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    if let Ok(v) = HeaderValue::from_str(&modified) {
+        h.insert(header::LAST_MODIFIED, v);
+    }
+    if method != Method::HEAD {
+        *resp.body_mut() = Body::from(body);
+    }
+    resp
+}
+
+async fn serve(spec: Arc<Spec>, req: Request<Body>) -> Response<Body> {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let Some(protobuf) = negotiate(accept) else {
+        let mut resp = Response::new(Body::empty());
+        *resp.status_mut() = StatusCode::NOT_ACCEPTABLE;
+        return resp;
+    };
+    // The first request builds the document: CPU work off the runtime.
+    let Ok(encoded) = tokio::task::spawn_blocking(move || spec.current()).await else {
+        let mut resp = Response::new(Body::empty());
+        *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        return resp;
+    };
+    respond(req.method(), req.headers(), &encoded, protobuf)
+}
+
+/// Serves `/openapi/v2` for the built-in resources of `groups` and the
+/// custom resources of `crds`.
+pub fn install(
+    server: &mut GenericApiServer,
+    groups: &[Vec<ResourceSchema>],
+    crds: watch::Receiver<Snapshot>,
+) {
+    let resources = groups
+        .iter()
+        .flatten()
+        .map(|r| Resource {
+            info: r.info.clone(),
+            schema: r.schema,
+        })
+        .collect();
+    let spec = Arc::new(Spec {
+        resources,
+        crds,
+        builtin: OnceLock::new(),
+        custom: Mutex::new(None),
+    });
+    server.handle_path(
+        "/openapi/v2",
+        Arc::new(move |req| Box::pin(serve(spec.clone(), req))),
+    );
+}
+
+#[cfg(test)]
+mod tests;
