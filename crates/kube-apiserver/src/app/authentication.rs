@@ -17,6 +17,7 @@ use apiserver::server::GenericApiServer;
 use super::runtime_config::ApiEnablement;
 use crate::authenticator::bootstrap::BootstrapTokens;
 use crate::authenticator::keys::{self, KeyError, PublicKey};
+use crate::authenticator::oidc::{OidcAuthenticator, OidcConfig};
 use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator};
 use crate::authenticator::token_request::TokenRequests;
 use crate::authenticator::webhook::{WebhookConfigError, WebhookTokenAuthenticator};
@@ -89,6 +90,7 @@ struct Flags {
     webhook_version: String,
     webhook_cache_ttl: Duration,
     front_proxy: FrontProxyFlags,
+    oidc: Option<OidcConfig>,
 }
 
 /// The `--requestheader-*` flags.
@@ -153,7 +155,58 @@ fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
             .map_err(e)?
             .to_std(),
         front_proxy: front_proxy_flags(opts)?,
+        oidc: oidc_flags(opts)?,
     })
+}
+
+/// The `--oidc-*` flags, when `--oidc-issuer-url` is set (reads the CA).
+fn oidc_flags(opts: &CompletedOptions) -> Result<Option<OidcConfig>, AuthenticationError> {
+    let f = &opts.options.flags;
+    let e = flag_error;
+    let issuer = f.string("oidc-issuer-url").map_err(e)?;
+    if issuer.is_empty() {
+        return Ok(None);
+    }
+    let client_id = f.string("oidc-client-id").map_err(e)?;
+    if client_id.is_empty() {
+        return Err(AuthenticationError::Invalid(
+            "oidc-issuer-url and oidc-client-id must be specified together".into(),
+        ));
+    }
+    if !issuer.starts_with("https://") {
+        return Err(AuthenticationError::Invalid(format!(
+            "oidc-issuer-url ({issuer}) must be a valid URL with the https scheme"
+        )));
+    }
+    let ca_pem = match f.path("oidc-ca-file").map_err(e)? {
+        Some(path) => {
+            Some(std::fs::read(&path).map_err(|source| AuthenticationError::Io { path, source })?)
+        }
+        None => None,
+    };
+    let signing_algs = f
+        .list("oidc-signing-algs")
+        .map_err(e)?
+        .iter()
+        .map(|alg| {
+            alg.parse().map_err(|_| {
+                AuthenticationError::Invalid(format!(
+                    "oidc-signing-algs: unsupported algorithm {alg:?}"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(OidcConfig {
+        issuer,
+        client_id,
+        ca_pem,
+        username_claim: f.string("oidc-username-claim").map_err(e)?,
+        username_prefix: f.string("oidc-username-prefix").map_err(e)?,
+        groups_claim: f.string("oidc-groups-claim").map_err(e)?,
+        groups_prefix: f.string("oidc-groups-prefix").map_err(e)?,
+        required_claims: f.map("oidc-required-claim").map_err(e)?,
+        signing_algs,
+    }))
 }
 
 /// Upstream's checks of the service-account flags.
@@ -288,6 +341,10 @@ pub fn build(
         chain = chain.with_token_authenticator(Arc::new(BootstrapTokens {
             objects: objects.clone(),
         }));
+    }
+    if let Some(config) = flags.oidc.clone() {
+        let oidc = OidcAuthenticator::new(config).map_err(AuthenticationError::Invalid)?;
+        chain = chain.with_token_authenticator(Arc::new(oidc));
     }
     if let Some(path) = &flags.webhook_config {
         chain = chain.with_token_authenticator(Arc::new(WebhookTokenAuthenticator::load(

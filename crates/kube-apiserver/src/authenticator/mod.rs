@@ -1,11 +1,13 @@
 //! kube-apiserver's own token authenticators and what they read (upstream's
 //! `pkg/serviceaccount` and `plugin/pkg/auth/authenticator/token/bootstrap`):
-//! service-account JWTs and their keys, bootstrap tokens, the token
-//! webhook, TokenRequest, the service-account issuer discovery documents,
+//! service-account JWTs and their keys, bootstrap tokens, OpenID Connect
+//! ID tokens, the token webhook, TokenRequest, the service-account issuer discovery documents,
 //! and the object lookups they share.
 
 pub mod bootstrap;
+pub mod https;
 pub mod keys;
+pub mod oidc;
 pub mod openid;
 pub mod serviceaccount;
 pub mod token_request;

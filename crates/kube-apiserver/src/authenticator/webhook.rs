@@ -13,15 +13,9 @@ use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse, Us
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
-/// Upstream's limit on a webhook response body.
-const MAX_RESPONSE_BYTES: usize = 3 * 1024 * 1024;
+use super::https::{self, Url};
 /// How long one call may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Upstream's retry backoff: 500ms growing by half, five attempts.
@@ -41,10 +35,7 @@ pub enum WebhookConfigError {
 
 /// Where and how to call the webhook.
 struct Endpoint {
-    host: String,
-    port: u16,
-    path: String,
-    url: String,
+    url: Url,
     tls: Arc<rustls::ClientConfig>,
     /// A bearer token the webhook wants from the API server.
     token: Option<String>,
@@ -155,30 +146,13 @@ fn endpoint(config: &serde_yaml::Value, base: &Path) -> Result<Endpoint, String>
         .get("server")
         .and_then(|s| s.as_str())
         .ok_or("the cluster has no server")?;
-    let uri: http::Uri = server
-        .parse()
-        .map_err(|e| format!("server {server:?}: {e}"))?;
-    if uri.scheme_str() != Some("https") {
-        return Err(format!("server {server:?}: only https is supported"));
-    }
-    let host = uri
-        .host()
-        .ok_or_else(|| format!("server {server:?} has no host"))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
     Ok(Endpoint {
-        port: uri.port_u16().unwrap_or(443),
-        path: uri
-            .path_and_query()
-            .map_or("/".to_owned(), ToString::to_string),
-        url: server.to_owned(),
+        url: Url::parse(server).map_err(|e| format!("server {e}"))?,
         tls: Arc::new(tls_config(cluster, user, base)?),
         token: user
             .and_then(|u| u.get("token"))
             .and_then(|t| t.as_str())
             .map(str::to_owned),
-        host,
     })
 }
 
@@ -217,50 +191,6 @@ impl WebhookTokenAuthenticator {
         })
     }
 
-    async fn post(&self, review: &Value) -> Result<Value, String> {
-        let e = &self.endpoint;
-        let server_name = rustls::pki_types::ServerName::try_from(e.host.clone())
-            .map_err(|err| err.to_string())?;
-        let tcp = TcpStream::connect((e.host.as_str(), e.port))
-            .await
-            .map_err(|err| err.to_string())?;
-        let stream = TlsConnector::from(e.tls.clone())
-            .connect(server_name, tcp)
-            .await
-            .map_err(|err| err.to_string())?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|err| err.to_string())?;
-        tokio::spawn(conn);
-        let mut request = http::Request::post(&e.path)
-            .header(http::header::HOST, &e.host)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json");
-        if let Some(token) = &e.token {
-            request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(Bytes::from(review.to_string())))
-            .map_err(|err| err.to_string())?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|err| err.to_string())?;
-        let status = response.status();
-        let body = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-            .collect()
-            .await
-            .map_err(|err| err.to_string())?
-            .to_bytes();
-        if !status.is_success() {
-            return Err(format!(
-                "the server responded with status {}",
-                status.as_u16()
-            ));
-        }
-        serde_json::from_slice(&body).map_err(|err| err.to_string())
-    }
-
     /// Posts the review, retrying failed calls with upstream's backoff.
     async fn review(&self, review: &Value) -> Result<Value, AuthError> {
         let mut backoff = FIRST_BACKOFF;
@@ -270,7 +200,9 @@ impl WebhookTokenAuthenticator {
                 tokio::time::sleep(backoff).await;
                 backoff = backoff.mul_f64(1.5);
             }
-            match tokio::time::timeout(TIMEOUT, self.post(review)).await {
+            let e = &self.endpoint;
+            let call = https::call(&e.tls, &e.url, Some(review), e.token.as_deref());
+            match tokio::time::timeout(TIMEOUT, call).await {
                 Ok(Ok(answer)) => return Ok(answer),
                 Ok(Err(e)) => last = e,
                 Err(_) => last = "context deadline exceeded".into(),
@@ -278,7 +210,7 @@ impl WebhookTokenAuthenticator {
         }
         Err(AuthError::Token(format!(
             "Post \"{}\": {last}",
-            self.endpoint.url
+            self.endpoint.url.text
         )))
     }
 
@@ -385,7 +317,10 @@ mod tests {
         )
         .unwrap();
         let e = endpoint(&config, Path::new(".")).unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str()), ("b", 2, "/y"));
+        assert_eq!(
+            (e.url.host.as_str(), e.url.port, e.url.path.as_str()),
+            ("b", 2, "/y")
+        );
         assert_eq!(e.token.as_deref(), Some("t"));
         let plain: serde_yaml::Value =
             serde_yaml::from_str("clusters:\n- name: a\n  cluster: {server: 'http://a'}\n")

@@ -2,10 +2,12 @@
 //! tokens and `--anonymous-auth=false` refused with 401, service-account
 //! tokens from `kubectl create token` (used, reviewed, refused by RBAC with
 //! the service account's name), the issuer discovery documents,
-//! impersonation with `--as`, bootstrap tokens; the token webhook and
-//! front proxies in their own modules.
+//! impersonation with `--as`, bootstrap tokens; the token webhook, OIDC
+//! and front proxies in their own modules.
 
 mod front_proxy;
+mod https_server;
+mod oidc;
 mod webhook;
 
 use std::path::{Path, PathBuf};
