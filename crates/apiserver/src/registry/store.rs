@@ -566,10 +566,18 @@ impl UpdateStep {
                 .admit(&self.info, Operation::Update, new, Some(old.clone()))
                 .await?;
         }
+        // The managed fields the handler recorded survive strategies that
+        // rebuild the object from the old one (status writes).
+        let managed = new.pointer("/metadata/managedFields").cloned();
         match self.target {
             Target::Main => self.strategy.prepare_for_update(&mut new, &old),
             Target::Status => self.strategy.prepare_for_status_update(&mut new, &old),
         }
+        let meta = object_meta::metadata_mut(&mut new);
+        match managed {
+            Some(m) => meta.insert("managedFields".into(), m),
+            None => meta.shift_remove("managedFields"),
+        };
         object_meta::carry_over_on_update(&mut new, &old);
         let mut errors = object_meta::validate_update(
             &new,

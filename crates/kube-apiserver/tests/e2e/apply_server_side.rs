@@ -189,6 +189,14 @@ fn kubectl_applies_deployments_by_container_name() {
         err.contains(".spec.bogus: field not declared in schema"),
         "{err}"
     );
+    // kubectl scale owns the replicas through the scale subresource, so
+    // applying the old count conflicts with it.
+    s.ok(&["scale", "deployment", "web", "--replicas=5"]);
+    let err = s.fails(&["apply", "--server-side", "-f", &file]);
+    assert!(
+        err.contains("with subresource \"scale\" using apps/v1: .spec.replicas"),
+        "{err}"
+    );
 }
 
 struct Answer {
