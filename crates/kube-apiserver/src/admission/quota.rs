@@ -190,69 +190,139 @@ fn missing_compute(pod: &Value, hard: &Usage) -> Option<String> {
     Some(format!("must specify {}", parts.join("; ")))
 }
 
-impl ResourceQuota {
-    /// What the namespace's stored objects of this resource use now.
-    async fn recount(&self, a: &Attributes, quota: &Value) -> Result<Usage, ApiError> {
-        let (group, resource) = (&a.resource.group, &a.resource.resource);
-        let mut total = Usage::new();
-        for obj in self
-            .stores
-            .list(group, resource, Some(&a.namespace))
-            .await?
-        {
-            if in_scope(quota, resource, &obj) {
-                for (k, v) in usage(group, resource, &obj) {
-                    *total.entry(k).or_default() += v;
-                }
+/// What the namespace's stored objects of one resource use now.
+async fn recount(
+    stores: &Stores,
+    namespace: &str,
+    (group, resource): (&str, &str),
+    quota: &Value,
+) -> Result<Usage, ApiError> {
+    let mut total = Usage::new();
+    for obj in stores.list(group, resource, Some(namespace)).await? {
+        if in_scope(quota, resource, &obj) {
+            for (k, v) in usage(group, resource, &obj) {
+                *total.entry(k).or_default() += v;
             }
         }
-        Ok(total)
     }
+    Ok(total)
+}
 
-    /// Writes the quota's status: hard from spec, `used` for `keys`.
-    async fn record(&self, quota: &Object, hard: &Usage, used: &Usage) -> Result<(), ApiError> {
-        let Some(store) = self.stores.store("", "resourcequotas") else {
-            return Ok(());
-        };
-        let key = store.object_key(
-            apiserver::registry::object_meta::namespace(quota),
-            apiserver::registry::object_meta::name(quota),
-        );
-        let hard: BTreeMap<String, String> = hard
-            .iter()
-            .map(|(k, v)| (k.clone(), from_milli(*v)))
-            .collect();
-        let used: BTreeMap<String, String> = used
-            .iter()
-            .filter(|(k, _)| hard.contains_key(*k))
-            .map(|(k, v)| (k.clone(), from_milli((*v).max(0))))
-            .collect();
-        let update = move |current: Option<Object>| {
-            let result = match current {
-                Some(cur) => {
-                    let mut obj = (*cur).clone();
-                    let status = json!({"hard": hard, "used": used});
-                    if let Some(map) = obj.as_object_mut() {
-                        let mut merged = map.get("status").cloned().unwrap_or_else(|| json!({}));
-                        if let (Some(m), Some(s)) = (merged.as_object_mut(), status.as_object()) {
-                            m.extend(s.clone());
-                        }
-                        map.insert("status".into(), merged);
-                    }
-                    Ok(obj)
-                }
-                None => Err(storage::StorageError::NotFound { key: String::new() }),
+/// The resource whose objects a quota key counts.
+fn counted_resource(key: &str) -> Option<(String, String)> {
+    let core = |r: &str| Some((String::new(), r.to_owned()));
+    if let Some(counted) = key.strip_prefix("count/") {
+        return Some(match counted.split_once('.') {
+            Some((resource, group)) => (group.to_owned(), resource.to_owned()),
+            None => (String::new(), counted.to_owned()),
+        });
+    }
+    if key.contains(".storageclass.storage.k8s.io/") {
+        return core("persistentvolumeclaims");
+    }
+    match key {
+        "pods" | "cpu" | "memory" | "ephemeral-storage" => core("pods"),
+        k if k.starts_with("requests.") && k != "requests.storage" => core("pods"),
+        k if k.starts_with("limits.") => core("pods"),
+        "requests.storage" | "persistentvolumeclaims" => core("persistentvolumeclaims"),
+        k if k.starts_with("services") => core("services"),
+        "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas" => core(key),
+        _ => None,
+    }
+}
+
+/// Fills a new or changed quota's status from what the namespace holds (the
+/// quota controller's first sync), once the quota is stored.
+fn sync_later(stores: Stores, namespace: String, name: String) {
+    tokio::spawn(async move {
+        for _ in 0..SYNC_ATTEMPTS {
+            tokio::time::sleep(SYNC_INTERVAL).await;
+            let Ok(Some(quota)) = stores
+                .get("", "resourcequotas", Some(&namespace), &name)
+                .await
+            else {
+                continue;
             };
-            async move { result }.boxed()
-        };
-        match store
-            .storage()
-            .guaranteed_update(&key, false, None, &update)
-            .await
-        {
-            Ok(_) | Err(storage::StorageError::NotFound { .. }) => Ok(()),
-            Err(e) => Err(ApiError::internal_error(e)),
+            let hard: Usage = parse_list(quota.pointer("/spec/hard"))
+                .iter()
+                .map(|(k, v)| (k.clone(), milli(v)))
+                .collect();
+            let mut resources: Vec<(String, String)> =
+                hard.keys().filter_map(|k| counted_resource(k)).collect();
+            resources.sort();
+            resources.dedup();
+            let mut used = Usage::new();
+            for (group, resource) in &resources {
+                let Ok(u) = recount(&stores, &namespace, (group, resource), &quota).await else {
+                    return;
+                };
+                for (k, v) in u {
+                    *used.entry(k).or_default() += v;
+                }
+            }
+            for k in hard.keys() {
+                used.entry(k.clone()).or_default();
+            }
+            if let Err(e) = record(&stores, &quota, &hard, &used).await {
+                tracing::warn!(quota = %name, error = %e, "quota status not recorded");
+            }
+            return;
         }
+    });
+}
+
+/// How often, and how long, a quota's first sync waits for it to be stored.
+const SYNC_ATTEMPTS: u32 = 20;
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Writes the quota's status: hard from spec, `used` for the hard keys.
+async fn record(
+    stores: &Stores,
+    quota: &Object,
+    hard: &Usage,
+    used: &Usage,
+) -> Result<(), ApiError> {
+    let Some(store) = stores.store("", "resourcequotas") else {
+        return Ok(());
+    };
+    let key = store.object_key(
+        apiserver::registry::object_meta::namespace(quota),
+        apiserver::registry::object_meta::name(quota),
+    );
+    let hard: BTreeMap<String, String> = hard
+        .iter()
+        .map(|(k, v)| (k.clone(), from_milli(*v)))
+        .collect();
+    let used: BTreeMap<String, String> = used
+        .iter()
+        .filter(|(k, _)| hard.contains_key(*k))
+        .map(|(k, v)| (k.clone(), from_milli((*v).max(0))))
+        .collect();
+    let update = move |current: Option<Object>| {
+        let result = match current {
+            Some(cur) => {
+                let mut obj = (*cur).clone();
+                let status = json!({"hard": hard, "used": used});
+                if let Some(map) = obj.as_object_mut() {
+                    let mut merged = map.get("status").cloned().unwrap_or_else(|| json!({}));
+                    if let (Some(m), Some(s)) = (merged.as_object_mut(), status.as_object()) {
+                        m.extend(s.clone());
+                    }
+                    map.insert("status".into(), merged);
+                }
+                Ok(obj)
+            }
+            None => Err(storage::StorageError::NotFound { key: String::new() }),
+        };
+        async move { result }.boxed()
+    };
+    match store
+        .storage()
+        .guaranteed_update(&key, false, None, &update)
+        .await
+    {
+        Ok(_) | Err(storage::StorageError::NotFound { .. }) => Ok(()),
+        Err(e) => Err(ApiError::internal_error(e)),
     }
 }
 
@@ -330,7 +400,8 @@ impl ResourceQuota {
             }
         }
         // The stored objects; on update and delete they include the old one.
-        let mut used = self.recount(a, &quota).await?;
+        let resource_key = (a.resource.group.as_str(), resource);
+        let mut used = recount(&self.stores, &a.namespace, resource_key, &quota).await?;
         let limit = |k: &String| hard.get(k).copied().unwrap_or(0);
         let exceeded: Vec<String> = affected
             .iter()
@@ -358,6 +429,9 @@ impl ValidationInterface for ResourceQuota {
         if a.namespace.is_empty() || !a.subresource.is_empty() {
             return Ok(());
         }
+        if a.is("", "resourcequotas") && a.operation != Operation::Delete && !a.dry_run {
+            sync_later(self.stores.clone(), a.namespace.clone(), a.name.clone());
+        }
         let quotas = self
             .stores
             .list("", "resourcequotas", Some(&a.namespace))
@@ -381,7 +455,7 @@ impl ValidationInterface for ResourceQuota {
             return Ok(());
         }
         for c in charges {
-            self.record(&c.quota, &c.hard, &c.used).await?;
+            record(&self.stores, &c.quota, &c.hard, &c.used).await?;
         }
         Ok(())
     }
@@ -408,6 +482,26 @@ mod tests {
             missing_compute(&pod, &Usage::from([("limits.cpu".to_string(), 2000)])),
             Some("must specify limits.cpu for: b".into())
         );
+    }
+
+    #[test]
+    fn quota_keys_name_the_resource_they_count() {
+        let of = |k| counted_resource(k);
+        let core = |r: &str| Some((String::new(), r.to_string()));
+        assert_eq!(of("requests.cpu"), core("pods"));
+        assert_eq!(of("limits.memory"), core("pods"));
+        assert_eq!(of("requests.storage"), core("persistentvolumeclaims"));
+        assert_eq!(
+            of("gold.storageclass.storage.k8s.io/requests.storage"),
+            core("persistentvolumeclaims")
+        );
+        assert_eq!(of("services.nodeports"), core("services"));
+        assert_eq!(
+            of("count/deployments.apps"),
+            Some(("apps".into(), "deployments".into()))
+        );
+        assert_eq!(of("count/configmaps"), core("configmaps"));
+        assert_eq!(of("example.com/gpu"), None);
     }
 
     #[test]

@@ -159,9 +159,8 @@ impl AdmissionOptions {
     pub fn validate(&self) -> Vec<OptionError> {
         let mut errors = Vec::new();
         let known = |name: &String| ORDERED_PLUGINS.contains(&name.as_str());
-        if !self.admission_control.is_empty()
-            && !(self.enable.is_empty() && self.disable.is_empty())
-        {
+        let new_flags = !self.enable.is_empty() || !self.disable.is_empty();
+        if !self.admission_control.is_empty() && new_flags {
             errors.push(OptionError::new(
                 "admission-control",
                 "admission-control and enable-admission-plugins/disable-admission-plugins flags are mutually exclusive",

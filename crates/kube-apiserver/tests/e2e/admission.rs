@@ -102,6 +102,19 @@ fn pods_get_service_account_credentials_limit_defaults_and_quota() {
     s.apply_yaml(
         "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: apps}\nspec:\n  hard: {pods: \"1\"}\n",
     );
+    // With no quota controller, the plugin fills a new quota's status.
+    let quota_status = |s: &TestServer| -> Value {
+        let out = s.ok(&["get", "resourcequota", "q", "-n", "apps", "-o", "json"]);
+        serde_json::from_str::<Value>(&out).unwrap_or(Value::Null)["status"].clone()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while quota_status(&s)["used"]["pods"] != "0" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        quota_status(&s),
+        json!({"hard": {"pods": "1"}, "used": {"pods": "0"}})
+    );
     let p = json_of(&pod(&s, "one"));
     assert_eq!(p["spec"]["serviceAccountName"], "default");
     let volume = p["spec"]["volumes"][0]["name"].as_str().unwrap_or_default();
