@@ -8,6 +8,7 @@ mod limit_ranger;
 mod lookup;
 mod namespace;
 mod pods;
+mod policy;
 mod quota;
 mod resources;
 mod service_account;
@@ -103,6 +104,9 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
         }
         "ValidatingAdmissionWebhook" => {
             Plugin::validating(name, Arc::new(webhook::ValidatingWebhook::new(s())))
+        }
+        "ValidatingAdmissionPolicy" => {
+            Plugin::validating(name, Arc::new(policy::ValidatingAdmissionPolicy::new(s())))
         }
         "ResourceQuota" => Plugin::validating(
             name,

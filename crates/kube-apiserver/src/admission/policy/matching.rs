@@ -1,0 +1,121 @@
+//! Which requests a policy's `matchConstraints` or a binding's
+//! `matchResources` cover (upstream's generic policy matcher): resource
+//! rules with names and scope, exclusions, then the namespace and object
+//! label selectors.
+
+use apimachinery::labels::Selector;
+use apiserver::admission::Attributes;
+use serde_json::{Map, Value};
+
+use crate::admission::lookup::text;
+
+fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+fn listed(v: Option<&Value>, want: &str) -> bool {
+    strings(v).any(|s| s == "*" || s == want)
+}
+
+/// `deployments`, `deployments/scale`, `*`, `*/scale`, `deployments/*` or
+/// `*/*`; a bare resource covers the main resource only.
+fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
+    strings(v).any(|r| {
+        let (res, rsub) = match r.split_once('/') {
+            Some((res, rsub)) => (res, Some(rsub)),
+            None => (r, None),
+        };
+        let sub_ok = match rsub {
+            None => sub.is_empty(),
+            Some(s) => !sub.is_empty() && (s == "*" || s == sub),
+        };
+        (res == "*" || res == resource) && sub_ok
+    })
+}
+
+/// Whether one named-resource rule covers the request.
+fn rule_covers(rule: &Value, a: &Attributes, namespaced: bool) -> bool {
+    let names_ok = match rule.get("resourceNames").and_then(Value::as_array) {
+        Some(names) if !names.is_empty() => names.iter().any(|n| n.as_str() == Some(&a.name)),
+        _ => true,
+    };
+    listed(rule.get("operations"), a.operation.as_str())
+        && listed(rule.get("apiGroups"), &a.resource.group)
+        && listed(rule.get("apiVersions"), &a.resource.version)
+        && resource_listed(rule.get("resources"), &a.resource.resource, &a.subresource)
+        && names_ok
+        && match text(rule, "/scope").unwrap_or("*") {
+            "Cluster" => !namespaced,
+            "Namespaced" => namespaced,
+            _ => true,
+        }
+}
+
+fn any_rule(rules: Option<&Value>, a: &Attributes, namespaced: bool) -> bool {
+    rules
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| rule_covers(r, a, namespaced))
+}
+
+fn selector(constraints: &Value, field: &str) -> Result<Selector, String> {
+    match constraints.get(field) {
+        None | Some(Value::Null) => Ok(Selector::everything()),
+        Some(v) => Selector::from_label_selector(Some(v)).map_err(|e| e.to_string()),
+    }
+}
+
+fn labels(obj: Option<&Value>) -> Map<String, Value> {
+    obj.and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether `constraints` (a `MatchResources`) cover the request, given the
+/// labels of the request's namespace object (None when cluster-scoped).
+/// Malformed selectors are configuration errors.
+pub fn matches(
+    constraints: &Value,
+    a: &Attributes,
+    namespace: Option<&Value>,
+) -> Result<bool, String> {
+    let is_namespace = a.is("", "namespaces");
+    let namespaced = !a.namespace.is_empty() && !is_namespace;
+    if !any_rule(constraints.get("resourceRules"), a, namespaced)
+        || any_rule(constraints.get("excludeResourceRules"), a, namespaced)
+    {
+        return Ok(false);
+    }
+    let ns_selector = selector(constraints, "namespaceSelector")?;
+    if !ns_selector.is_empty() {
+        let ns_labels = if is_namespace {
+            labels(a.object.as_ref().or(a.old_object.as_deref()))
+        } else if namespaced {
+            labels(namespace)
+        } else {
+            // Cluster-scoped requests are not held back by namespace selectors.
+            Map::new()
+        };
+        if (is_namespace || namespaced) && !ns_selector.matches(&ns_labels) {
+            return Ok(false);
+        }
+    }
+    let obj_selector = selector(constraints, "objectSelector")?;
+    if obj_selector.is_empty() {
+        return Ok(true);
+    }
+    let new = a
+        .object
+        .as_ref()
+        .map(|o| obj_selector.matches(&labels(Some(o))));
+    let old = a
+        .old_object
+        .as_deref()
+        .map(|o| obj_selector.matches(&labels(Some(o))));
+    Ok(new.unwrap_or(false) || old.unwrap_or(false))
+}
