@@ -122,3 +122,88 @@ pub fn is_admissible(op: Operation) -> bool {
         Operation::Create | Operation::Update | Operation::Delete | Operation::Connect
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use apiserver::admission::RequestContext;
+    use apiserver::filters::authentication::UserInfo;
+    use apiserver::registry::ResourceInfo;
+    use serde_json::json;
+
+    use super::*;
+
+    fn pods(op: Operation, subresource: &str, labels: Value) -> Attributes {
+        let info = ResourceInfo {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            singular: "pod".into(),
+            kind: "Pod".into(),
+            list_kind: "PodList".into(),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec![],
+            has_status: true,
+            has_scale: false,
+            storage_root: "pods".into(),
+        };
+        let obj = json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels}});
+        let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
+        Attributes::new(
+            &info,
+            op,
+            Some(obj),
+            None,
+            subresource,
+            None,
+            "",
+            false,
+            request,
+        )
+    }
+
+    fn hook(resources: &[&str], scope: &str) -> Value {
+        json!({"rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                          "apiVersions": ["*"], "resources": resources, "scope": scope}]})
+    }
+
+    #[test]
+    fn rules_match_operations_resources_subresources_and_scope() {
+        let create = pods(Operation::Create, "", json!({}));
+        let status = pods(Operation::Update, "status", json!({}));
+        assert!(rules_match(&hook(&["pods"], "*"), &create, true));
+        assert!(!rules_match(&hook(&["pods"], "*"), &status, true));
+        assert!(rules_match(&hook(&["pods/status"], "*"), &status, true));
+        assert!(rules_match(&hook(&["*/*"], "*"), &status, true));
+        assert!(!rules_match(&hook(&["*"], "*"), &status, true));
+        assert!(rules_match(&hook(&["*"], "Namespaced"), &create, true));
+        assert!(!rules_match(&hook(&["*"], "Cluster"), &create, true));
+        assert!(!rules_match(
+            &hook(&["pods"], "*"),
+            &pods(Operation::Delete, "", json!({})),
+            true
+        ));
+    }
+
+    #[test]
+    fn object_selectors_match_labels() {
+        let hook = json!({"objectSelector": {"matchLabels": {"team": "a"}}});
+        assert!(object_selector_matches(
+            &hook,
+            &pods(Operation::Create, "", json!({"team": "a"}))
+        ));
+        assert!(!object_selector_matches(
+            &hook,
+            &pods(Operation::Create, "", json!({"team": "b"}))
+        ));
+        assert!(object_selector_matches(
+            &json!({}),
+            &pods(Operation::Create, "", json!({}))
+        ));
+        assert!(dry_run_safe(&json!({"sideEffects": "NoneOnDryRun"})));
+        assert!(!dry_run_safe(&json!({"sideEffects": "Some"})));
+    }
+}
