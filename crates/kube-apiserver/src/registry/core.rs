@@ -249,6 +249,33 @@ pub fn configmaps() -> ResourceStrategy {
 
 fn secret_defaults(obj: &mut Value) {
     default_field(obj, "type", json!("Opaque"));
+    merge_string_data(obj);
+}
+
+/// `stringData` is write-only: its entries are base64-encoded into `data`
+/// (winning over the same keys there) and it is never stored, as upstream's
+/// conversion of a v1 Secret does.
+fn merge_string_data(obj: &mut Value) {
+    use base64::Engine as _;
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = map.remove("stringData") else {
+        return;
+    };
+    let data = map
+        .entry("data")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !data.is_object() {
+        *data = Value::Object(Default::default());
+    }
+    if let Value::Object(data) = data {
+        for (key, value) in string_data {
+            let text = value.as_str().unwrap_or_default();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(key, Value::String(encoded));
+        }
+    }
 }
 
 fn secret_columns() -> Vec<TableColumn> {
@@ -554,6 +581,17 @@ pub fn with_status() -> ResourceStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_string_data_is_merged_into_data() {
+        let mut secret = json!({"data": {"a": "b2xk", "keep": "eA=="},
+            "stringData": {"a": "new", "plain": "héllo"}});
+        secret_defaults(&mut secret);
+        assert_eq!(
+            secret,
+            json!({"type": "Opaque", "data": {"a": "bmV3", "keep": "eA==", "plain": "aMOpbGxv"}})
+        );
+    }
 
     #[test]
     fn pod_defaults_follow_upstream() {
