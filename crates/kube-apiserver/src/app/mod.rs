@@ -11,3 +11,4 @@ pub mod rbac_bootstrap;
 pub mod run;
 pub mod runtime_config;
 pub mod server;
+mod service_accounts;

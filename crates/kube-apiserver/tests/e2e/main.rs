@@ -16,5 +16,6 @@ mod kubectl_versions;
 mod openapi_v2;
 mod rbac;
 mod runtime_config;
+mod service_accounts;
 mod storage_encoding;
 mod watch_and_lifecycle;
