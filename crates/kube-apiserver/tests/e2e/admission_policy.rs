@@ -1,0 +1,148 @@
+//! ValidatingAdmissionPolicy end to end: a policy and its binding refuse
+//! or warn about Deployments through kubectl, parameters come from a
+//! ConfigMap, and failurePolicy Ignore lets requests past a broken
+//! expression.
+
+use crate::harness::TestServer;
+
+fn policy(name: &str, expression: &str, extra: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  {extra}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments]
+  validations:
+  - expression: "{expression}"
+"#
+    )
+}
+
+fn binding(name: &str, policy: &str, actions: &str, extra: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: {name}}}
+spec:
+  policyName: {policy}
+  validationActions: [{actions}]
+  {extra}
+"#
+    )
+}
+
+fn deployment(s: &TestServer, name: &str, replicas: u32) -> std::process::Output {
+    s.kubectl(&[
+        "create",
+        "deployment",
+        name,
+        "--image=nginx",
+        &format!("--replicas={replicas}"),
+    ])
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn deny_refuses_and_warn_warns() {
+    let s = TestServer::start();
+    s.apply_yaml(&policy("max-replicas", "object.spec.replicas <= 5", ""));
+    s.apply_yaml(&binding("max-replicas-deny", "max-replicas", "Deny", ""));
+    let out = deployment(&s, "big", 6);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "deployments.apps \"big\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' \
+             with binding 'max-replicas-deny' denied request: failed expression: object.spec.replicas <= 5"
+        ),
+        "{err}"
+    );
+    assert!(deployment(&s, "small", 3).status.success());
+    // Updates are held to the policy too.
+    let err = s.fails(&["scale", "deployment", "small", "--replicas=7"]);
+    assert!(err.contains("denied request"), "{err}");
+
+    s.ok(&[
+        "delete",
+        "validatingadmissionpolicybinding",
+        "max-replicas-deny",
+    ]);
+    s.apply_yaml(&binding("max-replicas-warn", "max-replicas", "Warn", ""));
+    let out = deployment(&s, "warned", 6);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding \
+             'max-replicas-warn': failed expression: object.spec.replicas <= 5"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn params_come_from_a_config_map() {
+    let s = TestServer::start();
+    s.ok(&["create", "configmap", "limits", "--from-literal=max=2"]);
+    let kind = "paramKind: {apiVersion: v1, kind: ConfigMap}";
+    s.apply_yaml(&policy(
+        "limited",
+        "object.spec.replicas <= int(params.data.max)",
+        kind,
+    ));
+    s.apply_yaml(&binding(
+        "limited-binding",
+        "limited",
+        "Deny",
+        "paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}",
+    ));
+    let err = stderr(&deployment(&s, "three", 3));
+    assert!(
+        err.contains(
+            "ValidatingAdmissionPolicy 'limited' with binding 'limited-binding' denied request"
+        ),
+        "{err}"
+    );
+    assert!(deployment(&s, "two", 2).status.success());
+    // Without its parameter the binding refuses, as its action says.
+    s.ok(&["delete", "configmap", "limits"]);
+    let err = stderr(&deployment(&s, "one", 1));
+    assert!(
+        err.contains("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{err}"
+    );
+}
+
+#[test]
+fn failure_policy_decides_on_broken_expressions() {
+    let s = TestServer::start();
+    s.apply_yaml(&policy(
+        "broken",
+        "object.spec.nosuchfield > 1",
+        "failurePolicy: Ignore",
+    ));
+    s.apply_yaml(&binding("broken-binding", "broken", "Deny", ""));
+    assert!(deployment(&s, "passes", 1).status.success());
+    s.apply_yaml(&policy(
+        "broken",
+        "object.spec.nosuchfield > 1",
+        "failurePolicy: Fail",
+    ));
+    let err = stderr(&deployment(&s, "refused", 1));
+    assert!(
+        err.contains(
+            "ValidatingAdmissionPolicy 'broken' with binding 'broken-binding' denied request: \
+             expression 'object.spec.nosuchfield > 1' resulted in error"
+        ),
+        "{err}"
+    );
+}
