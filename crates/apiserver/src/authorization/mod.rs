@@ -3,6 +3,7 @@
 //! the union of the configured modes, and the modes themselves (AlwaysAllow,
 //! AlwaysDeny, RBAC).
 
+pub mod escalation;
 pub mod rbac;
 pub mod rules;
 

@@ -261,6 +261,22 @@ impl RbacAuthorizer {
             tracing::warn!("the RBAC authorizer was bound twice; keeping the first policy");
         }
     }
+
+    /// The rules of the role a (Cluster)RoleBinding refers to (upstream's
+    /// `GetRoleReferenceRules`); `Err` carries upstream's error text, also
+    /// when the policy is not bound yet.
+    pub async fn role_reference_rules(&self, binding: &Value) -> Result<Vec<Value>, String> {
+        let reader = self
+            .reader
+            .get()
+            .ok_or_else(|| "the RBAC policy is not available yet".to_owned())?;
+        let role = referenced_role(reader.as_ref(), binding).await?;
+        Ok(role
+            .get("rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default())
+    }
 }
 
 #[async_trait]

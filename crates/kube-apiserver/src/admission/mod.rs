@@ -10,6 +10,7 @@ mod namespace;
 mod pods;
 mod policy;
 mod quota;
+mod rbac_escalation;
 mod resources;
 mod service_account;
 mod simple;
@@ -39,12 +40,17 @@ pub struct Setup<'a> {
 /// order. Enabled plugins not built yet are skipped (flag validation has
 /// refused those that are not on by default).
 pub fn chain(setup: &Setup<'_>) -> Chain {
-    let plugins = setup
+    let mut plugins: Vec<Plugin> = setup
         .options
         .enabled_plugins()
         .into_iter()
         .filter_map(|name| plugin(name, setup))
         .collect();
+    // Upstream checks RBAC escalation in the RBAC storage, on every write.
+    let escalation = rbac_escalation::RbacEscalation {
+        authorization: setup.authorization.clone(),
+    };
+    plugins.push(Plugin::validating("RBACEscalation", Arc::new(escalation)));
     Chain::new(plugins)
 }
 
