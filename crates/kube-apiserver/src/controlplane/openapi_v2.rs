@@ -8,12 +8,14 @@
 //! are added when the CRDs change. Each build is encoded once as JSON and
 //! as gnostic protobuf; the ETag is the SHA-512 of the JSON, shared by both
 //! encodings, and `If-None-Match` / `If-Modified-Since` answer 304.
+//! Clients that accept gzip get it (compressed once per encoding).
 
 mod custom;
 mod definitions;
 mod paths;
 mod proto;
 
+use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use apiserver::registry::ResourceInfo;
@@ -21,6 +23,8 @@ use apiserver::server::GenericApiServer;
 use axum::body::Body;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
@@ -46,6 +50,8 @@ struct Encoded {
     proto: Bytes,
     etag: HeaderValue,
     modified: DateTime<Utc>,
+    /// Gzip of `json` and `proto`, made when first asked for.
+    gzipped: [OnceLock<Bytes>; 2],
 }
 
 impl Encoded {
@@ -62,8 +68,49 @@ impl Encoded {
             json,
             // HTTP dates have whole seconds.
             modified: DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap_or_default(),
+            gzipped: Default::default(),
         }
     }
+
+    fn body(&self, protobuf: bool) -> &Bytes {
+        if protobuf {
+            &self.proto
+        } else {
+            &self.json
+        }
+    }
+
+    /// The gzip of an encoding (blocking: compresses on first use).
+    fn gzipped(&self, protobuf: bool) -> Bytes {
+        self.gzipped[usize::from(protobuf)]
+            .get_or_init(|| {
+                let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+                match gz.write_all(self.body(protobuf)).and_then(|()| gz.finish()) {
+                    Ok(bytes) => Bytes::from(bytes),
+                    // Writing to memory does not fail; serve it plain if it did.
+                    Err(_) => self.body(protobuf).clone(),
+                }
+            })
+            .clone()
+    }
+}
+
+/// Whether the client takes gzip (`Accept-Encoding` with a non-zero q).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let q = parts
+                .find_map(|p| p.strip_prefix("q="))
+                .and_then(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && q > 0.0
+        })
 }
 
 /// The built-in document (definitions and paths) and its encoding.
@@ -192,26 +239,39 @@ fn not_modified(headers: &HeaderMap, encoded: &Encoded) -> bool {
         .is_some_and(|since| encoded.modified <= since)
 }
 
+/// The response to a request for one encoding; `gzipped` is its gzip when
+/// the client accepts that.
 fn respond(
     method: &Method,
     headers: &HeaderMap,
     encoded: &Encoded,
     protobuf: bool,
+    gzipped: Option<Bytes>,
 ) -> Response<Body> {
     let mut resp = Response::new(Body::empty());
     let h = resp.headers_mut();
-    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
     h.insert(header::ETAG, encoded.etag.clone());
     if not_modified(headers, encoded) {
         *resp.status_mut() = StatusCode::NOT_MODIFIED;
         return resp;
     }
-    let (body, content_type) = if protobuf {
-        (encoded.proto.clone(), PROTOBUF)
+    let content_type = if protobuf {
+        PROTOBUF
     } else {
-        (encoded.json.clone(), "application/json")
+        "application/json"
     };
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let body = match gzipped {
+        Some(gz) => {
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            gz
+        }
+        None => encoded.body(protobuf).clone(),
+    };
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     let modified = encoded
         .modified
@@ -236,13 +296,19 @@ async fn serve(spec: Arc<Spec>, req: Request<Body>) -> Response<Body> {
         *resp.status_mut() = StatusCode::NOT_ACCEPTABLE;
         return resp;
     };
-    // The first request builds the document: CPU work off the runtime.
-    let Ok(encoded) = tokio::task::spawn_blocking(move || spec.current()).await else {
+    let gzip = accepts_gzip(req.headers());
+    // Building and compressing are CPU work: off the runtime.
+    let built = tokio::task::spawn_blocking(move || {
+        let encoded = spec.current();
+        let gzipped = gzip.then(|| encoded.gzipped(protobuf));
+        (encoded, gzipped)
+    });
+    let Ok((encoded, gzipped)) = built.await else {
         let mut resp = Response::new(Body::empty());
         *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
         return resp;
     };
-    respond(req.method(), req.headers(), &encoded, protobuf)
+    respond(req.method(), req.headers(), &encoded, protobuf, gzipped)
 }
 
 /// Serves `/openapi/v2` for the built-in resources of `groups` and the

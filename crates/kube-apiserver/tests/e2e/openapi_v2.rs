@@ -159,3 +159,76 @@ fn kubectl_1_27_and_1_28_apply_and_create_with_validation() {
         assert!(out.contains("deployment.apps/web created"), "{out}");
     }
 }
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+";
+
+#[test]
+fn custom_resources_appear_with_their_schemas() {
+    let s = TestServer::start();
+    let (_, headers, _) = get(&s, "/openapi/v2", &[]);
+    let before = header(&headers, "etag").map(str::to_owned);
+    s.apply_yaml(CRD);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let doc = loop {
+        let (_, headers, body) = get(
+            &s,
+            "/openapi/v2",
+            &["Accept-Encoding: gzip", "Accept: application/json"],
+        );
+        assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut plain)
+            .expect("gzip body");
+        let doc: serde_json::Value = serde_json::from_slice(&plain).expect("JSON document");
+        if doc["definitions"].get("com.example.v1.Gadget").is_some() {
+            assert_ne!(header(&headers, "etag").map(str::to_owned), before);
+            break doc;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Gadget never published"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let gadget = &doc["definitions"]["com.example.v1.Gadget"];
+    assert_eq!(
+        gadget["properties"]["spec"]["properties"]["size"]["type"],
+        "integer"
+    );
+    assert_eq!(
+        gadget["x-kubernetes-group-version-kind"][0]["kind"],
+        "Gadget"
+    );
+    assert!(
+        doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/gadgets/{name}"]["patch"]
+            .is_object()
+    );
+    if let Some(k127) = versioned_kubectl(27) {
+        let cr = "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: default}\nspec: {size: 2}\n";
+        let out = s.kubectl_with(&k127.to_string_lossy(), &["apply", "-f", "-"], Some(cr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -254,11 +254,11 @@ fn etag_and_dates_decide_not_modified() {
     assert_eq!(etag.len(), 128 + 2);
     let mut headers = HeaderMap::new();
     headers.insert(header::IF_NONE_MATCH, HeaderValue::from_str(&etag).unwrap());
-    let resp = respond(&Method::GET, &headers, &encoded, false);
+    let resp = respond(&Method::GET, &headers, &encoded, false, None);
     assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(resp.headers()[header::ETAG], etag.as_str());
     headers.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"other\""));
-    let resp = respond(&Method::GET, &headers, &encoded, true);
+    let resp = respond(&Method::GET, &headers, &encoded, true, None);
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()[header::CONTENT_TYPE], PROTOBUF);
     let mut headers = HeaderMap::new();
@@ -270,7 +270,7 @@ fn etag_and_dates_decide_not_modified() {
         HeaderValue::from_str(&later).unwrap(),
     );
     assert_eq!(
-        respond(&Method::GET, &headers, &encoded, false).status(),
+        respond(&Method::GET, &headers, &encoded, false, None).status(),
         StatusCode::NOT_MODIFIED
     );
 }
@@ -370,4 +370,92 @@ fn protobuf_encoding_follows_gnostic_field_numbers() {
         .flat_map(|q| field(q, 4))
         .collect();
     assert!(names.contains(&b"fieldValidation".as_slice()), "{names:?}");
+}
+
+fn widget_crd(
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {
+                    "port": {"x-kubernetes-int-or-string": true},
+                    "tags": {"type": "array", "items": {"type": "string"}, "nullable": true},
+                }}}}}}]},
+        "status": {"conditions": [
+            {"type": "NamesAccepted", "status": "True"},
+            {"type": "Established", "status": "True"}],
+            "acceptedNames": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"}},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn custom_resources_join_the_document_when_crds_change() {
+    let (tx, crds) = watch::channel(Snapshot::default());
+    let spec = Spec { crds, ..spec() };
+    let builtin = spec.current();
+    assert!(Arc::ptr_eq(&builtin, &spec.builtin().encoded));
+    tx.send_replace(Arc::new(vec![widget_crd()]));
+    let with_crd = spec.current();
+    assert!(
+        Arc::ptr_eq(&with_crd, &spec.current()),
+        "rebuilt without a change"
+    );
+    assert_ne!(with_crd.etag, builtin.etag);
+    let doc: Value = serde_json::from_slice(&with_crd.json).unwrap();
+    let widget = &doc["definitions"]["com.example.v1.Widget"];
+    assert_eq!(
+        widget["x-kubernetes-group-version-kind"][0]["kind"],
+        "Widget"
+    );
+    assert_eq!(
+        widget["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    let props = &widget["properties"]["spec"]["properties"];
+    assert!(
+        props["port"].get("anyOf").is_none() && props["port"].get("type").is_none(),
+        "{props}"
+    );
+    assert!(props["tags"].get("type").is_none(), "{props}");
+    assert!(doc["definitions"]["com.example.v1.WidgetList"].is_object());
+    let patch =
+        &doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+    assert_eq!(patch["operationId"], "patchExampleComV1NamespacedWidget");
+    let defs = doc["definitions"].as_object().unwrap();
+    for (name, s) in defs {
+        check_schema(defs, name, s);
+    }
+    tx.send_replace(Snapshot::default());
+    assert!(Arc::ptr_eq(&spec.current(), &builtin));
+}
+
+#[test]
+fn gzip_is_served_to_clients_that_accept_it() {
+    let accepts = |v: &'static str| {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(v));
+        accepts_gzip(&h)
+    };
+    assert!(accepts("gzip"));
+    assert!(accepts("deflate, gzip;q=0.5"));
+    assert!(!accepts("gzip;q=0"));
+    assert!(!accepts("identity"));
+    assert!(!accepts_gzip(&HeaderMap::new()));
+    let encoded = Encoded::new(&json!({"swagger": "2.0", "info": {"title": "Kubernetes"}}));
+    let gz = encoded.gzipped(false);
+    let resp = respond(
+        &Method::GET,
+        &HeaderMap::new(),
+        &encoded,
+        false,
+        Some(gz.clone()),
+    );
+    assert_eq!(resp.headers()[header::CONTENT_ENCODING], "gzip");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
+    assert_eq!(plain, encoded.json);
 }
