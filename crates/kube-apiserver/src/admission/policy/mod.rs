@@ -286,3 +286,6 @@ fn request(a: &Attributes) -> Value {
     }
     request
 }
+
+#[cfg(test)]
+mod tests;
