@@ -7,6 +7,7 @@ mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;
 mod authentication;
+mod authorization;
 mod crd;
 mod crd_conversion;
 mod etcd_backend;
