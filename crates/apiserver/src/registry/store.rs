@@ -348,7 +348,10 @@ impl Store {
     /// An object marked for deletion whose last finalizer was just removed
     /// is deleted now (upstream's deleteWithoutFinalizers on update).
     async fn finish_if_finalized(&self, key: &str, obj: Object) -> Result<Object, ApiError> {
-        if !object_meta::is_terminating(&obj) || object_meta::has_finalizers(&obj) {
+        if !object_meta::is_terminating(&obj)
+            || object_meta::has_finalizers(&obj)
+            || self.strategy.holds_deletion(&obj)
+        {
             return Ok(obj);
         }
         let preconditions = Preconditions {

@@ -72,6 +72,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether finalizers kept outside `metadata.finalizers` (a namespace's
+    /// `spec.finalizers`) still hold an object marked for deletion.
+    fn holds_deletion(&self, _obj: &Value) -> bool {
+        false
+    }
+
     /// Whether strategic merge patch applies: it needs the type's patch
     /// metadata, which custom resources do not have (they answer 415).
     fn supports_strategic_merge(&self) -> bool {

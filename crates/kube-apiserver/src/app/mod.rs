@@ -11,4 +11,5 @@ pub mod rbac_bootstrap;
 pub mod run;
 pub mod runtime_config;
 pub mod server;
+mod namespaces;
 mod service_accounts;

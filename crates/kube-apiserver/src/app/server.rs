@@ -230,6 +230,7 @@ pub fn create_server_chain(
     authentication::install(&mut kube, authn_setup, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
     super::service_accounts::install(&mut kube);
+    super::namespaces::install(&mut kube);
     bootstrap::install_authentication_info(&mut kube, client_ca);
     if let Some(rbac) = config.authorization.rbac() {
         rbac_bootstrap::install(&mut kube, rbac);

@@ -121,6 +121,12 @@ where
     fn table_row(&self, obj: &Value) -> Vec<Value> {
         self.inner.table_row(obj)
     }
+    fn prepare_for_delete(&self, obj: &mut Value) -> bool {
+        self.inner.prepare_for_delete(obj)
+    }
+    fn holds_deletion(&self, obj: &Value) -> bool {
+        self.inner.holds_deletion(obj)
+    }
 }
 
 #[cfg(test)]

@@ -198,6 +198,18 @@ fn namespace_on_create(obj: &mut Value) {
     }
 }
 
+/// A deleted namespace whose `spec.finalizers` are not done stays, as
+/// Terminating, until the namespace controller has deleted its content.
+fn namespace_finalizers_pending(ns: &Value) -> bool {
+    ns.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+}
+
+fn namespace_on_delete(ns: &mut Value) {
+    ns["status"]["phase"] = json!("Terminating");
+}
+
 fn namespace_columns() -> Vec<TableColumn> {
     vec![
         NAME_COLUMN,
@@ -222,6 +234,8 @@ pub fn namespaces() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
         on_create: namespace_on_create,
+        holds_deletion: namespace_finalizers_pending,
+        on_delete: namespace_on_delete,
         name: apimachinery::validation::name_is_dns_label,
         field_names: &["status.phase"],
         fields: namespace_fields,

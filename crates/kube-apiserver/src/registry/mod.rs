@@ -40,9 +40,16 @@ pub struct ResourceStrategy {
     pub fields: Fields,
     pub create_on_update: bool,
     pub name: NameValidator,
+    /// Finalizers outside metadata keep a deleted object (namespaces'
+    /// `spec.finalizers`): then `on_delete` marks it.
+    pub holds_deletion: fn(&Value) -> bool,
+    pub on_delete: Mutate,
 }
 
 fn no_op(_: &mut Value) {}
+fn deletes_at_once(_: &Value) -> bool {
+    false
+}
 fn no_fields(_: &Value, _: &mut BTreeMap<String, String>) {}
 fn no_errors(_: &Value) -> Vec<FieldError> {
     Vec::new()
@@ -62,6 +69,8 @@ impl Default for ResourceStrategy {
             fields: no_fields,
             create_on_update: false,
             name: name_is_dns_subdomain,
+            holds_deletion: deletes_at_once,
+            on_delete: no_op,
         }
     }
 }
@@ -130,6 +139,18 @@ impl Strategy for ResourceStrategy {
 
     fn name_validator(&self) -> NameValidator {
         self.name
+    }
+
+    fn prepare_for_delete(&self, obj: &mut Value) -> bool {
+        let held = (self.holds_deletion)(obj);
+        if held {
+            (self.on_delete)(obj);
+        }
+        held
+    }
+
+    fn holds_deletion(&self, obj: &Value) -> bool {
+        (self.holds_deletion)(obj)
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

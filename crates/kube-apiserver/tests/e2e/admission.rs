@@ -88,14 +88,29 @@ fn json_of(out: &std::process::Output) -> Value {
 fn pods_get_service_account_credentials_limit_defaults_and_quota() {
     let s = TestServer::start();
     s.ok(&["create", "namespace", "apps"]);
-    // No service account controller runs: the default account is missing.
-    let out = pod(&s, "early");
+    // A pod naming an account that does not exist is refused.
+    let robot = POD
+        .replace("NAME", "early")
+        .replace(r#""spec":{"#, r#""spec":{"serviceAccountName":"robot","#);
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &robot);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("pods \"early\" is forbidden: error looking up service account apps/default: serviceaccount \"default\" not found"),
+        err.contains("pods \"early\" is forbidden: error looking up service account apps/robot: serviceaccount \"robot\" not found"),
         "{err}"
     );
-    s.ok(&["create", "serviceaccount", "default", "-n", "apps"]);
+    // The default account is created for every namespace.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !s
+        .kubectl(&["get", "serviceaccount", "default", "-n", "apps"])
+        .status
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no default service account"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     s.apply_yaml(
         "apiVersion: v1\nkind: LimitRange\nmetadata: {name: lr, namespace: apps}\nspec:\n  limits:\n  - type: Container\n    default: {cpu: 500m}\n    defaultRequest: {cpu: 100m}\n",
     );

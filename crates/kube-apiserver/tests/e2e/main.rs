@@ -15,6 +15,7 @@ mod harness;
 mod http_errors;
 mod kubectl_basics;
 mod kubectl_versions;
+mod namespace_lifecycle;
 mod openapi_v2;
 mod rbac;
 mod runtime_config;

@@ -1,0 +1,65 @@
+//! Deleting a namespace: it turns Terminating, its content is deleted, then
+//! it goes; a namespace created again under the same name starts empty.
+
+use crate::harness::TestServer;
+
+#[test]
+fn deleting_a_namespace_deletes_its_content_first() {
+    let s = TestServer::start();
+    s.ok(&["create", "namespace", "team"]);
+    s.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "--from-literal=a=b",
+    ]);
+    s.ok(&["create", "deployment", "web", "-n", "team", "--image=nginx"]);
+    s.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "token",
+        "-n",
+        "team",
+        "--from-literal=a=b",
+    ]);
+    // kubectl waits until the namespace is gone.
+    s.ok(&["delete", "namespace", "team", "--timeout=30s"]);
+    let err = s.fails(&["get", "namespace", "team"]);
+    assert!(err.contains("namespaces \"team\" not found"), "{err}");
+    s.ok(&["create", "namespace", "team"]);
+    let left = s.ok(&[
+        "get",
+        "configmaps,deployments,secrets",
+        "-n",
+        "team",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(left.trim(), "", "content survived the namespace: {left}");
+}
+
+#[test]
+fn a_terminating_namespace_shows_its_phase_while_content_is_held() {
+    let s = TestServer::start();
+    s.ok(&["create", "namespace", "slow"]);
+    s.apply_yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: slow, finalizers: [example.com/hold]}\n",
+    );
+    s.ok(&["delete", "namespace", "slow", "--wait=false"]);
+    let phase = ["get", "namespace", "slow", "-o", "jsonpath={.status.phase}"];
+    assert_eq!(s.ok(&phase), "Terminating");
+    s.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        "slow",
+        "--type=merge",
+        "-p",
+        "{\"metadata\":{\"finalizers\":null}}",
+    ]);
+    s.ok(&["wait", "--for=delete", "namespace/slow", "--timeout=30s"]);
+}
