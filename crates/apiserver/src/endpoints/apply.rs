@@ -18,7 +18,7 @@ use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 use structured_merge::fieldpath::{PathElement, Set};
 use structured_merge::managed::{ApplyError, FieldManager};
-use structured_merge::schema::TypeRef;
+use structured_merge::schema::{Schema, TypeRef};
 use structured_merge::typed::{Ty, Typer};
 
 use super::negotiation::Negotiated;
@@ -102,9 +102,12 @@ pub fn check_patch_options(query: &Query, apply: bool) -> Result<bool, ApiError>
 /// subresource, and the manager the write is recorded for.
 #[derive(Debug, Clone)]
 pub struct Tracker {
-    /// The kind's root type; `None` (custom resources) reads values as
-    /// deduced: maps granular, lists atomic.
+    /// The kind's root type; `None` (custom resources without a schema)
+    /// reads values as deduced: maps granular, lists atomic.
     root: Option<TypeRef>,
+    /// The strategy's own schema (custom resources); `None` uses the
+    /// built-in one.
+    types: Option<Arc<(Schema, String)>>,
     api_version: String,
     target: Target,
     /// `status` or `scale` for writes to a subresource.
@@ -123,11 +126,31 @@ impl Tracker {
         };
         Tracker {
             root,
+            types: None,
             api_version: info.api_version(),
             target,
             subresource,
             has_status: info.has_status,
             manager,
+        }
+    }
+
+    /// The tracker of a write to `store`, typed by its strategy's schema
+    /// when it has one.
+    pub fn for_store(store: &Store, target: Target, manager: String) -> Self {
+        Tracker::new(&store.info, target, manager).with_type_schema(store.strategy.type_schema())
+    }
+
+    /// Types objects with `types` (a schema and its root type's name)
+    /// instead of the built-in schema; `None` keeps the built-in one.
+    pub fn with_type_schema(self, types: Option<Arc<(Schema, String)>>) -> Self {
+        match types {
+            Some(types) => Tracker {
+                root: Some(TypeRef::named(types.1.as_str())),
+                types: Some(types),
+                ..self
+            },
+            None => self,
         }
     }
 
@@ -146,7 +169,11 @@ impl Tracker {
             Some(r) => Ty::Ref(r),
             None => Ty::Untyped,
         };
-        let typer = Typer::new(structured_merge::builtin::schema());
+        let schema = match &self.types {
+            Some(types) => &types.0,
+            None => structured_merge::builtin::schema(),
+        };
+        let typer = Typer::new(schema);
         FieldManager::new(typer, ty, &self.api_version, self.subresource)
             .with_reset_fields(self.reset_fields(live, new))
     }
@@ -215,7 +242,7 @@ pub async fn serve(
     let config = decode_config(&bytes)?;
     let request = Arc::new(ApplyRequest {
         store: store.clone(),
-        tracker: Tracker::new(&store.info, target, manager_name(query, headers)),
+        tracker: Tracker::for_store(store, target, manager_name(query, headers)),
         config,
         force,
         validation,

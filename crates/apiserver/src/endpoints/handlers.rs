@@ -383,7 +383,7 @@ async fn create(
     check_namespace(store, ns, &mut obj)?;
     store.strategy.apply_defaults(&mut obj);
     let manager = super::apply::manager_name(query, headers);
-    super::apply::Tracker::new(&store.info, Target::Main, manager).update(None, &mut obj);
+    super::apply::Tracker::for_store(store, Target::Main, manager).update(None, &mut obj);
     let created = store.create(obj, &opts).await?;
     Ok(response::object(
         StatusCode::CREATED,
@@ -421,7 +421,7 @@ async fn update(
     store.strategy.apply_defaults(&mut obj);
     let obj = Arc::new(obj);
     let manager = super::apply::manager_name(query, headers);
-    let tracker = super::apply::Tracker::new(&store.info, target, manager);
+    let tracker = super::apply::Tracker::for_store(store, target, manager);
     let mutate = Arc::new(move |current: Option<&Value>| {
         let mut new = (*obj).clone();
         tracker.update(current, &mut new);

@@ -106,11 +106,8 @@ pub async fn serve(
         return super::apply::serve(store, ns, name, target, headers, bytes, query, neg).await;
     }
     super::apply::check_patch_options(query, false)?;
-    let tracker = super::apply::Tracker::new(
-        &store.info,
-        target,
-        super::apply::manager_name(query, headers),
-    );
+    let tracker =
+        super::apply::Tracker::for_store(store, target, super::apply::manager_name(query, headers));
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };

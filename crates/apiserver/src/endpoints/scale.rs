@@ -227,7 +227,8 @@ pub async fn serve(
         }
     };
     let tracker =
-        super::apply::Tracker::for_scale(&store.info, super::apply::manager_name(query, headers));
+        super::apply::Tracker::for_scale(&store.info, super::apply::manager_name(query, headers))
+            .with_type_schema(store.strategy.type_schema());
     let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
         let mut obj = mutate(current)?;
         tracker.update(current, &mut obj);

@@ -4,10 +4,12 @@
 //! only says how its objects are defaulted, prepared, validated and printed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use serde_json::Value;
+use structured_merge::schema::Schema;
 
 use super::table::{self, TableColumn};
 
@@ -82,6 +84,15 @@ pub trait Strategy: Send + Sync + 'static {
     /// metadata, which custom resources do not have (they answer 415).
     fn supports_strategic_merge(&self) -> bool {
         true
+    }
+
+    /// The structured-merge schema of the resource and the name of its
+    /// root type, for server-side apply and managed fields. `None` (the
+    /// default) uses the built-in schema of the kind, or reads objects as
+    /// deduced when there is none; custom resources answer with their
+    /// version's schema.
+    fn type_schema(&self) -> Option<Arc<(Schema, String)>> {
+        None
     }
 
     /// How names of this resource are validated (most resources: a DNS

@@ -132,9 +132,16 @@ fn strategy(
             Some((f.json_path.trim_start_matches('.').to_owned(), path))
         })
         .collect();
+    let type_schema = schema.as_ref().map(|s| {
+        Arc::new(
+            s.compiled
+                .structured(&served.group, &served.version, &served.kind),
+        )
+    });
     CustomResourceStrategy {
         served,
         schema,
+        type_schema,
         status: subresources.is_some_and(|s| s.status.is_some()),
         scale,
         printer: Printer::new(&columns),

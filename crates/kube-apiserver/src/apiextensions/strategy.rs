@@ -11,6 +11,7 @@ use apimachinery::field_errors::FieldError;
 use apiserver::registry::{Decoded, ScalePaths, Strategy};
 use kube_cel::RuleSet;
 use serde_json::{json, Value};
+use structured_merge::schema::Schema;
 
 use super::crd::warn;
 use super::jsonpath::JsonPath;
@@ -105,6 +106,9 @@ pub struct CustomResourceStrategy {
     pub served: ServedKind,
     /// `None`: the version has no usable schema; objects are kept as sent.
     pub schema: Option<Arc<VersionSchema>>,
+    /// The version's structured-merge schema and root type name for
+    /// server-side apply, built once from `schema` (`None` without one).
+    pub type_schema: Option<Arc<(Schema, String)>>,
     /// Whether the version has the status subresource.
     pub status: bool,
     /// The scale subresource, when the version has one.
@@ -273,6 +277,10 @@ impl Strategy for CustomResourceStrategy {
         *new = merged;
     }
 
+    fn type_schema(&self) -> Option<Arc<(Schema, String)>> {
+        self.type_schema.clone()
+    }
+
     fn supports_strategic_merge(&self) -> bool {
         false
     }
@@ -332,6 +340,7 @@ mod tests {
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
             }}))
             .map(Arc::new),
+            type_schema: None,
             status,
             scale: Some(ScaleFields {
                 spec_replicas: ".spec.size".into(),

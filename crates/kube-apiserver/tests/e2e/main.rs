@@ -9,6 +9,7 @@ mod audit_and_encryption;
 mod authentication;
 mod authorization;
 mod crd;
+mod crd_apply;
 mod crd_conversion;
 mod etcd_backend;
 mod harness;

@@ -180,3 +180,70 @@ fn scale_writers_own_the_replicas() {
         json!({"f:spec": {"f:replicas": {}}})
     );
 }
+
+#[test]
+fn a_strategy_schema_merges_map_lists_by_key() {
+    use structured_merge::schema::{FieldDef, ListDef, ListKind, StructDef, TypeDef};
+    let object = |fields: Vec<FieldDef>| {
+        TypeRef::Inline(Box::new(TypeDef::Struct(StructDef {
+            fields,
+            ..StructDef::default()
+        })))
+    };
+    let port = object(vec![
+        FieldDef::new("name", TypeRef::scalar()),
+        FieldDef::new("port", TypeRef::scalar()),
+    ]);
+    let ports = TypeRef::Inline(Box::new(TypeDef::List(ListDef {
+        elem: port,
+        kind: ListKind::Map {
+            keys: vec!["name".into()],
+        },
+    })));
+    let mut schema = Schema::new();
+    schema.insert(
+        "com.example.v1.Widget",
+        TypeDef::Struct(StructDef {
+            fields: vec![
+                FieldDef::new("apiVersion", TypeRef::scalar()),
+                FieldDef::new("kind", TypeRef::scalar()),
+                FieldDef::new("metadata", TypeRef::untyped()),
+                FieldDef::new("spec", object(vec![FieldDef::new("ports", ports)])),
+            ],
+            ..StructDef::default()
+        }),
+    );
+    let types = Some(Arc::new((schema, "com.example.v1.Widget".to_owned())));
+    let widgets = info("example.com", "Widget", false);
+    let tracker = |manager: &str| {
+        Tracker::new(&widgets, Target::Main, manager.into()).with_type_schema(types.clone())
+    };
+    let config = |name: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"ports": [{"name": name, "port": 1}]}})
+    };
+    let mut live = tracker("a")
+        .apply(None, &config("a"), false)
+        .expect("first apply");
+    live["metadata"]["uid"] = json!("u");
+    let both = tracker("b")
+        .apply(Some(&live), &config("b"), false)
+        .expect("keyed lists merge");
+    let names: Vec<&Value> = both["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, [&json!("a"), &json!("b")]);
+    // Without the schema the list is atomic and b's apply conflicts.
+    let untyped = |manager: &str| Tracker::new(&widgets, Target::Main, manager.into());
+    let mut live = untyped("a")
+        .apply(None, &config("a"), false)
+        .expect("first untyped apply");
+    live["metadata"]["uid"] = json!("u");
+    assert!(matches!(
+        untyped("b").apply(Some(&live), &config("b"), false),
+        Err(ApplyError::Conflicts(_))
+    ));
+}
