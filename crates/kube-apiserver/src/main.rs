@@ -3,8 +3,8 @@
 //! The command line is parsed, completed and validated (every error
 //! reported together, exit 1), then the server chain is built and run.
 
-mod apiextensions;
 mod admission;
+mod apiextensions;
 mod app;
 mod authenticator;
 mod controlplane;

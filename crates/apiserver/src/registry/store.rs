@@ -12,10 +12,10 @@ use storage::{
 };
 
 use super::errors::{interpret, into_storage};
-use crate::admission::{Chain, Operation, WriteAdmission};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::Strategy;
+use crate::admission::{Chain, Operation, WriteAdmission};
 
 /// Turns the current object (None when absent) into the one to store.
 pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>;

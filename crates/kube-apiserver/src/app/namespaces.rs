@@ -12,7 +12,7 @@ use apimachinery::status::ApiError;
 use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use storage::{ListOptions, WatchEvent, WatchOptions};
 
 /// The finalizer upstream's namespace controller owns.
@@ -156,6 +156,8 @@ fn gone(e: ApiError) -> Result<(), ApiError> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
