@@ -116,9 +116,7 @@ fn kubectl_env(s: &TestServer, env: &[(&str, &str)], args: &[&str]) -> Output {
         .expect("kubectl runs")
 }
 
-#[test]
-fn apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops() {
-    let s = TestServer::start();
+fn apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops(s: &TestServer) {
     let v1 = file(&s, "v1.yaml", DEPLOYMENT_V1);
     let out = s.ok(&["apply", "-f", &v1]);
     assert!(out.contains("deployment.apps/web created"), "{out}");
@@ -168,9 +166,7 @@ fn apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops() 
     );
 }
 
-#[test]
-fn diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing() {
-    let s = TestServer::start();
+fn diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing(s: &TestServer) {
     let v1 = file(&s, "v1.yaml", DEPLOYMENT_V1);
     s.ok(&["apply", "-f", &v1]);
     let same = s.kubectl(&["diff", "-f", &v1]);
@@ -196,9 +192,7 @@ fn diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing() {
     assert_eq!(images, "nginx:1");
 }
 
-#[test]
-fn edit_with_a_scripted_editor_patches_the_object() {
-    let s = TestServer::start();
+fn edit_with_a_scripted_editor_patches_the_object(s: &TestServer) {
     s.apply_yaml(CONFIGMAP);
     let editor = s.dir.path().join("editor.sh");
     std::fs::write(
@@ -227,9 +221,7 @@ fn edit_with_a_scripted_editor_patches_the_object() {
     assert!(said.contains("Edit cancelled, no changes made."), "{said}");
 }
 
-#[test]
-fn patch_of_every_type_and_its_errors() {
-    let s = TestServer::start();
+fn patch_of_every_type_and_its_errors(s: &TestServer) {
     s.apply_yaml(DEPLOYMENT_V2);
     let dep = ["deployment", "web"];
     let smp = r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:3"}]}}}}"#;
@@ -285,9 +277,7 @@ fn patch_of_every_type_and_its_errors() {
     assert_eq!(jsonpath(&s, &dep, "{.spec.replicas}"), "3");
 }
 
-#[test]
-fn set_image_rollout_label_and_annotate() {
-    let s = TestServer::start();
+fn set_image_rollout_label_and_annotate(s: &TestServer) {
     s.apply_yaml(DEPLOYMENT_V2);
     let dep = ["deployment", "web"];
     let out = s.ok(&["set", "image", "deployment/web", "app=nginx:9"]);
@@ -348,9 +338,7 @@ fn versioned_kubectls() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-#[test]
-fn every_installed_kubectl_applies_and_prunes() {
-    let s = TestServer::start();
+fn every_installed_kubectl_applies_and_prunes(s: &TestServer) {
     let files = [DEPLOYMENT_V1, DEPLOYMENT_V2, DEPLOYMENT_V3].map(|y| y.to_owned());
     let paths: Vec<String> = files
         .iter()
@@ -393,3 +381,12 @@ fn every_installed_kubectl_applies_and_prunes() {
         assert_eq!(got, r#"app A C {"app":"web"}"#, "{bin}");
     }
 }
+
+crate::harness::on_both_backends!(
+    apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops,
+    diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing,
+    edit_with_a_scripted_editor_patches_the_object,
+    patch_of_every_type_and_its_errors,
+    set_image_rollout_label_and_annotate,
+    every_installed_kubectl_applies_and_prunes
+);

@@ -46,9 +46,7 @@ fn config_map(data: &str) -> String {
     )
 }
 
-#[test]
-fn kubectl_server_side_apply_owns_conflicts_and_prunes() {
-    let s = TestServer::start();
+fn kubectl_server_side_apply_owns_conflicts_and_prunes(s: &TestServer) {
     let first = write(&s, "cm.yaml", &config_map("  a: \"1\"\n  b: \"2\"\n"));
     let out = s.ok(&["apply", "--server-side", "-f", &first]);
     assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
@@ -148,9 +146,7 @@ fn kubectl_server_side_apply_owns_conflicts_and_prunes() {
     );
 }
 
-#[test]
-fn kubectl_applies_deployments_by_container_name() {
-    let s = TestServer::start();
+fn kubectl_applies_deployments_by_container_name(s: &TestServer) {
     let deployment = |image: &str, extra: &str| {
         format!(
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n        ports:\n        - containerPort: 80\n{extra}"
@@ -251,9 +247,7 @@ fn assert_status(a: &Answer, code: u16, reason: &str, message: &str) {
     assert_eq!(a.body["message"], message, "{}", a.body);
 }
 
-#[test]
-fn raw_apply_patches_create_conflict_and_force() {
-    let s = TestServer::start();
+fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
     let path = format!("{DEPLOY}?fieldManager=deployer");
     let created = request(&s, "PATCH", &path, &[APPLY], Some(&deployment_yaml(2)));
     assert_eq!(created.code, 201, "{}", created.body);
@@ -330,9 +324,7 @@ fn raw_apply_patches_create_conflict_and_force() {
     );
 }
 
-#[test]
-fn every_write_records_its_manager() {
-    let s = TestServer::start();
+fn every_write_records_its_manager(s: &TestServer) {
     const CM: &str = "/api/v1/namespaces/default/configmaps";
     let apply_cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"1\"\n";
     // A dry-run apply creates nothing.
@@ -436,3 +428,10 @@ fn every_write_records_its_manager() {
         json!({"f:status": {"f:observedGeneration": {}}})
     );
 }
+
+crate::harness::on_both_backends!(
+    kubectl_server_side_apply_owns_conflicts_and_prunes,
+    kubectl_applies_deployments_by_container_name,
+    raw_apply_patches_create_conflict_and_force,
+    every_write_records_its_manager
+);

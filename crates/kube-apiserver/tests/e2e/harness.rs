@@ -164,3 +164,47 @@ impl Drop for TestServer {
         let _ = self.child.wait();
     }
 }
+
+/// A server on a real etcd started for it; both stop when this is dropped.
+pub struct OnEtcd {
+    pub server: TestServer,
+    _etcd: storage_etcd::testing::EtcdServer,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// Starts a real etcd on free loopback ports and the server on it.
+pub fn start_on_etcd() -> OnEtcd {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let etcd = runtime
+        .block_on(storage_etcd::testing::EtcdServer::start())
+        .expect("etcd starts");
+    let servers = format!("--etcd-servers={}", etcd.client_url());
+    OnEtcd {
+        server: TestServer::start_with(&[&servers]),
+        _etcd: etcd,
+        _runtime: runtime,
+    }
+}
+
+/// Runs each scenario `fn name(s: &TestServer)` as two tests: on the
+/// embedded store and on a real etcd.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(#[test]
+            fn $name() {
+                super::$name(&$crate::harness::TestServer::start());
+            })*
+        }
+        mod etcd {
+            $(#[test]
+            fn $name() {
+                super::$name(&$crate::harness::start_on_etcd().server);
+            })*
+        }
+    };
+}
+pub(crate) use on_both_backends;
