@@ -117,36 +117,36 @@ fn kubectl_env(s: &TestServer, env: &[(&str, &str)], args: &[&str]) -> Output {
 }
 
 fn apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops(s: &TestServer) {
-    let v1 = file(&s, "v1.yaml", DEPLOYMENT_V1);
+    let v1 = file(s, "v1.yaml", DEPLOYMENT_V1);
     let out = s.ok(&["apply", "-f", &v1]);
     assert!(out.contains("deployment.apps/web created"), "{out}");
     let out = s.ok(&["apply", "-f", &v1]);
     assert!(out.contains("deployment.apps/web unchanged"), "{out}");
 
-    let v2 = file(&s, "v2.yaml", DEPLOYMENT_V2);
+    let v2 = file(s, "v2.yaml", DEPLOYMENT_V2);
     let out = s.ok(&["apply", "-f", &v2]);
     assert!(out.contains("deployment.apps/web configured"), "{out}");
     let dep = ["deployment", "web"];
-    let names = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].name}");
+    let names = jsonpath(s, &dep, "{.spec.template.spec.containers[*].name}");
     assert_eq!(names, "app sidecar");
-    let images = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].image}");
+    let images = jsonpath(s, &dep, "{.spec.template.spec.containers[*].image}");
     assert_eq!(images, "nginx:2 busybox:1");
-    let env = jsonpath(&s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
+    let env = jsonpath(s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
     assert_eq!(env, "A B C");
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.labels.extra}"), "yes");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.labels.extra}"), "yes");
 
-    let v3 = file(&s, "v3.yaml", DEPLOYMENT_V3);
+    let v3 = file(s, "v3.yaml", DEPLOYMENT_V3);
     let out = s.ok(&["apply", "-f", &v3]);
     assert!(out.contains("deployment.apps/web configured"), "{out}");
-    let names = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].name}");
+    let names = jsonpath(s, &dep, "{.spec.template.spec.containers[*].name}");
     assert_eq!(names, "app");
-    let env = jsonpath(&s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
+    let env = jsonpath(s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
     assert_eq!(env, "A C");
-    let labels = jsonpath(&s, &dep, "{.metadata.labels}");
+    let labels = jsonpath(s, &dep, "{.metadata.labels}");
     assert_eq!(labels, r#"{"app":"web"}"#);
     // The defaulted port protocol survived the merges.
     let protocol = jsonpath(
-        &s,
+        s,
         &dep,
         "{.spec.template.spec.containers[0].ports[0].protocol}",
     );
@@ -155,25 +155,25 @@ fn apply_creates_reports_unchanged_configures_and_removes_what_the_file_drops(s:
     assert!(out.contains("unchanged"), "{out}");
 
     // A removed data key of a ConfigMap goes too.
-    let conf = file(&s, "conf.yaml", CONFIGMAP);
+    let conf = file(s, "conf.yaml", CONFIGMAP);
     s.ok(&["apply", "-f", &conf]);
-    let conf = file(&s, "conf.yaml", &CONFIGMAP.replace(", b: '2'", ""));
+    let conf = file(s, "conf.yaml", &CONFIGMAP.replace(", b: '2'", ""));
     let out = s.ok(&["apply", "-f", &conf]);
     assert!(out.contains("configmap/conf configured"), "{out}");
     assert_eq!(
-        jsonpath(&s, &["configmap", "conf"], "{.data}"),
+        jsonpath(s, &["configmap", "conf"], "{.data}"),
         r#"{"a":"1"}"#
     );
 }
 
 fn diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing(s: &TestServer) {
-    let v1 = file(&s, "v1.yaml", DEPLOYMENT_V1);
+    let v1 = file(s, "v1.yaml", DEPLOYMENT_V1);
     s.ok(&["apply", "-f", &v1]);
     let same = s.kubectl(&["diff", "-f", &v1]);
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     assert_eq!(stdout(&same), "");
 
-    let v2 = file(&s, "v2.yaml", DEPLOYMENT_V2);
+    let v2 = file(s, "v2.yaml", DEPLOYMENT_V2);
     let changed = s.kubectl(&["diff", "-f", &v2]);
     assert_eq!(changed.status.code(), Some(1), "{}", stderr(&changed));
     let text = stdout(&changed);
@@ -185,7 +185,7 @@ fn diff_exits_0_without_changes_and_1_with_changes_and_persists_nothing(s: &Test
     );
     // The dry run left the stored object alone.
     let images = jsonpath(
-        &s,
+        s,
         &["deployment", "web"],
         "{.spec.template.spec.containers[*].image}",
     );
@@ -206,16 +206,16 @@ fn edit_with_a_scripted_editor_patches_the_object(s: &TestServer) {
         .status()
         .expect("chmod");
     let editor = editor.display().to_string();
-    let out = kubectl_env(&s, &[("EDITOR", &editor)], &["edit", "configmap", "conf"]);
+    let out = kubectl_env(s, &[("EDITOR", &editor)], &["edit", "configmap", "conf"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("configmap/conf edited"),
         "{}",
         stdout(&out)
     );
-    assert_eq!(jsonpath(&s, &["configmap", "conf"], "{.data.b}"), "changed");
+    assert_eq!(jsonpath(s, &["configmap", "conf"], "{.data.b}"), "changed");
     // An editor that changes nothing cancels the edit.
-    let out = kubectl_env(&s, &[("EDITOR", "true")], &["edit", "configmap", "conf"]);
+    let out = kubectl_env(s, &[("EDITOR", "true")], &["edit", "configmap", "conf"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let said = format!("{}{}", stdout(&out), stderr(&out));
     assert!(said.contains("Edit cancelled, no changes made."), "{said}");
@@ -227,15 +227,15 @@ fn patch_of_every_type_and_its_errors(s: &TestServer) {
     let smp = r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:3"}]}}}}"#;
     let out = s.ok(&["patch", "deployment", "web", "--type=strategic", "-p", smp]);
     assert!(out.contains("deployment.apps/web patched"), "{out}");
-    let images = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].image}");
+    let images = jsonpath(s, &dep, "{.spec.template.spec.containers[*].image}");
     assert_eq!(images, "nginx:3 busybox:1");
-    let env = jsonpath(&s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
+    let env = jsonpath(s, &dep, "{.spec.template.spec.containers[0].env[*].name}");
     assert_eq!(env, "A B C");
 
     let delete =
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}"#;
     s.ok(&["patch", "deployment", "web", "-p", delete]);
-    let names = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].name}");
+    let names = jsonpath(s, &dep, "{.spec.template.spec.containers[*].name}");
     assert_eq!(names, "app");
 
     s.ok(&[
@@ -246,10 +246,10 @@ fn patch_of_every_type_and_its_errors(s: &TestServer) {
         "-p",
         r#"{"metadata":{"labels":{"m":"1"}}}"#,
     ]);
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.labels.m}"), "1");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.labels.m}"), "1");
     let json = r#"[{"op":"replace","path":"/spec/replicas","value":3}]"#;
     s.ok(&["patch", "deployment", "web", "--type=json", "-p", json]);
-    assert_eq!(jsonpath(&s, &dep, "{.spec.replicas}"), "3");
+    assert_eq!(jsonpath(s, &dep, "{.spec.replicas}"), "3");
 
     let failing_test = r#"[{"op":"test","path":"/spec/replicas","value":9}]"#;
     let err = s.fails(&[
@@ -274,7 +274,7 @@ fn patch_of_every_type_and_its_errors(s: &TestServer) {
     let err = s.fails(&["patch", "deployment", "web", "-p", bad_retain]);
     assert!(err.contains("invalid patch format of retainKeys"), "{err}");
     // Nothing of the failed patches was stored.
-    assert_eq!(jsonpath(&s, &dep, "{.spec.replicas}"), "3");
+    assert_eq!(jsonpath(s, &dep, "{.spec.replicas}"), "3");
 }
 
 fn set_image_rollout_label_and_annotate(s: &TestServer) {
@@ -282,23 +282,23 @@ fn set_image_rollout_label_and_annotate(s: &TestServer) {
     let dep = ["deployment", "web"];
     let out = s.ok(&["set", "image", "deployment/web", "app=nginx:9"]);
     assert!(out.contains("deployment.apps/web image updated"), "{out}");
-    let images = jsonpath(&s, &dep, "{.spec.template.spec.containers[*].image}");
+    let images = jsonpath(s, &dep, "{.spec.template.spec.containers[*].image}");
     assert_eq!(images, "nginx:9 busybox:1");
 
     s.ok(&["set", "env", "deployment/web", "-c", "app", "A=9", "B-"]);
-    let env = jsonpath(&s, &dep, "{.spec.template.spec.containers[0].env[*]}");
+    let env = jsonpath(s, &dep, "{.spec.template.spec.containers[0].env[*]}");
     assert_eq!(env, r#"{"name":"A","value":"9"} {"name":"C","value":"3"}"#);
 
     let out = s.ok(&["rollout", "pause", "deployment/web"]);
     assert!(out.contains("deployment.apps/web paused"), "{out}");
-    assert_eq!(jsonpath(&s, &dep, "{.spec.paused}"), "true");
+    assert_eq!(jsonpath(s, &dep, "{.spec.paused}"), "true");
     let out = s.ok(&["rollout", "resume", "deployment/web"]);
     assert!(out.contains("deployment.apps/web resumed"), "{out}");
-    assert_eq!(jsonpath(&s, &dep, "{.spec.paused}"), "");
+    assert_eq!(jsonpath(s, &dep, "{.spec.paused}"), "");
     let out = s.ok(&["rollout", "restart", "deployment/web"]);
     assert!(out.contains("deployment.apps/web restarted"), "{out}");
     let restarted = jsonpath(
-        &s,
+        s,
         &dep,
         r"{.spec.template.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}",
     );
@@ -308,14 +308,14 @@ fn set_image_rollout_label_and_annotate(s: &TestServer) {
     let err = s.fails(&["label", "deployment", "web", "stage=prod"]);
     assert!(err.contains("already has a value (dev)"), "{err}");
     s.ok(&["label", "deployment", "web", "stage=prod", "--overwrite"]);
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.labels.stage}"), "prod");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.labels.stage}"), "prod");
     s.ok(&["label", "deployment", "web", "stage-"]);
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.labels.stage}"), "");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.labels.stage}"), "");
     let out = s.ok(&["annotate", "deployment", "web", "note=hello"]);
     assert!(out.contains("deployment.apps/web annotated"), "{out}");
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.annotations.note}"), "hello");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.annotations.note}"), "hello");
     s.ok(&["annotate", "deployment", "web", "note-"]);
-    assert_eq!(jsonpath(&s, &dep, "{.metadata.annotations.note}"), "");
+    assert_eq!(jsonpath(s, &dep, "{.metadata.annotations.note}"), "");
 }
 
 /// The versioned kubectl binaries (`kubectl.1.27` …) installed beside the
@@ -343,7 +343,7 @@ fn every_installed_kubectl_applies_and_prunes(s: &TestServer) {
     let paths: Vec<String> = files
         .iter()
         .enumerate()
-        .map(|(i, y)| file(&s, &format!("v{i}.yaml"), y))
+        .map(|(i, y)| file(s, &format!("v{i}.yaml"), y))
         .collect();
     for (i, kubectl) in versioned_kubectls().iter().enumerate() {
         let bin = kubectl.display().to_string();

@@ -47,11 +47,11 @@ fn config_map(data: &str) -> String {
 }
 
 fn kubectl_server_side_apply_owns_conflicts_and_prunes(s: &TestServer) {
-    let first = write(&s, "cm.yaml", &config_map("  a: \"1\"\n  b: \"2\"\n"));
+    let first = write(s, "cm.yaml", &config_map("  a: \"1\"\n  b: \"2\"\n"));
     let out = s.ok(&["apply", "--server-side", "-f", &first]);
     assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
     s.ok(&["apply", "--server-side", "-f", &first]);
-    let cm = get_json(&s, &["configmap", "ssa"]);
+    let cm = get_json(s, &["configmap", "ssa"]);
     assert_eq!(
         owners(&cm),
         vec![(
@@ -74,7 +74,7 @@ fn kubectl_server_side_apply_owns_conflicts_and_prunes(s: &TestServer) {
     );
 
     // Another manager changing a field kubectl owns conflicts…
-    let other = write(&s, "other.yaml", &config_map("  a: \"9\"\n"));
+    let other = write(s, "other.yaml", &config_map("  a: \"9\"\n"));
     let err = s.fails(&[
         "apply",
         "--server-side",
@@ -95,7 +95,7 @@ fn kubectl_server_side_apply_owns_conflicts_and_prunes(s: &TestServer) {
         "-f",
         &other,
     ]);
-    let cm = get_json(&s, &["configmap", "ssa"]);
+    let cm = get_json(s, &["configmap", "ssa"]);
     assert_eq!(cm["data"], json!({"a": "9", "b": "2"}));
     let fields: Vec<(String, Value)> = owners(&cm).into_iter().map(|(m, _, f)| (m, f)).collect();
     assert_eq!(
@@ -113,17 +113,17 @@ fn kubectl_server_side_apply_owns_conflicts_and_prunes(s: &TestServer) {
     );
 
     // A field kubectl stops applying goes; one another manager owns stays.
-    let second = write(&s, "cm2.yaml", &config_map("  c: \"3\"\n"));
+    let second = write(s, "cm2.yaml", &config_map("  c: \"3\"\n"));
     s.ok(&["apply", "--server-side", "-f", &second]);
-    let cm = get_json(&s, &["configmap", "ssa"]);
+    let cm = get_json(s, &["configmap", "ssa"]);
     assert_eq!(cm["data"], json!({"a": "9", "c": "3"}));
 
     // A server dry run answers but stores nothing.
-    let third = write(&s, "cm3.yaml", &config_map("  c: \"3\"\n  d: \"4\"\n"));
+    let third = write(s, "cm3.yaml", &config_map("  c: \"3\"\n  d: \"4\"\n"));
     let out = s.ok(&["apply", "--server-side", "--dry-run=server", "-f", &third]);
     assert!(out.contains("serverside-applied (server dry run)"), "{out}");
     assert_eq!(
-        get_json(&s, &["configmap", "ssa"])["data"],
+        get_json(s, &["configmap", "ssa"])["data"],
         json!({"a": "9", "c": "3"})
     );
 
@@ -152,9 +152,9 @@ fn kubectl_applies_deployments_by_container_name(s: &TestServer) {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n        ports:\n        - containerPort: 80\n{extra}"
         )
     };
-    let file = write(&s, "d.yaml", &deployment("nginx:1", ""));
+    let file = write(s, "d.yaml", &deployment("nginx:1", ""));
     s.ok(&["apply", "--server-side", "-f", &file]);
-    let d = get_json(&s, &["deployment", "web"]);
+    let d = get_json(s, &["deployment", "web"]);
     let (manager, op, fields) = owners(&d).into_iter().next().expect("an entry");
     assert_eq!((manager.as_str(), op.as_str()), ("kubectl", "Apply"));
     let container =
@@ -167,16 +167,16 @@ fn kubectl_applies_deployments_by_container_name(s: &TestServer) {
     );
     // A second container is merged in by name; defaults stay.
     let sidecar = "      - name: side\n        image: busybox\n";
-    let file = write(&s, "d2.yaml", &deployment("nginx:2", sidecar));
+    let file = write(s, "d2.yaml", &deployment("nginx:2", sidecar));
     s.ok(&["apply", "--server-side", "-f", &file]);
-    let d = get_json(&s, &["deployment", "web"]);
+    let d = get_json(s, &["deployment", "web"]);
     let containers = &d["spec"]["template"]["spec"]["containers"];
     assert_eq!(containers[0]["image"], "nginx:2");
     assert_eq!(containers[0]["ports"][0]["protocol"], "TCP");
     assert_eq!(containers[1]["name"], "side");
     // A field the type does not have is refused.
     let bad = write(
-        &s,
+        s,
         "bad.yaml",
         &deployment("nginx:2", "").replace("replicas: 2", "replicas: 2\n  bogus: 1"),
     );
@@ -249,7 +249,7 @@ fn assert_status(a: &Answer, code: u16, reason: &str, message: &str) {
 
 fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
     let path = format!("{DEPLOY}?fieldManager=deployer");
-    let created = request(&s, "PATCH", &path, &[APPLY], Some(&deployment_yaml(2)));
+    let created = request(s, "PATCH", &path, &[APPLY], Some(&deployment_yaml(2)));
     assert_eq!(created.code, 201, "{}", created.body);
     assert_eq!(created.body["metadata"]["namespace"], "default");
     assert_eq!(
@@ -260,11 +260,11 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
         created.body["metadata"]["managedFields"][0]["operation"],
         "Apply"
     );
-    let again = request(&s, "PATCH", &path, &[APPLY], Some(&deployment_yaml(3)));
+    let again = request(s, "PATCH", &path, &[APPLY], Some(&deployment_yaml(3)));
     assert_eq!(again.code, 200, "{}", again.body);
     assert_eq!(again.body["spec"]["replicas"], 3);
 
-    let missing = request(&s, "PATCH", DEPLOY, &[APPLY], Some(&deployment_yaml(3)));
+    let missing = request(s, "PATCH", DEPLOY, &[APPLY], Some(&deployment_yaml(3)));
     assert_status(
         &missing,
         422,
@@ -272,7 +272,7 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
     );
     let other = format!("{DEPLOY}?fieldManager=scaler");
-    let conflict = request(&s, "PATCH", &other, &[APPLY], Some(&deployment_yaml(7)));
+    let conflict = request(s, "PATCH", &other, &[APPLY], Some(&deployment_yaml(7)));
     assert_status(
         &conflict,
         409,
@@ -284,7 +284,7 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
         json!([{"reason": "FieldManagerConflict", "message": "conflict with \"deployer\"", "field": ".spec.replicas"}])
     );
     let forced = request(
-        &s,
+        s,
         "PATCH",
         &format!("{other}&force=true"),
         &[APPLY],
@@ -294,7 +294,7 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
     assert_eq!(forced.body["spec"]["replicas"], 7);
 
     let renamed = deployment_yaml(7).replace("name: web\nspec", "name: other\nspec");
-    let mismatch = request(&s, "PATCH", &path, &[APPLY], Some(&renamed));
+    let mismatch = request(s, "PATCH", &path, &[APPLY], Some(&renamed));
     assert_status(
         &mismatch,
         400,
@@ -302,7 +302,7 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
         "the name of the object (other) does not match the name on the URL (web)",
     );
     let untyped = deployment_yaml(7).replace("apiVersion: apps/v1\n", "");
-    let no_version = request(&s, "PATCH", &path, &[APPLY], Some(&untyped));
+    let no_version = request(s, "PATCH", &path, &[APPLY], Some(&untyped));
     assert_status(
         &no_version,
         400,
@@ -310,7 +310,7 @@ fn raw_apply_patches_create_conflict_and_force(s: &TestServer) {
         "invalid object type: /, Kind=Deployment",
     );
     let not_force = request(
-        &s,
+        s,
         "PATCH",
         &format!("{DEPLOY}?force=true"),
         &["Content-Type: application/merge-patch+json"],
@@ -329,7 +329,7 @@ fn every_write_records_its_manager(s: &TestServer) {
     let apply_cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"1\"\n";
     // A dry-run apply creates nothing.
     let dry = request(
-        &s,
+        s,
         "PATCH",
         &format!("{CM}/cfg?fieldManager=m&dryRun=All"),
         &[APPLY],
@@ -337,12 +337,12 @@ fn every_write_records_its_manager(s: &TestServer) {
     );
     assert_eq!(dry.code, 201, "{}", dry.body);
     assert_eq!(
-        request(&s, "GET", &format!("{CM}/cfg"), &[], None).code,
+        request(s, "GET", &format!("{CM}/cfg"), &[], None).code,
         404
     );
     // Unknown fields are refused with fieldValidation=Strict.
     let strict = request(
-        &s,
+        s,
         "PATCH",
         &format!("{CM}/cfg?fieldManager=m&fieldValidation=Strict"),
         &[APPLY],
@@ -358,12 +358,12 @@ fn every_write_records_its_manager(s: &TestServer) {
         strict.body
     );
     s.ok(&["create", "configmap", "made", "--from-literal=k=v"]);
-    let made = get_json(&s, &["configmap", "made"]);
+    let made = get_json(s, &["configmap", "made"]);
     assert_eq!(owners(&made)[0].0, "kubectl-create");
     assert_eq!(owners(&made)[0].2, json!({"f:data": {".": {}, "f:k": {}}}));
 
     let created = request(
-        &s,
+        s,
         "PATCH",
         &format!("{CM}/cfg?fieldManager=m"),
         &[APPLY],
@@ -374,7 +374,7 @@ fn every_write_records_its_manager(s: &TestServer) {
     put["data"]["b"] = json!("2");
     let agent = "User-Agent: my-tool/1.2 (linux)";
     let replaced = request(
-        &s,
+        s,
         "PUT",
         &format!("{CM}/cfg"),
         &["Content-Type: application/json", agent],
@@ -382,7 +382,7 @@ fn every_write_records_its_manager(s: &TestServer) {
     );
     assert_eq!(replaced.code, 200, "{}", replaced.body);
     let merged = request(
-        &s,
+        s,
         "PATCH",
         &format!("{CM}/cfg?fieldManager=patcher"),
         &["Content-Type: application/merge-patch+json"],
@@ -403,7 +403,7 @@ fn every_write_records_its_manager(s: &TestServer) {
     );
 
     let created = request(
-        &s,
+        s,
         "PATCH",
         &format!("{DEPLOY}?fieldManager=deployer"),
         &[APPLY],
@@ -411,7 +411,7 @@ fn every_write_records_its_manager(s: &TestServer) {
     );
     assert_eq!(created.code, 201, "{}", created.body);
     let status = request(
-        &s,
+        s,
         "PATCH",
         &format!("{DEPLOY}/status?fieldManager=controller"),
         &["Content-Type: application/merge-patch+json"],
