@@ -118,6 +118,24 @@ pub const IMPLEMENTED: &[&str] = &[
 pub const PARTIAL: &[(&str, &[&str])] =
     &[("authorization-mode", &["AlwaysAllow", "AlwaysDeny", "RBAC"])];
 
+/// Feature gates whose feature this server has not built: enabling one
+/// stops startup rather than being silently ignored.
+const UNBUILT_GATES: &[&str] = &["CBORServingAndStorage"];
+
+/// One error per enabled gate of [`UNBUILT_GATES`].
+pub fn unsupported_gates(gates: &super::feature_gates::FeatureGates) -> Vec<OptionError> {
+    UNBUILT_GATES
+        .iter()
+        .filter(|name| gates.get(*name) == Some(&true))
+        .map(|name| {
+            OptionError::new(
+                "feature-gates",
+                format!("{name}=true is not supported yet by this server"),
+            )
+        })
+        .collect()
+}
+
 /// One error per flag that is set to a value this server cannot honour yet.
 pub fn unsupported(flags: &FlagValues) -> Vec<OptionError> {
     let mut errors = Vec::new();

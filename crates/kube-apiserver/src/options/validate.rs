@@ -85,6 +85,7 @@ impl CompletedOptions {
     pub fn unsupported(&self) -> Vec<OptionError> {
         let mut errors = support::unsupported(&self.options.flags);
         errors.extend(super::AdmissionOptions::from_flags(&self.options.flags).unsupported());
+        errors.extend(support::unsupported_gates(&self.feature_gates));
         errors
     }
 }

@@ -336,10 +336,7 @@ fn every_write_records_its_manager(s: &TestServer) {
         Some(apply_cm),
     );
     assert_eq!(dry.code, 201, "{}", dry.body);
-    assert_eq!(
-        request(s, "GET", &format!("{CM}/cfg"), &[], None).code,
-        404
-    );
+    assert_eq!(request(s, "GET", &format!("{CM}/cfg"), &[], None).code, 404);
     // Unknown fields are refused with fieldValidation=Strict.
     let strict = request(
         s,
