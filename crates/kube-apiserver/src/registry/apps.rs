@@ -298,27 +298,51 @@ fn workload(defaults: fn(&mut Value)) -> ResourceStrategy {
 }
 
 pub fn deployments() -> ResourceStrategy {
-    workload(deployment_defaults).printed(deployment_columns, deployment_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_deployment,
+        ..workload(deployment_defaults)
+    }
+    .printed(deployment_columns, deployment_row)
 }
 
 pub fn replicasets() -> ResourceStrategy {
-    workload(replicaset_defaults).printed(replicaset_columns, replicaset_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_replicaset,
+        ..workload(replicaset_defaults)
+    }
+    .printed(replicaset_columns, replicaset_row)
 }
 
 pub fn statefulsets() -> ResourceStrategy {
-    workload(statefulset_defaults).printed(statefulset_columns, statefulset_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_statefulset,
+        ..workload(statefulset_defaults)
+    }
+    .printed(statefulset_columns, statefulset_row)
 }
 
 pub fn daemonsets() -> ResourceStrategy {
-    workload(daemonset_defaults).printed(daemonset_columns, daemonset_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_daemonset,
+        ..workload(daemonset_defaults)
+    }
+    .printed(daemonset_columns, daemonset_row)
 }
 
 pub fn jobs() -> ResourceStrategy {
-    workload(job_defaults).printed(job_columns, job_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_job,
+        ..workload(job_defaults)
+    }
+    .printed(job_columns, job_row)
 }
 
 pub fn cronjobs() -> ResourceStrategy {
-    workload(cronjob_defaults).printed(cronjob_columns, cronjob_row)
+    ResourceStrategy {
+        validate: super::validation::workloads::validate_cronjob,
+        ..workload(cronjob_defaults)
+    }
+    .printed(cronjob_columns, cronjob_row)
 }
 
 #[cfg(test)]

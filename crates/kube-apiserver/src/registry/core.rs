@@ -185,6 +185,7 @@ pub fn pods() -> ResourceStrategy {
         on_create: pod_on_create,
         field_names: POD_FIELDS,
         fields: pod_fields,
+        validate: super::validation::pod::validate_pod,
         ..Default::default()
     }
     .printed(pod_columns, pod_row)
@@ -494,6 +495,7 @@ pub fn services() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
         defaults: service_defaults,
+        validate: super::validation::service::validate_service,
         ..Default::default()
     }
     .printed(service_columns, service_row)

@@ -7,6 +7,7 @@ pub mod apps;
 pub mod core;
 pub mod printers;
 pub mod services;
+pub mod validation;
 
 use std::collections::BTreeMap;
 

@@ -279,6 +279,9 @@ impl Strategy for ServiceStrategy {
             }
         }
     }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.base.validate(obj)
+    }
     fn name_validator(&self) -> NameValidator {
         apimachinery::validation::name_is_dns1035_label
     }
