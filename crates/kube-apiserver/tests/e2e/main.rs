@@ -21,5 +21,6 @@ mod openapi_v2;
 mod rbac;
 mod runtime_config;
 mod service_accounts;
+mod spec_validation;
 mod storage_encoding;
 mod watch_and_lifecycle;
