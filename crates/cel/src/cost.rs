@@ -99,7 +99,14 @@ const GLOBAL_NAMES: &[&str] = &[
 
 /// Namespaces whose functions are called as `namespace.function(..)`.
 const NAMESPACES: &[&str] = &[
-    "sets", "strings", "math", "lists", "base64", "optional", "format",
+    "sets",
+    "strings",
+    "math",
+    "lists",
+    "base64",
+    "optional",
+    "format",
+    "jsonpatch",
 ];
 
 /// The walk's state: variables in scope and the issues found so far.

@@ -12,6 +12,7 @@ use cel::{Context, Env, Program, Value as CelValue};
 use serde_json::Value;
 
 use crate::compile::{render_issues, render_parse_errors};
+use crate::construct;
 use crate::convert::to_val;
 use crate::cost::{observe, Estimator};
 use crate::library;
@@ -70,6 +71,40 @@ impl Expression {
         let program = env
             .compile(source)
             .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
+        Self::finish(program, env, source, variables)
+    }
+
+    /// Compiles an expression of a mutating admission policy, which may
+    /// also construct `Object{...}` (and its nested `Object.<path>{...}`)
+    /// and `JSONPatch{...}` values, evaluated as maps of the fields set,
+    /// and call `jsonpatch.escapeKey`.
+    pub fn compile_mutation(source: &str, variables: &[&str]) -> Result<Expression, CompileError> {
+        let env =
+            library::mutation_env(&[]).map_err(|e| CompileError::Environment(e.to_string()))?;
+        let program = env
+            .compile(source)
+            .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
+        let (nested, issues) = construct::struct_names(program.expression());
+        if !issues.is_empty() {
+            return Err(CompileError::Invalid(render_issues(
+                &program, &issues, source,
+            )));
+        }
+        let env = match nested.is_empty() {
+            true => env,
+            false => library::mutation_env(&nested)
+                .map_err(|e| CompileError::Environment(e.to_string()))?,
+        };
+        Self::finish(program, env, source, variables)
+    }
+
+    /// Checks a parsed program's references and estimates its cost.
+    fn finish(
+        program: Program,
+        env: Arc<Env>,
+        source: &str,
+        variables: &[&str],
+    ) -> Result<Expression, CompileError> {
         let mut estimator = Estimator::with_variables(variables, &UNTYPED, None);
         let estimated_cost = estimator.estimate(program.expression());
         if !estimator.issues.is_empty() {
@@ -269,5 +304,54 @@ mod tests {
             failing.evaluate(&[("object", &json!({}))]),
             Err(EvalError::Execution(_))
         ));
+    }
+
+    fn mutation(source: &str) -> Expression {
+        match Expression::compile_mutation(source, &["object"]) {
+            Ok(expr) => expr,
+            Err(e) => panic!("{source}: {e}"),
+        }
+    }
+
+    #[test]
+    fn mutations_construct_objects_and_patches() {
+        let object = json!({"metadata": {"name": "web"}});
+        let apply = mutation(
+            "Object{metadata: Object.metadata{labels: {'app': object.metadata.name}}, \
+             spec: Object.spec{containers: [Object.spec.containers{name: 'c', image: 'x'}]}}",
+        );
+        assert_eq!(
+            apply.evaluate(&[("object", &object)]),
+            Ok(json!({"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]}}))
+        );
+        let patch = mutation(
+            "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('a/b~c'), value: 'v'}]",
+        );
+        assert_eq!(
+            patch.evaluate(&[("object", &object)]),
+            Ok(json!([{"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "v"}]))
+        );
+    }
+
+    #[test]
+    fn mutations_refuse_unknown_types_and_fields() {
+        let err = Expression::compile_mutation("Pod{spec: 1}", &[]).err();
+        assert_eq!(
+            err,
+            Some(CompileError::Invalid(
+                "ERROR: <input>:1:4: undeclared reference to 'Pod' (in container '')\n | Pod{spec: 1}\n | ...^"
+                    .to_owned()
+            ))
+        );
+        let bad_field = mutation("JSONPatch{op: 'add', pathh: '/x'}");
+        assert!(matches!(
+            bad_field.evaluate(&[("object", &json!({}))]),
+            Err(EvalError::Execution(_))
+        ));
+        // Plain expressions know no such types.
+        assert!(Expression::compile("jsonpatch.escapeKey('a')", &[])
+            .map(|e| e.evaluate(&[]).is_err())
+            .unwrap_or(true));
     }
 }

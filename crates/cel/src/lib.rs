@@ -11,9 +11,11 @@
 //!
 //! [`Expression`] compiles and evaluates a standalone expression over
 //! named JSON variables, for other users of CEL such as admission
-//! policies.
+//! policies; [`Expression::compile_mutation`] also lets it construct the
+//! `Object{...}` and `JSONPatch{...}` values of mutating admission policies.
 
 mod compile;
+mod construct;
 mod convert;
 mod cost;
 mod expression;

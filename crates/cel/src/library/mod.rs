@@ -8,6 +8,7 @@ mod comprehensions;
 mod ext;
 mod format;
 mod ip;
+mod jsonpatch;
 mod lists;
 mod quantity;
 mod regex;
@@ -19,6 +20,8 @@ use cel::common::traits::Iterable;
 use cel::common::value::{CowVal, FromVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
+use crate::construct::{OpenStruct, OBJECT};
+
 /// The shared environment; building it only fails if two registrations
 /// clash, a programming error reported as an internal error to callers.
 static ENV: LazyLock<Result<Arc<Env>, DeclarationError>> = LazyLock::new(|| build().map(Arc::new));
@@ -26,6 +29,31 @@ static ENV: LazyLock<Result<Arc<Env>, DeclarationError>> = LazyLock::new(|| buil
 /// The environment every rule runs in.
 pub(crate) fn env() -> Result<Arc<Env>, DeclarationError> {
     ENV.clone()
+}
+
+/// The environment of mutating admission policies: the shared one plus the
+/// JSON patch library and the `Object` and `JSONPatch` struct types.
+static MUTATION_ENV: LazyLock<Result<Arc<Env>, DeclarationError>> =
+    LazyLock::new(|| build_mutation(&[]).map(Arc::new));
+
+/// The environment of a mutating policy expression constructing the
+/// nested `Object.<path>` types `nested` (built for it when there are any).
+pub(crate) fn mutation_env(nested: &[String]) -> Result<Arc<Env>, DeclarationError> {
+    if nested.is_empty() {
+        return MUTATION_ENV.clone();
+    }
+    build_mutation(nested).map(Arc::new)
+}
+
+fn build_mutation(nested: &[String]) -> Result<Env, DeclarationError> {
+    let mut env = build()?;
+    jsonpatch::register(&mut env)?;
+    env.add_type(OpenStruct::object(OBJECT))?;
+    env.add_type(OpenStruct::json_patch())?;
+    for name in nested {
+        env.add_type(OpenStruct::object(name))?;
+    }
+    Ok(env)
 }
 
 fn build() -> Result<Env, DeclarationError> {

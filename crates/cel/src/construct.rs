@@ -1,0 +1,170 @@
+//! Typed object construction for mutating admission policies:
+//! `Object{spec: Object.spec{replicas: 3}}` (an apply configuration of the
+//! request's object, each nested type named by its field path) and
+//! `JSONPatch{op: 'add', path: '/x', value: 1}`. The struct types are
+//! open: every `Object...` literal becomes a map of the fields written,
+//! so the result is the JSON the caller merges or applies.
+
+use std::collections::{BTreeMap, HashMap};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::types::{CelMap, CelMapKey, Type};
+use cel::common::value::{CowVal, Val};
+use cel::{ExecutionError, StructType};
+
+use crate::cost::TypeIssue;
+
+/// The root of apply-configuration type names.
+pub(crate) const OBJECT: &str = "Object";
+/// The JSON patch operation type.
+pub(crate) const JSON_PATCH: &str = "JSONPatch";
+/// The fields a `JSONPatch` literal may set.
+const JSON_PATCH_FIELDS: &[&str] = &["op", "path", "from", "value"];
+
+/// A struct type whose values are maps of the fields a literal sets;
+/// `fields` limits which (None: any field).
+pub(crate) struct OpenStruct {
+    ty: Type,
+    fields: Option<&'static [&'static str]>,
+}
+
+impl OpenStruct {
+    /// The type of `Object` or one of its nested `Object.<path>` types.
+    pub(crate) fn object(name: &str) -> Self {
+        OpenStruct {
+            ty: Type::new_struct(name.to_owned()),
+            fields: None,
+        }
+    }
+
+    pub(crate) fn json_patch() -> Self {
+        OpenStruct {
+            ty: Type::new_struct(JSON_PATCH.to_owned()),
+            fields: Some(JSON_PATCH_FIELDS),
+        }
+    }
+}
+
+impl StructType for OpenStruct {
+    fn get_type(&self) -> &Type {
+        &self.ty
+    }
+
+    fn new_value<'b, 'v>(
+        &self,
+        fields: BTreeMap<String, CowVal<'b, 'v>>,
+    ) -> Result<Box<dyn Val + 'v>, ExecutionError> {
+        let mut out: HashMap<CelMapKey<'v>, Box<dyn Val + 'v>> =
+            HashMap::with_capacity(fields.len());
+        for (name, value) in fields {
+            if self
+                .fields
+                .is_some_and(|allowed| !allowed.contains(&name.as_str()))
+            {
+                return Err(ExecutionError::no_such_key(&format!(
+                    "field `{name}` on struct `{}`",
+                    self.ty.name()
+                )));
+            }
+            out.insert(CelMapKey::from(name), value.into_owned());
+        }
+        Ok(Box::new(CelMap::from(out)))
+    }
+}
+
+/// Whether a struct literal may name `name`: `Object`, `Object.<field>...`
+/// or `JSONPatch`.
+fn known(name: &str) -> bool {
+    name == JSON_PATCH
+        || name == OBJECT
+        || name
+            .strip_prefix(OBJECT)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|path| path.split('.').all(|field| !field.is_empty()))
+}
+
+/// The nested `Object.<path>` type names `expr` constructs (each once),
+/// and an issue for every struct literal of a type not known.
+pub(crate) fn struct_names(expr: &IdedExpr) -> (Vec<String>, Vec<TypeIssue>) {
+    let mut names = Vec::new();
+    let mut issues = Vec::new();
+    walk(expr, &mut |e| {
+        if let Expr::Struct(s) = &e.expr {
+            if !known(&s.type_name) {
+                issues.push(TypeIssue {
+                    expr_id: e.id,
+                    message: format!(
+                        "undeclared reference to '{}' (in container '')",
+                        s.type_name
+                    ),
+                });
+            } else if s.type_name.starts_with("Object.") && !names.contains(&s.type_name) {
+                names.push(s.type_name.clone());
+            }
+        }
+    });
+    (names, issues)
+}
+
+/// Calls `visit` on `expr` and every expression below it.
+fn walk(expr: &IdedExpr, visit: &mut dyn FnMut(&IdedExpr)) {
+    visit(expr);
+    let entries = |entries: &[cel::common::ast::IdedEntryExpr],
+                   visit: &mut dyn FnMut(&IdedExpr)| {
+        for entry in entries {
+            match &entry.expr {
+                EntryExpr::StructField(f) => visit(&f.value),
+                EntryExpr::MapEntry(m) => {
+                    visit(&m.key);
+                    visit(&m.value);
+                }
+            }
+        }
+    };
+    match &expr.expr {
+        Expr::Select(s) => walk(&s.operand, visit),
+        Expr::Call(c) => {
+            if let Some(target) = &c.target {
+                walk(target, visit);
+            }
+            for arg in &c.args {
+                walk(arg, visit);
+            }
+        }
+        Expr::List(l) => {
+            for e in &l.elements {
+                walk(e, visit);
+            }
+        }
+        Expr::Map(m) => entries(&m.entries, &mut |e| walk(e, visit)),
+        Expr::Struct(s) => entries(&s.entries, &mut |e| walk(e, visit)),
+        Expr::Comprehension(c) => {
+            for e in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                walk(e, visit);
+            }
+        }
+        Expr::Literal(_) | Expr::Ident(_) | Expr::Unspecified => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::known;
+
+    #[test]
+    fn only_object_paths_and_json_patch_are_known() {
+        assert!(known("Object"));
+        assert!(known("Object.spec.template"));
+        assert!(known("JSONPatch"));
+        assert!(!known("Object."));
+        assert!(!known("Object..spec"));
+        assert!(!known("Objects"));
+        assert!(!known("google.protobuf.Struct"));
+    }
+}
