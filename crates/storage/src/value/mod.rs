@@ -40,6 +40,9 @@ pub enum TransformError {
     /// No transformer's prefix matched (the message names what was tried).
     #[error("{0}")]
     NoMatch(&'static str),
+    /// A provider's own failure (e.g. a KMS plugin error), as it words it.
+    #[error("{0}")]
+    Provider(String),
     /// Every matching transformer failed.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     All(Vec<TransformError>),
