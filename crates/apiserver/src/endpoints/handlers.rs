@@ -10,7 +10,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use http::{request::Parts, Method, Response, StatusCode};
 use serde_json::Value;
-use storage::{GetOptions, ListOptions, Preconditions};
+use storage::{GetOptions, ListOptions};
 
 use super::negotiation::{self, Encoding, Negotiated, Shape};
 use super::query::{FieldValidation, ListParams, Query};
@@ -442,29 +442,9 @@ async fn update(
     ))
 }
 
-/// The parts of a DeleteOptions body this server acts on.
+/// The DeleteOptions of a request: its body, or its query parameters.
 fn delete_options(bytes: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
-    let mut opts = DeleteOptions {
-        dry_run: query.dry_run()?,
-        ..Default::default()
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(opts);
-    }
-    let body: Value = serde_json::from_slice(bytes)
-        .or_else(|_| serde_yaml::from_slice(bytes))
-        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
-    if let Some(p) = body.get("preconditions") {
-        let field = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
-        opts.preconditions = Some(Preconditions {
-            uid: field("uid"),
-            resource_version: field("resourceVersion"),
-        });
-    }
-    if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
-        opts.dry_run |= dry.iter().any(|v| v == "All");
-    }
-    Ok(opts)
+    DeleteOptions::from_request(bytes, |k| query.get(k))
 }
 
 async fn delete(
@@ -482,14 +462,17 @@ async fn delete(
         shape: Shape::Object,
         ..*neg
     };
+    // Upstream answers 202 for an object kept for later deletion only when
+    // the client asked for cascading with `orphanDependents: false`.
+    let pending = if opts.orphan_dependents == Some(false) {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
     Ok(match outcome {
-        DeleteOutcome::Pending(obj) => response::object(
-            StatusCode::ACCEPTED,
-            &obj,
-            &neg,
-            &store.info,
-            store.strategy.as_ref(),
-        ),
+        DeleteOutcome::Pending(obj) => {
+            response::object(pending, &obj, &neg, &store.info, store.strategy.as_ref())
+        }
         DeleteOutcome::Deleted(obj) => {
             let status = Status::success(Some(StatusDetails {
                 name: name.to_owned(),

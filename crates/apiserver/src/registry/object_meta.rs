@@ -148,15 +148,6 @@ pub fn carry_over_on_update(new: &mut Value, old: &Value) {
     }
 }
 
-/// Marks an object for deletion (finalizers pending).
-pub fn mark_terminating(obj: &mut Value) {
-    let meta = metadata_mut(obj);
-    if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
-        meta.insert("deletionTimestamp".into(), Value::String(now()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-    }
-}
-
 /// Metadata validation common to every resource on create (upstream's
 /// ValidateObjectMeta with the resource's name rule).
 pub fn validate(obj: &Value, namespaced: bool, name_fn: NameValidator) -> Vec<FieldError> {

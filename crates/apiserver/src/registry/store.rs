@@ -7,15 +7,15 @@ use std::sync::{Arc, OnceLock};
 use apimachinery::status::ApiError;
 use futures::FutureExt;
 use serde_json::{json, Value};
-use storage::{
-    GetOptions, ListOptions, ListResult, Object, Preconditions, Storage, WatchOptions, WatchStream,
-};
+use storage::{GetOptions, ListOptions, ListResult, Object, Storage, WatchOptions, WatchStream};
 
 use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::Strategy;
 use crate::admission::{Chain, Operation, WriteAdmission};
+
+mod delete;
 
 /// Turns the current object (None when absent) into the one to store.
 pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>;
@@ -52,12 +52,6 @@ pub enum DeleteOutcome {
     /// The object has finalizers: it is marked for deletion and stays until
     /// they are removed.
     Pending(Object),
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
-    pub preconditions: Option<Preconditions>,
-    pub dry_run: bool,
 }
 
 pub struct Store {
@@ -344,173 +338,6 @@ impl Store {
         let obj = self.finish_if_finalized(&key, obj).await?;
         Ok((obj, created.load(std::sync::atomic::Ordering::SeqCst)))
     }
-
-    /// An object marked for deletion whose last finalizer was just removed
-    /// is deleted now (upstream's deleteWithoutFinalizers on update).
-    async fn finish_if_finalized(&self, key: &str, obj: Object) -> Result<Object, ApiError> {
-        if !object_meta::is_terminating(&obj)
-            || object_meta::has_finalizers(&obj)
-            || self.strategy.holds_deletion(&obj)
-        {
-            return Ok(obj);
-        }
-        let preconditions = Preconditions {
-            uid: None,
-            resource_version: object_meta::resource_version(&obj).map(str::to_owned),
-        };
-        let no_check = |_: Object| async { Ok(()) }.boxed();
-        match self
-            .storage
-            .delete(key, Some(&preconditions), &no_check)
-            .await
-        {
-            Ok(deleted) => {
-                self.strategy.release(&deleted);
-                Ok(deleted)
-            }
-            Err(
-                storage::StorageError::NotFound { .. } | storage::StorageError::Conflict { .. },
-            ) => Ok(obj),
-            Err(e) => Err(interpret(e, &self.info, object_meta::name(&obj))),
-        }
-    }
-
-    /// Deletes an object, or marks it for deletion when it has finalizers.
-    pub async fn delete(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<DeleteOutcome, ApiError> {
-        let key = self.object_key(namespace, name);
-        let current = self.get(namespace, name, GetOptions::default()).await?;
-        check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
-        if let Some(a) = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run) {
-            a.delete(&self.info, current.clone()).await?;
-        }
-        let defers = self.strategy.prepare_for_delete(&mut (*current).clone());
-        if defers || object_meta::has_finalizers(&current) {
-            return self.mark_for_deletion(&key, name, opts).await;
-        }
-        if opts.dry_run {
-            return Ok(DeleteOutcome::Deleted(current));
-        }
-        let no_check = |_: Object| async { Ok(()) }.boxed();
-        let deleted = self
-            .storage
-            .delete(&key, opts.preconditions.as_ref(), &no_check)
-            .await
-            .map_err(self.err(name))?;
-        self.strategy.release(&deleted);
-        Ok(DeleteOutcome::Deleted(deleted))
-    }
-
-    /// Sets deletionTimestamp (once) on an object with finalizers.
-    async fn mark_for_deletion(
-        &self,
-        key: &str,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<DeleteOutcome, ApiError> {
-        let strategy = self.strategy.clone();
-        let mark = move |current: Option<Object>| {
-            let result = match current {
-                Some(obj) => {
-                    let mut obj = (*obj).clone();
-                    strategy.prepare_for_delete(&mut obj);
-                    object_meta::mark_terminating(&mut obj);
-                    Ok(obj)
-                }
-                None => Err(storage::StorageError::NotFound { key: String::new() }),
-            };
-            async move { result }.boxed()
-        };
-        if opts.dry_run {
-            let current = self.get_by_key(key, name).await?;
-            let obj = mark(Some(current)).await.map_err(self.err(name))?;
-            return Ok(DeleteOutcome::Pending(Arc::new(obj)));
-        }
-        let obj = self
-            .storage
-            .guaranteed_update(key, false, opts.preconditions.as_ref(), &mark)
-            .await
-            .map_err(self.err(name))?;
-        Ok(DeleteOutcome::Pending(obj))
-    }
-
-    async fn get_by_key(&self, key: &str, name: &str) -> Result<Object, ApiError> {
-        self.storage
-            .get(
-                key,
-                GetOptions {
-                    ignore_not_found: true,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(self.err(name))?
-            .ok_or_else(|| self.not_found(name))
-    }
-
-    /// Deletes every object the list options select (deletecollection).
-    pub async fn delete_collection(
-        &self,
-        namespace: Option<&str>,
-        list: ListOptions,
-        opts: &DeleteOptions,
-    ) -> Result<Vec<Object>, ApiError> {
-        let items = self.list(namespace, list).await?.items;
-        let mut deleted = Vec::with_capacity(items.len());
-        for item in items {
-            let name = object_meta::name(&item).to_owned();
-            let ns = object_meta::namespace(&item).map(str::to_owned);
-            match self.delete(ns.as_deref(), &name, opts).await {
-                Ok(DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj)) => deleted.push(obj),
-                // Deleted concurrently: nothing left to do.
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(deleted)
-    }
-}
-
-fn check_preconditions(
-    info: &ResourceInfo,
-    name: &str,
-    current: &Value,
-    preconditions: Option<&Preconditions>,
-) -> Result<(), ApiError> {
-    let Some(p) = preconditions else {
-        return Ok(());
-    };
-    if let Some(uid) = &p.uid {
-        let actual = object_meta::uid(current).unwrap_or_default();
-        if actual != uid {
-            return Err(ApiError::conflict(
-                &info.group,
-                &info.resource,
-                name,
-                format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-                ),
-            ));
-        }
-    }
-    if let Some(rv) = &p.resource_version {
-        let actual = object_meta::resource_version(current).unwrap_or_default();
-        if actual != rv {
-            return Err(ApiError::conflict(
-                &info.group,
-                &info.resource,
-                name,
-                format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The read-modify-write step of an update, run against the current state

@@ -11,6 +11,7 @@ use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use serde_json::Value;
 use structured_merge::schema::Schema;
 
+use super::deletion::GcPolicy;
 use super::table::{self, TableColumn};
 
 /// A request body turned into an object of the resource's type.
@@ -78,6 +79,21 @@ pub trait Strategy: Send + Sync + 'static {
     /// `spec.finalizers`) still hold an object marked for deletion.
     fn holds_deletion(&self, _obj: &Value) -> bool {
         false
+    }
+
+    /// Graceful deletion (upstream's `CheckGracefulDelete`): the grace
+    /// period, in seconds, of an object deleted with `requested`
+    /// (`DeleteOptions.gracePeriodSeconds`); `None` for resources whose
+    /// objects are deleted at once (all but pods).
+    fn grace_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
+    /// What happens to dependents when an object is deleted without a
+    /// propagation policy (upstream's `DefaultGarbageCollectionPolicy` for
+    /// the served group version).
+    fn gc_policy(&self) -> GcPolicy {
+        GcPolicy::DeleteDependents
     }
 
     /// Whether strategic merge patch applies: it needs the type's patch

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use apiserver::registry::resource::ALL_VERBS;
-use apiserver::registry::{ResourceInfo, Strategy};
+use apiserver::registry::{GcPolicy, ResourceInfo, Strategy};
 use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
@@ -165,6 +165,24 @@ fn rbac_names() -> ResourceStrategy {
     }
 }
 
+/// Upstream keeps orphaning dependents by default for the versions that
+/// did before the garbage collector (core/v1 ReplicationControllers,
+/// batch/v1 Jobs).
+fn orphans_by_default(strategy: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        gc_policy: GcPolicy::OrphanDependents,
+        ..strategy
+    }
+}
+
+/// Events are never garbage collected (no GC finalizers are set).
+fn never_collected(strategy: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        gc_policy: GcPolicy::Unsupported,
+        ..strategy
+    }
+}
+
 fn status() -> ResourceStrategy {
     core_types::with_status()
 }
@@ -186,7 +204,10 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         builtin::<core::PersistentVolume>(status(), short(&["pv"])),
         builtin::<core::Pod>(core_types::pods(), all(&["po"])),
         builtin::<core::PodTemplate>(plain(), PLAIN),
-        builtin::<core::ReplicationController>(ResourceStrategy::spec_status(), scalable(&["rc"])),
+        builtin::<core::ReplicationController>(
+            orphans_by_default(ResourceStrategy::spec_status()),
+            scalable(&["rc"]),
+        ),
         builtin::<core::ResourceQuota>(status(), short(&["quota"])),
         builtin::<core::Secret>(core_types::secrets(), PLAIN),
         builtin::<core::ServiceAccount>(core_types::service_accounts(), short(&["sa"])),
@@ -210,7 +231,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         )],
         vec![
             builtin::<batch::CronJob>(workloads::cronjobs(), all(&["cj"])),
-            builtin::<batch::Job>(workloads::jobs(), all(&[])),
+            builtin::<batch::Job>(orphans_by_default(workloads::jobs()), all(&[])),
         ],
         vec![
             builtin::<certificates::CertificateSigningRequest>(status(), short(&["csr"])),
@@ -260,7 +281,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<admission::ValidatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
             builtin::<admission::ValidatingWebhookConfiguration>(plain(), API_EXTENSIONS),
         ],
-        vec![builtin::<events::Event>(plain(), short(&["ev"]))],
+        vec![builtin::<events::Event>(
+            never_collected(plain()),
+            short(&["ev"]),
+        )],
         vec![
             builtin::<resource::DeviceClass>(plain(), PLAIN),
             builtin::<resource::ResourceClaim>(status(), PLAIN),

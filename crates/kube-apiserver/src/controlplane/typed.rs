@@ -11,7 +11,7 @@ use std::sync::Arc;
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
 use apiserver::registry::table::TableColumn;
-use apiserver::registry::{Decoded, Strategy};
+use apiserver::registry::{Decoded, GcPolicy, Strategy};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -126,6 +126,12 @@ where
     }
     fn holds_deletion(&self, obj: &Value) -> bool {
         self.inner.holds_deletion(obj)
+    }
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        self.inner.grace_period(obj, requested)
+    }
+    fn gc_policy(&self) -> GcPolicy {
+        self.inner.gc_policy()
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use apiserver::registry::GcPolicy;
 use serde_json::{json, Value};
 
 use super::printers::*;
@@ -177,10 +178,35 @@ fn pod_fields(pod: &Value, fields: &mut BTreeMap<String, String>) {
     fields.insert("spec.hostNetwork".into(), host_network.to_string());
 }
 
+/// Upstream's pod `CheckGracefulDelete`: the requested period, else
+/// `spec.terminationGracePeriodSeconds` (defaulted to 30); 0 for a pod not
+/// yet scheduled or already terminated, so that it goes at once.
+fn pod_grace_period(pod: &Value, requested: Option<i64>) -> Option<i64> {
+    let period = requested.unwrap_or_else(|| {
+        pod.pointer("/spec/terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    });
+    let scheduled = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let terminated = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Failed" | "Succeeded")
+    );
+    Some(match period {
+        _ if !scheduled || terminated => 0,
+        p if p < 0 => 1,
+        p => p,
+    })
+}
+
 pub fn pods() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
         generation: true,
+        grace_period: pod_grace_period,
         defaults: pod_defaults,
         on_create: pod_on_create,
         field_names: POD_FIELDS,
@@ -579,6 +605,7 @@ fn event_row(ev: &Value) -> Vec<Value> {
 
 pub fn events() -> ResourceStrategy {
     ResourceStrategy {
+        gc_policy: GcPolicy::Unsupported,
         field_names: EVENT_FIELDS,
         fields: event_fields,
         ..Default::default()

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use apiserver::registry::table::{self, TableColumn};
-use apiserver::registry::Strategy;
+use apiserver::registry::{GcPolicy, Strategy};
 use serde_json::{json, Value};
 
 type Columns = fn() -> Vec<TableColumn>;
@@ -22,6 +22,7 @@ type Row = fn(&Value) -> Vec<Value>;
 type Mutate = fn(&mut Value);
 type Fields = fn(&Value, &mut BTreeMap<String, String>);
 type Validate = fn(&Value) -> Vec<FieldError>;
+type GracePeriod = fn(&Value, Option<i64>) -> Option<i64>;
 
 /// Behaviour of one built-in resource.
 #[derive(Clone)]
@@ -45,11 +46,18 @@ pub struct ResourceStrategy {
     /// `spec.finalizers`): then `on_delete` marks it.
     pub holds_deletion: fn(&Value) -> bool,
     pub on_delete: Mutate,
+    /// Graceful deletion (pods): the grace period of a deleted object.
+    pub grace_period: GracePeriod,
+    /// What dependents get when no propagation policy is asked for.
+    pub gc_policy: GcPolicy,
 }
 
 fn no_op(_: &mut Value) {}
 fn deletes_at_once(_: &Value) -> bool {
     false
+}
+fn not_graceful(_: &Value, _: Option<i64>) -> Option<i64> {
+    None
 }
 fn no_fields(_: &Value, _: &mut BTreeMap<String, String>) {}
 fn no_errors(_: &Value) -> Vec<FieldError> {
@@ -72,6 +80,8 @@ impl Default for ResourceStrategy {
             name: name_is_dns_subdomain,
             holds_deletion: deletes_at_once,
             on_delete: no_op,
+            grace_period: not_graceful,
+            gc_policy: GcPolicy::DeleteDependents,
         }
     }
 }
@@ -152,6 +162,14 @@ impl Strategy for ResourceStrategy {
 
     fn holds_deletion(&self, obj: &Value) -> bool {
         (self.holds_deletion)(obj)
+    }
+
+    fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        (self.grace_period)(obj, requested)
+    }
+
+    fn gc_policy(&self) -> GcPolicy {
+        self.gc_policy
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

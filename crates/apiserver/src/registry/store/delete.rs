@@ -1,0 +1,311 @@
+//! The delete verbs of the generic store (upstream's `Store.Delete`,
+//! `updateForGracefulDeletionAndFinalizers` and `DeleteCollection`):
+//! graceful deletion, garbage-collection finalizers from the propagation
+//! policy, and objects kept by finalizers until they are removed.
+
+use std::sync::Arc;
+
+use apimachinery::status::ApiError;
+use chrono::Utc;
+use futures::FutureExt;
+use serde_json::{json, Value};
+use storage::{GetOptions, ListOptions, Object, Preconditions, StorageError};
+
+use super::super::deletion::{self, DeleteOptions, Graceful};
+use super::super::errors::interpret;
+use super::super::object_meta;
+use super::super::resource::ResourceInfo;
+use super::super::strategy::Strategy;
+use super::{DeleteOutcome, Store};
+use crate::admission::WriteAdmission;
+
+/// Why the deletion update stopped without writing.
+#[derive(Debug, thiserror::Error)]
+enum Interrupt {
+    /// Nothing keeps the object: delete it at once.
+    #[error("delete now")]
+    DeleteNow,
+    /// A graceful deletion is under way and is not shortened.
+    #[error("already deleting")]
+    AlreadyDeleting,
+}
+
+/// What the deletion update left behind.
+enum Marked {
+    /// The object stays (finalizers or a grace period).
+    Pending(Object),
+    /// The object is to be deleted now; the update's result, if it wrote.
+    DeleteNow(Option<Object>),
+}
+
+/// The object as a delete request leaves it (upstream's update function
+/// of `updateForGracefulDeletionAndFinalizers`).
+fn mark(
+    strategy: &dyn Strategy,
+    existing: &Value,
+    opts: &DeleteOptions,
+) -> Result<Value, StorageError> {
+    let mut obj = existing.clone();
+    let now = Utc::now();
+    let graceful = deletion::before_delete(strategy, &mut obj, opts.grace_period_seconds, now);
+    if graceful == Graceful::Pending {
+        return Err(StorageError::callback(Interrupt::AlreadyDeleting));
+    }
+    let current = deletion::finalizers(&obj);
+    if let Some(wanted) = deletion::gc_finalizers(strategy.gc_policy(), opts, &current) {
+        object_meta::metadata_mut(&mut obj).insert("finalizers".into(), json!(wanted));
+    }
+    let held = strategy.prepare_for_delete(&mut obj);
+    let pending = held || object_meta::has_finalizers(&obj);
+    match graceful {
+        Graceful::Yes(_) => Ok(obj),
+        _ if pending => {
+            deletion::mark_as_deleting(&mut obj, now);
+            Ok(obj)
+        }
+        _ => Err(StorageError::callback(Interrupt::DeleteNow)),
+    }
+}
+
+fn interrupt(e: &StorageError) -> Option<&Interrupt> {
+    match e {
+        StorageError::Callback(inner) => inner.downcast_ref::<Interrupt>(),
+        _ => None,
+    }
+}
+
+impl Store {
+    /// Deletes an object: at once, or by marking it for deletion when
+    /// finalizers (its own, or the collector's from the propagation
+    /// policy) or a grace period keep it.
+    pub async fn delete(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = self.object_key(namespace, name);
+        let current = self.get(namespace, name, GetOptions::default()).await?;
+        check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
+        if let Some(a) = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run) {
+            a.delete(&self.info, current.clone()).await?;
+        }
+        let mut probe = (*current).clone();
+        let graceful = deletion::before_delete(
+            self.strategy.as_ref(),
+            &mut probe,
+            opts.grace_period_seconds,
+            Utc::now(),
+        );
+        if graceful == Graceful::Pending {
+            return Ok(DeleteOutcome::Pending(current));
+        }
+        let gc_change = deletion::gc_finalizers(
+            self.strategy.gc_policy(),
+            opts,
+            &deletion::finalizers(&current),
+        )
+        .is_some();
+        let defers = self.strategy.prepare_for_delete(&mut probe);
+        let mut preconditions = opts.preconditions.clone();
+        let mut last = None;
+        if matches!(graceful, Graceful::Yes(_))
+            || gc_change
+            || defers
+            || object_meta::has_finalizers(&current)
+        {
+            match self.mark_for_deletion(&key, name, &current, opts).await? {
+                Marked::Pending(obj) => return Ok(DeleteOutcome::Pending(obj)),
+                Marked::DeleteNow(updated) => {
+                    if let (Some(p), Some(obj)) = (preconditions.as_mut(), &updated) {
+                        if p.resource_version.is_some() {
+                            p.resource_version =
+                                object_meta::resource_version(obj).map(str::to_owned);
+                        }
+                    }
+                    last = updated;
+                }
+            }
+        }
+        if opts.dry_run {
+            return Ok(DeleteOutcome::Deleted(last.unwrap_or(current)));
+        }
+        let no_check = |_: Object| async { Ok(()) }.boxed();
+        match self
+            .storage
+            .delete(&key, preconditions.as_ref(), &no_check)
+            .await
+        {
+            Ok(deleted) => {
+                self.strategy.release(&deleted);
+                Ok(DeleteOutcome::Deleted(deleted))
+            }
+            // Deleted by someone else after our update (a graceless
+            // deletion racing another deleter), as upstream tolerates.
+            Err(StorageError::NotFound { .. }) if last.is_some() => {
+                Ok(DeleteOutcome::Deleted(last.unwrap_or(current)))
+            }
+            Err(e) => Err(interpret(e, &self.info, name)),
+        }
+    }
+
+    /// Writes what a delete request changes (deletion timestamp, grace
+    /// period, finalizers), unless the object can simply go.
+    async fn mark_for_deletion(
+        &self,
+        key: &str,
+        name: &str,
+        current: &Object,
+        opts: &DeleteOptions,
+    ) -> Result<Marked, ApiError> {
+        let strategy = self.strategy.clone();
+        let options = Arc::new(opts.clone());
+        let update = move |existing: Option<Object>| {
+            let result = match existing {
+                Some(obj) => mark(strategy.as_ref(), &obj, &options),
+                None => Err(StorageError::NotFound { key: String::new() }),
+            };
+            async move { result }.boxed()
+        };
+        let result = if opts.dry_run {
+            let existing = self.get_by_key(key, name).await?;
+            update(Some(existing)).await.map(Arc::new)
+        } else {
+            self.storage
+                .guaranteed_update(key, false, opts.preconditions.as_ref(), &update)
+                .await
+        };
+        match result {
+            Ok(obj) => {
+                let period = obj
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                if object_meta::has_finalizers(&obj)
+                    || self.strategy.holds_deletion(&obj)
+                    || period > 0
+                {
+                    Ok(Marked::Pending(obj))
+                } else {
+                    Ok(Marked::DeleteNow(Some(obj)))
+                }
+            }
+            Err(e) => match interrupt(&e) {
+                Some(Interrupt::DeleteNow) => Ok(Marked::DeleteNow(None)),
+                Some(Interrupt::AlreadyDeleting) => Ok(Marked::Pending(current.clone())),
+                None => Err(interpret(e, &self.info, name)),
+            },
+        }
+    }
+
+    async fn get_by_key(&self, key: &str, name: &str) -> Result<Object, ApiError> {
+        self.storage
+            .get(
+                key,
+                GetOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(self.err(name))?
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    /// An object marked for deletion whose last finalizer was just removed
+    /// is deleted now, unless a grace period is still running (upstream's
+    /// `ShouldDeleteDuringUpdate` and `deleteWithoutFinalizers`).
+    pub(super) async fn finish_if_finalized(
+        &self,
+        key: &str,
+        obj: Object,
+    ) -> Result<Object, ApiError> {
+        let graceful = obj
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .is_some_and(|p| p != 0);
+        if !object_meta::is_terminating(&obj)
+            || graceful
+            || object_meta::has_finalizers(&obj)
+            || self.strategy.holds_deletion(&obj)
+        {
+            return Ok(obj);
+        }
+        let preconditions = Preconditions {
+            uid: None,
+            resource_version: object_meta::resource_version(&obj).map(str::to_owned),
+        };
+        let no_check = |_: Object| async { Ok(()) }.boxed();
+        match self
+            .storage
+            .delete(key, Some(&preconditions), &no_check)
+            .await
+        {
+            Ok(deleted) => {
+                self.strategy.release(&deleted);
+                Ok(deleted)
+            }
+            Err(StorageError::NotFound { .. } | StorageError::Conflict { .. }) => Ok(obj),
+            Err(e) => Err(interpret(e, &self.info, object_meta::name(&obj))),
+        }
+    }
+
+    /// Deletes every object the list options select (deletecollection),
+    /// each with the same options.
+    pub async fn delete_collection(
+        &self,
+        namespace: Option<&str>,
+        list: ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Object>, ApiError> {
+        let items = self.list(namespace, list).await?.items;
+        let mut deleted = Vec::with_capacity(items.len());
+        for item in items {
+            let name = object_meta::name(&item).to_owned();
+            let ns = object_meta::namespace(&item).map(str::to_owned);
+            match self.delete(ns.as_deref(), &name, opts).await {
+                Ok(DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj)) => deleted.push(obj),
+                // Deleted concurrently: nothing left to do.
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// The precondition check of upstream's `BeforeDelete`, made early to fail
+/// before anything is written (storage checks them again).
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    current: &Value,
+    preconditions: Option<&Preconditions>,
+) -> Result<(), ApiError> {
+    let Some(p) = preconditions else {
+        return Ok(());
+    };
+    // Upstream names the kind here, not the resource.
+    let conflict = |message: String| ApiError::conflict(&info.group, &info.kind, name, message);
+    if let Some(uid) = &p.uid {
+        let actual = object_meta::uid(current).unwrap_or_default();
+        if actual != uid {
+            return Err(conflict(format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
+            )));
+        }
+    }
+    if let Some(rv) = &p.resource_version {
+        let actual = object_meta::resource_version(current).unwrap_or_default();
+        if actual != rv {
+            return Err(conflict(format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "delete_tests.rs"]
+mod tests;
