@@ -111,6 +111,9 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
         "ValidatingAdmissionWebhook" => {
             Plugin::validating(name, Arc::new(webhook::ValidatingWebhook::new(s())))
         }
+        "MutatingAdmissionPolicy" => {
+            Plugin::mutating(name, Arc::new(policy::MutatingAdmissionPolicy::new(s())))
+        }
         "ValidatingAdmissionPolicy" => {
             Plugin::validating(name, Arc::new(policy::ValidatingAdmissionPolicy::new(s())))
         }

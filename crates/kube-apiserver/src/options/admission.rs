@@ -93,6 +93,7 @@ pub const BUILT: &[&str] = &[
     "RuntimeClass",
     "CertificateSigning",
     "CertificateSubjectRestriction",
+    "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
     "ResourceQuota",

@@ -27,6 +27,7 @@ const CACHE_LIMIT: usize = 4096;
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
 /// The values the expressions of one evaluation see.
+#[derive(Clone, Copy)]
 pub struct Inputs<'a> {
     pub object: &'a Value,
     pub old_object: &'a Value,
@@ -43,17 +44,36 @@ pub struct Failure {
     pub reason: Option<String>,
 }
 
-#[derive(Default)]
+/// Which policies' expressions: mutating ones may also construct
+/// `Object{...}` and `JSONPatch{...}` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Validating,
+    Mutating,
+}
+
+/// Compiled expressions, by their text.
 pub struct Compiled {
+    mode: Mode,
     cache: Mutex<HashMap<String, Arc<Result<Expression, CompileError>>>>,
 }
 
 impl Compiled {
+    pub fn new(mode: Mode) -> Self {
+        Compiled {
+            mode,
+            cache: Mutex::default(),
+        }
+    }
+
     fn get(&self, source: &str) -> Arc<Result<Expression, CompileError>> {
         if let Some(e) = self.cache.lock().ok().and_then(|c| c.get(source).cloned()) {
             return e;
         }
-        let compiled = Arc::new(Expression::compile(source, VARIABLES));
+        let compiled = Arc::new(match self.mode {
+            Mode::Validating => Expression::compile(source, VARIABLES),
+            Mode::Mutating => Expression::compile_mutation(source, VARIABLES),
+        });
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= CACHE_LIMIT {
                 cache.clear();
@@ -63,7 +83,15 @@ impl Compiled {
         compiled
     }
 
-    fn run(&self, source: &str, inputs: &Inputs<'_>, variables: &Value) -> Result<Value, String> {
+    /// Evaluates `source`: compilation errors as upstream reports them
+    /// (`compilation failed: …`), evaluation errors as `expression '…'
+    /// resulted in error: …`.
+    pub fn run(
+        &self,
+        source: &str,
+        inputs: &Inputs<'_>,
+        variables: &Value,
+    ) -> Result<Value, String> {
         let compiled = self.get(source);
         let expr = compiled.as_ref().as_ref().map_err(|e| e.to_string())?;
         expr.evaluate(&[
@@ -79,7 +107,7 @@ impl Compiled {
 
     /// The policy's match conditions: Ok(false) when one is false, an
     /// error when none is false but one could not be evaluated.
-    fn conditions_hold(&self, spec: &Value, inputs: &Inputs<'_>) -> Result<bool, String> {
+    pub fn conditions_hold(&self, spec: &Value, inputs: &Inputs<'_>) -> Result<bool, String> {
         let mut errors = Vec::new();
         for condition in array(spec, "matchConditions") {
             let source = text(condition, "/expression").unwrap_or_default();
@@ -93,16 +121,17 @@ impl Compiled {
                 Err(e) => errors.push(e),
             }
         }
-        if errors.is_empty() {
-            Ok(true)
-        } else {
-            Err(errors.join(", "))
+        // Several errors are aggregated as upstream prints them: `[a, b]`.
+        match errors.len() {
+            0 => Ok(true),
+            1 => Err(errors.concat()),
+            _ => Err(format!("[{}]", errors.join(", "))),
         }
     }
 
     /// The policy's variables, in order (each may use the earlier ones);
     /// one that fails is left out, so expressions using it fail.
-    fn variables(&self, spec: &Value, inputs: &Inputs<'_>) -> Value {
+    pub fn variables(&self, spec: &Value, inputs: &Inputs<'_>) -> Value {
         let mut vars = Value::Object(Map::new());
         for var in array(spec, "variables") {
             let (Some(name), Some(source)) = (text(var, "/name"), text(var, "/expression")) else {
@@ -189,7 +218,7 @@ mod tests {
     fn run(spec: &Value, object: &Value, params: &Value) -> Evaluation {
         let null = Value::Null;
         let request = json!({"operation": "CREATE"});
-        Compiled::default().evaluate(
+        Compiled::new(Mode::Validating).evaluate(
             spec,
             &Inputs {
                 object,

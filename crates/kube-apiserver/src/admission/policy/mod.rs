@@ -2,21 +2,26 @@
 //! whose `matchConstraints` and bindings' `matchResources` cover a request
 //! are evaluated in CEL, once per parameter object the binding selects;
 //! failed validations are acted on as the binding's `validationActions`
-//! say (Deny refuses the request, Warn adds a warning).
+//! say (Deny refuses the request, Warn adds a warning). The mutating
+//! counterpart, MutatingAdmissionPolicy, is in [`mutating`]; both share
+//! the matching, parameters and CEL evaluation of the modules below.
 
+mod dispatch;
 mod eval;
 mod matching;
+mod mutating;
 mod params;
+mod patch;
 
 use apimachinery::status::{ApiError, StatusCause, StatusDetails, StatusReason};
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::lookup::{text, Stores};
-use eval::{Compiled, Inputs};
-
-const GROUP: &str = "admissionregistration.k8s.io";
+use super::lookup::Stores;
+use dispatch::{fails_closed, name, request, Invocation};
+use eval::{Compiled, Inputs, Mode};
+pub use mutating::MutatingAdmissionPolicy;
 
 pub struct ValidatingAdmissionPolicy {
     stores: Stores,
@@ -27,7 +32,7 @@ impl ValidatingAdmissionPolicy {
     pub fn new(stores: Stores) -> Self {
         ValidatingAdmissionPolicy {
             stores,
-            compiled: Compiled::default(),
+            compiled: Compiled::new(Mode::Validating),
         }
     }
 }
@@ -46,63 +51,39 @@ struct Denial {
     reason: Option<String>,
 }
 
-/// Whether failures to evaluate refuse the request (Fail, the default).
-fn fails_closed(policy: &Value) -> bool {
-    text(policy, "/spec/failurePolicy") != Some("Ignore")
-}
-
-fn name(obj: &Value) -> &str {
-    text(obj, "/metadata/name").unwrap_or_default()
-}
-
 #[async_trait]
 impl ValidationInterface for ValidatingAdmissionPolicy {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        // Policies are read at the latest state on every request, so a new
-        // policy or binding applies at once.
-        let mut policies = self
-            .stores
-            .list(GROUP, "validatingadmissionpolicies", None)
-            .await?;
-        if policies.is_empty() {
+        let loaded = dispatch::load(
+            &self.stores,
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+            a,
+        )
+        .await?;
+        let Some(loaded) = loaded else {
             return Ok(());
-        }
-        policies.sort_by(|x, y| name(x).cmp(name(y)));
-        let bindings = self
-            .stores
-            .list(GROUP, "validatingadmissionpolicybindings", None)
-            .await?;
-        let namespace = match a.namespace.as_str() {
-            "" => None,
-            ns => self.stores.get("", "namespaces", None, ns).await?,
         };
-        let mut denials = Vec::new();
-        for policy in &policies {
-            let matched = match policy.pointer("/spec/matchConstraints") {
-                Some(c) => matching::matches(c, a, namespace.as_deref()),
-                None => Ok(false),
-            };
-            match matched {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) if fails_closed(policy) => {
-                    denials.push(Denial {
-                        policy: name(policy).to_owned(),
-                        binding: None,
-                        message: format!("failed to configure policy: {e}"),
-                        reason: None,
-                    });
-                    continue;
-                }
-                Err(_) => continue,
-            }
-            let of_policy = bindings
-                .iter()
-                .filter(|b| text(b, "/spec/policyName") == Some(name(policy)));
-            for binding in of_policy {
-                self.run_binding(policy, binding, a, namespace.as_deref(), &mut denials)
-                    .await;
-            }
+        let (invocations, errors) = dispatch::invocations(&self.stores, &loaded, a).await;
+        let mut denials: Vec<Denial> = errors
+            .into_iter()
+            .filter(|e| fails_closed(e.policy))
+            .map(|e| Denial {
+                policy: name(e.policy).to_owned(),
+                binding: e.binding.map(|b| name(b).to_owned()),
+                message: e.message,
+                reason: None,
+            })
+            .collect();
+        let request = request(a);
+        for invocation in &invocations {
+            self.run(
+                invocation,
+                a,
+                &request,
+                loaded.namespace.as_deref(),
+                &mut denials,
+            );
         }
         match denials.into_iter().next() {
             Some(d) => Err(denied(a, d)),
@@ -112,69 +93,39 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
 }
 
 impl ValidatingAdmissionPolicy {
-    /// Evaluates `policy` for one of its bindings, once per parameter.
-    async fn run_binding(
+    /// Evaluates one invocation's validations.
+    fn run(
         &self,
-        policy: &Value,
-        binding: &Value,
+        invocation: &Invocation<'_>,
         a: &Attributes,
+        request: &Value,
         namespace: Option<&Value>,
         denials: &mut Vec<Denial>,
     ) {
+        let (policy, binding) = (invocation.policy, invocation.binding);
         let fail = fails_closed(policy);
-        let config_error = |message: String| Denial {
-            policy: name(policy).to_owned(),
-            binding: Some(name(binding).to_owned()),
-            message: format!("failed to configure binding: {message}"),
-            reason: None,
-        };
-        if let Some(resources) = binding.pointer("/spec/matchResources") {
-            match matching::matches(resources, a, namespace) {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => {
-                    if fail {
-                        denials.push(config_error(e));
-                    }
-                    return;
-                }
-            }
-        }
-        let params = match params::collect(&self.stores, policy, binding, &a.namespace).await {
-            Ok(params) => params,
-            Err(e) => {
-                if fail {
-                    denials.push(config_error(e.to_string()));
-                }
-                return;
-            }
-        };
         let null = Value::Null;
-        let object = a.object.as_ref().unwrap_or(&null);
-        let old_object = a.old_object.as_deref().unwrap_or(&null);
-        let request = request(a);
-        let spec = policy.get("spec").unwrap_or(&null);
-        for param in &params {
-            let inputs = Inputs {
-                object,
-                old_object,
-                request: &request,
-                params: param.as_deref().unwrap_or(&null),
-                namespace_object: namespace.unwrap_or(&null),
-            };
-            let evaluation = self.compiled.evaluate(spec, &inputs);
-            let errors = evaluation
-                .errors
-                .into_iter()
-                .filter(|_| fail)
-                .map(|message| (message, None));
-            let failures = evaluation
-                .failures
-                .into_iter()
-                .map(|f| (f.message, f.reason));
-            for (message, reason) in failures.chain(errors) {
-                act(policy, binding, a, message, reason, denials);
-            }
+        let inputs = Inputs {
+            object: a.object.as_ref().unwrap_or(&null),
+            old_object: a.old_object.as_deref().unwrap_or(&null),
+            request,
+            params: invocation.param.as_deref().unwrap_or(&null),
+            namespace_object: namespace.unwrap_or(&null),
+        };
+        let evaluation = self
+            .compiled
+            .evaluate(policy.get("spec").unwrap_or(&null), &inputs);
+        let errors = evaluation
+            .errors
+            .into_iter()
+            .filter(|_| fail)
+            .map(|message| (message, None));
+        let failures = evaluation
+            .failures
+            .into_iter()
+            .map(|f| (f.message, f.reason));
+        for (message, reason) in failures.chain(errors) {
+            act(policy, binding, a, message, reason, denials);
         }
     }
 }
@@ -248,43 +199,6 @@ fn denied(a: &Attributes, d: Denial) -> ApiError {
         ..StatusCause::default()
     });
     err
-}
-
-fn user_info(a: &Attributes) -> Value {
-    let user = a.user();
-    let mut info = json!({"username": user.name, "groups": user.groups});
-    if !user.uid.is_empty() {
-        info["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        info["extra"] = json!(user.extra);
-    }
-    info
-}
-
-/// The AdmissionRequest the `request` variable holds.
-fn request(a: &Attributes) -> Value {
-    let gvk = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
-    let gvr = json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource});
-    let mut request = json!({
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
-        "name": a.name,
-        "operation": a.operation.as_str(),
-        "userInfo": user_info(a),
-        "dryRun": a.dry_run,
-        "options": a.options,
-    });
-    if !a.subresource.is_empty() {
-        request["subResource"] = json!(a.subresource);
-        request["requestSubResource"] = json!(a.subresource);
-    }
-    if !a.namespace.is_empty() {
-        request["namespace"] = json!(a.namespace);
-    }
-    request
 }
 
 #[cfg(test)]

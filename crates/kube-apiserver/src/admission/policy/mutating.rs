@@ -1,0 +1,296 @@
+//! MutatingAdmissionPolicy (admissionregistration.k8s.io/v1): policies
+//! whose `matchConstraints` and bindings' `matchResources` cover a create
+//! or update are invoked once per parameter their binding selects; when
+//! the `matchConditions` hold, each mutation's CEL expression yields an
+//! apply configuration (`Object{...}`) or a JSON patch (`[JSONPatch{...}]`)
+//! that is applied to the object in turn. Policies asking for it
+//! (`reinvocationPolicy: IfNeeded`) run once more when a later policy
+//! changed the object. Errors refuse the request unless the policy's
+//! `failurePolicy` is Ignore.
+
+use std::fmt;
+
+use apimachinery::status::{ApiError, StatusCause, StatusDetails, StatusReason};
+use apiserver::admission::{Attributes, Handler, MutationInterface, Operation};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::dispatch::{self, fails_closed, name, Invocation};
+use super::eval::{Compiled, Inputs, Mode};
+use super::patch::{self, Types};
+use crate::admission::lookup::{text, Stores};
+
+pub struct MutatingAdmissionPolicy {
+    stores: Stores,
+    compiled: Compiled,
+}
+
+impl MutatingAdmissionPolicy {
+    pub fn new(stores: Stores) -> Self {
+        MutatingAdmissionPolicy {
+            stores,
+            compiled: Compiled::new(Mode::Mutating),
+        }
+    }
+}
+
+impl Handler for MutatingAdmissionPolicy {
+    fn handles(&self, operation: Operation) -> bool {
+        matches!(operation, Operation::Create | Operation::Update)
+    }
+}
+
+/// A policy that could not be configured or applied (upstream's
+/// `PolicyError`).
+#[derive(Debug)]
+pub(super) struct PolicyError {
+    pub policy: String,
+    pub binding: Option<String>,
+    pub message: String,
+    /// Set for errors of evaluation (Invalid); configuration errors keep
+    /// the refusal's Forbidden.
+    pub reason: Option<StatusReason>,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.binding {
+            Some(b) => write!(
+                f,
+                "policy '{}' with binding '{b}' denied request: {}",
+                self.policy, self.message
+            ),
+            None => write!(
+                f,
+                "policy \"{}\" denied request: {}",
+                self.policy, self.message
+            ),
+        }
+    }
+}
+
+/// What one evaluation needs besides the object.
+struct Context<'c> {
+    request: &'c Value,
+    namespace: Option<&'c Value>,
+    types: &'c Types,
+}
+
+#[async_trait]
+impl MutationInterface for MutatingAdmissionPolicy {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
+        if a.object.is_none() {
+            return Ok(());
+        }
+        let loaded = dispatch::load(
+            &self.stores,
+            "mutatingadmissionpolicies",
+            "mutatingadmissionpolicybindings",
+            a,
+        )
+        .await?;
+        let Some(loaded) = loaded else {
+            return Ok(());
+        };
+        let (invocations, config_errors) = dispatch::invocations(&self.stores, &loaded, a).await;
+        let mut errors: Vec<(bool, PolicyError)> = config_errors
+            .into_iter()
+            .map(|e| {
+                let error = PolicyError {
+                    policy: name(e.policy).to_owned(),
+                    binding: e.binding.map(|b| name(b).to_owned()),
+                    message: e.message,
+                    reason: None,
+                };
+                (fails_closed(e.policy), error)
+            })
+            .collect();
+        if !invocations.is_empty() {
+            let request = dispatch::request(a);
+            let store = self.stores.store(&a.resource.group, &a.resource.resource);
+            let types = Types::new(
+                store.and_then(|s| s.strategy.type_schema()),
+                &a.kind.group,
+                &a.kind.version,
+                &a.kind.kind,
+            );
+            let cx = Context {
+                request: &request,
+                namespace: loaded.namespace.as_deref(),
+                types: &types,
+            };
+            let mut sink = |policy: &Value, e: PolicyError| errors.push((fails_closed(policy), e));
+            self.run_all(&invocations, a, &cx, &mut sink);
+        }
+        decide(a, errors)
+    }
+}
+
+impl MutatingAdmissionPolicy {
+    /// Invokes every policy in order, then once more those asking for it
+    /// that a later policy's change went past.
+    fn run_all(
+        &self,
+        invocations: &[Invocation<'_>],
+        a: &mut Attributes,
+        cx: &Context<'_>,
+        errors: &mut dyn FnMut(&Value, PolicyError),
+    ) {
+        let mut last_change = None;
+        for (i, invocation) in invocations.iter().enumerate() {
+            if self.invoke(invocation, a, cx, errors) {
+                last_change = Some(i);
+            }
+        }
+        let Some(last_change) = last_change else {
+            return;
+        };
+        let again = invocations
+            .iter()
+            .take(last_change)
+            .filter(|inv| text(inv.policy, "/spec/reinvocationPolicy") == Some("IfNeeded"));
+        for invocation in again {
+            self.invoke(invocation, a, cx, errors);
+        }
+    }
+
+    /// Applies one invocation's mutations in order; returns whether the
+    /// object changed.
+    fn invoke(
+        &self,
+        invocation: &Invocation<'_>,
+        a: &mut Attributes,
+        cx: &Context<'_>,
+        errors: &mut dyn FnMut(&Value, PolicyError),
+    ) -> bool {
+        let (policy, binding) = (invocation.policy, invocation.binding);
+        let error = |message: String| PolicyError {
+            policy: name(policy).to_owned(),
+            binding: Some(name(binding).to_owned()),
+            message,
+            reason: Some(StatusReason::Invalid),
+        };
+        let null = Value::Null;
+        let spec = policy.get("spec").unwrap_or(&null);
+        let mut changed = false;
+        let Some(mut object) = a.object.take() else {
+            return false;
+        };
+        let base = Inputs {
+            object: &null,
+            old_object: a.old_object.as_deref().unwrap_or(&null),
+            request: cx.request,
+            params: invocation.param.as_deref().unwrap_or(&null),
+            namespace_object: cx.namespace.unwrap_or(&null),
+        };
+        match self.compiled.conditions_hold(
+            spec,
+            &Inputs {
+                object: &object,
+                ..base
+            },
+        ) {
+            Ok(true) => {
+                let mutations = spec.get("mutations").and_then(Value::as_array);
+                for mutation in mutations.into_iter().flatten() {
+                    let inputs = Inputs {
+                        object: &object,
+                        ..base
+                    };
+                    // Variables see the object as the earlier mutations left it.
+                    let variables = self.compiled.variables(spec, &inputs);
+                    match self.mutate(mutation, &inputs, &variables, cx.types) {
+                        Ok(Some(mutated)) if mutated != object => {
+                            object = self.defaulted(a, mutated);
+                            changed = true;
+                        }
+                        Ok(_) => {}
+                        Err(message) => errors(policy, error(message)),
+                    }
+                }
+            }
+            Ok(false) => {}
+            Err(message) => errors(policy, error(message)),
+        }
+        a.object = Some(object);
+        changed
+    }
+
+    /// The object with one mutation applied (None: the mutation's type
+    /// is not one this server knows).
+    fn mutate(
+        &self,
+        mutation: &Value,
+        inputs: &Inputs<'_>,
+        variables: &Value,
+        types: &Types,
+    ) -> Result<Option<Value>, String> {
+        let (source, apply): (_, fn(&Types, &Value, Value) -> _) =
+            match text(mutation, "/patchType") {
+                Some("ApplyConfiguration") => (
+                    text(mutation, "/applyConfiguration/expression"),
+                    patch::apply_configuration,
+                ),
+                Some("JSONPatch") => (text(mutation, "/jsonPatch/expression"), |_, o, v| {
+                    patch::json_patch(o, v)
+                }),
+                _ => return Ok(None),
+            };
+        let Some(source) = source else {
+            return Ok(None);
+        };
+        let value = self.compiled.run(source, inputs, variables)?;
+        apply(types, inputs.object, value)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Applies the resource's defaults to a mutated object, as upstream
+    /// defaults the object after every patch.
+    fn defaulted(&self, a: &Attributes, mut object: Value) -> Value {
+        if let Some(store) = self.stores.store(&a.resource.group, &a.resource.resource) {
+            store.strategy.apply_defaults(&mut object);
+        }
+        object
+    }
+}
+
+/// Refuses the request when an error came from a policy that fails
+/// closed; errors of policies with `failurePolicy: Ignore` are dropped.
+fn decide(a: &Attributes, errors: Vec<(bool, PolicyError)>) -> Result<(), ApiError> {
+    let refused: Vec<PolicyError> = errors
+        .into_iter()
+        .filter_map(|(fail, e)| fail.then_some(e))
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(refusal(a, refused))
+    }
+}
+
+/// Upstream's refusal: Forbidden-shaped, with the first error's message
+/// (and reason, when it has one) and every error as a cause.
+fn refusal(a: &Attributes, errors: Vec<PolicyError>) -> ApiError {
+    let mut err = a.forbidden("admission request denied by policy");
+    let details = err
+        .details
+        .get_or_insert_with(|| Box::new(StatusDetails::default()));
+    for e in &errors {
+        details.causes.push(StatusCause {
+            message: e.to_string(),
+            ..StatusCause::default()
+        });
+    }
+    if let Some(first) = errors.into_iter().next() {
+        err.message = first.to_string();
+        if let Some(reason) = first.reason {
+            err.reason = reason;
+        }
+    }
+    err
+}
+
+#[cfg(test)]
+#[path = "mutating_tests.rs"]
+mod tests;

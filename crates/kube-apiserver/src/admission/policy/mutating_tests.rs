@@ -1,0 +1,245 @@
+//! Mutations evaluated and applied to real objects with the built-in
+//! schemas: apply configurations, JSON patches, parameters, match
+//! conditions, reinvocation and the failure policy.
+
+use std::sync::Arc;
+
+use apiserver::admission::RequestContext;
+use apiserver::filters::authentication::UserInfo;
+use apiserver::registry::ResourceInfo;
+use serde_json::json;
+
+use super::*;
+
+fn pod_attributes(object: Value) -> Attributes {
+    let info = ResourceInfo {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "pods".into(),
+        singular: "pod".into(),
+        kind: "Pod".into(),
+        list_kind: "PodList".into(),
+        namespaced: true,
+        short_names: vec![],
+        categories: vec![],
+        verbs: vec![],
+        has_status: true,
+        has_scale: false,
+        storage_root: "pods".into(),
+    };
+    let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
+    Attributes::new(
+        &info,
+        Operation::Create,
+        Some(object),
+        None,
+        "",
+        Some("default"),
+        "",
+        false,
+        request,
+    )
+}
+
+fn pod() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"containers": [
+            {"name": "main", "image": "nginx"},
+            {"name": "sidecar", "image": "envoy"}
+        ]}
+    })
+}
+
+fn policy(name: &str, spec: Value) -> Value {
+    json!({"metadata": {"name": name}, "spec": spec})
+}
+
+fn binding(name: &str) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"policyName": name}})
+}
+
+fn apply_configuration(expression: &str) -> Value {
+    json!({"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}})
+}
+
+fn json_patch(expression: &str) -> Value {
+    json!({"patchType": "JSONPatch", "jsonPatch": {"expression": expression}})
+}
+
+/// Runs the policies (each with its own binding and optional parameter)
+/// on a pod; returns the pod as mutated and the admission decision.
+fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(), ApiError>) {
+    let plugin = MutatingAdmissionPolicy::new(Stores::default());
+    let bindings: Vec<Value> = policies.iter().map(|(p, _)| binding(name(p))).collect();
+    let invocations: Vec<Invocation<'_>> = policies
+        .iter()
+        .zip(&bindings)
+        .map(|((policy, param), binding)| Invocation {
+            policy,
+            binding,
+            param: param.clone().map(Arc::new),
+        })
+        .collect();
+    let mut a = pod_attributes(object);
+    let types = Types::new(None, "", "v1", "Pod");
+    let request = dispatch::request(&a);
+    let cx = Context {
+        request: &request,
+        namespace: None,
+        types: &types,
+    };
+    let mut errors = Vec::new();
+    plugin.run_all(&invocations, &mut a, &cx, &mut |p, e| {
+        errors.push((fails_closed(p), e))
+    });
+    let decision = decide(&a, errors);
+    (a.object.unwrap_or_default(), decision)
+}
+
+#[test]
+fn apply_configuration_merges_a_label_and_a_container_by_name() {
+    let spec = json!({"mutations": [
+        apply_configuration("Object{metadata: Object.metadata{labels: {'env': 'prod'}}}"),
+        apply_configuration(
+            "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'sidecar', imagePullPolicy: 'Always'}]}}",
+        ),
+    ]});
+    let (pod, decision) = run(&[(policy("p", spec), None)], pod());
+    assert_eq!(decision, Ok(()));
+    assert_eq!(
+        pod["metadata"]["labels"],
+        json!({"app": "web", "env": "prod"})
+    );
+    assert_eq!(
+        pod["spec"]["containers"],
+        json!([
+            {"name": "main", "image": "nginx"},
+            {"name": "sidecar", "image": "envoy", "imagePullPolicy": "Always"}
+        ])
+    );
+}
+
+#[test]
+fn apply_configuration_refuses_atomic_lists() {
+    let spec = json!({"mutations": [apply_configuration(
+        "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'main', args: ['-v']}]}}"
+    )]});
+    let (pod_after, decision) = run(&[(policy("p", spec), None)], pod());
+    assert_eq!(pod_after, pod());
+    let err = decision.err().map(|e| (e.code, e.reason, e.message));
+    assert_eq!(
+        err,
+        Some((
+            403,
+            StatusReason::Invalid,
+            "policy 'p' with binding 'p' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.containers[0].args".to_owned()
+        ))
+    );
+}
+
+#[test]
+fn json_patch_adds_and_replaces() {
+    let spec = json!({"mutations": [json_patch(
+        "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/owner'), value: 'team-a'},
+          JSONPatch{op: 'replace', path: '/spec/containers/0/image', value: 'nginx:1.27'}]"
+    )]});
+    let (pod, decision) = run(&[(policy("p", spec), None)], pod());
+    assert_eq!(decision, Ok(()));
+    assert_eq!(pod["metadata"]["labels"]["example.com/owner"], "team-a");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.27");
+    // A failed test leaves the object as it was; nothing is refused.
+    let guarded = json!({"mutations": [json_patch(
+        "[JSONPatch{op: 'test', path: '/metadata/name', value: 'other'},
+          JSONPatch{op: 'add', path: '/metadata/labels/x', value: 'y'}]"
+    )]});
+    let (unchanged, decision) = run(&[(policy("p", guarded), None)], self::pod());
+    assert_eq!((unchanged, decision), (self::pod(), Ok(())));
+}
+
+#[test]
+fn params_and_variables_feed_the_mutation() {
+    let spec = json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "variables": [{"name": "tier", "expression": "params.data.tier"}],
+        "mutations": [apply_configuration(
+            "Object{metadata: Object.metadata{labels: {'tier': variables.tier}}}"
+        )]
+    });
+    let param = json!({"metadata": {"name": "cfg"}, "data": {"tier": "gold"}});
+    let (pod, decision) = run(&[(policy("p", spec), Some(param))], pod());
+    assert_eq!(decision, Ok(()));
+    assert_eq!(pod["metadata"]["labels"]["tier"], "gold");
+}
+
+#[test]
+fn match_conditions_gate_mutations() {
+    let spec = |condition: &str| {
+        json!({
+            "matchConditions": [{"name": "only-web", "expression": condition}],
+            "mutations": [apply_configuration("Object{metadata: Object.metadata{labels: {'seen': 'yes'}}}")]
+        })
+    };
+    let (skipped, _) = run(
+        &[(policy("p", spec("object.metadata.name == 'db'")), None)],
+        pod(),
+    );
+    assert_eq!(skipped, pod());
+    let (mutated, _) = run(
+        &[(policy("p", spec("object.metadata.name == 'web'")), None)],
+        pod(),
+    );
+    assert_eq!(mutated["metadata"]["labels"]["seen"], "yes");
+    let (_, decision) = run(&[(policy("p", spec("object.missing == 1")), None)], pod());
+    let message = decision.err().map(|e| e.message).unwrap_or_default();
+    assert!(
+        message.starts_with("policy 'p' with binding 'p' denied request: expression 'object.missing == 1' resulted in error"),
+        "{message}"
+    );
+}
+
+#[test]
+fn failure_policy_decides_on_bad_expressions() {
+    let bad = |failure: &str| {
+        policy(
+            "bad",
+            json!({"failurePolicy": failure, "mutations": [apply_configuration("Object{spec: 1 +}")]}),
+        )
+    };
+    let (pod_after, decision) = run(&[(bad("Fail"), None)], pod());
+    assert_eq!(pod_after, pod());
+    let err = decision.err();
+    let message = err.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "policy 'bad' with binding 'bad' denied request: compilation failed: ERROR: <input>:1:"
+        ),
+        "{message}"
+    );
+    let causes = err.and_then(|e| e.details).map(|d| d.causes.len());
+    assert_eq!(causes, Some(1));
+    assert_eq!(run(&[(bad("Ignore"), None)], pod()).1, Ok(()));
+}
+
+#[test]
+fn if_needed_policies_run_again_after_a_later_change() {
+    // The first policy copies a label the second one sets.
+    let copy = |reinvocation: &str| {
+        policy(
+            "a-copy",
+            json!({"reinvocationPolicy": reinvocation, "mutations": [apply_configuration(
+                "has(object.metadata.labels.env) ? Object{metadata: Object.metadata{annotations: {'env': object.metadata.labels.env}}} : Object{}"
+            )]}),
+        )
+    };
+    let set = policy(
+        "b-set",
+        json!({"mutations": [apply_configuration("Object{metadata: Object.metadata{labels: {'env': 'prod'}}}")]}),
+    );
+    let (once, _) = run(&[(copy("Never"), None), (set.clone(), None)], pod());
+    assert_eq!(once["metadata"].get("annotations"), None);
+    let (again, _) = run(&[(copy("IfNeeded"), None), (set, None)], pod());
+    assert_eq!(again["metadata"]["annotations"], json!({"env": "prod"}));
+}
