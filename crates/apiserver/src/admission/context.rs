@@ -1,5 +1,6 @@
-//! The request a write belongs to, as admission needs it: who asked, and the
-//! warnings plugins add for the response. Upstream carries these in the
+//! The request a write belongs to, as admission needs it: who asked, the
+//! warnings plugins add for the response and the annotations they add to
+//! its audit events. Upstream carries these in the
 //! request's context; here the REST handler runs the request inside a task
 //! scope, so writes made by the server itself (bootstrap, repair) carry none
 //! and are not admitted, as upstream's direct registry writes are not.
@@ -7,6 +8,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use crate::audit::AuditContext;
 use crate::filters::authentication::UserInfo;
 
 tokio::task_local! {
@@ -17,13 +19,21 @@ tokio::task_local! {
 pub struct RequestContext {
     pub user: Arc<UserInfo>,
     warnings: Mutex<Vec<String>>,
+    /// The request's audit context, when it is audited.
+    audit: Option<Arc<AuditContext>>,
 }
 
 impl RequestContext {
     pub fn new(user: Arc<UserInfo>) -> Arc<Self> {
+        Self::audited(user, None)
+    }
+
+    /// A request whose audit events plugins may annotate.
+    pub fn audited(user: Arc<UserInfo>, audit: Option<Arc<AuditContext>>) -> Arc<Self> {
         Arc::new(RequestContext {
             user,
             warnings: Mutex::new(Vec::new()),
+            audit,
         })
     }
 
@@ -41,6 +51,14 @@ impl RequestContext {
     pub fn add_warning(&self, message: impl Into<String>) {
         if let Ok(mut w) = self.warnings.lock() {
             w.push(message.into());
+        }
+    }
+
+    /// An annotation for the request's audit events (upstream's
+    /// `audit.AddAuditAnnotation`); a key already set keeps its first value.
+    pub fn add_audit_annotation(&self, key: &str, value: impl Into<String>) {
+        if let Some(audit) = &self.audit {
+            audit.add_annotation(key, value);
         }
     }
 

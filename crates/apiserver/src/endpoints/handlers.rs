@@ -19,6 +19,7 @@ use super::selection;
 use super::warning::Warnings;
 use super::watch;
 use crate::admission::RequestContext;
+use crate::audit::AuditContext;
 use crate::filters::authentication::UserInfo;
 use crate::registry::table::IncludeObject;
 use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
@@ -67,12 +68,13 @@ pub async fn serve(
         };
     let mut warnings = Warnings::default();
     // Admission plugins see the request's user and add warnings through it.
-    let request = RequestContext::new(
+    let request = RequestContext::audited(
         parts
             .extensions
             .get::<Arc<UserInfo>>()
             .cloned()
             .unwrap_or_else(|| Arc::new(UserInfo::anonymous())),
+        parts.extensions.get::<Arc<AuditContext>>().cloned(),
     );
     let result = request
         .scope(dispatch(

@@ -7,6 +7,7 @@ mod config;
 mod limit_ranger;
 mod lookup;
 mod namespace;
+mod pod_security;
 mod pods;
 mod policy;
 mod quota;
@@ -117,6 +118,10 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
         "ValidatingAdmissionPolicy" => {
             Plugin::validating(name, Arc::new(policy::ValidatingAdmissionPolicy::new(s())))
         }
+        "PodSecurity" => Plugin::validating(
+            name,
+            Arc::new(pod_security::PodSecurity::from_config(s(), config.plugin(name))),
+        ),
         "ResourceQuota" => Plugin::validating(
             name,
             Arc::new(quota::ResourceQuota {

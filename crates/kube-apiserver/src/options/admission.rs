@@ -97,6 +97,7 @@ pub const BUILT: &[&str] = &[
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
     "ResourceQuota",
+    "PodSecurity",
     "AlwaysDeny",
 ];
 

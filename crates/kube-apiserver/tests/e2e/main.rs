@@ -18,6 +18,7 @@ mod kubectl_basics;
 mod kubectl_versions;
 mod namespace_lifecycle;
 mod openapi_v2;
+mod pod_security;
 mod rbac;
 mod runtime_config;
 mod service_accounts;
