@@ -180,3 +180,76 @@ fn non_empty(s: &str) -> Vec<String> {
         Vec::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn doc(defaults: Value, exemptions: Value) -> Value {
+        json!({
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration",
+            "defaults": defaults,
+            "exemptions": exemptions,
+        })
+    }
+
+    #[test]
+    fn no_document_means_privileged_everywhere_and_no_exemptions() {
+        let config = Config::from_document(None).expect("defaults");
+        assert!(config.defaults.fully_privileged());
+        assert!(config.exempt_namespaces.is_empty());
+    }
+
+    #[test]
+    fn defaults_and_exemptions_are_read() {
+        let d = doc(
+            json!({"enforce": "baseline", "enforce-version": "v1.30", "warn": "restricted"}),
+            json!({"usernames": ["admin"], "namespaces": ["kube-system"], "runtimeClasses": ["kata"]}),
+        );
+        let config = Config::from_document(Some(&d)).expect("valid");
+        assert_eq!(config.defaults.enforce.to_string(), "baseline:v1.30");
+        assert_eq!(config.defaults.warn.to_string(), "restricted:latest");
+        assert_eq!(config.defaults.audit, LevelVersion::PRIVILEGED);
+        assert!(config.exempt_usernames.contains("admin"));
+        assert!(config.exempt_namespaces.contains("kube-system"));
+        assert!(config.exempt_runtime_classes.contains("kata"));
+    }
+
+    #[test]
+    fn invalid_values_are_refused_with_their_fields() {
+        let d = doc(
+            json!({"enforce": "strict", "audit-version": "2"}),
+            json!({"usernames": ["", "a", "a"], "namespaces": ["Bad_NS"]}),
+        );
+        let err = Config::from_document(Some(&d)).err().map(|e| e.to_string());
+        let err = err.unwrap_or_default();
+        for part in [
+            "defaults.enforce: Invalid value: \"strict\": must be one of privileged, baseline, restricted",
+            "defaults.audit-version: Invalid value: \"2\": must be \"latest\" or \"v1.x\"",
+            "exemptions.namespaces[0]: Invalid value: \"Bad_NS\"",
+            "exemptions.usernames[0]: Invalid value: \"\": username must not be empty",
+            "exemptions.usernames[2]: Duplicate value: \"a\"",
+        ] {
+            assert!(err.contains(part), "{part} missing from {err}");
+        }
+        assert!(err.starts_with("PodSecurity invalid: ["), "{err}");
+    }
+
+    #[test]
+    fn other_kinds_are_refused() {
+        let d = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        assert!(matches!(
+            Config::from_document(Some(&d)),
+            Err(PodSecurityConfigError::Kind { .. })
+        ));
+        let d = json!({"apiVersion": "pod-security.admission.config.k8s.io/v1beta1",
+            "kind": "PodSecurityConfiguration", "exemptions": {"usernames": "x"}});
+        assert!(matches!(
+            Config::from_document(Some(&d)),
+            Err(PodSecurityConfigError::Decode(_))
+        ));
+    }
+}
