@@ -123,7 +123,11 @@ impl KmsClient {
         self.bounded(client.status(StatusRequest {})).await
     }
 
-    pub async fn encrypt(&self, uid: String, plaintext: Bytes) -> Result<EncryptResponse, ClientError> {
+    pub async fn encrypt(
+        &self,
+        uid: String,
+        plaintext: Bytes,
+    ) -> Result<EncryptResponse, ClientError> {
         let mut client = self.inner.clone();
         self.bounded(client.encrypt(EncryptRequest { plaintext, uid }))
             .await

@@ -105,8 +105,8 @@ impl Dek {
         out.resize(head, 0);
         fill(&rng, &mut out[..head])?;
         let key = Self::derive(prk, &out[..INFO_LEN])?;
-        let nonce = Nonce::try_assume_unique_for_key(&out[INFO_LEN..head])
-            .map_err(|_| DekError::Seal)?;
+        let nonce =
+            Nonce::try_assume_unique_for_key(&out[INFO_LEN..head]).map_err(|_| DekError::Seal)?;
         out.extend_from_slice(data);
         let tag = key
             .seal_in_place_separate_tag(nonce, Aad::from(aad), &mut out[head..])
@@ -157,10 +157,7 @@ mod tests {
         assert_eq!(again.open(&a, b"/k"), Ok(Bytes::from_static(b"value")));
         assert_eq!(again.open(&a, b"/other"), Err(DekError::Authentication));
         assert_eq!(again.open(&a[..20], b"/k"), Err(DekError::TooShort));
-        assert_eq!(
-            Dek::from_seed(&[1; 8]).err(),
-            Some(DekError::SeedLength(8))
-        );
+        assert_eq!(Dek::from_seed(&[1; 8]).err(), Some(DekError::SeedLength(8)));
     }
 
     #[test]

@@ -24,7 +24,9 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use crate::api::StatusResponse;
 use crate::client::{ClientError, KmsClient};
 use crate::dek::Dek;
-use crate::object::{cache_key, validate, validate_key_id, EncryptedDekSourceType, EncryptedObject};
+use crate::object::{
+    cache_key, validate, validate_key_id, EncryptedDekSourceType, EncryptedObject,
+};
 
 /// How often the plugin is polled and how long results and DEKs last;
 /// [`Timing::default`] holds upstream's values.
@@ -272,13 +274,20 @@ impl Provider {
         result
     }
 
-    async fn judge(&self, version: &mut Option<String>, status: StatusResponse) -> Result<(), String> {
+    async fn judge(
+        &self,
+        version: &mut Option<String>,
+        status: StatusResponse,
+    ) -> Result<(), String> {
         let mut errs = Vec::new();
         if status.healthz != "ok" {
             errs.push(format!("got unexpected healthz status: {}", status.healthz));
         }
         if status.version != "v2" && status.version != "v2beta1" {
-            errs.push(format!("expected KMSv2 API version v2, got {}", status.version));
+            errs.push(format!(
+                "expected KMSv2 API version v2, got {}",
+                status.version
+            ));
         } else {
             let first = version.get_or_insert_with(|| status.version.clone());
             if *first != status.version {
@@ -304,7 +313,10 @@ impl Provider {
             1 => errs.remove(0),
             _ => format!("[{}]", errs.join(", ")),
         };
-        Err(format!("kmsv2 Provider {} is not healthy, error: {detail}", self.name))
+        Err(format!(
+            "kmsv2 Provider {} is not healthy, error: {detail}",
+            self.name
+        ))
     }
 
     /// Keeps the write DEK while the key ID is unchanged (extending its
@@ -324,7 +336,8 @@ impl Provider {
         let (encrypt_key_id, err_gen) = match self.generate(&uid).await {
             Ok(state) if state.key_id == status_key_id => {
                 tracing::info!(provider = %self.name, key_id_hash = %hash_key_id(&state.key_id), "rotated the KMS v2 DEK");
-                self.cache.insert(state.cache_key.clone(), state.dek.clone());
+                self.cache
+                    .insert(state.cache_key.clone(), state.dek.clone());
                 self.set_state(WriteState { expires, ..state });
                 return Ok(());
             }
@@ -333,7 +346,11 @@ impl Provider {
         };
         let (err_state, state_key_id, state_expires) = match &current {
             Some(s) => ("<nil>", s.key_id.as_str(), rfc3339(s.expires)),
-            None => ("got unexpected nil transformer", "", "0001-01-01T00:00:00Z".into()),
+            None => (
+                "got unexpected nil transformer",
+                "",
+                "0001-01-01T00:00:00Z".into(),
+            ),
         };
         Err(format!(
             "failed to rotate DEK uid={uid:?}, useSeed=true, errState={err_state}, errGen={err_gen}, statusKeyIDHash={:?}, encryptKeyIDHash={:?}, stateKeyIDHash={:?}, expirationTimestamp={state_expires}",
@@ -401,7 +418,11 @@ impl Provider {
 }
 
 impl Transformer for Provider {
-    fn transform_from_storage(&self, data: &Bytes, context: &[u8]) -> Result<Bytes, TransformError> {
+    fn transform_from_storage(
+        &self,
+        data: &Bytes,
+        context: &[u8],
+    ) -> Result<Bytes, TransformError> {
         let object = EncryptedObject::decode(data.clone())
             .map_err(|_| provider_error("proto: cannot parse invalid wire-format data"))?;
         validate(&object).map_err(provider_error)?;

@@ -84,7 +84,9 @@ pub fn validate(o: &EncryptedObject) -> Result<(), String> {
     }
     let source = o.encrypted_dek_source.len();
     if source == 0 {
-        return Err("failed to validate encrypted DEK source: encrypted DEK source is empty".into());
+        return Err(
+            "failed to validate encrypted DEK source: encrypted DEK source is empty".into(),
+        );
     }
     if source > ENCRYPTED_DEK_SOURCE_MAX {
         return Err(format!(
@@ -92,8 +94,7 @@ pub fn validate(o: &EncryptedObject) -> Result<(), String> {
         ));
     }
     validate_key_id(&o.key_id).map_err(|e| format!("failed to validate key id: {e}"))?;
-    validate_annotations(&o.annotations)
-        .map_err(|e| format!("failed to validate annotations: {e}"))
+    validate_annotations(&o.annotations).map_err(|e| format!("failed to validate annotations: {e}"))
 }
 
 fn push_u16_prefixed(out: &mut Vec<u8>, data: &[u8]) {

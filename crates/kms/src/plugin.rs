@@ -44,11 +44,17 @@ impl PluginState {
     }
 
     pub fn key_id(&self) -> String {
-        self.key_id.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.key_id
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn healthz(&self) -> String {
-        self.healthz.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.healthz
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn encrypt_calls(&self) -> usize {
@@ -96,7 +102,7 @@ impl LocalKeyPlugin {
     }
 
     /// Serves on a unix socket at `path` (replacing a stale socket file)
-    /// until `shutdown` resolves.
+    /// until `shutdown` resolves, then removes the socket file.
     pub async fn serve(
         self,
         path: &Path,
@@ -108,11 +114,13 @@ impl LocalKeyPlugin {
             Err(e) => return Err(PluginError::Io(e)),
         }
         let listener = tokio::net::UnixListener::bind(path).map_err(PluginError::Io)?;
-        tonic::transport::Server::builder()
+        let served = tonic::transport::Server::builder()
             .add_service(KeyManagementServiceServer::new(self))
             .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
-            .await
-            .map_err(PluginError::Serve)
+            .await;
+        // A socket file left behind would look like a plugin to clients.
+        let _ = tokio::fs::remove_file(path).await;
+        served.map_err(PluginError::Serve)
     }
 }
 
@@ -135,7 +143,10 @@ impl KeyManagementService for LocalKeyPlugin {
         }))
     }
 
-    async fn encrypt(&self, req: Request<EncryptRequest>) -> Result<Response<EncryptResponse>, Status> {
+    async fn encrypt(
+        &self,
+        req: Request<EncryptRequest>,
+    ) -> Result<Response<EncryptResponse>, Status> {
         self.state.encrypt_calls.fetch_add(1, Ordering::Relaxed);
         let key_id = self.state.key_id();
         let mut nonce = [0u8; NONCE_LEN];
@@ -160,7 +171,10 @@ impl KeyManagementService for LocalKeyPlugin {
         }))
     }
 
-    async fn decrypt(&self, req: Request<DecryptRequest>) -> Result<Response<DecryptResponse>, Status> {
+    async fn decrypt(
+        &self,
+        req: Request<DecryptRequest>,
+    ) -> Result<Response<DecryptResponse>, Status> {
         self.state.decrypt_calls.fetch_add(1, Ordering::Relaxed);
         let req = req.into_inner();
         if !req.annotations.contains_key(ANNOTATION) {

@@ -50,7 +50,10 @@ fn main() -> ExitCode {
     let Some(socket) = socket else {
         return usage();
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("kms-test-plugin: {e}");
