@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::openapi::SchemaFn;
 use super::typed::Typed;
+use crate::registry::admission_policies as policies;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
@@ -274,8 +275,14 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<flowcontrol::PriorityLevelConfiguration>(status(), PLAIN),
         ],
         vec![
-            builtin::<admission::MutatingAdmissionPolicy>(plain(), API_EXTENSIONS),
-            builtin::<admission::MutatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
+            builtin::<admission::MutatingAdmissionPolicy>(
+                policies::mutating_policies(),
+                API_EXTENSIONS,
+            ),
+            builtin::<admission::MutatingAdmissionPolicyBinding>(
+                policies::mutating_policy_bindings(),
+                API_EXTENSIONS,
+            ),
             builtin::<admission::MutatingWebhookConfiguration>(plain(), API_EXTENSIONS),
             builtin::<admission::ValidatingAdmissionPolicy>(status(), API_EXTENSIONS),
             builtin::<admission::ValidatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),

@@ -3,6 +3,7 @@
 //! reset, generation bumps, printer columns, selectable fields); each
 //! resource module fills in only what differs.
 
+pub mod admission_policies;
 pub mod apps;
 pub mod core;
 pub mod printers;
