@@ -8,6 +8,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod endpoints;
 pub mod filters;
+pub mod flowcontrol;
 pub mod metrics;
 pub mod registry;
 pub mod server;

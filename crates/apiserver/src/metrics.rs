@@ -58,6 +58,12 @@ pub struct Metrics {
     resource_objects: Family<[(&'static str, String); 2], Gauge>,
     watch_events: Family<[(&'static str, String); 3], Counter>,
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
+    /// API Priority and Fairness series, by flow schema and priority level.
+    pub(crate) apf_dispatched: Family<[(&'static str, String); 2], Counter>,
+    pub(crate) apf_rejected: Family<[(&'static str, String); 3], Counter>,
+    pub(crate) apf_executing: Family<[(&'static str, String); 2], Gauge>,
+    pub(crate) apf_waiting: Family<[(&'static str, String); 2], Gauge>,
+    pub(crate) apf_nominal_seats: Family<[(&'static str, String); 1], Gauge>,
 }
 
 impl Default for Metrics {
@@ -84,6 +90,11 @@ impl Metrics {
             resource_objects: Family::default(),
             watch_events: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
+            apf_dispatched: Family::default(),
+            apf_rejected: Family::default(),
+            apf_executing: Family::default(),
+            apf_waiting: Family::default(),
+            apf_nominal_seats: Family::default(),
         };
         metrics.register();
         metrics
@@ -137,6 +148,31 @@ impl Metrics {
             "etcd_request_duration_seconds",
             "Storage request latency in seconds, by operation, group and resource",
             self.etcd_durations.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Requests given a seat by priority and fairness, by flow schema and priority level",
+            self.apf_dispatched.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_rejected_requests",
+            "Requests refused by priority and fairness, by flow schema, priority level and reason",
+            self.apf_rejected.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Requests holding a seat now (watches until they start), by flow schema and priority level",
+            self.apf_executing.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Requests waiting in a priority level's queues now, by flow schema and priority level",
+            self.apf_waiting.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Seats of each priority level (its share of the server's concurrency limit)",
+            self.apf_nominal_seats.clone(),
         );
         registry.register_collector(Box::new(process::ProcessCollector::new()));
     }

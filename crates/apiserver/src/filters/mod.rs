@@ -10,6 +10,7 @@ pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;
 pub mod panic_recovery;
+pub mod priority_and_fairness;
 pub mod request_info;
 pub mod timeout;
 
@@ -23,19 +24,38 @@ use crate::server::CompletedConfig;
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
 /// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID → HSTS →
-/// metrics → max in flight → timeout → CORS → authentication → audit →
-/// impersonation → authorization → (admission, in the REST handler) → handler.
+/// metrics → max in flight (when priority and fairness is off) → timeout →
+/// CORS → authentication → audit → impersonation → priority and fairness →
+/// authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
-    let limits = Arc::new(max_in_flight::Limits::new(
-        config.max_requests_inflight,
-        config.max_mutating_requests_inflight,
+    let handler = handler.layer(from_fn_with_state(
+        config.authorization.clone(),
+        authorization::filter,
     ));
+    // Priority and fairness needs the (impersonated) user, so it sits just
+    // outside authorization; the max-in-flight budgets stand in when it is
+    // off.
+    let (handler, limits) = match &config.flow_control {
+        Some(control) => (
+            handler.layer(from_fn_with_state(
+                priority_and_fairness::PriorityAndFairness {
+                    control: control.clone(),
+                    metrics: config.metrics.clone(),
+                },
+                priority_and_fairness::filter,
+            )),
+            None,
+        ),
+        None => (
+            handler,
+            Some(Arc::new(max_in_flight::Limits::new(
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+            ))),
+        ),
+    };
     // axum applies the last `layer` outermost, so the list reads inside out.
-    handler
-        .layer(from_fn_with_state(
-            config.authorization.clone(),
-            authorization::filter,
-        ))
+    let handler = handler
         .layer(from_fn_with_state(
             config.authorization.clone(),
             impersonation::filter,
@@ -46,8 +66,12 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
             authentication::filter,
         ))
         .layer(from_fn_with_state(config.cors.clone(), cors::filter))
-        .layer(from_fn_with_state(config.request_timeout, timeout::filter))
-        .layer(from_fn_with_state(limits, max_in_flight::filter))
+        .layer(from_fn_with_state(config.request_timeout, timeout::filter));
+    let handler = match limits {
+        Some(limits) => handler.layer(from_fn_with_state(limits, max_in_flight::filter)),
+        None => handler,
+    };
+    handler
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
         .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
         .layer(from_fn_with_state(config.audit.clone(), audit::init))

@@ -14,6 +14,7 @@ use crate::filters::authentication::Authentication;
 use crate::filters::authorization::{Authorization, AuthorizationMode};
 use crate::filters::cors::{AllowedOrigins, CorsError};
 use crate::filters::hsts::{Hsts, HstsError};
+use crate::flowcontrol::FlowControl;
 use crate::metrics::Metrics;
 
 #[derive(Clone)]
@@ -26,6 +27,9 @@ pub struct Config {
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight`.
     pub max_mutating_requests_inflight: usize,
+    /// `--enable-priority-and-fairness`: API Priority and Fairness limits
+    /// concurrency instead of the two max-in-flight budgets.
+    pub enable_priority_and_fairness: bool,
     /// `--livez-grace-period`.
     pub livez_grace_period: Duration,
     /// `--shutdown-delay-duration`.
@@ -70,6 +74,10 @@ impl Config {
                 modes: self.authorization_modes.clone(),
             }),
             metrics: Arc::new(Metrics::new()),
+            flow_control: self.enable_priority_and_fairness.then(|| {
+                let limit = self.max_requests_inflight + self.max_mutating_requests_inflight;
+                FlowControl::new(limit, self.request_timeout)
+            }),
             config: self,
         })))
     }
@@ -81,6 +89,8 @@ pub struct Completed {
     pub authorization: Arc<Authorization>,
     /// The metrics every server of the chain records into.
     pub metrics: Arc<Metrics>,
+    /// API Priority and Fairness, when enabled.
+    pub flow_control: Option<Arc<FlowControl>>,
     /// The compiled `cors_allowed_origins`.
     pub cors: Arc<AllowedOrigins>,
     /// The `Strict-Transport-Security` value built from `hsts_directives`.

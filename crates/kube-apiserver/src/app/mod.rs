@@ -7,6 +7,7 @@ pub mod authentication;
 pub mod bootstrap;
 pub mod encryption;
 mod encryption_config;
+mod flowcontrol;
 mod namespaces;
 pub mod rbac_bootstrap;
 pub mod run;

@@ -84,6 +84,7 @@ pub fn generic_config(
         max_requests_inflight: usize::try_from(o.generic.max_requests_inflight).unwrap_or(0),
         max_mutating_requests_inflight: usize::try_from(o.generic.max_mutating_requests_inflight)
             .unwrap_or(0),
+        enable_priority_and_fairness: o.flags.bool("enable-priority-and-fairness").unwrap_or(true),
         livez_grace_period: o.generic.livez_grace_period.to_std(),
         shutdown_delay: o.generic.shutdown_delay_duration.to_std(),
         external_address: external_address(opts),
@@ -231,6 +232,7 @@ pub fn create_server_chain(
     bootstrap::install_hooks(&mut kube, opts);
     super::service_accounts::install(&mut kube);
     super::namespaces::install(&mut kube);
+    super::flowcontrol::install(&mut kube, config.flow_control.clone());
     bootstrap::install_authentication_info(&mut kube, client_ca);
     if let Some(rbac) = config.authorization.rbac() {
         rbac_bootstrap::install(&mut kube, rbac);

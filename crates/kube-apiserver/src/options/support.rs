@@ -22,6 +22,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "data-dir",
     "default-not-ready-toleration-seconds",
     "default-unreachable-toleration-seconds",
+    "enable-priority-and-fairness",
     "feature-gates",
     "livez-grace-period",
     "max-mutating-requests-inflight",

@@ -121,6 +121,23 @@ fn validate_generic(flags: &FlagValues, errors: &mut Vec<OptionError>) {
             errors.push(OptionError::new(name, "can not be negative value"));
         }
     }
+    let apf = matches!(
+        flags.get("enable-priority-and-fairness").map(|f| &f.value),
+        Some(Value::Bool(true))
+    );
+    let (reads, writes) = (
+        int(flags, "max-requests-inflight"),
+        int(flags, "max-mutating-requests-inflight"),
+    );
+    if apf && reads + writes <= 0 {
+        errors.push(OptionError::new(
+            "enable-priority-and-fairness",
+            format!(
+                "invalid configuration: MaxRequestsInFlight={reads} and \
+                 MaxMutatingRequestsInFlight={writes}; they must add up to something positive"
+            ),
+        ));
+    }
     for name in [
         "request-timeout",
         "livez-grace-period",

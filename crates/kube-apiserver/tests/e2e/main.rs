@@ -12,6 +12,7 @@ mod crd;
 mod crd_apply;
 mod crd_conversion;
 mod etcd_backend;
+mod flowcontrol;
 mod harness;
 mod http_errors;
 mod kubectl_basics;

@@ -372,6 +372,7 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         min_request_timeout: Duration::from_secs(1800),
         max_requests_inflight: 400,
         max_mutating_requests_inflight: 200,
+        enable_priority_and_fairness: true,
         livez_grace_period: Duration::ZERO,
         shutdown_delay: Duration::ZERO,
         external_address: "127.0.0.1:6443".to_owned(),

@@ -1,0 +1,203 @@
+//! API Priority and Fairness for kube-apiserver (upstream's flowcontrol
+//! REST storage provider and server config): the config producer that
+//! keeps the bootstrap FlowSchemas and PriorityLevelConfigurations in
+//! storage, and the config consumer that feeds them to the filter.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::status::ApiError;
+use apiserver::flowcontrol::{bootstrap, controller, FlowControl};
+use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::server::GenericApiServer;
+use serde_json::Value;
+use storage::ListOptions;
+
+const GROUP: &str = "flowcontrol.apiserver.k8s.io";
+/// Upstream re-checks the bootstrap objects periodically, so that deleted
+/// mandatory ones come back.
+const ENSURE_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Adds the producer and consumer hooks when priority and fairness is on
+/// and its resources are served.
+pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>) {
+    let (Some(control), Some(schemas), Some(levels)) = (
+        control,
+        server.store(GROUP, "v1", "flowschemas"),
+        server.store(GROUP, "v1", "prioritylevelconfigurations"),
+    ) else {
+        return;
+    };
+    let (s, l) = (schemas.clone(), levels.clone());
+    server.add_post_start_hook(
+        "priority-and-fairness-config-consumer",
+        Arc::new(move || {
+            tokio::spawn(controller::run(control.clone(), s.clone(), l.clone()));
+            Box::pin(async { Ok(()) })
+        }),
+    );
+    server.add_post_start_hook(
+        "priority-and-fairness-config-producer",
+        Arc::new(move || {
+            let (schemas, levels) = (schemas.clone(), levels.clone());
+            Box::pin(async move {
+                ensure_all(&schemas, &levels)
+                    .await
+                    .map_err(|e| format!("unable to ensure the bootstrap configuration: {}", e.message))?;
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(ENSURE_INTERVAL).await;
+                        if let Err(e) = ensure_all(&schemas, &levels).await {
+                            tracing::warn!(error = %e.message, "ensuring the APF bootstrap configuration failed");
+                        }
+                    }
+                });
+                Ok(())
+            })
+        }),
+    );
+}
+
+async fn ensure_all(schemas: &Store, levels: &Store) -> Result<(), ApiError> {
+    let (mandatory, suggested) = (bootstrap::mandatory(), bootstrap::suggested());
+    ensure(
+        levels,
+        &mandatory.priority_levels,
+        &suggested.priority_levels,
+    )
+    .await?;
+    ensure(schemas, &mandatory.flow_schemas, &suggested.flow_schemas).await
+}
+
+/// Creates missing bootstrap objects, restores the spec of mandatory ones,
+/// updates suggested ones that are auto-updated, and deletes auto-updated
+/// objects that are no longer part of the bootstrap configuration.
+async fn ensure(store: &Store, mandatory: &[Value], suggested: &[Value]) -> Result<(), ApiError> {
+    let existing = store.list(None, ListOptions::default()).await?.items;
+    let find = |name: &str| existing.iter().find(|o| name_of(o) == Some(name));
+    for (wanted, always) in mandatory
+        .iter()
+        .map(|o| (o, true))
+        .chain(suggested.iter().map(|o| (o, false)))
+    {
+        let Some(name) = name_of(wanted) else {
+            continue;
+        };
+        match find(name) {
+            None => {
+                let created = store.create(wanted.clone(), &WriteOptions::default()).await;
+                // Another server of the cluster may have been first.
+                if let Err(e) =
+                    created
+                        .map(|_| ())
+                        .or_else(|e| if e.code == 409 { Ok(()) } else { Err(e) })
+                {
+                    return Err(e);
+                }
+            }
+            Some(current) => {
+                let auto = always || auto_update(current);
+                let stale_spec = auto && current.get("spec") != wanted.get("spec");
+                let annotation = if auto { "true" } else { "false" };
+                if stale_spec || annotation_of(current) != Some(annotation) {
+                    let spec = stale_spec.then(|| wanted["spec"].clone());
+                    store
+                        .update(
+                            None,
+                            name,
+                            Target::Main,
+                            revise(spec, annotation),
+                            &WriteOptions::default(),
+                        )
+                        .await?;
+                }
+            }
+        }
+    }
+    let known: HashSet<&str> = mandatory
+        .iter()
+        .chain(suggested)
+        .filter_map(name_of)
+        .collect();
+    for obsolete in existing
+        .iter()
+        .filter(|o| annotation_of(o) == Some("true"))
+        .filter_map(|o| name_of(o))
+        .filter(|name| !known.contains(name))
+    {
+        let deleted = store
+            .delete(None, obsolete, &DeleteOptions::default())
+            .await;
+        if let Err(e) = deleted
+            .map(|_| ())
+            .or_else(|e| if e.code == 404 { Ok(()) } else { Err(e) })
+        {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn name_of(o: &Value) -> Option<&str> {
+    o.pointer("/metadata/name").and_then(Value::as_str)
+}
+
+fn annotation_of(o: &Value) -> Option<&str> {
+    o.pointer("/metadata/annotations")
+        .and_then(|a| a.get(bootstrap::AUTO_UPDATE_ANNOTATION))
+        .and_then(Value::as_str)
+}
+
+/// Upstream's rule: the annotation decides when it is a boolean; without
+/// one, an object whose spec was never changed (generation 1) is updated.
+fn auto_update(o: &Value) -> bool {
+    match annotation_of(o).map(str::to_ascii_lowercase).as_deref() {
+        Some("true" | "t" | "1") => true,
+        Some("false" | "f" | "0") => false,
+        _ => o.pointer("/metadata/generation").and_then(Value::as_i64) == Some(1),
+    }
+}
+
+fn revise(spec: Option<Value>, annotation: &'static str) -> Mutate {
+    Arc::new(move |current: Option<&Value>| {
+        let mut o = current
+            .cloned()
+            .ok_or_else(|| ApiError::internal_error("the object is gone"))?;
+        if let Some(spec) = &spec {
+            o["spec"] = spec.clone();
+        }
+        if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(map) = annotations.as_object_mut() {
+                map.insert(bootstrap::AUTO_UPDATE_ANNOTATION.into(), annotation.into());
+            }
+        }
+        Ok(o)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn auto_update_follows_the_annotation_then_the_generation() {
+        let with = |a: Option<&str>, generation: i64| {
+            let mut o = json!({"metadata": {"name": "x", "generation": generation}});
+            if let Some(a) = a {
+                o["metadata"]["annotations"] = json!({bootstrap::AUTO_UPDATE_ANNOTATION: a});
+            }
+            o
+        };
+        assert!(auto_update(&with(Some("true"), 5)));
+        assert!(!auto_update(&with(Some("false"), 1)));
+        assert!(auto_update(&with(None, 1)));
+        assert!(!auto_update(&with(None, 2)));
+        assert!(!auto_update(&with(Some("maybe"), 3)));
+    }
+}

@@ -1,0 +1,295 @@
+//! API Priority and Fairness: the bootstrap configuration kubectl sees,
+//! the response headers naming the matched schema and level, the Dangling
+//! condition, 429s from a level without seats, and restoration of deleted
+//! bootstrap objects.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::harness::TestServer;
+
+/// A raw request as `user` (impersonated by the admin): status code,
+/// headers (lower-cased names) and body.
+fn request_as(s: &TestServer, user: Option<&str>, path: &str) -> (u16, String, String) {
+    let pki = s.dir.path().join("pki");
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "-i", "--cacert"])
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"));
+    if let Some(user) = user {
+        cmd.args(["-H", &format!("Impersonate-User: {user}")]);
+        cmd.args(["-H", "Impersonate-Group: system:authenticated"]);
+    }
+    cmd.arg(format!("https://127.0.0.1:{}{path}", s.port));
+    let out = cmd.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, head.to_ascii_lowercase(), body.to_owned())
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .map(str::trim)
+}
+
+fn names(s: &TestServer, resource: &str) -> Vec<String> {
+    let out = s.ok(&["get", resource, "-o", "jsonpath={.items[*].metadata.name}"]);
+    let mut names: Vec<String> = out.split_whitespace().map(str::to_owned).collect();
+    names.sort();
+    names
+}
+
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn bootstrap_configuration_is_served(s: &TestServer) {
+    wait_for("the bootstrap flow schemas", || {
+        names(s, "flowschemas").len() == 11
+    });
+    assert_eq!(
+        names(s, "flowschemas"),
+        [
+            "catch-all",
+            "exempt",
+            "global-default",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kube-system-service-accounts",
+            "probes",
+            "service-accounts",
+            "system-leader-election",
+            "system-node-high",
+            "system-nodes"
+        ]
+    );
+    assert_eq!(
+        names(s, "prioritylevelconfigurations"),
+        [
+            "catch-all",
+            "exempt",
+            "global-default",
+            "leader-election",
+            "node-high",
+            "system",
+            "workload-high",
+            "workload-low"
+        ]
+    );
+    let annotation = s.ok(&[
+        "get",
+        "flowschema",
+        "global-default",
+        "-o",
+        "jsonpath={.metadata.annotations.apf\\.kubernetes\\.io/autoupdate-spec}",
+    ]);
+    assert_eq!(annotation, "true");
+    // The consumer marks every bootstrap schema as not dangling.
+    wait_for("the Dangling condition", || {
+        s.ok(&[
+            "get",
+            "flowschema",
+            "service-accounts",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Dangling\")].reason}",
+        ]) == "Found"
+    });
+}
+
+crate::harness::on_both_backends!(bootstrap_configuration_is_served);
+
+#[test]
+fn responses_name_the_matched_schema_and_level() {
+    let s = TestServer::start();
+    wait_for("the bootstrap flow schemas", || {
+        names(&s, "flowschemas").len() == 11
+    });
+    let uid = |resource: &str, name: &str| {
+        s.ok(&["get", resource, name, "-o", "jsonpath={.metadata.uid}"])
+    };
+    let (exempt_fs, exempt_pl) = (
+        uid("flowschema", "exempt"),
+        uid("prioritylevelconfiguration", "exempt"),
+    );
+    let global_fs = uid("flowschema", "global-default");
+    let global_pl = uid("prioritylevelconfiguration", "global-default");
+    // The consumer picks up the stored objects (and their UIDs) shortly.
+    wait_for("the stored configuration in use", || {
+        let (_, head, _) = request_as(&s, Some("alice"), "/api/v1/namespaces/default/configmaps");
+        header(&head, "x-kubernetes-pf-flowschema-uid") == Some(global_fs.as_str())
+    });
+    let (_, head, _) = request_as(&s, Some("alice"), "/api/v1/namespaces/default/configmaps");
+    assert_eq!(
+        header(&head, "x-kubernetes-pf-prioritylevel-uid"),
+        Some(global_pl.as_str())
+    );
+    // The admin is in system:masters: exempt.
+    let (code, head, _) = request_as(&s, None, "/api/v1/namespaces");
+    assert_eq!(code, 200);
+    assert_eq!(
+        header(&head, "x-kubernetes-pf-flowschema-uid"),
+        Some(exempt_fs.as_str())
+    );
+    assert_eq!(
+        header(&head, "x-kubernetes-pf-prioritylevel-uid"),
+        Some(exempt_pl.as_str())
+    );
+}
+
+#[test]
+fn a_level_without_seats_rejects_and_a_missing_level_dangles() {
+    let s = TestServer::start();
+    wait_for("the bootstrap flow schemas", || {
+        names(&s, "flowschemas").len() == 11
+    });
+    s.apply_yaml(
+        r#"apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: orphaned
+spec:
+  priorityLevelConfiguration: {name: not-there}
+  matchingPrecedence: 300
+  rules:
+  - subjects: [{kind: User, user: {name: bob}}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+"#,
+    );
+    wait_for("the orphaned schema to dangle", || {
+        s.ok(&[
+            "get",
+            "flowschema",
+            "orphaned",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Dangling\")].status}",
+        ]) == "True"
+    });
+    let message = s.ok(&[
+        "get",
+        "flowschema",
+        "orphaned",
+        "-o",
+        "jsonpath={.status.conditions[0].message}",
+    ]);
+    assert_eq!(
+        message,
+        "This FlowSchema references the PriorityLevelConfiguration object named \"not-there\" but there is no such object"
+    );
+    s.apply_yaml(
+        r#"apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: no-seats
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 0
+    limitResponse: {type: Reject}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: throttle-carol
+spec:
+  priorityLevelConfiguration: {name: no-seats}
+  matchingPrecedence: 200
+  rules:
+  - subjects: [{kind: User, user: {name: carol}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}]
+"#,
+    );
+    wait_for("carol to be throttled", || {
+        request_as(&s, Some("carol"), "/api/v1/namespaces/default/pods").0 == 429
+    });
+    let (_, head, body) = request_as(&s, Some("carol"), "/api/v1/namespaces/default/pods");
+    assert_eq!(
+        body.trim_end(),
+        "Too many requests, please try again later."
+    );
+    assert_eq!(header(&head, "retry-after"), Some("1"));
+    // Others are unaffected.
+    assert_eq!(
+        request_as(&s, Some("dave"), "/api/v1/namespaces/default/pods").0,
+        200
+    );
+    assert_eq!(
+        request_as(&s, None, "/api/v1/namespaces/default/pods").0,
+        200
+    );
+}
+
+#[test]
+fn deleted_bootstrap_objects_return_and_edited_ones_are_kept() {
+    let mut s = TestServer::start();
+    wait_for("the bootstrap flow schemas", || {
+        names(&s, "flowschemas").len() == 11
+    });
+    s.ok(&["delete", "flowschema", "kube-scheduler"]);
+    s.ok(&["delete", "prioritylevelconfiguration", "catch-all"]);
+    // An operator who turns auto-update off keeps their edit.
+    s.ok(&[
+        "annotate",
+        "--overwrite",
+        "flowschema",
+        "service-accounts",
+        "apf.kubernetes.io/autoupdate-spec=false",
+    ]);
+    s.ok(&[
+        "patch",
+        "flowschema",
+        "service-accounts",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"matchingPrecedence":8000}}"#,
+    ]);
+    s.restart();
+    wait_for("the bootstrap objects to return", || {
+        names(&s, "flowschemas").len() == 11 && names(&s, "prioritylevelconfigurations").len() == 8
+    });
+    let precedence = s.ok(&[
+        "get",
+        "flowschema",
+        "service-accounts",
+        "-o",
+        "jsonpath={.spec.matchingPrecedence}",
+    ]);
+    assert_eq!(precedence, "8000");
+}
+
+#[test]
+fn without_priority_and_fairness_no_headers_are_set() {
+    let s = TestServer::start_with(&["--enable-priority-and-fairness=false"]);
+    let (code, head, _) = request_as(&s, None, "/api/v1/namespaces");
+    assert_eq!(code, 200);
+    assert_eq!(header(&head, "x-kubernetes-pf-flowschema-uid"), None);
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        .args([
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight=0",
+        ])
+        .arg(format!(
+            "--data-dir={}",
+            s.dir.path().join("other").display()
+        ))
+        .output()
+        .expect("the server runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("they must add up to something positive"),
+        "{stderr}"
+    );
+}
