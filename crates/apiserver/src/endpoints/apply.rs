@@ -32,13 +32,28 @@ use crate::registry::{Store, Target, WriteOptions};
 /// The content type of server-side apply.
 pub const APPLY_PATCH_TYPE: &str = "application/apply-patch+yaml";
 
+/// Server-side apply with a CBOR body (with the `CBORServingAndStorage`
+/// gate only).
+pub const APPLY_CBOR_PATCH_TYPE: &str = "application/apply-patch+cbor";
+
 /// Whether a PATCH is a server-side apply.
 pub fn is_apply(headers: &HeaderMap) -> bool {
-    headers
+    apply_cbor(headers).is_some()
+}
+
+/// `Some(true)` for a CBOR apply, `Some(false)` for a YAML one, `None`
+/// for any other PATCH.
+fn apply_cbor(headers: &HeaderMap) -> Option<bool> {
+    let essence = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|ct| ct.split(';').next())
-        .is_some_and(|essence| essence.trim() == APPLY_PATCH_TYPE)
+        .and_then(|ct| ct.split(';').next())?
+        .trim();
+    match essence {
+        APPLY_PATCH_TYPE => Some(false),
+        APPLY_CBOR_PATCH_TYPE if super::negotiation::cbor_enabled() => Some(true),
+        _ => None,
+    }
 }
 
 /// Who a write is recorded for: `fieldManager`, else the User-Agent up to
@@ -120,10 +135,7 @@ impl Tracker {
     pub fn new(info: &ResourceInfo, target: Target, manager: String) -> Self {
         let root = structured_merge::builtin::root(&info.group, &info.version, &info.kind)
             .map(TypeRef::named);
-        let subresource = match target {
-            Target::Main => "",
-            Target::Status => "status",
-        };
+        let subresource = target.subresource();
         Tracker {
             root,
             types: None,
@@ -187,7 +199,7 @@ impl Tracker {
             Target::Main if self.has_status && self.subresource.is_empty() => {
                 reset.insert(&[PathElement::field("status")])
             }
-            Target::Main => {}
+            Target::Main | Target::Subresource(_) => {}
             Target::Status => {
                 let keys = [live, Some(new)]
                     .into_iter()
@@ -239,7 +251,7 @@ pub async fn serve(
         dry_run: query.dry_run()?,
     };
     let validation = query.field_validation()?;
-    let config = decode_config(&bytes)?;
+    let config = decode_config(&bytes, apply_cbor(headers) == Some(true))?;
     let request = Arc::new(ApplyRequest {
         store: store.clone(),
         tracker: Tracker::for_store(store, target, manager_name(query, headers)),
@@ -278,11 +290,15 @@ pub async fn serve(
     Ok(resp)
 }
 
-/// The applied configuration: YAML (or JSON, which is YAML) holding one
-/// object.
-fn decode_config(bytes: &[u8]) -> Result<Value, ApiError> {
-    let value: Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+/// The applied configuration: YAML (or JSON, which is YAML), or CBOR,
+/// holding one object.
+fn decode_config(bytes: &[u8], cbor: bool) -> Result<Value, ApiError> {
+    let bad = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
+    let value: Value = if cbor {
+        kube_cbor::decode(bytes).map_err(|e| bad(e.to_string()))?
+    } else {
+        serde_yaml::from_slice(bytes).map_err(|e| bad(e.to_string()))?
+    };
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "error decoding patch: the applied configuration must be an object",

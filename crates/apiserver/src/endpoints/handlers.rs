@@ -286,6 +286,9 @@ pub fn decode_body(
         Encoding::Json => serde_json::from_slice(bytes).map_err(|e| decode_error(store, e))?,
         Encoding::Yaml => serde_yaml::from_slice(bytes).map_err(|e| decode_error(store, e))?,
         Encoding::Protobuf => protobuf_codec::decode(bytes).map_err(|e| decode_error(store, e))?,
+        Encoding::Cbor => {
+            kube_cbor::decode(bytes).map_err(|e| unrecognized_cbor(store, e, bytes))?
+        }
     };
     let value = check_type(store, value)?;
     let decoded = store
@@ -312,6 +315,29 @@ fn decode_error(store: &Store, e: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request(format!(
         "{} in version \"{}\" cannot be handled as a {}: {e}",
         store.info.kind, store.info.version, store.info.kind
+    ))
+}
+
+/// Upstream's answer to CBOR it cannot read: the kind cannot even be
+/// determined, so the message names the expected type and shows the start
+/// of the body in hex.
+fn unrecognized_cbor(store: &Store, e: kube_cbor::CborError, bytes: &[u8]) -> ApiError {
+    const SHOWN: usize = 30;
+    let hex: String = bytes
+        .iter()
+        .take(SHOWN)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let more = if bytes.len() > SHOWN { " ..." } else { "" };
+    let summary = if bytes.is_empty() {
+        "<empty>".to_owned()
+    } else {
+        format!("{hex}{more}")
+    };
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): unable to determine \
+         group/version/kind: {e} ({summary})",
+        store.info.kind
     ))
 }
 

@@ -2,6 +2,12 @@
 //! encoding a response uses (from `Accept`) and how a request body is read
 //! (from `Content-Type`). Every handler goes through here, so no handler
 //! assumes JSON.
+//!
+//! CBOR (`application/cbor`) is offered, for every resource, only while the
+//! `CBORServingAndStorage` feature gate is on: the gate is process-wide, as
+//! upstream's is, and set once at startup with [`set_cbor_enabled`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use apimachinery::status::ApiError;
 use http::HeaderMap;
@@ -15,6 +21,8 @@ pub enum Encoding {
     Yaml,
     /// `application/vnd.kubernetes.protobuf` (built-in types only).
     Protobuf,
+    /// `application/cbor` (with the `CBORServingAndStorage` gate).
+    Cbor,
 }
 
 impl Encoding {
@@ -23,7 +31,49 @@ impl Encoding {
             Encoding::Json => "application/json",
             Encoding::Yaml => "application/yaml",
             Encoding::Protobuf => protobuf_codec::CONTENT_TYPE,
+            Encoding::Cbor => kube_cbor::CONTENT_TYPE,
         }
+    }
+}
+
+static CBOR_ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turns CBOR serving on or off (the `CBORServingAndStorage` gate).
+pub fn set_cbor_enabled(enabled: bool) {
+    CBOR_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether the `CBORServingAndStorage` gate is on.
+pub fn cbor_enabled() -> bool {
+    CBOR_ENABLED.load(Ordering::Relaxed)
+}
+
+/// The encodings a resource can be served in beside JSON and YAML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Offered {
+    protobuf: bool,
+    cbor: bool,
+}
+
+impl Offered {
+    fn for_resource(protobuf_ok: bool) -> Self {
+        Offered {
+            protobuf: protobuf_ok,
+            cbor: cbor_enabled(),
+        }
+    }
+
+    /// The media types offered, in upstream's order, for 406 and 415
+    /// messages.
+    fn media_types(self) -> Vec<&'static str> {
+        let mut types = vec!["application/json", "application/yaml"];
+        if self.protobuf {
+            types.push(protobuf_codec::CONTENT_TYPE);
+        }
+        if self.cbor {
+            types.push(kube_cbor::CONTENT_TYPE);
+        }
+        types
     }
 }
 
@@ -44,13 +94,6 @@ pub struct Negotiated {
     pub shape: Shape,
     pub pretty: bool,
 }
-
-/// The media types a response can be offered in, for 406 messages.
-const SUPPORTED: &[&str] = &[
-    "application/json",
-    "application/yaml",
-    "application/vnd.kubernetes.protobuf",
-];
 
 struct MediaRange<'a> {
     essence: &'a str,
@@ -88,11 +131,12 @@ fn parse_accept(header: &str) -> Vec<MediaRange<'_>> {
     ranges
 }
 
-fn encoding_for(essence: &str, protobuf_ok: bool) -> Option<Encoding> {
+fn encoding_for(essence: &str, offered: Offered) -> Option<Encoding> {
     match essence.to_ascii_lowercase().as_str() {
         "application/json" | "application/*" | "*/*" => Some(Encoding::Json),
         "application/yaml" => Some(Encoding::Yaml),
-        "application/vnd.kubernetes.protobuf" if protobuf_ok => Some(Encoding::Protobuf),
+        "application/vnd.kubernetes.protobuf" if offered.protobuf => Some(Encoding::Protobuf),
+        "application/cbor" if offered.cbor => Some(Encoding::Cbor),
         _ => None,
     }
 }
@@ -105,6 +149,20 @@ pub fn negotiate(
     pretty_param: Option<&str>,
     table_ok: bool,
     protobuf_ok: bool,
+) -> Result<Negotiated, ApiError> {
+    negotiate_offered(
+        headers,
+        pretty_param,
+        table_ok,
+        Offered::for_resource(protobuf_ok),
+    )
+}
+
+fn negotiate_offered(
+    headers: &HeaderMap,
+    pretty_param: Option<&str>,
+    table_ok: bool,
+    offered: Offered,
 ) -> Result<Negotiated, ApiError> {
     let accept = headers
         .get(http::header::ACCEPT)
@@ -120,7 +178,7 @@ pub fn negotiate(
         });
     }
     for range in parse_accept(accept) {
-        let Some(encoding) = encoding_for(range.essence, protobuf_ok) else {
+        let Some(encoding) = encoding_for(range.essence, offered) else {
             continue;
         };
         if let Some(shape) = shape_for(&range.params, table_ok) {
@@ -131,17 +189,7 @@ pub fn negotiate(
             });
         }
     }
-    Err(ApiError::not_acceptable(supported(protobuf_ok)))
-}
-
-/// What a resource is served in: kinds without a protobuf schema (custom
-/// resources) only in JSON and YAML, as upstream.
-fn supported(protobuf_ok: bool) -> &'static [&'static str] {
-    if protobuf_ok {
-        SUPPORTED
-    } else {
-        &SUPPORTED[..2]
-    }
+    Err(ApiError::not_acceptable(&offered.media_types()))
 }
 
 /// The `as`/`g`/`v` media type parameters select a transformed shape; an
@@ -183,6 +231,10 @@ pub fn body_encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
 /// The encoding of a request body for a resource that does (or, like custom
 /// resources, does not) take protobuf.
 pub fn body_encoding_for(headers: &HeaderMap, protobuf_ok: bool) -> Result<Encoding, ApiError> {
+    body_encoding_offered(headers, Offered::for_resource(protobuf_ok))
+}
+
+fn body_encoding_offered(headers: &HeaderMap, offered: Offered) -> Result<Encoding, ApiError> {
     let content_type = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -191,8 +243,9 @@ pub fn body_encoding_for(headers: &HeaderMap, protobuf_ok: bool) -> Result<Encod
     match essence.to_ascii_lowercase().as_str() {
         "" | "application/json" => Ok(Encoding::Json),
         "application/yaml" => Ok(Encoding::Yaml),
-        "application/vnd.kubernetes.protobuf" if protobuf_ok => Ok(Encoding::Protobuf),
-        _ => Err(ApiError::unsupported_media_type(supported(protobuf_ok))),
+        "application/vnd.kubernetes.protobuf" if offered.protobuf => Ok(Encoding::Protobuf),
+        "application/cbor" if offered.cbor => Ok(Encoding::Cbor),
+        _ => Err(ApiError::unsupported_media_type(&offered.media_types())),
     }
 }
 
@@ -261,6 +314,65 @@ mod tests {
     fn nothing_acceptable_is_406() {
         let err = negotiate(&accept("text/html"), None, false, true).expect_err("406");
         assert_eq!(err.code, 406);
+    }
+
+    const WITH_CBOR: Offered = Offered {
+        protobuf: true,
+        cbor: true,
+    };
+    const WITHOUT_CBOR: Offered = Offered {
+        protobuf: true,
+        cbor: false,
+    };
+
+    #[test]
+    fn cbor_is_offered_only_with_the_gate() {
+        let h = accept("application/cbor");
+        let custom = Offered {
+            protobuf: false,
+            ..WITH_CBOR
+        };
+        for offered in [WITH_CBOR, custom] {
+            let n = negotiate_offered(&h, None, true, offered).expect("negotiated");
+            assert_eq!(n.encoding, Encoding::Cbor);
+        }
+        let err = negotiate_offered(&h, None, true, WITHOUT_CBOR).expect_err("406");
+        assert_eq!(err.code, 406);
+        assert_eq!(
+            err.message,
+            "only the following media types are accepted: application/json, \
+             application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        let err = negotiate_offered(&accept("text/html"), None, true, custom).expect_err("406");
+        assert_eq!(
+            err.message,
+            "only the following media types are accepted: application/json, \
+             application/yaml, application/cbor"
+        );
+        // A Table may be asked for in CBOR too.
+        let h = accept("application/cbor;as=Table;v=v1;g=meta.k8s.io");
+        let n = negotiate_offered(&h, None, true, WITH_CBOR).expect("negotiated");
+        assert_eq!(
+            (n.encoding, n.shape),
+            (Encoding::Cbor, Shape::Table(IncludeObject::Metadata))
+        );
+    }
+
+    #[test]
+    fn cbor_bodies_only_with_the_gate() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::CONTENT_TYPE,
+            "application/cbor".parse().expect("header"),
+        );
+        assert_eq!(body_encoding_offered(&h, WITH_CBOR), Ok(Encoding::Cbor));
+        let err = body_encoding_offered(&h, WITHOUT_CBOR).expect_err("415");
+        assert_eq!(err.code, 415);
+        assert_eq!(
+            err.message,
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
     }
 
     #[test]

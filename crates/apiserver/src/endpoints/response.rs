@@ -28,6 +28,7 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool
         Encoding::Protobuf => serde_json::to_value(value)
             .map_err(|e| e.to_string())
             .and_then(|v| protobuf_codec::encode(&v).map_err(|e| e.to_string())),
+        Encoding::Cbor => kube_cbor::to_vec(value).map_err(|e| e.to_string()),
     };
     match result {
         Ok(mut bytes) => {
@@ -76,6 +77,8 @@ pub fn object(
     strategy: &dyn Strategy,
 ) -> Response<Body> {
     let body = match neg.shape {
+        // Straight from the stored tree, without a serde round through a copy.
+        Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode(obj)),
         Shape::Object => encode(obj.as_ref(), neg.encoding, neg.pretty),
         Shape::PartialMetadata => encode(&partial_metadata(obj), neg.encoding, neg.pretty),
         Shape::Table(include) => {
@@ -124,6 +127,14 @@ pub fn list(
     strategy: &dyn Strategy,
 ) -> Response<Body> {
     let body = match neg.shape {
+        Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode_list(
+            &[
+                ("kind", &Value::from(info.list_kind.as_str())),
+                ("apiVersion", &Value::from(info.api_version())),
+                ("metadata", &list_metadata(list)),
+            ],
+            list.items.iter().map(AsRef::as_ref),
+        )),
         Shape::Object => encode(
             &ListBody {
                 kind: &info.list_kind,

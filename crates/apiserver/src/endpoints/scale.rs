@@ -201,6 +201,7 @@ pub async fn serve(
                 Encoding::Protobuf => {
                     protobuf_codec::decode(&body).map_err(serde::de::Error::custom)
                 }
+                Encoding::Cbor => kube_cbor::decode(&body).map_err(serde::de::Error::custom),
             }
             .map_err(|e| ApiError::bad_request(format!("Scale cannot be decoded: {e}")))?;
             let paths = paths.clone();

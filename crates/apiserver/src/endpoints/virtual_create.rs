@@ -68,6 +68,7 @@ pub async fn serve(
             Encoding::Json => serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
             Encoding::Yaml => serde_yaml::from_slice(&bytes).map_err(|e| e.to_string()),
             Encoding::Protobuf => protobuf_codec::decode(&bytes).map_err(|e| e.to_string()),
+            Encoding::Cbor => kube_cbor::decode(&bytes).map_err(|e| e.to_string()),
         }
         .map_err(|e| {
             ApiError::bad_request(format!(

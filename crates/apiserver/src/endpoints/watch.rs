@@ -68,6 +68,8 @@ pub async fn serve(
     *resp.status_mut() = StatusCode::OK;
     let content_type = match encoding {
         Encoding::Protobuf => protobuf_codec::STREAM_CONTENT_TYPE,
+        // Upstream answers `application/cbor` watches as a CBOR sequence.
+        Encoding::Cbor => kube_cbor::SEQUENCE_CONTENT_TYPE,
         other => other.content_type(),
     };
     resp.headers_mut()
@@ -121,6 +123,9 @@ fn frame(store: &Store, event: WatchEvent, encoding: Encoding) -> Bytes {
                 Bytes::new()
             }
         };
+    }
+    if encoding == Encoding::Cbor {
+        return Bytes::from(kube_cbor::encode_watch_event(kind, object));
     }
     let encoded = encode(&Frame { kind, object }, encoding, false);
     let mut bytes = Vec::with_capacity(encoded.len() + 4);

@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
 };
 use storage::cacher::{Cacher, CacherConfig};
-use storage::{JsonCodec, Kv, Storage};
+use storage::{Kv, Storage};
 
 use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
 use super::conversion::{Converter, ConvertingStorage};
@@ -23,6 +23,7 @@ use super::printer::Printer;
 use super::strategy::{CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema};
 use super::version::priority_order;
 use super::webhook::WebhookConverter;
+use crate::controlplane::storage_codec::CustomResourceCodec;
 
 /// Builds custom resource stores over the server's KV backend.
 #[derive(Clone)]
@@ -193,7 +194,7 @@ impl StoreFactory {
         let group = &crd.spec.group;
         let mut raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
             self.kv.clone(),
-            Arc::new(JsonCodec),
+            Arc::new(CustomResourceCodec::from_gate()),
         ));
         if self.watch_cache {
             let root = format!("{prefix}/{group}/{}/", accepted_names(crd).plural);

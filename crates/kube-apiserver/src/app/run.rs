@@ -127,6 +127,11 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
 }
 
 pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
+    // Process-wide, like upstream's gate: it decides what every handler
+    // and custom resource store offers.
+    apiserver::endpoints::negotiation::set_cbor_enabled(
+        opts.feature_gates.get("CBORServingAndStorage") == Some(&true),
+    );
     let kv = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
     let o = &opts.options;
     let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());

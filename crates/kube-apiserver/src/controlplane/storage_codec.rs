@@ -1,9 +1,12 @@
 //! How built-in objects are stored (`--storage-media-type`), as upstream's
 //! storage factory does: protobuf (the default) with the `k8s\0` prefix and
 //! `runtime.Unknown` envelope for every kind that has a protobuf encoding,
-//! JSON for the rest (custom resources are always JSON), YAML when asked.
+//! JSON for the rest, YAML when asked. Custom resources are stored as JSON,
+//! or as CBOR while the `CBORServingAndStorage` gate is on
+//! ([`CustomResourceCodec`], upstream's CRD storage codec).
 //!
-//! Reads never depend on the flag: the stored bytes say what they are, so a
+//! Reads never depend on the flag or the gate: the stored bytes say what
+//! they are (protobuf's `k8s\0` prefix, CBOR's self-described tag), so a
 //! data directory or etcd written in one encoding is read in any other, and
 //! the encoding can be changed on a live store (objects are rewritten in the
 //! new one as they are updated, as upstream).
@@ -54,17 +57,56 @@ impl Codec for StorageCodec {
     }
 
     fn decode(&self, key: &str, data: &[u8]) -> storage::error::Result<Value> {
-        let corrupt = |message: String| StorageError::Corrupt {
-            key: key.to_owned(),
-            message,
-        };
-        if data.starts_with(protobuf_codec::MAGIC) {
-            return protobuf_codec::decode(data).map_err(|e| corrupt(e.to_string()));
+        decode_any(key, data)
+    }
+}
+
+/// The codec of custom resources' stores: CBOR while the
+/// `CBORServingAndStorage` gate is on, JSON otherwise.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CustomResourceCodec {
+    pub cbor: bool,
+}
+
+impl CustomResourceCodec {
+    /// The codec the gate asks for (read once, when a CRD's store is built).
+    pub fn from_gate() -> Self {
+        CustomResourceCodec {
+            cbor: apiserver::endpoints::negotiation::cbor_enabled(),
         }
-        match data.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => serde_json::from_slice(data).map_err(|e| corrupt(e.to_string())),
-            _ => serde_yaml::from_slice(data).map_err(|e| corrupt(e.to_string())),
+    }
+}
+
+impl Codec for CustomResourceCodec {
+    fn encode(&self, obj: &Value) -> storage::error::Result<Bytes> {
+        if self.cbor {
+            return Ok(Bytes::from(kube_cbor::encode(obj)));
         }
+        serde_json::to_vec(obj)
+            .map(Bytes::from)
+            .map_err(StorageError::internal)
+    }
+
+    fn decode(&self, key: &str, data: &[u8]) -> storage::error::Result<Value> {
+        decode_any(key, data)
+    }
+}
+
+/// Reads stored bytes in whichever encoding wrote them.
+fn decode_any(key: &str, data: &[u8]) -> storage::error::Result<Value> {
+    let corrupt = |message: String| StorageError::Corrupt {
+        key: key.to_owned(),
+        message,
+    };
+    if data.starts_with(protobuf_codec::MAGIC) {
+        return protobuf_codec::decode(data).map_err(|e| corrupt(e.to_string()));
+    }
+    if kube_cbor::is_cbor(data) {
+        return kube_cbor::decode(data).map_err(|e| corrupt(e.to_string()));
+    }
+    match data.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice(data).map_err(|e| corrupt(e.to_string())),
+        _ => serde_yaml::from_slice(data).map_err(|e| corrupt(e.to_string())),
     }
 }
 
@@ -153,6 +195,31 @@ mod tests {
             json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
         let bytes = StorageCodec::default().encode(&custom).unwrap();
         assert_eq!(bytes.first(), Some(&b'{'));
+    }
+
+    #[test]
+    fn custom_resources_are_cbor_with_the_gate_and_read_either_way() {
+        let custom = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 3, "ratio": 0.5, "on": true},
+        });
+        let cbor = CustomResourceCodec { cbor: true }.encode(&custom).unwrap();
+        assert!(cbor.starts_with(&kube_cbor::SELF_DESCRIBED));
+        let json = CustomResourceCodec { cbor: false }.encode(&custom).unwrap();
+        assert_eq!(json.first(), Some(&b'{'));
+        for reader in [
+            CustomResourceCodec { cbor: false },
+            CustomResourceCodec { cbor: true },
+        ] {
+            assert_eq!(reader.decode("/k", &cbor).unwrap(), custom);
+            assert_eq!(reader.decode("/k", &json).unwrap(), custom);
+        }
+        // Built-in stores read CBOR too.
+        assert_eq!(StorageCodec::default().decode("/k", &cbor).unwrap(), custom);
+        let mut damaged = cbor.to_vec();
+        damaged.truncate(damaged.len() - 2);
+        let err = StorageCodec::default().decode("/k", &damaged).unwrap_err();
+        assert!(matches!(err, StorageError::Corrupt { .. }), "{err:?}");
     }
 
     #[test]

@@ -332,10 +332,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         .unsupported()
         .is_empty());
     let cbor = parse(&["--feature-gates=CBORServingAndStorage=true"]).complete();
-    assert_eq!(
-        messages(&cbor.unsupported()),
-        vec!["--feature-gates: CBORServingAndStorage=true is not supported yet by this server"]
-    );
+    assert!(messages(&cbor.unsupported()).is_empty());
 }
 
 #[test]

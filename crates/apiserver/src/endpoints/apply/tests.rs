@@ -69,15 +69,27 @@ fn patch_options_follow_upstream() {
 #[test]
 fn configurations_are_yaml_or_json_objects() {
     assert_eq!(
-        decode_config(b"apiVersion: v1\nkind: ConfigMap\n").ok(),
+        decode_config(b"apiVersion: v1\nkind: ConfigMap\n", false).ok(),
         Some(json!({"apiVersion": "v1", "kind": "ConfigMap"}))
     );
     assert_eq!(
-        decode_config(br#"{"kind":"ConfigMap"}"#).ok(),
+        decode_config(br#"{"kind":"ConfigMap"}"#, false).ok(),
         Some(json!({"kind": "ConfigMap"}))
     );
-    assert_eq!(decode_config(b"- a\n- b\n").map_err(|e| e.code), Err(400));
-    assert_eq!(decode_config(b"a: [").map_err(|e| e.code), Err(400));
+    assert_eq!(
+        decode_config(b"- a\n- b\n", false).map_err(|e| e.code),
+        Err(400)
+    );
+    assert_eq!(decode_config(b"a: [", false).map_err(|e| e.code), Err(400));
+    let cbor = kube_cbor::encode(&json!({"kind": "ConfigMap", "data": {"k": "v"}}));
+    assert_eq!(
+        decode_config(&cbor, true).ok(),
+        Some(json!({"kind": "ConfigMap", "data": {"k": "v"}}))
+    );
+    let err = decode_config(&cbor[..cbor.len() - 1], true).expect_err("truncated");
+    assert_eq!(err.message, "error decoding patch: cbor: unexpected EOF");
+    let list = kube_cbor::encode(&json!(["a"]));
+    assert_eq!(decode_config(&list, true).map_err(|e| e.code), Err(400));
     assert_eq!(
         gvk_of(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})),
         ("apps", "v1", "Deployment")
