@@ -17,6 +17,7 @@ mod harness;
 mod http_errors;
 mod kubectl_basics;
 mod kubectl_versions;
+mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_v2;
 mod pod_security;

@@ -1,0 +1,174 @@
+//! MutatingAdmissionPolicy end to end: policies and bindings applied with
+//! kubectl mutate pods, deployments and config maps created with kubectl
+//! (apply configurations and JSON patches), and a failing mutation
+//! refuses the request unless the policy ignores failures.
+
+use crate::harness::TestServer;
+
+/// A policy for `resources` in `group` with one mutation.
+fn policy(name: &str, group: &str, resources: &str, mutation: &str, extra: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  {extra}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["{group}"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["{resources}"]
+  reinvocationPolicy: Never
+  mutations:
+{mutation}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: {name}-binding}}
+spec:
+  policyName: {name}
+"#
+    )
+}
+
+fn apply_configuration(expression: &str) -> String {
+    format!(
+        "  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: >-\n        {expression}"
+    )
+}
+
+fn json_patch(expression: &str) -> String {
+    format!("  - patchType: JSONPatch\n    jsonPatch:\n      expression: >-\n        {expression}")
+}
+
+fn jsonpath(s: &TestServer, args: &[&str], path: &str) -> String {
+    let mut all = args.to_vec();
+    let output = format!("jsonpath={path}");
+    all.extend(["-o", &output]);
+    s.ok(&all)
+}
+
+#[test]
+fn apply_configurations_label_pods_and_set_pull_policies() {
+    let s = TestServer::start();
+    s.apply_yaml(&policy(
+        "pull-always",
+        "",
+        "pods",
+        &apply_configuration(
+            "Object{metadata: Object.metadata{labels: {'mutated': 'true'}}, \
+             spec: Object.spec{containers: object.spec.containers.map(c, \
+             Object.spec.containers{name: c.name, imagePullPolicy: 'Always'})}}",
+        ),
+        "",
+    ));
+    s.ok(&["run", "web", "--image=nginx:1.27", "--labels=app=web"]);
+    let pod = ["get", "pod", "web"];
+    assert_eq!(jsonpath(&s, &pod, "{.metadata.labels.mutated}"), "true");
+    assert_eq!(jsonpath(&s, &pod, "{.metadata.labels.app}"), "web");
+    assert_eq!(
+        jsonpath(&s, &pod, "{.spec.containers[0].imagePullPolicy}"),
+        "Always"
+    );
+    // The container keeps its other fields: the list merges by name.
+    assert_eq!(
+        jsonpath(&s, &pod, "{.spec.containers[0].image}"),
+        "nginx:1.27"
+    );
+}
+
+#[test]
+fn deployments_get_a_template_label_from_a_param() {
+    let s = TestServer::start();
+    s.ok(&[
+        "create",
+        "configmap",
+        "team",
+        "--from-literal=owner=payments",
+    ]);
+    s.apply_yaml(&policy(
+        "owner",
+        "apps",
+        "deployments",
+        &apply_configuration(
+            "Object{spec: Object.spec{template: Object.spec.template{metadata: \
+             Object.spec.template.metadata{labels: {'owner': params.data.owner}}}}}",
+        ),
+        "paramKind: {apiVersion: v1, kind: ConfigMap}",
+    ));
+    s.apply_yaml(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: owner-binding}
+spec:
+  policyName: owner
+  paramRef: {name: team, namespace: default, parameterNotFoundAction: Deny}
+"#,
+    );
+    s.ok(&["create", "deployment", "api", "--image=nginx"]);
+    assert_eq!(
+        jsonpath(
+            &s,
+            &["get", "deployment", "api"],
+            "{.spec.template.metadata.labels.owner}"
+        ),
+        "payments"
+    );
+}
+
+#[test]
+fn json_patches_add_labels_and_failures_follow_the_failure_policy() {
+    let s = TestServer::start();
+    s.apply_yaml(&policy(
+        "stamp",
+        "",
+        "configmaps",
+        &json_patch(
+            "[JSONPatch{op: 'add', path: '/metadata/labels', value: {}}, \
+             JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/stamped'), \
+             value: object.metadata.name}]",
+        ),
+        "",
+    ));
+    s.ok(&["create", "configmap", "settings", "--from-literal=a=b"]);
+    assert_eq!(
+        jsonpath(
+            &s,
+            &["get", "configmap", "settings"],
+            "{.metadata.labels.example\\.com/stamped}"
+        ),
+        "settings"
+    );
+
+    // A mutation that fails at runtime refuses the request (Fail is the
+    // default) with upstream's message...
+    s.apply_yaml(&policy(
+        "broken",
+        "",
+        "secrets",
+        &apply_configuration("Object{metadata: Object.metadata{labels: {'x': object.missing}}}"),
+        "",
+    ));
+    let err = s.fails(&["create", "secret", "generic", "token", "--from-literal=a=b"]);
+    assert!(
+        err.contains(
+            "policy 'broken' with binding 'broken-binding' denied request: \
+             expression 'Object{metadata: Object.metadata{labels: {'x': object.missing}}}' resulted in error"
+        ),
+        "{err}"
+    );
+    // ...and lets it through unchanged when the policy ignores failures.
+    s.apply_yaml(&policy(
+        "broken",
+        "",
+        "secrets",
+        &apply_configuration("Object{metadata: Object.metadata{labels: {'x': object.missing}}}"),
+        "failurePolicy: Ignore",
+    ));
+    s.ok(&["create", "secret", "generic", "token", "--from-literal=a=b"]);
+    assert_eq!(
+        jsonpath(&s, &["get", "secret", "token"], "{.metadata.labels}"),
+        ""
+    );
+}
