@@ -7,6 +7,7 @@ mod admission;
 mod apiextensions;
 mod app;
 mod authenticator;
+mod authorization;
 mod controlplane;
 mod options;
 mod pki;

@@ -73,6 +73,9 @@ fn level(p: &Policy, u: &UserInfo, r: &Req) -> Level {
         subresource: r.sub,
         name: r.name,
         path: r.path,
+        api_version: "",
+        field_selector: "",
+        label_selector: "",
     };
     p.evaluate(&attrs).level
 }
@@ -161,6 +164,9 @@ fn stages_and_managed_fields_merge_with_the_defaults() {
         subresource: "",
         name: "",
         path: "/api/v1/namespaces/default/configmaps",
+        api_version: "",
+        field_selector: "",
+        label_selector: "",
     };
     let c = p.evaluate(&attrs);
     assert!(c.omits(Stage::RequestReceived) && c.omits(Stage::ResponseStarted));

@@ -21,10 +21,15 @@ pub struct Attributes<'a> {
     pub is_resource_request: bool,
     pub namespace: &'a str,
     pub api_group: &'a str,
+    pub api_version: &'a str,
     pub resource: &'a str,
     pub subresource: &'a str,
     pub name: &'a str,
     pub path: &'a str,
+    /// The request's `fieldSelector` as given ("" when none).
+    pub field_selector: &'a str,
+    /// The request's `labelSelector` as given ("" when none).
+    pub label_selector: &'a str,
 }
 
 /// The answer of one authorizer, or of the union of them, with upstream's
@@ -77,10 +82,26 @@ pub struct Rules {
     pub errors: Vec<String>,
 }
 
+/// A decision with the error met while making it (upstream's
+/// `(decision, reason, err)`): a mode that could not reach its backend
+/// answers its failure policy's decision and the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub decision: Decision,
+    pub error: Option<String>,
+}
+
 /// One authorization mode.
 #[async_trait]
 pub trait Authorizer: Send + Sync {
     async fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+    /// The decision and any error; modes that cannot fail keep the default.
+    async fn evaluate(&self, attrs: &Attributes<'_>) -> Outcome {
+        Outcome {
+            decision: self.authorize(attrs).await,
+            error: None,
+        }
+    }
     /// The rules `user` has in `namespace`, for SelfSubjectRulesReview.
     async fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules;
 }
@@ -170,6 +191,35 @@ pub async fn decide<A: Authorizer>(modes: &[A], attrs: &Attributes<'_>) -> Decis
         }
     }
     Decision::NoOpinion(reasons.join("\n"))
+}
+
+/// [`decide`] keeping the errors (upstream's union authorizer): the first
+/// Allow or Deny comes with its own error; when no mode decides, every
+/// mode's error is kept, joined.
+pub async fn evaluate<A: Authorizer>(modes: &[A], attrs: &Attributes<'_>) -> Outcome {
+    let mut reasons: Vec<String> = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    for mode in modes {
+        let outcome = mode.evaluate(attrs).await;
+        match outcome.decision {
+            Decision::NoOpinion(reason) => {
+                if !reason.is_empty() {
+                    reasons.push(reason);
+                }
+                errors.extend(outcome.error);
+            }
+            _ => return outcome,
+        }
+    }
+    let error = match errors.len() {
+        0 => None,
+        1 => errors.pop(),
+        _ => Some(format!("[{}]", errors.join(", "))),
+    };
+    Outcome {
+        decision: Decision::NoOpinion(reasons.join("\n")),
+        error,
+    }
 }
 
 /// The union of every mode's rules (upstream's union rule resolver).

@@ -130,6 +130,9 @@ mod tests {
             subresource,
             name,
             path: "",
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         }
     }
 
@@ -144,6 +147,9 @@ mod tests {
             subresource: "",
             name: "",
             path,
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         }
     }
 

@@ -1,8 +1,11 @@
 //! May this user do this (upstream's `WithAuthorization`)? Members of
-//! system:masters may; otherwise the chain of `--authorization-mode`
-//! (AlwaysAllow, AlwaysDeny, RBAC) decides on the request's attributes. A
-//! request nothing allows gets 403 with upstream's message.
+//! system:masters may; otherwise the configured authorizer chain
+//! (`--authorization-mode` or `--authorization-config`: AlwaysAllow,
+//! AlwaysDeny, RBAC, and modes built by the server such as Node and
+//! Webhook) decides on the request's attributes. A request nothing allows
+//! gets 403 with upstream's message.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use apimachinery::request_info::RequestInfo;
@@ -18,7 +21,7 @@ use crate::audit;
 use crate::authorization::rbac::RbacAuthorizer;
 pub use crate::authorization::Decision;
 use crate::authorization::{
-    self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, PrivilegedGroups, Rules,
+    self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Outcome, PrivilegedGroups, Rules,
 };
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
@@ -30,6 +33,38 @@ pub enum AuthorizationMode {
     AlwaysDeny,
     /// RBAC over the policy the RBAC authorizer is bound to.
     Rbac(Arc<RbacAuthorizer>),
+    /// A mode the embedding server builds (Node, Webhook).
+    Named(NamedAuthorizer),
+}
+
+/// An authorizer with the name it is configured under.
+#[derive(Clone)]
+pub struct NamedAuthorizer {
+    pub name: String,
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The same authorizer, for finding it by type once the chain is built.
+    concrete: Arc<dyn Any + Send + Sync>,
+}
+
+impl NamedAuthorizer {
+    pub fn new<T: Authorizer + 'static>(name: impl Into<String>, authorizer: Arc<T>) -> Self {
+        NamedAuthorizer {
+            name: name.into(),
+            authorizer: authorizer.clone(),
+            concrete: authorizer,
+        }
+    }
+
+    /// The authorizer, when it is a `T`.
+    pub fn downcast<T: Authorizer + 'static>(&self) -> Option<Arc<T>> {
+        self.concrete.clone().downcast::<T>().ok()
+    }
+}
+
+impl std::fmt::Debug for NamedAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NamedAuthorizer").field(&self.name).finish()
+    }
 }
 
 #[async_trait]
@@ -39,6 +74,17 @@ impl Authorizer for AuthorizationMode {
             AuthorizationMode::AlwaysAllow => AlwaysAllow.authorize(attrs).await,
             AuthorizationMode::AlwaysDeny => AlwaysDeny.authorize(attrs).await,
             AuthorizationMode::Rbac(rbac) => rbac.authorize(attrs).await,
+            AuthorizationMode::Named(named) => named.authorizer.authorize(attrs).await,
+        }
+    }
+
+    async fn evaluate(&self, attrs: &Attributes<'_>) -> Outcome {
+        match self {
+            AuthorizationMode::Named(named) => named.authorizer.evaluate(attrs).await,
+            other => Outcome {
+                decision: other.authorize(attrs).await,
+                error: None,
+            },
         }
     }
 
@@ -47,6 +93,7 @@ impl Authorizer for AuthorizationMode {
             AuthorizationMode::AlwaysAllow => AlwaysAllow.rules_for(user, namespace).await,
             AuthorizationMode::AlwaysDeny => AlwaysDeny.rules_for(user, namespace).await,
             AuthorizationMode::Rbac(rbac) => rbac.rules_for(user, namespace).await,
+            AuthorizationMode::Named(named) => named.authorizer.rules_for(user, namespace).await,
         }
     }
 }
@@ -68,9 +115,28 @@ impl Authorization {
         }
     }
 
+    /// [`Authorization::decide`] keeping the modes' errors.
+    pub async fn evaluate(&self, attrs: &Attributes<'_>) -> Outcome {
+        match PrivilegedGroups.authorize(attrs).await {
+            Decision::NoOpinion(_) => authorization::evaluate(&self.modes, attrs).await,
+            decision => Outcome {
+                decision,
+                error: None,
+            },
+        }
+    }
+
     /// What `user` may do in `namespace`, for SelfSubjectRulesReview.
     pub async fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules {
         authorization::rules_for(&self.modes, user, namespace).await
+    }
+
+    /// The first configured mode that is a `T`, to bind it to its stores.
+    pub fn named<T: Authorizer + 'static>(&self) -> Option<Arc<T>> {
+        self.modes.iter().find_map(|m| match m {
+            AuthorizationMode::Named(named) => named.downcast::<T>(),
+            _ => None,
+        })
     }
 
     /// The RBAC mode, when configured, to bind it to its stores.
@@ -90,10 +156,13 @@ pub fn attributes<'a>(user: &'a UserInfo, info: &'a RequestInfo) -> Attributes<'
         is_resource_request: info.is_resource_request,
         namespace: &info.namespace,
         api_group: &info.api_group,
+        api_version: &info.api_version,
         resource: &info.resource,
         subresource: &info.subresource,
         name: &info.name,
         path: &info.path,
+        field_selector: &info.field_selector,
+        label_selector: &info.label_selector,
     }
 }
 
@@ -142,18 +211,36 @@ pub async fn filter(
     let (Some(info), Some(user)) = (info, user) else {
         return next.run(req).await;
     };
-    match authz.decide(&attributes(&user, &info)).await {
-        Decision::Allow(reason) => {
+    let outcome = authz.evaluate(&attributes(&user, &info)).await;
+    match (outcome.decision, outcome.error) {
+        (Decision::Allow(reason), _) => {
             audit::add_annotation(req.extensions(), audit::DECISION_ANNOTATION, "allow");
             audit::add_annotation(req.extensions(), audit::REASON_ANNOTATION, reason);
             next.run(req).await
         }
-        Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+        // A mode failed and nothing allowed: upstream answers 500.
+        (_, Some(error)) => {
+            audit::add_annotation(req.extensions(), audit::REASON_ANNOTATION, "internal error");
+            internal_error(req.uri(), &error)
+        }
+        (Decision::Deny(reason) | Decision::NoOpinion(reason), None) => {
             audit::add_annotation(req.extensions(), audit::DECISION_ANNOTATION, "forbid");
             audit::add_annotation(req.extensions(), audit::REASON_ANNOTATION, reason.as_str());
             response::error(&forbidden(&user, &info, &reason), Encoding::Json)
         }
     }
+}
+
+/// Upstream's plain-text 500 (`responsewriters.InternalError`).
+fn internal_error(uri: &http::Uri, error: &str) -> Response<Body> {
+    let target = uri.path_and_query().map_or("", |p| p.as_str());
+    let text = format!("Internal Server Error: {target:?}: {error}\n");
+    Response::builder()
+        .status(http::StatusCode::INTERNAL_SERVER_ERROR)
+        .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("x-content-type-options", "nosniff")
+        .body(Body::from(text))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -198,6 +198,9 @@ async fn authorize(
             subresource,
             name,
             path: "",
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         };
         match authz.decide(&attrs).await {
             Decision::Allow(_) => {}

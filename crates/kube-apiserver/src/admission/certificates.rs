@@ -46,6 +46,9 @@ async fn authorized_for_signer(
             subresource: "",
             name,
             path: "",
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         };
         if matches!(authz.decide(&attrs).await, Decision::Allow(_)) {
             return true;

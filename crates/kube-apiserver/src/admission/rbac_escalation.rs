@@ -96,6 +96,9 @@ impl RbacEscalation {
             subresource: "",
             name,
             path: "",
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         };
         matches!(self.authorization.decide(&attrs).await, Decision::Allow(_))
     }

@@ -4,6 +4,7 @@
 pub mod admission;
 pub mod audit;
 pub mod authentication;
+pub mod authorization;
 pub mod bootstrap;
 pub mod encryption;
 mod encryption_config;

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::authentication::Authentication;
-use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::endpoints::virtual_create::VirtualResource;
-use apiserver::filters::authorization::AuthorizationMode;
 use apiserver::server::{
     CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer, NotFoundDelegate,
 };
@@ -30,10 +28,8 @@ use crate::registry::services::ServiceAllocator;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
-    #[error(
-        "--authorization-mode: unsupported mode {0:?} (built so far: AlwaysAllow, AlwaysDeny, RBAC)"
-    )]
-    AuthorizationMode(String),
+    #[error(transparent)]
+    Authorization(#[from] super::authorization::AuthorizationError),
     #[error(transparent)]
     Audit(#[from] super::audit::AuditError),
     #[error(transparent)]
@@ -64,16 +60,7 @@ pub fn generic_config(
     authentication: Arc<Authentication>,
 ) -> Result<CompletedConfig, ChainError> {
     let o = &opts.options;
-    let modes = opts
-        .authorization_modes
-        .iter()
-        .map(|m| match m.as_str() {
-            "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
-            "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
-            "RBAC" => Ok(AuthorizationMode::Rbac(Arc::new(RbacAuthorizer::new()))),
-            other => Err(ChainError::AuthorizationMode(other.to_owned())),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let modes = super::authorization::modes(opts)?;
     let etcd_check = FnCheck::new("etcd", move || {
         let kv = kv.clone();
         Box::pin(async move { kv.health().await.map_err(|e| e.to_string()) })
@@ -237,6 +224,7 @@ pub fn create_server_chain(
     if let Some(rbac) = config.authorization.rbac() {
         rbac_bootstrap::install(&mut kube, rbac);
     }
+    super::authorization::install(&kube, &config.authorization);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
     openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));

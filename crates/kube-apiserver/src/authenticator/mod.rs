@@ -7,6 +7,7 @@
 pub mod bootstrap;
 pub mod https;
 pub mod keys;
+pub mod kubeconfig;
 pub mod oidc;
 pub mod openid;
 pub mod serviceaccount;

@@ -179,6 +179,9 @@ async fn access_review(
                 subresource: str_at(ra, "/subresource"),
                 name: str_at(ra, "/name"),
                 path: "",
+                api_version: str_at(ra, "/version"),
+                field_selector: str_at(ra, "/fieldSelector/rawSelector"),
+                label_selector: str_at(ra, "/labelSelector/rawSelector"),
             };
             authz.decide(&attrs).await
         }
@@ -193,6 +196,9 @@ async fn access_review(
                 subresource: "",
                 name: "",
                 path: str_at(&body, "/spec/nonResourceAttributes/path"),
+                api_version: "",
+                field_selector: "",
+                label_selector: "",
             };
             authz.decide(&attrs).await
         }

@@ -105,6 +105,12 @@ pub const IMPLEMENTED: &[&str] = &[
     "service-account-max-token-expiration",
     "service-account-signing-key-file",
     "token-auth-file",
+    // Authorization.
+    "authorization-config",
+    "authorization-webhook-cache-authorized-ttl",
+    "authorization-webhook-cache-unauthorized-ttl",
+    "authorization-webhook-config-file",
+    "authorization-webhook-version",
     // API enablement.
     "runtime-config",
     // Misc.
@@ -116,8 +122,10 @@ pub const IMPLEMENTED: &[&str] = &[
 ];
 
 /// Flags honoured only for some values: each list item must be one of these.
-pub const PARTIAL: &[(&str, &[&str])] =
-    &[("authorization-mode", &["AlwaysAllow", "AlwaysDeny", "RBAC"])];
+pub const PARTIAL: &[(&str, &[&str])] = &[(
+    "authorization-mode",
+    &["AlwaysAllow", "AlwaysDeny", "RBAC", "Node", "Webhook"],
+)];
 
 /// Feature gates whose feature this server has not built: enabling one
 /// stops startup rather than being silently ignored.

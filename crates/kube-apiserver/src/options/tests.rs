@@ -302,7 +302,6 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         unsupported,
         vec![
             "--audit-log-compress: not supported yet by this server".to_string(),
-            "--authorization-mode: \"Node\" is not supported yet by this server (supported: AlwaysAllow, AlwaysDeny, RBAC)".to_string(),
             "--enable-admission-plugins: \"NodeRestriction\" is not supported yet by this server".to_string(),
         ]
     );

@@ -297,10 +297,17 @@ fn validate_serving(completed: &CompletedOptions, errors: &mut Vec<OptionError>)
 fn validate_authorization(flags: &FlagValues, errors: &mut Vec<OptionError>) {
     let modes = list(flags, "authorization-mode");
     if !text(flags, "authorization-config").is_empty() {
-        if flags.explicit("authorization-mode") {
+        let legacy = [
+            "authorization-mode",
+            "authorization-webhook-config-file",
+            "authorization-webhook-version",
+            "authorization-webhook-cache-authorized-ttl",
+            "authorization-webhook-cache-unauthorized-ttl",
+        ];
+        if legacy.iter().any(|flag| flags.explicit(flag)) {
             errors.push(OptionError::new(
-                "authorization-mode",
-                "cannot be used together with --authorization-config",
+                "authorization-config",
+                "can not be specified when --authorization-mode or --authorization-webhook-* flags are defined",
             ));
         }
         return;

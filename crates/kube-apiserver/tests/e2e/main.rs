@@ -8,6 +8,8 @@ mod apply_server_side;
 mod audit_and_encryption;
 mod authentication;
 mod authorization;
+mod authz_node;
+mod authz_webhook;
 mod crd;
 mod crd_apply;
 mod crd_conversion;

@@ -237,6 +237,9 @@ async fn non_resource_urls() {
                 subresource: "",
                 name: "",
                 path,
+                api_version: "",
+                field_selector: "",
+                label_selector: "",
             };
             matches!(rbac.authorize(&attrs).await, Decision::Allow(_))
         }
@@ -286,6 +289,9 @@ impl<'a> Ask<'a> {
             subresource: self.subresource,
             name: self.name,
             path: "",
+            api_version: "",
+            field_selector: "",
+            label_selector: "",
         }
     }
 }

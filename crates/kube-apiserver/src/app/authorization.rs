@@ -1,0 +1,248 @@
+//! The authorizer chain of kube-apiserver (upstream's
+//! `BuiltInAuthorizationOptions.ToAuthorizationConfig` and the authorizer
+//! factory): from `--authorization-mode` with the `--authorization-webhook-*`
+//! flags, or from the `--authorization-config` file; and, once the stores
+//! exist, binding the Node authorizer to them.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::authorization::rbac::RbacAuthorizer;
+use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
+use apiserver::registry::Store;
+use apiserver::server::GenericApiServer;
+use async_trait::async_trait;
+use serde_json::Value;
+use storage::{GetOptions, ListOptions, ReadVersion};
+
+use crate::authenticator::kubeconfig::Endpoint;
+use crate::authorization::config::{self, AuthorizerEntry, ConfigFileError, Connection};
+use crate::authorization::node::NodeAuthorizer;
+use crate::authorization::node_graph::{Graph, Kind, Objects};
+use crate::authorization::webhook::{FailurePolicy, WebhookAuthorizer, WebhookSettings};
+use crate::options::CompletedOptions;
+
+/// The call timeout of the `--authorization-webhook-*` webhook.
+const LEGACY_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorizationError {
+    #[error("--authorization-mode: unsupported mode {0:?} (built: AlwaysAllow, AlwaysDeny, RBAC, Node, Webhook)")]
+    UnsupportedMode(String),
+    #[error("--authorization-config: {0}")]
+    Config(#[from] ConfigFileError),
+    #[error("authorization webhook {name}: {problem}")]
+    Webhook { name: String, problem: String },
+}
+
+/// The configured modes, in order.
+pub fn modes(opts: &CompletedOptions) -> Result<Vec<AuthorizationMode>, AuthorizationError> {
+    let flags = &opts.options.flags;
+    let config_file = flags.string("authorization-config").unwrap_or_default();
+    if !config_file.is_empty() {
+        let entries = config::load(Path::new(&config_file))?;
+        return entries.into_iter().map(entry_mode).collect();
+    }
+    opts.authorization_modes
+        .iter()
+        .map(|mode| match mode.as_str() {
+            "Webhook" => legacy_webhook(opts),
+            other => simple_mode(other),
+        })
+        .collect()
+}
+
+/// A mode that needs no settings.
+fn simple_mode(mode: &str) -> Result<AuthorizationMode, AuthorizationError> {
+    Ok(match mode {
+        "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
+        "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
+        "RBAC" => AuthorizationMode::Rbac(Arc::new(RbacAuthorizer::new())),
+        "Node" => AuthorizationMode::Named(NamedAuthorizer::new(
+            "node",
+            Arc::new(NodeAuthorizer::new()),
+        )),
+        other => return Err(AuthorizationError::UnsupportedMode(other.to_owned())),
+    })
+}
+
+/// `--authorization-mode=Webhook` with the `--authorization-webhook-*` flags.
+fn legacy_webhook(opts: &CompletedOptions) -> Result<AuthorizationMode, AuthorizationError> {
+    let flags = &opts.options.flags;
+    let problem = |problem: String| AuthorizationError::Webhook {
+        name: "webhook".into(),
+        problem,
+    };
+    let file = flags
+        .string("authorization-webhook-config-file")
+        .map_err(|e| problem(e.to_string()))?;
+    let endpoint = Endpoint::load(Path::new(&file)).map_err(|e| problem(e.to_string()))?;
+    let version = flags
+        .string("authorization-webhook-version")
+        .map_err(|e| problem(e.to_string()))?;
+    if version != "v1" && version != "v1beta1" {
+        return Err(problem(format!(
+            "unsupported webhook authorizer version {version:?}, supported versions are \"v1\", \"v1beta1\""
+        )));
+    }
+    let ttl = |flag: &str| {
+        flags
+            .duration(flag)
+            .map(|d| d.to_std())
+            .map(|d| (!d.is_zero()).then_some(d))
+            .map_err(|e| problem(e.to_string()))
+    };
+    let settings = WebhookSettings {
+        name: "webhook".into(),
+        version,
+        timeout: LEGACY_WEBHOOK_TIMEOUT,
+        authorized_ttl: ttl("authorization-webhook-cache-authorized-ttl")?,
+        unauthorized_ttl: ttl("authorization-webhook-cache-unauthorized-ttl")?,
+        failure_policy: FailurePolicy::NoOpinion,
+        match_conditions: Vec::new(),
+    };
+    let webhook = WebhookAuthorizer::new(endpoint, settings);
+    Ok(AuthorizationMode::Named(NamedAuthorizer::new(
+        "webhook",
+        Arc::new(webhook),
+    )))
+}
+
+/// One authorizer of the `--authorization-config` file.
+fn entry_mode(entry: AuthorizerEntry) -> Result<AuthorizationMode, AuthorizationError> {
+    let Some(webhook) = entry.webhook else {
+        return simple_mode(&entry.kind);
+    };
+    let problem = |problem: String| AuthorizationError::Webhook {
+        name: entry.name.clone(),
+        problem,
+    };
+    let endpoint = match &webhook.connection {
+        Connection::KubeConfigFile(path) => {
+            Endpoint::load(path).map_err(|e| problem(e.to_string()))?
+        }
+        Connection::InClusterConfig => in_cluster(&webhook.version).map_err(problem)?,
+    };
+    let settings = WebhookSettings {
+        name: entry.name.clone(),
+        version: webhook.version,
+        timeout: webhook.timeout,
+        authorized_ttl: webhook.authorized_ttl,
+        unauthorized_ttl: webhook.unauthorized_ttl,
+        failure_policy: webhook.failure_policy,
+        match_conditions: webhook.match_conditions,
+    };
+    let authorizer = Arc::new(WebhookAuthorizer::new(endpoint, settings));
+    Ok(AuthorizationMode::Named(NamedAuthorizer::new(
+        entry.name, authorizer,
+    )))
+}
+
+/// The cluster this server runs in, reached with its pod's service account
+/// (client-go's `InClusterConfig`).
+fn in_cluster(version: &str) -> Result<Endpoint, String> {
+    let (Ok(host), Ok(port)) = (
+        std::env::var("KUBERNETES_SERVICE_HOST"),
+        std::env::var("KUBERNETES_SERVICE_PORT"),
+    ) else {
+        return Err("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined".into());
+    };
+    let token = std::fs::read_to_string(Path::new(SERVICE_ACCOUNT_DIR).join("token"))
+        .map_err(|e| e.to_string())?;
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let kubeconfig = serde_yaml::to_value(serde_json::json!({
+        "clusters": [{"name": "in-cluster", "cluster": {
+            "server": format!("https://{host}:{port}/apis/authorization.k8s.io/{version}/subjectaccessreviews"),
+            "certificate-authority": format!("{SERVICE_ACCOUNT_DIR}/ca.crt"),
+        }}],
+        "users": [{"name": "in-cluster", "user": {"token": token.trim()}}],
+    }))
+    .map_err(|e| e.to_string())?;
+    Endpoint::from_config(&kubeconfig, Path::new("/"))
+}
+
+/// The stores the Node authorizer reads, through their watch caches.
+struct NodeObjects {
+    pods: Arc<Store>,
+    persistent_volumes: Arc<Store>,
+    volume_attachments: Option<Arc<Store>>,
+    resource_slices: Option<Arc<Store>>,
+}
+
+fn cached_list() -> ListOptions {
+    ListOptions {
+        version: ReadVersion::Any,
+        ..ListOptions::default()
+    }
+}
+
+#[async_trait]
+impl Objects for NodeObjects {
+    async fn pods(
+        &self,
+        namespace: &str,
+    ) -> Result<Vec<Arc<Value>>, apimachinery::status::ApiError> {
+        Ok(self.pods.list(Some(namespace), cached_list()).await?.items)
+    }
+
+    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, apimachinery::status::ApiError> {
+        Ok(self
+            .persistent_volumes
+            .list(None, cached_list())
+            .await?
+            .items)
+    }
+
+    async fn get(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Value>>, apimachinery::status::ApiError> {
+        let (store, namespace) = match kind {
+            Kind::Pod => (Some(&self.pods), Some(namespace)),
+            Kind::PersistentVolume => (Some(&self.persistent_volumes), None),
+            Kind::VolumeAttachment => (self.volume_attachments.as_ref(), None),
+            Kind::ResourceSlice => (self.resource_slices.as_ref(), None),
+            _ => (None, None),
+        };
+        let Some(store) = store else {
+            return Ok(None);
+        };
+        let opts = GetOptions {
+            version: ReadVersion::Any,
+            ignore_not_found: false,
+        };
+        match store.get(namespace, name, opts).await {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Binds the Node authorizer, when configured, to the server's stores.
+pub fn install(kube: &GenericApiServer, authorization: &Authorization) {
+    let Some(node) = authorization.named::<NodeAuthorizer>() else {
+        return;
+    };
+    let (Some(pods), Some(persistent_volumes)) = (
+        kube.store("", "v1", "pods"),
+        kube.store("", "v1", "persistentvolumes"),
+    ) else {
+        return;
+    };
+    let objects = NodeObjects {
+        pods,
+        persistent_volumes,
+        volume_attachments: kube.store("storage.k8s.io", "v1", "volumeattachments"),
+        resource_slices: kube.store("resource.k8s.io", "v1", "resourceslices"),
+    };
+    node.bind(Graph::new(Arc::new(objects)));
+}
