@@ -10,6 +10,7 @@ mod authentication;
 mod authorization;
 mod authz_node;
 mod authz_webhook;
+mod cbor;
 mod crd;
 mod crd_apply;
 mod crd_conversion;
