@@ -107,6 +107,11 @@ impl KmsClient {
         })
     }
 
+    /// The bound of each call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     async fn bounded<T>(
         &self,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,

@@ -199,6 +199,11 @@ impl Provider {
         &self.name
     }
 
+    /// The bound of each plugin call.
+    pub fn timeout(&self) -> Duration {
+        self.client.timeout()
+    }
+
     /// The prefix of the values this provider writes.
     pub fn prefix(&self) -> String {
         format!("{}{}:", crate::PREFIX_V2, self.name)

@@ -13,6 +13,11 @@ use http::{header, HeaderValue, Response, StatusCode};
 pub trait HealthCheck: Send + Sync {
     fn name(&self) -> &str;
     fn check(&self) -> BoxFuture<'_, Result<(), String>>;
+    /// Whether `/livez` runs it too; upstream leaves some (KMS plugins) to
+    /// `/healthz` and `/readyz`.
+    fn livez(&self) -> bool {
+        true
+    }
 }
 
 /// A check from a name and a closure.

@@ -2,11 +2,15 @@
 //! and upstream's validation of it (`validation_encryption.go`): resource
 //! names, overlaps, one provider per list element, key names and lengths.
 
+use std::collections::BTreeSet;
+
 use apimachinery::field_errors::{ErrorList, FieldError, Path};
 use base64::Engine;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use storage::value::encrypt::{AES_KEY_SIZES, SECRETBOX_KEY_SIZES};
+
+use crate::options::GoDuration;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -53,19 +57,58 @@ pub struct Key {
     pub secret: String,
 }
 
-/// Only its name is used: KMS providers are refused after validation.
+/// A `kms` provider. `apiVersion` defaults to v1 (refused unless the
+/// KMSv1 gate is on), `timeout` to 3s.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct KmsConfiguration {
     #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
     pub name: String,
+    /// Only for v1.
+    #[serde(default)]
+    pub cachesize: Option<i32>,
+    #[serde(default)]
+    pub endpoint: String,
+    #[serde(default, deserialize_with = "go_duration")]
+    pub timeout: Option<GoDuration>,
+}
+
+impl KmsConfiguration {
+    /// The API version after upstream's defaulting.
+    pub fn api_version(&self) -> &str {
+        if self.api_version.is_empty() {
+            "v1"
+        } else {
+            &self.api_version
+        }
+    }
+
+    /// The timeout after upstream's defaulting.
+    pub fn timeout(&self) -> GoDuration {
+        self.timeout
+            .unwrap_or(GoDuration::from_nanos(DEFAULT_KMS_TIMEOUT_NANOS))
+    }
+}
+
+const DEFAULT_KMS_TIMEOUT_NANOS: i64 = 3_000_000_000;
+
+/// A `metav1.Duration`: a string in Go's duration syntax.
+fn go_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GoDuration>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|s| s.parse::<GoDuration>().map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 const OVERLAP: &str = "using overlapping resources such as 'secrets' and '*.' in the same resource list is not allowed as they will be masked";
 
-/// Upstream's validation; an empty list means the file is usable.
-pub fn validate(c: &EncryptionConfiguration) -> ErrorList {
+/// Upstream's validation; an empty list means the file is usable. With
+/// `reload`, KMS v1 provider names must be unique too.
+pub fn validate(c: &EncryptionConfiguration, reload: bool) -> ErrorList {
     let root = Path::new("resources");
     let mut errs = ErrorList::new();
+    let mut kms_names = BTreeSet::new();
     if c.resources.is_empty() {
         errs.push(FieldError::required(
             &root,
@@ -93,6 +136,10 @@ pub fn validate(c: &EncryptionConfiguration) -> ErrorList {
         for (j, provider) in conf.providers.iter().enumerate() {
             let path = p.index(j);
             validate_provider(provider, &path, &mut errs);
+            if let Some(kms) = &provider.kms {
+                validate_kms(kms, &path.child("kms"), &kms_names, reload, &mut errs);
+                kms_names.insert(kms.name.clone());
+            }
         }
     }
     errs
@@ -172,6 +219,117 @@ fn validate_keys(keys: &[Key], path: &Path, sizes: &[usize], errs: &mut ErrorLis
             }
             Ok(_) => {}
         }
+    }
+}
+
+/// The scheme of a URL as Go's `url.Parse` finds it (lower-cased), or its
+/// parse error.
+fn url_scheme(endpoint: &str) -> Result<String, String> {
+    if endpoint.chars().any(|c| c.is_ascii_control()) {
+        return Err(format!(
+            "parse {endpoint:?}: net/url: invalid control character in URL"
+        ));
+    }
+    for (i, c) in endpoint.char_indices() {
+        match c {
+            'a'..='z' | 'A'..='Z' => {}
+            '0'..='9' | '+' | '-' | '.' if i > 0 => {}
+            ':' if i == 0 => return Err(format!("parse {endpoint:?}: missing protocol scheme")),
+            ':' => return Ok(endpoint[..i].to_ascii_lowercase()),
+            _ => break,
+        }
+    }
+    Ok(String::new())
+}
+
+/// Upstream's `validateKMSConfiguration`: name, timeout, endpoint, cache
+/// size and API version.
+fn validate_kms(
+    kms: &KmsConfiguration,
+    path: &Path,
+    names: &BTreeSet<String>,
+    reload: bool,
+    errs: &mut ErrorList,
+) {
+    let version = kms.api_version();
+    let name = path.child("name");
+    if kms.name.is_empty() {
+        errs.push(FieldError::required(
+            &name,
+            "name is a mandatory field for a provider",
+        ));
+    }
+    if version != "v1" && kms.name.contains(':') {
+        errs.push(FieldError::invalid(
+            &name,
+            kms.name.as_str(),
+            format!(
+                "invalid KMS provider name {}, must not contain ':'",
+                kms.name
+            ),
+        ));
+    }
+    if (reload || version != "v1") && names.contains(&kms.name) {
+        errs.push(FieldError::invalid(
+            &name,
+            kms.name.as_str(),
+            format!(
+                "duplicate KMS provider name {}, names must be unique",
+                kms.name
+            ),
+        ));
+    }
+    let timeout = kms.timeout();
+    if timeout.is_negative() || timeout == GoDuration::ZERO {
+        errs.push(FieldError::invalid(
+            &path.child("timeout"),
+            timeout.to_string(),
+            "timeout should be a positive value",
+        ));
+    }
+    let endpoint = path.child("endpoint");
+    if kms.endpoint.is_empty() {
+        errs.push(FieldError::invalid(
+            &endpoint,
+            "",
+            "endpoint is a mandatory field for a kms",
+        ));
+    } else {
+        match url_scheme(&kms.endpoint) {
+            Err(e) => errs.push(FieldError::invalid(
+                &endpoint,
+                kms.endpoint.as_str(),
+                format!("invalid endpoint for kms provider, error: {e}"),
+            )),
+            Ok(scheme) if scheme != "unix" => errs.push(FieldError::invalid(
+                &endpoint,
+                kms.endpoint.as_str(),
+                format!("unsupported scheme {scheme:?} for KMS provider, only unix is supported"),
+            )),
+            Ok(_) => {}
+        }
+    }
+    let cachesize = path.child("cachesize");
+    match (version, kms.cachesize) {
+        ("v1", Some(0)) => errs.push(FieldError::invalid(
+            &cachesize,
+            0,
+            "cachesize should be a positive value, or negative to disable",
+        )),
+        ("v1", _) | (_, None) => {}
+        (_, Some(size)) => errs.push(FieldError::invalid(
+            &cachesize,
+            size,
+            "cachesize is not supported in v2",
+        )),
+    }
+    if version != "v1" && version != "v2" {
+        // Upstream names the field where the version belongs.
+        errs.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            version,
+            "unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported",
+        ));
     }
 }
 

@@ -13,8 +13,12 @@ fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn load_text(text: &str) -> Result<Configured, String> {
+    load_with(text, LoadSettings::default()).map(|l| l.configured)
+}
+
+fn load_with(text: &str, settings: LoadSettings) -> Result<Loaded, String> {
     let (_dir, path) = write(text);
-    load(&path).map_err(|e| e.to_string())
+    load(&path, settings).map_err(|e| e.to_string())
 }
 
 fn config(resources: &str, providers: &str) -> String {
@@ -64,8 +68,28 @@ fn invalid_configs_are_refused_with_upstream_messages() {
             "Use 'events' instead in the config file",
         ),
         (
-            config("[secrets]", "  - kms:\n      apiVersion: v2\n      name: vault\n      endpoint: unix:///kms.sock\n"),
-            "KMS provider \"vault\": KMS encryption is not built into this server",
+            config("[secrets]", "  - kms:\n      name: vault\n      endpoint: unix:///kms.sock\n"),
+            "error while building transformers: KMSv1 is deprecated and will only receive security updates going forward. Use KMSv2 instead.  Set --feature-gates=KMSv1=true to use the deprecated KMSv1 feature.",
+        ),
+        (
+            config("[secrets]", &kms_v2("a:b", "unix:///kms.sock", "")),
+            "resources[0].providers[0].kms.name: Invalid value: \"a:b\": invalid KMS provider name a:b, must not contain ':'",
+        ),
+        (
+            config("[secrets]", &kms_v2("k", "https://kms.example.com", "")),
+            "resources[0].providers[0].kms.endpoint: Invalid value: \"https://kms.example.com\": unsupported scheme \"https\" for KMS provider, only unix is supported",
+        ),
+        (
+            config("[secrets]", &kms_v2("k", "unix:///kms.sock", "      timeout: 0s\n      cachesize: 10\n")),
+            "resources[0].providers[0].kms.timeout: Invalid value: \"0s\": timeout should be a positive value, resources[0].providers[0].kms.cachesize: Invalid value: 10: cachesize is not supported in v2",
+        ),
+        (
+            config("[secrets]", &(kms_v2("k", "unix:///a.sock", "") + &kms_v2("k", "unix:///b.sock", ""))),
+            "resources[0].providers[1].kms.name: Invalid value: \"k\": duplicate KMS provider name k, names must be unique",
+        ),
+        (
+            config("[secrets]", &kms_v2("k", "unix:///kms.sock", "      timeout: soon\n")),
+            "time: invalid duration \"soon\"",
         ),
         (
             "apiVersion: v1\nkind: ConfigMap\n".to_owned(),
@@ -87,6 +111,68 @@ fn invalid_configs_are_refused_with_upstream_messages() {
     assert_eq!(
         load_text(&masked).err().as_deref(),
         Some("error while building transformers: resource \"secrets.\" is masked by earlier rule \"*.\"")
+    );
+}
+
+fn kms_v2(name: &str, endpoint: &str, extra: &str) -> String {
+    format!(
+        "  - kms:\n      apiVersion: v2\n      name: {name}\n      endpoint: {endpoint}\n{extra}"
+    )
+}
+
+#[test]
+fn kms_v1_needs_its_gate_and_is_not_built() {
+    let text = config(
+        "[secrets]",
+        "  - kms:\n      apiVersion: v1\n      name: old\n      endpoint: unix:///kms.sock\n",
+    );
+    let settings = LoadSettings {
+        kms_v1: true,
+        ..LoadSettings::default()
+    };
+    assert!(
+        load_with(&text, settings).err().is_some_and(
+            |e| e.contains("could not configure KMS plugin \"old\": KMS v1 is not built")
+        )
+    );
+}
+
+#[test]
+fn kms_v2_providers_write_under_their_prefix_once_their_plugin_answered() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _runtime = rt.enter();
+    let text = config(
+        "[secrets, configmaps]",
+        &(kms_v2(
+            "vault",
+            "unix:///nonexistent/kms.sock",
+            "      timeout: 1s\n",
+        ) + "  - identity: {}\n"),
+    );
+    let loaded = load_with(&text, LoadSettings::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.kms.len(), 1, "one provider shared by both resources");
+    assert_eq!(loaded.kms[0].prefix(), "k8s:enc:kms:v2:vault:");
+    assert_eq!(loaded.kms[0].timeout(), Duration::from_secs(1));
+    let secrets = loaded
+        .configured
+        .get(&(String::new(), "secrets".to_owned()));
+    // No plugin has answered: writes fail rather than store plain data.
+    let stored = secrets.map(|t| t.transform_to_storage(&Bytes::from_static(b"{}"), b"/k"));
+    assert!(
+        matches!(&stored, Some(Err(e)) if e.to_string() == "got unexpected nil transformer"),
+        "{stored:?}"
+    );
+    let err = rt
+        .block_on(check_all(&loaded.kms))
+        .err()
+        .unwrap_or_default();
+    assert!(
+        err.starts_with("kms-provider-0: failed to perform status section of the healthz check for KMS Provider vault"),
+        "{err}"
     );
 }
 

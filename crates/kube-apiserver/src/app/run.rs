@@ -132,7 +132,8 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     apiserver::endpoints::negotiation::set_cbor_enabled(
         opts.feature_gates.get("CBORServingAndStorage") == Some(&true),
     );
-    let kv = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
+    let encryption = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
+    let kv = encryption.kv;
     let o = &opts.options;
     let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
     let serving = serving_material(&opts).await?;
@@ -167,7 +168,10 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
         Some(path) => Some(tokio::fs::read_to_string(path).await?),
         None => None,
     };
-    let chain = create_server_chain(&config, &factory, &opts, client_ca, &authn)?;
+    let mut chain = create_server_chain(&config, &factory, &opts, client_ca, &authn)?;
+    if let Some(check) = encryption.health_check {
+        chain.front.add_health_check(check);
+    }
     repair_service_addresses(&chain).await?;
     let prepared = chain.front.prepare_run();
     let port = u16::try_from(o.secure_serving.secure_port)?;
