@@ -106,6 +106,55 @@ pub(crate) fn struct_names(expr: &IdedExpr) -> (Vec<String>, Vec<TypeIssue>) {
     (names, issues)
 }
 
+/// The nested object literals of `expr` not named by the field path they
+/// are set at (`Object.spec{selector: Object.spec.wrong{}}`), as upstream
+/// words it. Lists and maps between a field and its objects are unnamed.
+pub(crate) fn type_mismatches(expr: &IdedExpr) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(expr, &mut |e| {
+        let Expr::Struct(s) = &e.expr else {
+            return;
+        };
+        if s.type_name != OBJECT && !s.type_name.starts_with("Object.") {
+            return;
+        }
+        for entry in &s.entries {
+            if let EntryExpr::StructField(f) = &entry.expr {
+                let expected = format!("{}.{}", s.type_name, f.field);
+                named_below(&f.value, &expected, &mut out);
+            }
+        }
+    });
+    out
+}
+
+/// Checks the object literals a field's value holds directly (through
+/// list and map literals) against the name `expected`.
+fn named_below(expr: &IdedExpr, expected: &str, out: &mut Vec<String>) {
+    match &expr.expr {
+        Expr::Struct(s) if s.type_name != expected && s.type_name.starts_with(OBJECT) => {
+            out.push(format!(
+                "unexpected type name \"{}\", expected \"{expected}\", which matches field name \
+                 path from root Object type",
+                s.type_name
+            ));
+        }
+        Expr::List(l) => {
+            for e in &l.elements {
+                named_below(e, expected, out);
+            }
+        }
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                if let EntryExpr::MapEntry(me) = &entry.expr {
+                    named_below(&me.value, expected, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Calls `visit` on `expr` and every expression below it.
 fn walk(expr: &IdedExpr, visit: &mut dyn FnMut(&IdedExpr)) {
     visit(expr);

@@ -46,6 +46,10 @@ pub enum EvalError {
     /// The result has no JSON form (e.g. a CEL type value).
     #[error("result of type {0} cannot be represented as JSON")]
     Unrepresentable(String),
+    /// A nested `Object.<path>{...}` literal is not named by the field path
+    /// it is set at (mutation expressions).
+    #[error("type mismatch: {0}")]
+    TypeMismatch(String),
 }
 
 /// A compiled expression.
@@ -54,6 +58,9 @@ pub struct Expression {
     env: Arc<Env>,
     estimated_cost: u64,
     variables: Vec<String>,
+    /// Object literals named unlike their field path, reported after a
+    /// successful evaluation as upstream checks the value it built.
+    type_mismatch: Option<String>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -95,7 +102,10 @@ impl Expression {
             false => library::mutation_env(&nested)
                 .map_err(|e| CompileError::Environment(e.to_string()))?,
         };
-        Self::finish(program, env, source, variables)
+        let mismatches = construct::type_mismatches(program.expression());
+        let mut expression = Self::finish(program, env, source, variables)?;
+        expression.type_mismatch = (!mismatches.is_empty()).then(|| mismatches.join("\n"));
+        Ok(expression)
     }
 
     /// Checks a parsed program's references and estimates its cost.
@@ -119,6 +129,7 @@ impl Expression {
             env,
             estimated_cost,
             variables: variables.iter().map(|v| (*v).to_owned()).collect(),
+            type_mismatch: None,
         })
     }
 
@@ -149,6 +160,9 @@ impl Expression {
             .program
             .execute(&ctx)
             .map_err(|e| EvalError::Execution(e.to_string()))?;
+        if let Some(mismatch) = &self.type_mismatch {
+            return Err(EvalError::TypeMismatch(mismatch.clone()));
+        }
         to_json(&result)
     }
 
@@ -349,6 +363,15 @@ mod tests {
             bad_field.evaluate(&[("object", &json!({}))]),
             Err(EvalError::Execution(_))
         ));
+        let mismatched = mutation("Object{spec: Object.spec{selector: Object.spec.wrong{}}}");
+        assert_eq!(
+            mismatched.evaluate(&[("object", &json!({}))]),
+            Err(EvalError::TypeMismatch(
+                "unexpected type name \"Object.spec.wrong\", expected \"Object.spec.selector\", \
+                 which matches field name path from root Object type"
+                    .to_owned()
+            ))
+        );
         // Plain expressions know no such types.
         assert!(Expression::compile("jsonpatch.escapeKey('a')", &[])
             .map(|e| e.evaluate(&[]).is_err())

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kube_cel::{CompileError, Expression};
+use kube_cel::{CompileError, EvalError, Expression};
 use serde_json::{Map, Value};
 
 use crate::admission::lookup::text;
@@ -102,7 +102,11 @@ impl Compiled {
             ("namespaceObject", inputs.namespace_object),
             ("variables", variables),
         ])
-        .map_err(|e| format!("expression '{source}' resulted in error: {e}"))
+        .map_err(|e| match e {
+            // Upstream finds these checking the value built, not evaluating.
+            EvalError::TypeMismatch(_) => e.to_string(),
+            e => format!("expression '{source}' resulted in error: {e}"),
+        })
     }
 
     /// The policy's match conditions: Ok(false) when one is false, an

@@ -141,6 +141,24 @@ fn apply_configuration_refuses_atomic_lists() {
 }
 
 #[test]
+fn object_literals_must_be_named_by_their_field_path() {
+    let spec = json!({"mutations": [apply_configuration(
+        "Object{metadata: Object.spec{labels: {'a': 'b'}}}"
+    )]});
+    let (unchanged, decision) = run(&[(policy("p", spec), None)], pod());
+    assert_eq!(unchanged, pod());
+    assert_eq!(
+        decision.err().map(|e| e.message),
+        Some(
+            "policy 'p' with binding 'p' denied request: type mismatch: unexpected type name \
+             \"Object.spec\", expected \"Object.metadata\", which matches field name path from \
+             root Object type"
+                .to_owned()
+        )
+    );
+}
+
+#[test]
 fn json_patch_adds_and_replaces() {
     let spec = json!({"mutations": [json_patch(
         "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/owner'), value: 'team-a'},
