@@ -202,9 +202,14 @@ fn authorization_config_chains_match_conditions_and_failure_policies() {
 
 /// Runs the binary to its startup error; returns stderr.
 fn startup_error(args: &[&str]) -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
         .args(args)
-        .arg("--secure-port=0")
+        .arg(format!("--secure-port={port}"))
+        .arg("--bind-address=127.0.0.1")
         .output()
         .expect("binary runs");
     assert!(!out.status.success(), "started with {args:?}");
