@@ -17,6 +17,13 @@ pub enum ConfigError {
     },
     #[error("failed to read plugin config: unable to parse {path:?}: {message}")]
     Parse { path: PathBuf, message: String },
+    #[error(
+        "failed to initialize admission: couldn't init admission plugin {plugin:?}: {message}"
+    )]
+    Plugin {
+        plugin: &'static str,
+        message: String,
+    },
     #[error("failed to read plugin config: unexpected kind {kind:?} or apiVersion {api_version:?} in {path:?}; expected AdmissionConfiguration in apiserver.config.k8s.io/v1")]
     Kind {
         path: PathBuf,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::Store;
+use apiserver::registry::{ResourceInfo, Store};
 use serde_json::Value;
 use storage::{GetOptions, ListOptions, Object};
 
@@ -26,6 +26,18 @@ impl Stores {
     pub fn store(&self, group: &str, resource: &str) -> Option<&Arc<Store>> {
         self.by_resource
             .get(&(group.to_owned(), resource.to_owned()))
+    }
+
+    /// The resources of a kind in a group (upstream's REST mappings).
+    pub fn resources_of_kind<'a>(
+        &'a self,
+        group: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
+        self.by_resource
+            .values()
+            .map(|s| &s.info)
+            .filter(move |i| i.group == group && i.kind == kind)
     }
 
     /// One object, or None when it (or its resource) does not exist.

@@ -4,20 +4,30 @@
 
 mod certificates;
 mod config;
+mod images;
 mod limit_ranger;
 mod lookup;
 mod namespace;
+mod network;
+mod node_features;
+mod node_restriction;
+mod owner_references;
 mod pod_security;
 mod pods;
 mod policy;
 mod quota;
 mod rbac_escalation;
 mod resources;
+mod scheduling;
 mod service_account;
 mod simple;
+#[cfg(test)]
+mod testing;
+mod tolerations;
 mod volumes;
 pub mod webhook;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::admission::{Chain, Plugin};
@@ -35,30 +45,31 @@ pub struct Setup<'a> {
     pub stores: &'a Stores,
     /// The server's authorizer (plugins that check a user's permissions).
     pub authorization: &'a Arc<Authorization>,
+    /// Every feature gate and whether it is on.
+    pub feature_gates: &'a BTreeMap<&'static str, bool>,
 }
 
 /// Builds the chain of the enabled plugins this server has, in upstream's
 /// order. Enabled plugins not built yet are skipped (flag validation has
 /// refused those that are not on by default).
-pub fn chain(setup: &Setup<'_>) -> Chain {
-    let mut plugins: Vec<Plugin> = setup
-        .options
-        .enabled_plugins()
-        .into_iter()
-        .filter_map(|name| plugin(name, setup))
-        .collect();
+pub fn chain(setup: &Setup<'_>) -> Result<Chain, ConfigError> {
+    let mut plugins = Vec::new();
+    for name in setup.options.enabled_plugins() {
+        plugins.extend(plugin(name, setup)?);
+    }
     // Upstream checks RBAC escalation in the RBAC storage, on every write.
     let escalation = rbac_escalation::RbacEscalation {
         authorization: setup.authorization.clone(),
     };
     plugins.push(Plugin::validating("RBACEscalation", Arc::new(escalation)));
-    Chain::new(plugins)
+    Ok(Chain::new(plugins))
 }
 
-fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
+fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, ConfigError> {
     let (options, config) = (setup.options, setup.config);
     let s = || setup.stores.clone();
-    Some(match name {
+    let gate = |name: &str| setup.feature_gates.get(name).copied().unwrap_or(false);
+    Ok(Some(match name {
         "AlwaysAdmit" => Plugin::both(name, Arc::new(simple::AlwaysAdmit)),
         "AlwaysDeny" => Plugin::both(name, Arc::new(simple::AlwaysDeny)),
         "NamespaceLifecycle" => Plugin::validating(
@@ -97,6 +108,67 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
             name,
             Arc::new(volumes::PersistentVolumeClaimResize { stores: s() }),
         ),
+        "CertificateApproval" => Plugin::validating(
+            name,
+            Arc::new(certificates::CertificateApproval {
+                authorization: setup.authorization.clone(),
+            }),
+        ),
+        "ClusterTrustBundleAttest" => Plugin::validating(
+            name,
+            Arc::new(certificates::ClusterTrustBundleAttest {
+                authorization: setup.authorization.clone(),
+            }),
+        ),
+        "DefaultIngressClass" => {
+            Plugin::mutating(name, Arc::new(network::DefaultIngressClass { stores: s() }))
+        }
+        "DenyServiceExternalIPs" => {
+            Plugin::validating(name, Arc::new(network::DenyServiceExternalIPs))
+        }
+        "AlwaysPullImages" => Plugin::both(name, Arc::new(images::AlwaysPullImages)),
+        "NodeRestriction" => Plugin::mutating(
+            name,
+            Arc::new(node_restriction::NodeRestriction { stores: s() }),
+        ),
+        "PodNodeSelector" => Plugin::both(
+            name,
+            Arc::new(scheduling::PodNodeSelector {
+                stores: s(),
+                cluster: scheduling::node_selector_config(config.plugin(name)),
+            }),
+        ),
+        "LimitPodHardAntiAffinityTopology" => {
+            Plugin::validating(name, Arc::new(scheduling::LimitPodHardAntiAffinityTopology))
+        }
+        "PodTopologyLabels" => Plugin::mutating(
+            name,
+            Arc::new(scheduling::PodTopologyLabels {
+                stores: s(),
+                enabled: gate("PodTopologyLabelsAdmission"),
+            }),
+        ),
+        "PodTolerationRestriction" => Plugin::both(
+            name,
+            Arc::new(tolerations::PodTolerationRestriction {
+                stores: s(),
+                config: tolerations::TolerationConfig::from_config(config.plugin(name))?,
+            }),
+        ),
+        "OwnerReferencesPermissionEnforcement" => Plugin::validating(
+            name,
+            Arc::new(owner_references::OwnerReferencesPermissionEnforcement {
+                authorization: setup.authorization.clone(),
+                stores: s(),
+            }),
+        ),
+        "NodeDeclaredFeatureValidator" => Plugin::validating(
+            name,
+            Arc::new(node_features::NodeDeclaredFeatureValidator { stores: s() }),
+        ),
+        "ExtendedResourceToleration" => {
+            Plugin::mutating(name, Arc::new(tolerations::ExtendedResourceToleration))
+        }
         "CertificateSigning" => Plugin::validating(
             name,
             Arc::new(certificates::CertificateSigning {
@@ -120,7 +192,10 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
         }
         "PodSecurity" => Plugin::validating(
             name,
-            Arc::new(pod_security::PodSecurity::from_config(s(), config.plugin(name))),
+            Arc::new(pod_security::PodSecurity::from_config(
+                s(),
+                config.plugin(name),
+            )),
         ),
         "ResourceQuota" => Plugin::validating(
             name,
@@ -129,6 +204,6 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Option<Plugin> {
                 limited: quota::LimitedResource::from_config(config.plugin(name)),
             }),
         ),
-        _ => return None,
-    })
+        _ => return Ok(None),
+    }))
 }

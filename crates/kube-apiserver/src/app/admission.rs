@@ -26,7 +26,8 @@ pub fn install(
         config: &config,
         stores: &lookup,
         authorization,
-    }));
+        feature_gates: &opts.feature_gates,
+    })?);
     for store in stores {
         store.set_admission(chain.clone());
     }

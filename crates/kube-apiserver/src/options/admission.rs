@@ -91,8 +91,21 @@ pub const BUILT: &[&str] = &[
     "StorageObjectInUseProtection",
     "PersistentVolumeClaimResize",
     "RuntimeClass",
+    "CertificateApproval",
     "CertificateSigning",
+    "ClusterTrustBundleAttest",
     "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "DenyServiceExternalIPs",
+    "PodTopologyLabels",
+    "NodeRestriction",
+    "AlwaysPullImages",
+    "PodNodeSelector",
+    "PodTolerationRestriction",
+    "ExtendedResourceToleration",
+    "LimitPodHardAntiAffinityTopology",
+    "OwnerReferencesPermissionEnforcement",
+    "NodeDeclaredFeatureValidator",
     "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
@@ -304,11 +317,11 @@ mod tests {
 
     #[test]
     fn enabling_an_unbuilt_plugin_is_unsupported() {
-        let errors = opts(&["NodeRestriction", "AlwaysDeny"], &[]).unsupported();
+        let errors = opts(&["ImagePolicyWebhook", "AlwaysDeny"], &[]).unsupported();
         assert_eq!(errors.len(), 1);
         assert_eq!(
             errors[0].to_string(),
-            "--enable-admission-plugins: \"NodeRestriction\" is not supported yet by this server"
+            "--enable-admission-plugins: \"ImagePolicyWebhook\" is not supported yet by this server"
         );
     }
 }

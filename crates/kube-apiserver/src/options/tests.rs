@@ -294,7 +294,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         "--profiling=true",
         "--event-ttl=60m",
         "--authorization-mode=RBAC,Node",
-        "--enable-admission-plugins=NodeRestriction",
+        "--enable-admission-plugins=ImagePolicyWebhook",
     ])
     .complete();
     let unsupported = messages(&completed.unsupported());
@@ -302,7 +302,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         unsupported,
         vec![
             "--audit-log-compress: not supported yet by this server".to_string(),
-            "--enable-admission-plugins: \"NodeRestriction\" is not supported yet by this server".to_string(),
+            "--enable-admission-plugins: \"ImagePolicyWebhook\" is not supported yet by this server".to_string(),
         ]
     );
     assert!(

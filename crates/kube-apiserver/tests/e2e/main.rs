@@ -2,6 +2,7 @@
 //! by the real kubectl and raw HTTPS.
 
 mod admission;
+mod admission_plugins;
 mod admission_policy;
 mod apply_client_side;
 mod apply_server_side;

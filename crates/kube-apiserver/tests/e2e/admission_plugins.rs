@@ -1,0 +1,168 @@
+//! Admission plugins end to end: DefaultIngressClass (on by default),
+//! AlwaysPullImages and DenyServiceExternalIPs when enabled, and
+//! NodeRestriction refusing a kubelet's client certificate (CN
+//! `system:node:n1`, O `system:nodes`, signed by the server's CA) writes to
+//! another node or to its reserved labels.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::harness::TestServer;
+
+/// Writes a client certificate for `cn` in `org` signed by the server's CA;
+/// returns the certificate and key files.
+fn client_cert(server: &TestServer, cn: &str, org: &str) -> (PathBuf, PathBuf) {
+    let pki = server.dir.path().join("pki");
+    let ca_pem = std::fs::read_to_string(pki.join("ca.crt")).expect("ca.crt");
+    let ca_key_pem = std::fs::read_to_string(pki.join("ca.key")).expect("ca.key");
+    let ca_key = rcgen::KeyPair::from_pem(&ca_key_pem).expect("ca key");
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("issuer");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, org);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).expect("cert");
+    let name = cn.replace(':', "-");
+    let paths = (
+        server.dir.path().join(format!("{name}.crt")),
+        server.dir.path().join(format!("{name}.key")),
+    );
+    std::fs::write(&paths.0, cert.pem()).expect("write cert");
+    std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
+    paths
+}
+
+/// Runs kubectl as the holder of a client certificate.
+fn as_cert(server: &TestServer, (cert, key): &(PathBuf, PathBuf), args: &[&str]) -> Output {
+    let ca = server.dir.path().join("pki").join("ca.crt");
+    let flags = [
+        "--kubeconfig=/dev/null".to_owned(),
+        format!("--server=https://127.0.0.1:{}", server.port),
+        format!("--certificate-authority={}", ca.display()),
+        format!("--client-certificate={}", cert.display()),
+        format!("--client-key={}", key.display()),
+    ];
+    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
+    all.extend_from_slice(args);
+    server.kubectl(&all)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn forbidden(out: &Output, message: &str) {
+    assert!(!out.status.success(), "kubectl succeeded");
+    assert!(
+        stderr(out).contains(&format!("Error from server (Forbidden): {message}")),
+        "{}",
+        stderr(out)
+    );
+}
+
+#[test]
+fn the_default_ingress_class_is_set_on_ingresses_that_name_none() {
+    let server = TestServer::start();
+    server.apply_yaml(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: main\n  \
+         annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}\n\
+         spec: {controller: example.com/ingress}\n---\n\
+         apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: other}\n\
+         spec: {controller: example.com/ingress}\n",
+    );
+    server.apply_yaml(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, namespace: default}\n\
+         spec:\n  defaultBackend: {service: {name: web, port: {number: 80}}}\n---\n\
+         apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: named, namespace: default}\n\
+         spec:\n  ingressClassName: other\n  defaultBackend: {service: {name: web, port: {number: 80}}}\n",
+    );
+    let class = |name: &str| {
+        server.ok(&[
+            "get",
+            "ingress",
+            name,
+            "-o",
+            "jsonpath={.spec.ingressClassName}",
+        ])
+    };
+    assert_eq!(class("web"), "main");
+    assert_eq!(class("named"), "other");
+}
+
+#[test]
+fn enabled_plugins_pull_images_always_and_deny_external_ips() {
+    let server = TestServer::start_with(&[
+        "--enable-admission-plugins=AlwaysPullImages,DenyServiceExternalIPs",
+    ]);
+    server.apply_yaml(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\n\
+         spec:\n  containers: [{name: c, image: nginx, imagePullPolicy: IfNotPresent}]\n  \
+         initContainers: [{name: i, image: busybox, imagePullPolicy: Never}]\n",
+    );
+    let policies = server.ok(&[
+        "get",
+        "pod",
+        "web",
+        "-o",
+        "jsonpath={.spec.initContainers[*].imagePullPolicy} {.spec.containers[*].imagePullPolicy}",
+    ]);
+    assert_eq!(policies, "Always Always");
+    let out = server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: default}\n\
+         spec:\n  ports: [{port: 80}]\n  externalIPs: [203.0.113.7]\n",
+    );
+    forbidden(
+        &out,
+        "error when creating \"STDIN\": services \"ext\" is forbidden: Use of external IPs is denied by admission control",
+    );
+}
+
+#[test]
+fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels() {
+    let server = TestServer::start_with(&[
+        "--authorization-mode=RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+    ]);
+    // The Node authorizer is not in play: the nodes group may do anything,
+    // so every refusal below is the admission plugin's.
+    server.apply_yaml(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n\
+         apiVersion: v1\nkind: Node\nmetadata: {name: n2}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n\
+         metadata: {name: nodes-everything}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n\
+         subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:nodes\"}]\n",
+    );
+    let kubelet = client_cert(&server, "system:node:n1", "system:nodes");
+    forbidden(
+        &as_cert(&server, &kubelet, &["label", "node", "n2", "a=b"]),
+        "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\"",
+    );
+    forbidden(
+        &as_cert(
+            &server,
+            &kubelet,
+            &["label", "node", "n1", "node-restriction.kubernetes.io/pool=gpu"],
+        ),
+        "nodes \"n1\" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool",
+    );
+    let own = as_cert(
+        &server,
+        &kubelet,
+        &["label", "node", "n1", "example.com/rack=r1"],
+    );
+    assert!(own.status.success(), "{}", stderr(&own));
+    // The administrator is not restricted.
+    server.ok(&[
+        "label",
+        "node",
+        "n2",
+        "node-restriction.kubernetes.io/pool=gpu",
+    ]);
+}
