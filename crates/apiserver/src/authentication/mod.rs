@@ -132,6 +132,9 @@ pub trait TokenAuthenticator: Send + Sync {
 pub struct Authentication {
     /// `--anonymous-auth`.
     anonymous: bool,
+    /// The only paths anonymous requests may reach (`anonymous.conditions`
+    /// of `--authentication-config`); empty: every path.
+    anonymous_paths: Vec<String>,
     /// The API's audiences (`--api-audiences`): the audiences requests are
     /// authenticated for.
     api_audiences: Vec<String>,
@@ -178,6 +181,7 @@ impl Authentication {
     pub fn new(anonymous: bool, api_audiences: Vec<String>) -> Self {
         Authentication {
             anonymous,
+            anonymous_paths: Vec::new(),
             api_audiences,
             tokens: Vec::new(),
             cache: None,
@@ -198,6 +202,12 @@ impl Authentication {
             Some(ca) => ClientCerts::IssuedBy(ca),
             None => ClientCerts::Refused,
         };
+        self
+    }
+
+    /// Allows anonymous requests only to these exact paths.
+    pub fn with_anonymous_paths(mut self, paths: Vec<String>) -> Self {
+        self.anonymous_paths = paths;
         self
     }
 
@@ -222,14 +232,15 @@ impl Authentication {
         self.anonymous
     }
 
-    /// The user of a request: front-proxy headers, its client certificate
-    /// or bearer token, else anonymous when allowed. `Err` means 401.
-    /// Front-proxy headers are removed once used.
+    /// The user of a request for `path`: front-proxy headers, its client
+    /// certificate or bearer token, else anonymous when allowed there.
+    /// `Err` means 401. Front-proxy headers are removed once used.
     pub async fn authenticate_request(
         &self,
         headers: &mut HeaderMap,
         client_cert: Option<&ClientCert>,
         peer: Option<&PeerCertificates>,
+        path: &str,
     ) -> Result<UserInfo, AuthError> {
         let mut errors = Vec::new();
         let chain = peer.map(|p| p.0.as_slice());
@@ -261,7 +272,9 @@ impl Authentication {
         if !errors.is_empty() {
             return Err(AuthError::from_list(errors));
         }
-        if self.anonymous {
+        let path_allowed =
+            self.anonymous_paths.is_empty() || self.anonymous_paths.iter().any(|p| p == path);
+        if self.anonymous && path_allowed {
             Ok(UserInfo::anonymous())
         } else {
             Err(AuthError::Token("no credentials provided".into()))

@@ -64,7 +64,7 @@ async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
     let authn = Authentication::new(true, api())
         .with_token_authenticator(OneToken::new("good", "alice", true));
     let alice = authn
-        .authenticate_request(&mut headers("Bearer good"), None, None)
+        .authenticate_request(&mut headers("Bearer good"), None, None, "/api")
         .await
         .unwrap();
     assert_eq!(alice.name, "alice");
@@ -72,13 +72,13 @@ async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
     // A token nobody accepts is not anonymous, even when anonymous is on.
     assert_eq!(
         authn
-            .authenticate_request(&mut headers("bearer bad"), None, None)
+            .authenticate_request(&mut headers("bearer bad"), None, None, "/api")
             .await,
         Err(AuthError::InvalidBearerToken)
     );
     assert_eq!(
         authn
-            .authenticate_request(&mut headers("Bearer broken"), None, None)
+            .authenticate_request(&mut headers("Bearer broken"), None, None, "/api")
             .await,
         Err(AuthError::Token("token has expired".into()))
     );
@@ -89,13 +89,26 @@ async fn token_users_get_the_authenticated_group_and_bad_tokens_are_refused() {
         HeaderMap::new(),
     ] {
         assert_eq!(
-            authn.authenticate_request(&mut h, None, None).await,
+            authn.authenticate_request(&mut h, None, None, "/api").await,
             Ok(UserInfo::anonymous())
         );
     }
     let closed = Authentication::new(false, api());
     assert!(closed
-        .authenticate_request(&mut HeaderMap::new(), None, None)
+        .authenticate_request(&mut HeaderMap::new(), None, None, "/api")
+        .await
+        .is_err());
+    // Anonymous conditions: only the listed paths.
+    let probes = Authentication::new(true, api()).with_anonymous_paths(vec!["/livez".into()]);
+    let mut none = HeaderMap::new();
+    assert_eq!(
+        probes
+            .authenticate_request(&mut none, None, None, "/livez")
+            .await,
+        Ok(UserInfo::anonymous())
+    );
+    assert!(probes
+        .authenticate_request(&mut none, None, None, "/api")
         .await
         .is_err());
 }

@@ -30,9 +30,10 @@ pub async fn filter(
 ) -> Response<Body> {
     let cert = req.extensions().get::<ClientCert>().cloned();
     let peer = req.extensions().get::<PeerCertificates>().cloned();
+    let path = req.uri().path().to_owned();
     let headers = req.headers_mut();
     let user = match authn
-        .authenticate_request(headers, cert.as_ref(), peer.as_ref())
+        .authenticate_request(headers, cert.as_ref(), peer.as_ref(), &path)
         .await
     {
         Ok(user) => user,

@@ -15,10 +15,13 @@ use apiserver::authentication::Authentication;
 use apiserver::server::GenericApiServer;
 
 use super::runtime_config::ApiEnablement;
+use crate::authenticator::authn_config::{self, AuthenticationConfig, ConfigError};
 use crate::authenticator::bootstrap::BootstrapTokens;
+use crate::authenticator::claims::{ClaimMapper, ClaimRule, Mapping};
 use crate::authenticator::keys::{self, KeyError, PublicKey};
+use crate::authenticator::legacy;
 use crate::authenticator::oidc::{OidcAuthenticator, OidcConfig};
-use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator};
+use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator, TokenKind};
 use crate::authenticator::token_request::TokenRequests;
 use crate::authenticator::webhook::{WebhookConfigError, WebhookTokenAuthenticator};
 use crate::authenticator::{openid, ObjectStores, Objects};
@@ -41,6 +44,8 @@ pub enum AuthenticationError {
     Webhook(#[from] WebhookConfigError),
     #[error(transparent)]
     Ca(#[from] CaError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -73,6 +78,9 @@ pub struct AuthenticationSetup {
     /// `--service-account-jwks-uri`.
     pub jwks_uri: String,
     pub public_keys: Vec<PublicKey>,
+    /// PEM of the cluster CA (the client CA), which the tokens controller
+    /// writes into service-account token secrets as `ca.crt`.
+    pub root_ca: Option<String>,
 }
 
 struct Flags {
@@ -81,6 +89,8 @@ struct Flags {
     bootstrap: bool,
     issuers: Vec<String>,
     key_files: Vec<String>,
+    /// `--service-account-lookup`.
+    lookup: bool,
     signing_key_file: Option<PathBuf>,
     api_audiences: Vec<String>,
     max_expiration: Duration,
@@ -91,6 +101,8 @@ struct Flags {
     webhook_cache_ttl: Duration,
     front_proxy: FrontProxyFlags,
     oidc: Option<OidcConfig>,
+    /// `--authentication-config`.
+    config_file: Option<PathBuf>,
 }
 
 /// The `--requestheader-*` flags.
@@ -134,6 +146,7 @@ fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
         bootstrap: f.bool("enable-bootstrap-token-auth").map_err(e)?,
         issuers: f.list("service-account-issuer").map_err(e)?,
         key_files: f.list("service-account-key-file").map_err(e)?,
+        lookup: f.bool("service-account-lookup").map_err(e)?,
         signing_key_file: f.path("service-account-signing-key-file").map_err(e)?,
         api_audiences: f.list("api-audiences").map_err(e)?,
         max_expiration: f
@@ -156,6 +169,7 @@ fn read_flags(opts: &CompletedOptions) -> Result<Flags, AuthenticationError> {
             .to_std(),
         front_proxy: front_proxy_flags(opts)?,
         oidc: oidc_flags(opts)?,
+        config_file: f.path("authentication-config").map_err(e)?,
     })
 }
 
@@ -196,17 +210,87 @@ fn oidc_flags(opts: &CompletedOptions) -> Result<Option<OidcConfig>, Authenticat
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Upstream turns the flags into one JWT authenticator: usernames other
+    // than emails are prefixed with the issuer unless a prefix is given
+    // ("-" for none).
+    let username_claim = f.string("oidc-username-claim").map_err(e)?;
+    let username_prefix = match f.string("oidc-username-prefix").map_err(e)?.as_str() {
+        "-" => String::new(),
+        "" if username_claim != "email" => format!("{issuer}#"),
+        given => given.to_owned(),
+    };
+    let groups_claim = f.string("oidc-groups-claim").map_err(e)?;
+    let groups = if groups_claim.is_empty() {
+        Mapping::None
+    } else {
+        Mapping::Claim {
+            claim: groups_claim,
+            prefix: f.string("oidc-groups-prefix").map_err(e)?,
+        }
+    };
+    let claim_rules = f
+        .map("oidc-required-claim")
+        .map_err(e)?
+        .into_iter()
+        .map(|(claim, value)| ClaimRule::Required { claim, value })
+        .collect();
     Ok(Some(OidcConfig {
         issuer,
-        client_id,
+        discovery_url: None,
+        audiences: vec![client_id],
         ca_pem,
-        username_claim: f.string("oidc-username-claim").map_err(e)?,
-        username_prefix: f.string("oidc-username-prefix").map_err(e)?,
-        groups_claim: f.string("oidc-groups-claim").map_err(e)?,
-        groups_prefix: f.string("oidc-groups-prefix").map_err(e)?,
-        required_claims: f.map("oidc-required-claim").map_err(e)?,
         signing_algs,
+        mapper: ClaimMapper {
+            username: Mapping::Claim {
+                claim: username_claim,
+                prefix: username_prefix,
+            },
+            groups,
+            uid: Mapping::None,
+            extra: Vec::new(),
+            claim_rules,
+            user_rules: Vec::new(),
+        },
     }))
+}
+
+/// The `--oidc-*` flags, which `--authentication-config` excludes.
+const OIDC_FLAGS: &[&str] = &[
+    "oidc-issuer-url",
+    "oidc-client-id",
+    "oidc-ca-file",
+    "oidc-username-claim",
+    "oidc-username-prefix",
+    "oidc-groups-claim",
+    "oidc-groups-prefix",
+    "oidc-signing-algs",
+    "oidc-required-claim",
+];
+
+/// `--authentication-config`, compiled, with upstream's exclusions: no
+/// `--oidc-*` flag beside it, and no `--anonymous-auth` when the file
+/// configures anonymous requests.
+fn authentication_config(
+    opts: &CompletedOptions,
+    flags: &Flags,
+    issuers: &[String],
+) -> Result<Option<AuthenticationConfig>, AuthenticationError> {
+    let Some(path) = &flags.config_file else {
+        return Ok(None);
+    };
+    let f = &opts.options.flags;
+    if OIDC_FLAGS.iter().any(|name| f.explicit(name)) {
+        return Err(AuthenticationError::Invalid(
+            "authentication-config file and oidc-* flags are mutually exclusive".into(),
+        ));
+    }
+    let config = authn_config::load(path, issuers)?;
+    if config.anonymous.is_some() && f.explicit("anonymous-auth") {
+        return Err(AuthenticationError::Invalid(
+            "anonymous: Forbidden: --anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file".into(),
+        ));
+    }
+    Ok(Some(config))
 }
 
 /// Upstream's checks of the service-account flags.
@@ -280,7 +364,7 @@ pub fn build(
     external_address: &str,
     client_ca: Option<&std::path::Path>,
 ) -> Result<AuthenticationSetup, AuthenticationError> {
-    let flags = read_flags(opts)?;
+    let mut flags = read_flags(opts)?;
     validate(&flags)?;
     let issuers = if flags.issuers.is_empty() {
         vec![DEFAULT_ISSUER.to_owned()]
@@ -292,6 +376,7 @@ pub fn build(
     } else {
         flags.api_audiences.clone()
     };
+    let config = authentication_config(opts, &flags, &issuers)?;
     let objects = Arc::new(Objects::default());
     let signing_path = flags
         .signing_key_file
@@ -301,18 +386,14 @@ pub fn build(
         .as_deref()
         .map(keys::load_signing_key)
         .transpose()?;
-    let mut public_keys = Vec::new();
-    for file in &flags.key_files {
-        public_keys.extend(keys::load_public_keys(std::path::Path::new(file))?);
-    }
-    if public_keys.is_empty() {
-        match (&signing, &defaults.tls_private_key) {
-            (Some(key), _) => public_keys.push(key.public.clone()),
-            (None, Some(tls_key)) => public_keys.extend(keys::load_public_keys(tls_key)?),
-            (None, None) => {}
+    let public_keys = public_keys(&flags, signing.as_ref(), defaults)?;
+    let anonymous = config.as_ref().and_then(|c| c.anonymous.clone());
+    let mut chain = match anonymous {
+        Some(a) => {
+            Authentication::new(a.enabled, api_audiences.clone()).with_anonymous_paths(a.paths)
         }
-    }
-    let mut chain = Authentication::new(flags.anonymous, api_audiences.clone());
+        None => Authentication::new(flags.anonymous, api_audiences.clone()),
+    };
     if let Some(ca) = &flags.front_proxy.client_ca {
         let fp = &flags.front_proxy;
         let rh = RequestHeader {
@@ -326,34 +407,17 @@ pub fn build(
         let client_ca = client_ca.map(CertVerifier::load).transpose()?;
         chain = chain.with_request_header(rh, client_ca);
     }
-    if let Some(path) = &flags.token_file {
-        chain = chain.with_token_authenticator(Arc::new(TokenFile::load(path)?));
-    }
-    if !public_keys.is_empty() {
-        chain = chain.with_token_authenticator(Arc::new(JwtAuthenticator {
-            issuers: issuers.clone(),
-            keys: public_keys.clone(),
-            implicit_audiences: api_audiences.clone(),
-            objects: objects.clone(),
-        }));
-    }
-    if flags.bootstrap {
-        chain = chain.with_token_authenticator(Arc::new(BootstrapTokens {
-            objects: objects.clone(),
-        }));
-    }
-    if let Some(config) = flags.oidc.clone() {
-        let oidc = OidcAuthenticator::new(config).map_err(AuthenticationError::Invalid)?;
-        chain = chain.with_token_authenticator(Arc::new(oidc));
-    }
-    if let Some(path) = &flags.webhook_config {
-        chain = chain.with_token_authenticator(Arc::new(WebhookTokenAuthenticator::load(
-            path,
-            &flags.webhook_version,
-            flags.webhook_cache_ttl,
-            api_audiences.clone(),
-        )?));
-    }
+    let jwt = match config {
+        Some(config) => config.jwt,
+        None => flags.oidc.take().into_iter().collect(),
+    };
+    let keys = ServiceAccountKeys {
+        public: &public_keys,
+        issuers: &issuers,
+        api_audiences: &api_audiences,
+        objects: &objects,
+    };
+    chain = with_token_authenticators(chain, &flags, keys, jwt)?;
     let token_requests = signing.map(|key| {
         Arc::new(TokenRequests {
             generator: TokenGenerator::new(key, issuers.first().cloned().unwrap_or_default()),
@@ -368,13 +432,108 @@ pub fn build(
     } else {
         flags.jwks_uri
     };
+    let root_ca = client_ca.map(read_pem).transpose()?;
     Ok(AuthenticationSetup {
         authentication: Arc::new(chain.with_success_cache(TOKEN_SUCCESS_CACHE_TTL)),
+        root_ca,
         objects,
         token_requests,
         issuers,
         jwks_uri,
         public_keys,
+    })
+}
+
+/// `--service-account-key-file` keys, else the signing key's, else those
+/// of `--tls-private-key-file` (upstream's default).
+fn public_keys(
+    flags: &Flags,
+    signing: Option<&keys::SigningKey>,
+    defaults: &DefaultKeys,
+) -> Result<Vec<PublicKey>, AuthenticationError> {
+    let mut public_keys = Vec::new();
+    for file in &flags.key_files {
+        public_keys.extend(keys::load_public_keys(std::path::Path::new(file))?);
+    }
+    if public_keys.is_empty() {
+        match (signing, &defaults.tls_private_key) {
+            (Some(key), _) => public_keys.push(key.public.clone()),
+            (None, Some(tls_key)) => public_keys.extend(keys::load_public_keys(tls_key)?),
+            (None, None) => {}
+        }
+    }
+    Ok(public_keys)
+}
+
+/// What the service-account token authenticators verify with.
+struct ServiceAccountKeys<'a> {
+    public: &'a [PublicKey],
+    issuers: &'a [String],
+    api_audiences: &'a [String],
+    objects: &'a Arc<Objects>,
+}
+
+/// Appends the token authenticators in upstream's order: static tokens,
+/// legacy and bound service-account tokens, bootstrap tokens, JWT
+/// authenticators, the webhook.
+fn with_token_authenticators(
+    mut chain: Authentication,
+    flags: &Flags,
+    keys: ServiceAccountKeys<'_>,
+    jwt: Vec<OidcConfig>,
+) -> Result<Authentication, AuthenticationError> {
+    let ServiceAccountKeys {
+        public: public_keys,
+        issuers,
+        api_audiences,
+        objects,
+    } = keys;
+    if let Some(path) = &flags.token_file {
+        chain = chain.with_token_authenticator(Arc::new(TokenFile::load(path)?));
+    }
+    if !public_keys.is_empty() {
+        chain = chain.with_token_authenticator(Arc::new(JwtAuthenticator {
+            kind: TokenKind::Legacy {
+                lookup: flags.lookup,
+            },
+            issuers: vec![legacy::ISSUER.to_owned()],
+            keys: public_keys.to_vec(),
+            implicit_audiences: api_audiences.to_vec(),
+            objects: objects.clone(),
+        }));
+        chain = chain.with_token_authenticator(Arc::new(JwtAuthenticator {
+            kind: TokenKind::Bound,
+            issuers: issuers.to_vec(),
+            keys: public_keys.to_vec(),
+            implicit_audiences: api_audiences.to_vec(),
+            objects: objects.clone(),
+        }));
+    }
+    if flags.bootstrap {
+        chain = chain.with_token_authenticator(Arc::new(BootstrapTokens {
+            objects: objects.clone(),
+        }));
+    }
+    for authenticator in jwt {
+        let oidc = OidcAuthenticator::new(authenticator).map_err(AuthenticationError::Invalid)?;
+        chain = chain.with_token_authenticator(Arc::new(oidc));
+    }
+    if let Some(path) = &flags.webhook_config {
+        chain = chain.with_token_authenticator(Arc::new(WebhookTokenAuthenticator::load(
+            path,
+            &flags.webhook_version,
+            flags.webhook_cache_ttl,
+            api_audiences.to_vec(),
+        )?));
+    }
+    Ok(chain)
+}
+
+/// A PEM file's text (blocking).
+fn read_pem(path: &std::path::Path) -> Result<String, AuthenticationError> {
+    std::fs::read_to_string(path).map_err(|source| AuthenticationError::Io {
+        path: path.to_owned(),
+        source,
     })
 }
 

@@ -15,3 +15,4 @@ pub mod run;
 pub mod runtime_config;
 pub mod server;
 mod service_accounts;
+mod token_controller;

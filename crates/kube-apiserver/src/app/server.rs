@@ -218,6 +218,7 @@ pub fn create_server_chain(
     authentication::install(&mut kube, authn_setup, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
     super::service_accounts::install(&mut kube);
+    super::token_controller::install(&mut kube, authn_setup);
     super::namespaces::install(&mut kube);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     bootstrap::install_authentication_info(&mut kube, client_ca);

@@ -1,13 +1,17 @@
 //! kube-apiserver's own token authenticators and what they read (upstream's
 //! `pkg/serviceaccount` and `plugin/pkg/auth/authenticator/token/bootstrap`):
-//! service-account JWTs and their keys, bootstrap tokens, OpenID Connect
-//! ID tokens, the token webhook, TokenRequest, the service-account issuer discovery documents,
+//! service-account JWTs (bound and legacy) and their keys, bootstrap
+//! tokens, JWT authenticators (`--oidc-*` flags or `--authentication-config`
+//! with CEL claim mappings), the token webhook, TokenRequest, the service-account issuer discovery documents,
 //! and the object lookups they share.
 
+pub mod authn_config;
 pub mod bootstrap;
+pub mod claims;
 pub mod https;
 pub mod keys;
 pub mod kubeconfig;
+pub mod legacy;
 pub mod oidc;
 pub mod openid;
 pub mod serviceaccount;
@@ -52,6 +56,18 @@ impl Objects {
         let _ = self.stores.set(stores);
     }
 
+    /// The store of `kind`, once bound (for the writes authentication
+    /// makes, such as a legacy token's last-used label).
+    pub fn store(&self, kind: Kind) -> Option<&Arc<Store>> {
+        let stores = self.stores.get()?;
+        Some(match kind {
+            Kind::ServiceAccount => &stores.service_accounts,
+            Kind::Secret => &stores.secrets,
+            Kind::Pod => &stores.pods,
+            Kind::Node => &stores.nodes,
+        })
+    }
+
     /// The object, or a NotFound error naming it like upstream.
     pub async fn get(
         &self,
@@ -59,16 +75,10 @@ impl Objects {
         namespace: &str,
         name: &str,
     ) -> Result<Arc<Value>, ApiError> {
-        let stores = self
-            .stores
-            .get()
+        let store = self
+            .store(kind)
             .ok_or_else(|| ApiError::internal_error("object stores are not ready"))?;
-        let (store, namespace) = match kind {
-            Kind::ServiceAccount => (&stores.service_accounts, Some(namespace)),
-            Kind::Secret => (&stores.secrets, Some(namespace)),
-            Kind::Pod => (&stores.pods, Some(namespace)),
-            Kind::Node => (&stores.nodes, None),
-        };
+        let namespace = (kind != Kind::Node).then_some(namespace);
         // Like upstream's informer-backed getters, a cached state will do.
         let opts = GetOptions {
             version: ReadVersion::Any,

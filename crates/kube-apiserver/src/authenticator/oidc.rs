@@ -1,14 +1,14 @@
-//! OpenID Connect ID tokens (`--oidc-*`, upstream's OIDC authenticator):
-//! tokens of `--oidc-issuer-url` for `--oidc-client-id`, signed by a key of
-//! the issuer's JWKS (found through its discovery document, fetched when
-//! first needed and again when a token names an unknown key), mapped to a
-//! user by the username and groups claims with their prefixes.
+//! JWT authenticators (upstream's OIDC token authenticator), configured by
+//! the `--oidc-*` flags or by `--authentication-config`: tokens of the
+//! issuer for one of its audiences, signed by a key of the issuer's JWKS
+//! (found through its discovery document — at the issuer or at
+//! `discoveryURL` — fetched when first needed and again when a token names
+//! an unknown key), mapped to a user by [`ClaimMapper`].
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse, UserInfo};
+use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -17,25 +17,25 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use super::claims::ClaimMapper;
 use super::https::{self, Url};
 
 /// How long one fetch of the provider's documents may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The `--oidc-*` settings.
-#[derive(Debug, Clone)]
+/// One JWT authenticator's settings.
 pub struct OidcConfig {
+    /// The `iss` of its tokens.
     pub issuer: String,
-    pub client_id: String,
-    /// PEM of `--oidc-ca-file`.
+    /// Where the discovery document is, when not under the issuer.
+    pub discovery_url: Option<String>,
+    /// Tokens must be for one of these.
+    pub audiences: Vec<String>,
+    /// PEM of the CA the provider's certificate must chain to.
     pub ca_pem: Option<Vec<u8>>,
-    pub username_claim: String,
-    /// `--oidc-username-prefix` as given ("" and "-" have meanings).
-    pub username_prefix: String,
-    pub groups_claim: String,
-    pub groups_prefix: String,
-    pub required_claims: BTreeMap<String, String>,
+    /// Allowed algorithms; empty: every asymmetric one.
     pub signing_algs: Vec<Algorithm>,
+    pub mapper: ClaimMapper,
 }
 
 struct Key {
@@ -67,10 +67,13 @@ fn unverified_claims(token: &str) -> Option<Value> {
 impl OidcAuthenticator {
     pub fn new(config: OidcConfig) -> Result<Self, String> {
         let tls = Arc::new(https::client_config(config.ca_pem.as_deref())?);
-        let discovery = Url::parse(&format!(
-            "{}/.well-known/openid-configuration",
-            config.issuer.trim_end_matches('/')
-        ))?;
+        let discovery = match &config.discovery_url {
+            Some(url) => Url::parse(url)?,
+            None => Url::parse(&format!(
+                "{}/.well-known/openid-configuration",
+                config.issuer.trim_end_matches('/')
+            ))?,
+        };
         Ok(OidcAuthenticator {
             config,
             tls,
@@ -138,7 +141,16 @@ impl OidcAuthenticator {
     async fn verify(&self, token: &str) -> Result<Value, AuthError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| err(format!("oidc: malformed jwt: {e}")))?;
-        if !self.config.signing_algs.contains(&header.alg) {
+        let symmetric = matches!(
+            header.alg,
+            Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512
+        );
+        let allowed = if self.config.signing_algs.is_empty() {
+            !symmetric
+        } else {
+            self.config.signing_algs.contains(&header.alg)
+        };
+        if !allowed {
             return Err(err(format!(
                 "oidc: verify token: unexpected signature algorithm {:?}",
                 header.alg
@@ -147,7 +159,7 @@ impl OidcAuthenticator {
         let keys = self.keys(header.kid.as_deref()).await?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&[&self.config.client_id]);
+        validation.set_audience(&self.config.audiences);
         let mut last = err("oidc: verify token: no matching key");
         for key in keys
             .iter()
@@ -159,63 +171,6 @@ impl OidcAuthenticator {
             }
         }
         Err(last)
-    }
-
-    /// The user the verified claims describe.
-    fn user(&self, claims: &Value) -> Result<UserInfo, AuthError> {
-        let c = &self.config;
-        let name = claims
-            .get(&c.username_claim)
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                err(format!(
-                    "oidc: parse username claims {:?}: claim not present",
-                    c.username_claim
-                ))
-            })?;
-        if c.username_claim == "email"
-            && claims
-                .get("email_verified")
-                .is_some_and(|v| v != &Value::Bool(true))
-        {
-            return Err(err("oidc: email not verified"));
-        }
-        let prefix = match c.username_prefix.as_str() {
-            "-" => String::new(),
-            "" if c.username_claim != "email" => format!("{}#", c.issuer),
-            given => given.to_owned(),
-        };
-        let groups = match claims.get(&c.groups_claim) {
-            _ if c.groups_claim.is_empty() => Vec::new(),
-            Some(Value::String(g)) => vec![g.clone()],
-            Some(Value::Array(list)) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            Some(_) => {
-                return Err(err(format!(
-                    "oidc: parse groups claim {:?}: not a string or an array of strings",
-                    c.groups_claim
-                )))
-            }
-            None => Vec::new(),
-        };
-        for (claim, want) in &c.required_claims {
-            if claims.get(claim).and_then(Value::as_str) != Some(want.as_str()) {
-                return Err(err(format!(
-                    "oidc: required claim {claim} not present or unexpected value"
-                )));
-            }
-        }
-        Ok(UserInfo {
-            name: format!("{prefix}{name}"),
-            groups: groups
-                .into_iter()
-                .map(|g| format!("{}{g}", c.groups_prefix))
-                .collect(),
-            ..UserInfo::default()
-        })
     }
 }
 
@@ -235,57 +190,12 @@ impl TokenAuthenticator for OidcAuthenticator {
         }
         let claims = self.verify(token).await?;
         Ok(Some(TokenResponse {
-            user: self.user(&claims)?,
+            user: self.config.mapper.user(&claims)?,
             audiences: audiences.to_vec(),
         }))
     }
 
     fn audience_agnostic(&self) -> bool {
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn authenticator(prefix: &str, claim: &str) -> OidcAuthenticator {
-        OidcAuthenticator::new(OidcConfig {
-            issuer: "https://idp.example".into(),
-            client_id: "kubernetes".into(),
-            ca_pem: None,
-            username_claim: claim.into(),
-            username_prefix: prefix.into(),
-            groups_claim: "groups".into(),
-            groups_prefix: "oidc:".into(),
-            required_claims: BTreeMap::from([("hd".to_owned(), "example.com".to_owned())]),
-            signing_algs: vec![Algorithm::RS256],
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn claims_map_to_users_with_upstreams_prefixes() {
-        let claims = json!({"sub": "123", "email": "a@example.com", "email_verified": true,
-            "groups": ["dev", "ops"], "hd": "example.com"});
-        let user = authenticator("", "sub").user(&claims).unwrap();
-        assert_eq!(user.name, "https://idp.example#123");
-        assert_eq!(user.groups, vec!["oidc:dev", "oidc:ops"]);
-        assert_eq!(
-            authenticator("", "email").user(&claims).unwrap().name,
-            "a@example.com"
-        );
-        assert_eq!(authenticator("-", "sub").user(&claims).unwrap().name, "123");
-        assert_eq!(
-            authenticator("acme:", "sub").user(&claims).unwrap().name,
-            "acme:123"
-        );
-        let unverified =
-            json!({"sub": "1", "email": "a@b", "email_verified": false, "hd": "example.com"});
-        assert!(authenticator("", "email").user(&unverified).is_err());
-        let other_domain = json!({"sub": "1", "hd": "other.com"});
-        assert!(authenticator("", "sub").user(&other_domain).is_err());
     }
 }

@@ -1,8 +1,9 @@
 //! Service-account tokens (upstream's `pkg/serviceaccount`): the claims of
-//! bound tokens, signing them for TokenRequest, and the JWT authenticator
-//! that verifies them — issuer, signature, audiences, lifetime, and that the
-//! service account and the object the token is bound to still exist with
-//! the same UID.
+//! bound and legacy tokens, signing them for TokenRequest and the tokens
+//! controller, and the JWT authenticator that verifies them — issuer,
+//! signature, audiences, lifetime, then for bound tokens that the service
+//! account and the object the token is bound to still exist with the same
+//! UID, and for legacy tokens the checks of [`super::legacy`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::keys::{PublicKey, SigningKey};
+use super::legacy::{self, LegacyClaims};
 use super::{str_at, Kind, Objects};
 
 pub const USERNAME_PREFIX: &str = "system:serviceaccount:";
@@ -57,6 +59,13 @@ pub struct KubernetesClaim {
     pub warnafter: Option<i64>,
 }
 
+impl KubernetesClaim {
+    /// Legacy tokens carry no `kubernetes.io` claim.
+    fn is_empty(&self) -> bool {
+        self == &KubernetesClaim::default()
+    }
+}
+
 /// A bound service-account token's claims.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
@@ -74,8 +83,15 @@ pub struct Claims {
     pub nbf: Option<i64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub jti: String,
-    #[serde(rename = "kubernetes.io", default)]
+    #[serde(
+        rename = "kubernetes.io",
+        default,
+        skip_serializing_if = "KubernetesClaim::is_empty"
+    )]
     pub kubernetes: KubernetesClaim,
+    /// The private claims of legacy (secret-based) tokens.
+    #[serde(flatten)]
+    pub legacy: LegacyClaims,
 }
 
 /// `aud` may be one string or an array (RFC 7519).
@@ -150,10 +166,22 @@ fn err(msg: impl Into<String>) -> AuthError {
     AuthError::Token(msg.into())
 }
 
-/// Verifies bound service-account tokens (upstream's JWT token
-/// authenticator with the bound-token validator).
+/// Which tokens a [`JwtAuthenticator`] validates, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// Bound tokens (TokenRequest): the service account and bound objects
+    /// are always looked up.
+    Bound,
+    /// Legacy secret-based tokens; `lookup` is `--service-account-lookup`.
+    Legacy { lookup: bool },
+}
+
+/// Verifies service-account tokens (upstream's JWT token authenticator
+/// with the bound-token or the legacy validator).
 pub struct JwtAuthenticator {
-    /// `--service-account-issuer`: tokens of other issuers are not ours.
+    pub kind: TokenKind,
+    /// `--service-account-issuer` (or the legacy issuer): tokens of other
+    /// issuers are not ours.
     pub issuers: Vec<String>,
     /// `--service-account-key-file` keys.
     pub keys: Vec<PublicKey>,
@@ -366,7 +394,12 @@ impl TokenAuthenticator for JwtAuthenticator {
         }
         let now = Utc::now().timestamp();
         Self::check_times(&claims, now)?;
-        let user = self.validate(&claims, now).await?;
+        let user = match self.kind {
+            TokenKind::Bound => self.validate(&claims, now).await?,
+            TokenKind::Legacy { lookup } => {
+                legacy::validate(&self.objects, token, &claims, lookup).await?
+            }
+        };
         Ok(Some(TokenResponse {
             user,
             audiences: common,

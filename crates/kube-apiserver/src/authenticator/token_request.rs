@@ -188,6 +188,7 @@ impl TokenRequests {
                 node: bound.node,
                 warnafter,
             },
+            legacy: Default::default(),
         };
         let token = self
             .generator

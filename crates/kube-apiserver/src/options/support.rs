@@ -78,6 +78,7 @@ pub const IMPLEMENTED: &[&str] = &[
     // Authentication.
     "anonymous-auth",
     "api-audiences",
+    "authentication-config",
     "authentication-token-webhook-cache-ttl",
     "authentication-token-webhook-config-file",
     "authentication-token-webhook-version",
@@ -102,6 +103,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "service-account-issuer",
     "service-account-jwks-uri",
     "service-account-key-file",
+    "service-account-lookup",
     "service-account-max-token-expiration",
     "service-account-signing-key-file",
     "token-auth-file",

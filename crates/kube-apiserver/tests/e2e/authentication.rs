@@ -6,7 +6,7 @@
 //! and front proxies in their own modules.
 
 mod front_proxy;
-mod https_server;
+pub(crate) mod https_server;
 mod oidc;
 mod webhook;
 

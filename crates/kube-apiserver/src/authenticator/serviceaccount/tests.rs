@@ -1,5 +1,6 @@
 //! Signing and verifying service-account tokens against real stores
-//! (the embedded storage engine in a temp dir), through TokenRequest.
+//! (the embedded storage engine in a temp dir), through TokenRequest, and
+//! legacy secret-based tokens against their secret and account.
 
 use apiserver::endpoints::virtual_create::CreateRequest;
 use apiserver::registry::WriteOptions;
@@ -68,6 +69,7 @@ fn fixture() -> Fixture {
         objects: objects.clone(),
     });
     let auth = JwtAuthenticator {
+        kind: TokenKind::Bound,
         issuers: vec![ISSUER.into()],
         keys: vec![public],
         implicit_audiences: vec![ISSUER.into()],
@@ -244,4 +246,105 @@ async fn token_requests_follow_upstreams_rules() {
         err.to_string(),
         "service account token has been invalidated"
     );
+}
+
+impl Fixture {
+    /// A legacy-token authenticator over the fixture's keys and stores.
+    fn legacy_auth(&self, lookup: bool) -> JwtAuthenticator {
+        JwtAuthenticator {
+            kind: TokenKind::Legacy { lookup },
+            issuers: vec![legacy::ISSUER.into()],
+            keys: self.auth.keys.clone(),
+            implicit_audiences: vec![ISSUER.into()],
+            objects: self.auth.objects.clone(),
+        }
+    }
+
+    /// A token secret holding a legacy token of `account`; returns it.
+    async fn legacy_secret(&self, account: &Value, name: &str, labels: Value) -> String {
+        let token = self
+            .requests
+            .generator
+            .sign(&legacy::claims(account, name))
+            .unwrap();
+        self.create(
+            "secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                "metadata": {"name": name, "namespace": "default", "labels": labels,
+                    "annotations": {"kubernetes.io/service-account.name": str_at(account, "/metadata/name")}},
+                "data": {"token": base64::engine::general_purpose::STANDARD.encode(&token)}}),
+        )
+        .await;
+        token
+    }
+}
+
+#[tokio::test]
+async fn legacy_tokens_are_checked_against_their_secret_and_account() {
+    let f = fixture();
+    let account = f.create("serviceaccounts", sa("builder")).await;
+    let token = f.legacy_secret(&account, "builder-token", json!({})).await;
+    let auth = f.legacy_auth(true);
+    let got = auth.authenticate_token(&token, &[]).await.unwrap().unwrap();
+    assert_eq!(got.user.name, "system:serviceaccount:default:builder");
+    assert_eq!(got.user.uid, str_at(&account, "/metadata/uid"));
+    assert_eq!(got.user.groups, groups("default"));
+    // Bound-token authenticators leave legacy tokens alone.
+    assert_eq!(f.auth.authenticate_token(&token, &[]).await, Ok(None));
+    let secret = f.stores["secrets"]
+        .get(Some("default"), "builder-token", Default::default())
+        .await
+        .unwrap();
+    let today = Utc::now().format("%Y-%m-%d").to_string();
+    assert_eq!(
+        str_at(
+            &secret,
+            "/metadata/labels/kubernetes.io~1legacy-token-last-used"
+        ),
+        today
+    );
+
+    // A secret marked invalid refuses its token.
+    let marked = json!({legacy::INVALID_SINCE_LABEL: "2024-01-01"});
+    let other = f.legacy_secret(&account, "marked-token", marked).await;
+    let err = auth.authenticate_token(&other, &[]).await.unwrap_err();
+    assert!(err.to_string().starts_with(
+        "the token in secret default/marked-token for service account default/builder has been marked invalid."
+    ));
+
+    // Without the secret the token is refused, unless lookups are off.
+    f.stores["secrets"]
+        .delete(Some("default"), "builder-token", &Default::default())
+        .await
+        .unwrap();
+    let err = auth.authenticate_token(&token, &[]).await.unwrap_err();
+    assert_eq!(err.to_string(), "Token has been invalidated");
+    let unchecked = f.legacy_auth(false);
+    assert!(unchecked
+        .authenticate_token(&token, &[])
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
+async fn legacy_tokens_must_match_the_stored_copy_and_their_subject() {
+    let f = fixture();
+    let account = f.create("serviceaccounts", sa("builder")).await;
+    f.legacy_secret(&account, "builder-token", json!({})).await;
+    let auth = f.legacy_auth(true);
+    // A valid signature over claims the secret does not hold.
+    let mut claims = legacy::claims(&account, "builder-token");
+    claims.jti = "another".into();
+    let token = f.requests.generator.sign(&claims).unwrap();
+    let err = auth.authenticate_token(&token, &[]).await.unwrap_err();
+    assert_eq!(err.to_string(), "Token does not match server's copy");
+    claims.sub = "system:serviceaccount:default:other".into();
+    let token = f.requests.generator.sign(&claims).unwrap();
+    let err = auth.authenticate_token(&token, &[]).await.unwrap_err();
+    assert_eq!(err.to_string(), "sub claim is invalid");
+    claims.legacy.secret_name.clear();
+    let token = f.requests.generator.sign(&claims).unwrap();
+    let err = auth.authenticate_token(&token, &[]).await.unwrap_err();
+    assert_eq!(err.to_string(), "secretName claim is missing");
 }

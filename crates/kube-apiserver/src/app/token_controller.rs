@@ -1,0 +1,299 @@
+//! The tokens controller (upstream's kube-controller-manager
+//! `serviceaccount-token` controller), run in-process so that a lone server
+//! fills `kubernetes.io/service-account-token` secrets: each one naming its
+//! account in the `kubernetes.io/service-account.name` annotation gets a
+//! signed legacy token, the cluster CA (`ca.crt`) and its namespace, and
+//! the account's UID annotation. A secret whose account is missing (or was
+//! recreated with another UID) is deleted, as are an account's token
+//! secrets when the account is deleted. Filling only empty fields keeps it
+//! harmless next to a real controller-manager.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::status::ApiError;
+use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::server::GenericApiServer;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use storage::{ListOptions, Preconditions, WatchEvent, WatchOptions};
+
+use super::authentication::AuthenticationSetup;
+use crate::authenticator::serviceaccount::TokenGenerator;
+use crate::authenticator::{legacy, str_at};
+
+const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
+const UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
+const NAME_POINTER: &str = "/metadata/annotations/kubernetes.io~1service-account.name";
+const UID_POINTER: &str = "/metadata/annotations/kubernetes.io~1service-account.uid";
+
+struct Controller {
+    secrets: Arc<Store>,
+    accounts: Arc<Store>,
+    requests: Arc<crate::authenticator::token_request::TokenRequests>,
+    /// PEM of the cluster CA, for `ca.crt`.
+    root_ca: Option<String>,
+}
+
+/// Starts the controller after the server starts, when a signing key is
+/// configured (without one no token can be made).
+pub fn install(server: &mut GenericApiServer, setup: &AuthenticationSetup) {
+    let (Some(secrets), Some(accounts), Some(requests)) = (
+        server.store("", "v1", "secrets"),
+        server.store("", "v1", "serviceaccounts"),
+        setup.token_requests.clone(),
+    ) else {
+        return;
+    };
+    let controller = Arc::new(Controller {
+        secrets,
+        accounts,
+        requests,
+        root_ca: setup.root_ca.clone(),
+    });
+    server.add_post_start_hook(
+        "start-service-account-token-controller",
+        Arc::new(move || {
+            let controller = controller.clone();
+            Box::pin(async move {
+                tokio::spawn(controller.clone().follow_secrets());
+                tokio::spawn(controller.follow_accounts());
+                Ok(())
+            })
+        }),
+    );
+}
+
+fn is_token_secret(secret: &Value) -> bool {
+    str_at(secret, "/type") == TOKEN_TYPE && secret.pointer("/metadata/deletionTimestamp").is_none()
+}
+
+/// The decoded bytes of a secret's data key.
+fn data(secret: &Value, key: &str) -> Option<Vec<u8>> {
+    let encoded = secret.get("data")?.get(key)?.as_str()?;
+    STANDARD.decode(encoded).ok()
+}
+
+/// Keeps a watch open on `store`, handing every event to `handle`, and
+/// reopens it after errors.
+async fn follow<F, Fut>(store: &Store, what: &str, mut handle: F)
+where
+    F: FnMut(WatchEvent) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    loop {
+        let opts = WatchOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        match store.watch(None, opts).await {
+            Ok(mut events) => {
+                while let Some(event) = events.next().await {
+                    if let WatchEvent::Error(e) = &event {
+                        tracing::debug!(error = %e, "{what} watch ended");
+                        break;
+                    }
+                    handle(event).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "watching {what} failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+impl Controller {
+    async fn follow_secrets(self: Arc<Self>) {
+        let this = self.clone();
+        follow(&self.secrets, "secrets", |event| {
+            let this = this.clone();
+            async move {
+                if let WatchEvent::Added(secret) | WatchEvent::Modified(secret) = event {
+                    if is_token_secret(&secret) {
+                        this.sync_secret(&secret).await;
+                    }
+                }
+            }
+        })
+        .await;
+    }
+
+    async fn follow_accounts(self: Arc<Self>) {
+        let this = self.clone();
+        follow(&self.accounts, "service accounts", |event| {
+            let this = this.clone();
+            async move {
+                if let WatchEvent::Deleted(account) = event {
+                    this.delete_tokens_of(&account).await;
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Deletes the secret, or fills what it lacks from its account.
+    async fn sync_secret(&self, secret: &Value) {
+        let ns = str_at(secret, "/metadata/namespace");
+        let name = str_at(secret, "/metadata/name");
+        let sa_name = str_at(secret, NAME_POINTER);
+        if sa_name.is_empty() {
+            return;
+        }
+        let account = match self
+            .accounts
+            .get(Some(ns), sa_name, Default::default())
+            .await
+        {
+            Ok(account) => Some(account),
+            Err(e) if e.code == 404 => None,
+            Err(e) => {
+                tracing::warn!(namespace = ns, secret = name, error = %e.message, "reading the service account of a token secret failed");
+                return;
+            }
+        };
+        let wanted_uid = str_at(secret, UID_POINTER);
+        let account =
+            account.filter(|a| wanted_uid.is_empty() || str_at(a, "/metadata/uid") == wanted_uid);
+        let Some(account) = account else {
+            self.delete_secret(secret).await;
+            return;
+        };
+        if let Err(e) = self.fill(secret, &account).await {
+            tracing::warn!(namespace = ns, secret = name, error = %e.message, "filling a service account token secret failed");
+        }
+    }
+
+    /// Writes the token, CA, namespace and account UID when missing.
+    async fn fill(&self, secret: &Value, account: &Value) -> Result<(), ApiError> {
+        let ns = str_at(secret, "/metadata/namespace").to_owned();
+        let name = str_at(secret, "/metadata/name").to_owned();
+        let ca = self.root_ca.as_deref().unwrap_or("").as_bytes().to_vec();
+        let needs_ca = !ca.is_empty() && data(secret, "ca.crt").as_deref() != Some(ca.as_slice());
+        let needs_ns = data(secret, "namespace").as_deref() != Some(ns.as_bytes());
+        let needs_token = data(secret, legacy::TOKEN_KEY).is_none_or(|t| t.is_empty());
+        let needs_uid = str_at(secret, UID_POINTER).is_empty();
+        if !(needs_ca || needs_ns || needs_token || needs_uid) {
+            return Ok(());
+        }
+        let token = if needs_token {
+            Some(sign(&self.requests.generator, account, &name)?)
+        } else {
+            None
+        };
+        let sa_uid = str_at(account, "/metadata/uid").to_owned();
+        let sa_name = str_at(account, "/metadata/name").to_owned();
+        let secret_uid = str_at(secret, "/metadata/uid").to_owned();
+        let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
+            let mut live = current
+                .cloned()
+                .ok_or_else(|| ApiError::internal_error("the secret is gone"))?;
+            if str_at(&live, "/metadata/uid") != secret_uid {
+                return Err(ApiError::conflict(
+                    "",
+                    "secrets",
+                    "",
+                    "the secret was replaced",
+                ));
+            }
+            let annotations = live
+                .pointer_mut("/metadata")
+                .and_then(Value::as_object_mut)
+                .map(|meta| meta.entry("annotations").or_insert_with(|| json!({})));
+            if let Some(Value::Object(annotations)) = annotations {
+                annotations.insert(NAME_ANNOTATION.into(), json!(sa_name));
+                annotations.insert(UID_ANNOTATION.into(), json!(sa_uid));
+            }
+            let mut fields = vec![("namespace", ns.as_bytes())];
+            if !ca.is_empty() {
+                fields.push(("ca.crt", ca.as_slice()));
+            }
+            // A token written meanwhile (by another controller) is kept.
+            let has_token = data(&live, legacy::TOKEN_KEY).is_some_and(|t| !t.is_empty());
+            if let (Some(token), false) = (&token, has_token) {
+                fields.push((legacy::TOKEN_KEY, token.as_bytes()));
+            }
+            if let Some(obj) = live.as_object_mut() {
+                let data = obj.entry("data").or_insert_with(|| json!({}));
+                if !data.is_object() {
+                    *data = json!({});
+                }
+                if let Some(data) = data.as_object_mut() {
+                    for (key, value) in fields {
+                        data.insert(key.to_owned(), json!(STANDARD.encode(value)));
+                    }
+                }
+            }
+            Ok(live)
+        });
+        let name = str_at(secret, "/metadata/name");
+        let ns = str_at(secret, "/metadata/namespace");
+        self.secrets
+            .update(
+                Some(ns),
+                name,
+                Target::Main,
+                mutate,
+                &WriteOptions::default(),
+            )
+            .await
+            .map(|_| ())
+            .or_else(|e| if e.code == 404 { Ok(()) } else { Err(e) })
+    }
+
+    /// Deletes a token secret, only the incarnation that was looked at.
+    async fn delete_secret(&self, secret: &Value) {
+        let ns = str_at(secret, "/metadata/namespace");
+        let name = str_at(secret, "/metadata/name");
+        let opts = DeleteOptions {
+            preconditions: Some(Preconditions {
+                uid: Some(str_at(secret, "/metadata/uid").to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteOptions::default()
+        };
+        match self.secrets.delete(Some(ns), name, &opts).await {
+            Ok(_) => {}
+            Err(e) if matches!(e.code, 404 | 409) => {}
+            Err(e) => {
+                tracing::warn!(namespace = ns, secret = name, error = %e.message, "deleting a service account token secret failed")
+            }
+        }
+    }
+
+    /// Deletes the token secrets of a deleted account.
+    async fn delete_tokens_of(&self, account: &Value) {
+        let ns = str_at(account, "/metadata/namespace");
+        let sa_name = str_at(account, "/metadata/name");
+        let sa_uid = str_at(account, "/metadata/uid");
+        let list = match self.secrets.list(Some(ns), ListOptions::default()).await {
+            Ok(list) => list,
+            Err(e) => {
+                tracing::warn!(namespace = ns, error = %e.message, "listing secrets failed");
+                return;
+            }
+        };
+        for secret in list.items {
+            let uid = str_at(&secret, UID_POINTER);
+            if is_token_secret(&secret)
+                && str_at(&secret, NAME_POINTER) == sa_name
+                && (uid.is_empty() || uid == sa_uid)
+            {
+                self.delete_secret(&secret).await;
+            }
+        }
+    }
+}
+
+/// A signed legacy token of `account` for the secret `secret_name`.
+fn sign(
+    generator: &TokenGenerator,
+    account: &Value,
+    secret_name: &str,
+) -> Result<String, ApiError> {
+    generator
+        .sign(&legacy::claims(account, secret_name))
+        .map_err(ApiError::internal_error)
+}
