@@ -1,7 +1,8 @@
 //! MutatingAdmissionPolicy end to end: policies and bindings applied with
 //! kubectl mutate pods, deployments and config maps created with kubectl
-//! (apply configurations and JSON patches), and a failing mutation
-//! refuses the request unless the policy ignores failures.
+//! (apply configurations and JSON patches), a failing mutation refuses
+//! the request unless the policy ignores failures, and malformed policies
+//! are refused with upstream's field errors.
 
 use crate::harness::TestServer;
 
@@ -171,4 +172,34 @@ fn json_patches_add_labels_and_failures_follow_the_failure_policy() {
         jsonpath(&s, &["get", "secret", "token"], "{.metadata.labels}"),
         ""
     );
+}
+
+#[test]
+fn invalid_policies_are_refused_with_field_errors() {
+    let s = TestServer::start();
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [DELETE], resources: [pods]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch: {expression: "[JSONPatch{op: 'add', path: '/x', value: params.y}]"}
+"#,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for expected in [
+        "The MutatingAdmissionPolicy \"bad\" is invalid",
+        "spec.matchConstraints.resourceRules.operations: Unsupported value: \"DELETE\"",
+        "spec.mutations[0].jsonPatch.expression: Invalid value: \"[JSONPatch{op: 'add', path: '/x', value: params.y}]\": \
+         compilation failed: ERROR: <input>:1:42: undeclared reference to 'params'",
+        "spec.reinvocationPolicy: Required value",
+    ] {
+        assert!(err.contains(expected), "{expected}\n{err}");
+    }
 }
