@@ -25,7 +25,7 @@ use crate::api::StatusResponse;
 use crate::client::{ClientError, KmsClient};
 use crate::dek::Dek;
 use crate::object::{
-    cache_key, validate, validate_key_id, EncryptedDekSourceType, EncryptedObject,
+    cache_key, decode, validate, validate_key_id, EncryptedDekSourceType, EncryptedObject,
 };
 
 /// How often the plugin is polled and how long results and DEKs last;
@@ -428,9 +428,7 @@ impl Transformer for Provider {
         data: &Bytes,
         context: &[u8],
     ) -> Result<Bytes, TransformError> {
-        let object = EncryptedObject::decode(data.clone())
-            .map_err(|_| provider_error("proto: cannot parse invalid wire-format data"))?;
-        validate(&object).map_err(provider_error)?;
+        let object = decode(data.clone()).map_err(provider_error)?;
         // As upstream, reads too need a plugin that answered once.
         let state = self
             .state()

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use prost::Message;
 
 pub use crate::api::{EncryptedDekSourceType, EncryptedObject};
 
@@ -95,6 +96,14 @@ pub fn validate(o: &EncryptedObject) -> Result<(), String> {
     }
     validate_key_id(&o.key_id).map_err(|e| format!("failed to validate key id: {e}"))?;
     validate_annotations(&o.annotations).map_err(|e| format!("failed to validate annotations: {e}"))
+}
+
+/// Decodes and validates what follows a value's KMS v2 prefix.
+pub fn decode(data: Bytes) -> Result<EncryptedObject, String> {
+    let object = EncryptedObject::decode(data)
+        .map_err(|_| "proto: cannot parse invalid wire-format data".to_owned())?;
+    validate(&object)?;
+    Ok(object)
 }
 
 fn push_u16_prefixed(out: &mut Vec<u8>, data: &[u8]) {

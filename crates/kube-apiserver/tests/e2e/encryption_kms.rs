@@ -1,0 +1,176 @@
+//! KMS v2 encryption at rest through the binary: `kms-test-plugin` (built
+//! beside `kube-apiserver` by `cargo build --workspace --bins`) serves the
+//! KMS v2 gRPC API on a unix socket; secrets reach the embedded store as
+//! `k8s:enc:kms:v2:<provider>:` and upstream's EncryptedObject, read back
+//! across a restart, the plugin's health is `/healthz` and `/readyz`'s
+//! `kms-providers` check, and with the plugin down reads and writes fail
+//! with 500 InternalError while nothing is stored in the clear.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use storage::{Kv, RangeRequest};
+
+use crate::harness::TestServer;
+
+const PREFIX: &[u8] = b"k8s:enc:kms:v2:test-kms:";
+
+/// The test plugin, stopped (SIGKILL) when dropped.
+struct Plugin(Child);
+
+impl Plugin {
+    fn start(socket: &Path, key_id: &str) -> Plugin {
+        let binary =
+            Path::new(env!("CARGO_BIN_EXE_kube-apiserver")).with_file_name("kms-test-plugin");
+        assert!(
+            binary.exists(),
+            "{} is missing: build it with `cargo build --workspace --bins`",
+            binary.display()
+        );
+        let child = Command::new(binary)
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--key-id={key_id}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kms-test-plugin starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "the plugin did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Plugin(child)
+    }
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn config(dir: &Path, socket: &Path) -> PathBuf {
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - kms:\n          apiVersion: v2\n          name: test-kms\n          endpoint: unix://{}\n          timeout: 3s\n      - identity: {{}}\n",
+        socket.display()
+    );
+    let path = dir.join("enc.yaml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The stored value of `key` in a stopped server's embedded store.
+fn stored(data_dir: &Path, key: &str) -> Option<Vec<u8>> {
+    let kv = storage_embedded::EmbeddedKv::open(&data_dir.join("storage")).expect("open the store");
+    let resp = runtime()
+        .block_on(kv.range(RangeRequest {
+            key: key.into(),
+            ..Default::default()
+        }))
+        .expect("range");
+    resp.kvs.into_iter().next().map(|kv| kv.value.to_vec())
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let socket = files.path().join("kms.sock");
+    let plugin = Plugin::start(&socket, "key-1");
+    let flag = format!(
+        "--encryption-provider-config={}",
+        config(files.path(), &socket).display()
+    );
+    let mut s = TestServer::start_with(&[&flag]);
+    s.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "s1",
+        "--from-literal=password=hunter2",
+    ]);
+    let password = ["get", "secret", "s1", "-o", "jsonpath={.data.password}"];
+    assert_eq!(s.ok(&password), "aHVudGVyMg==");
+
+    // Upstream's check names: on /healthz and /readyz, not on /livez.
+    assert_eq!(s.ok(&["get", "--raw", "/readyz/kms-providers"]), "ok");
+    assert_eq!(s.ok(&["get", "--raw", "/healthz/kms-providers"]), "ok");
+    assert!(s
+        .ok(&["get", "--raw", "/readyz?verbose"])
+        .contains("[+]kms-providers ok"));
+    assert!(!s.ok(&["get", "--raw", "/livez?verbose"]).contains("kms"));
+    s.fails(&["get", "--raw", "/livez/kms-providers"]);
+
+    // A restarted server gets the DEK back through the plugin.
+    s.restart();
+    assert_eq!(s.ok(&password), "aHVudGVyMg==");
+    s.ok(&["label", "secret", "s1", "restarted=yes"]);
+    assert!(s.terminate().success());
+
+    let raw = stored(s.dir.path(), "/registry/secrets/default/s1").expect("s1 stored");
+    assert!(
+        raw.starts_with(PREFIX),
+        "{:?}",
+        String::from_utf8_lossy(&raw[..raw.len().min(40)])
+    );
+    for plain in [&b"hunter2"[..], b"aHVudGVyMg==", b"restarted", b"Secret"] {
+        assert!(
+            !contains(&raw, plain),
+            "{:?} stored in the clear",
+            String::from_utf8_lossy(plain)
+        );
+    }
+    let object = kms::object::decode(Bytes::copy_from_slice(&raw[PREFIX.len()..]))
+        .expect("an EncryptedObject");
+    assert_eq!(object.key_id, "key-1");
+    assert_eq!(
+        object.encrypted_dek_source_type,
+        kms::object::EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed as i32
+    );
+    assert!(object.annotations.contains_key(kms::plugin::ANNOTATION));
+
+    // With the plugin down the server starts unready and fails reads and
+    // writes with 500 InternalError.
+    drop(plugin);
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        .arg(format!("--data-dir={}", s.dir.path().display()))
+        .arg(format!("--secure-port={}", s.port))
+        .arg("--bind-address=127.0.0.1")
+        .arg(&flag)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.kubectl(&["get", "--raw", "/livez"]).status.success() {
+        assert!(Instant::now() < deadline, "server did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    s.fails(&["get", "--raw", "/readyz/kms-providers"]);
+    let err = s.fails(&["get", "secret", "s1"]);
+    assert!(
+        err.contains("(InternalError)") && err.contains("Internal error occurred"),
+        "{err}"
+    );
+    let err = s.fails(&["create", "secret", "generic", "s2", "--from-literal=k=open"]);
+    assert!(
+        err.contains("Internal error occurred") && err.contains("got unexpected nil transformer"),
+        "{err}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(stored(s.dir.path(), "/registry/secrets/default/s2"), None);
+}
