@@ -137,12 +137,19 @@ impl MutatingAdmissionPolicy {
         errors: &mut dyn FnMut(&Value, PolicyError),
     ) {
         let mut last_change = None;
+        let mut refused = false;
+        let mut first_pass = |policy: &Value, e: PolicyError| {
+            refused |= fails_closed(policy);
+            errors(policy, e);
+        };
         for (i, invocation) in invocations.iter().enumerate() {
-            if self.invoke(invocation, a, cx, errors) {
+            if self.invoke(invocation, a, cx, &mut first_pass) {
                 last_change = Some(i);
             }
         }
-        let Some(last_change) = last_change else {
+        // A refused request is not worth another pass (upstream stops at
+        // the refusal before reinvoking).
+        let Some(last_change) = last_change.filter(|_| !refused) else {
             return;
         };
         let again = invocations
