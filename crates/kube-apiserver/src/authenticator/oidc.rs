@@ -12,6 +12,7 @@ use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
@@ -167,11 +168,55 @@ impl OidcAuthenticator {
         {
             match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
                 Ok(data) => return Ok(data.claims),
-                Err(e) => last = err(format!("oidc: verify token: {e}")),
+                Err(e) => last = err(format!("oidc: verify token: {}", self.reason(&e, token))),
             }
         }
         Err(last)
     }
+
+    /// Why verification failed, in go-oidc's words where they differ.
+    fn reason(&self, e: &jsonwebtoken::errors::Error, token: &str) -> String {
+        let claims = unverified_claims(token).unwrap_or_default();
+        match e.kind() {
+            ErrorKind::InvalidAudience => {
+                let got: Vec<String> = match claims.get("aud") {
+                    Some(Value::String(a)) => vec![a.clone()],
+                    Some(Value::Array(list)) => list
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let mut want = self.config.audiences.clone();
+                want.sort();
+                format!(
+                    "oidc: expected audience in {} got {}",
+                    go_quoted(&want),
+                    go_quoted(&got)
+                )
+            }
+            ErrorKind::ExpiredSignature => {
+                let expiry = claims
+                    .get("exp")
+                    .and_then(Value::as_i64)
+                    .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+                    .map(|t| t.format("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
+                    .unwrap_or_default();
+                format!("oidc: token is expired (Token Expiry: {expiry})")
+            }
+            ErrorKind::InvalidSignature => {
+                "failed to verify signature: failed to verify id token signature".to_owned()
+            }
+            _ => e.to_string(),
+        }
+    }
+}
+
+/// Go's `%q` of a string slice: `["a" "b"]`.
+fn go_quoted(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", quoted.join(" "))
 }
 
 #[async_trait]
@@ -197,5 +242,62 @@ impl TokenAuthenticator for OidcAuthenticator {
 
     fn audience_agnostic(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::authenticator::claims::Mapping;
+
+    fn authenticator() -> OidcAuthenticator {
+        OidcAuthenticator::new(OidcConfig {
+            issuer: "https://idp.example".into(),
+            discovery_url: None,
+            audiences: vec!["kubernetes".into()],
+            ca_pem: None,
+            signing_algs: Vec::new(),
+            mapper: ClaimMapper {
+                username: Mapping::Claim {
+                    claim: "sub".into(),
+                    prefix: String::new(),
+                },
+                groups: Mapping::None,
+                uid: Mapping::None,
+                extra: Vec::new(),
+                claim_rules: Vec::new(),
+                user_rules: Vec::new(),
+            },
+        })
+        .unwrap()
+    }
+
+    /// An unsigned token carrying `claims` (only the payload is read).
+    fn token(claims: Value) -> String {
+        format!("e30.{}.c2ln", URL_SAFE_NO_PAD.encode(claims.to_string()))
+    }
+
+    #[test]
+    fn verification_failures_read_like_go_oidc() {
+        let a = authenticator();
+        let audience = jsonwebtoken::errors::Error::from(ErrorKind::InvalidAudience);
+        assert_eq!(
+            a.reason(&audience, &token(json!({"aud": ["other", "x"]}))),
+            "oidc: expected audience in [\"kubernetes\"] got [\"other\" \"x\"]"
+        );
+        let expired = jsonwebtoken::errors::Error::from(ErrorKind::ExpiredSignature);
+        assert_eq!(
+            a.reason(&expired, &token(json!({"exp": 0}))),
+            "oidc: token is expired (Token Expiry: 1970-01-01 00:00:00 +0000 UTC)"
+        );
+        assert_eq!(
+            a.reason(
+                &jsonwebtoken::errors::Error::from(ErrorKind::InvalidSignature),
+                "x"
+            ),
+            "failed to verify signature: failed to verify id token signature"
+        );
     }
 }
