@@ -94,28 +94,40 @@ impl Dek {
         Ok(LessSafeKey::new(UnboundKey::from(okm)))
     }
 
-    /// Encrypts `data` bound to `aad`; only seeds write.
-    pub(crate) fn seal(&self, data: &[u8], aad: &[u8]) -> Result<Vec<u8>, DekError> {
+    /// How many bytes [`Dek::seal_into`] appends for `len` bytes of data.
+    pub(crate) const fn sealed_len(len: usize) -> usize {
+        INFO_LEN + NONCE_LEN + len + TAG_LEN
+    }
+
+    /// Appends `data` encrypted and bound to `aad` to `out` (sealed in
+    /// place, so the data is copied once); only seeds write.
+    pub(crate) fn seal_into(
+        &self,
+        data: &[u8],
+        aad: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), DekError> {
         let Dek::Seed(prk) = self else {
             return Err(DekError::Seal);
         };
-        let rng = SystemRandom::new();
-        let head = INFO_LEN + NONCE_LEN;
-        let mut out = Vec::with_capacity(head + data.len() + TAG_LEN);
+        let start = out.len();
+        let nonce_at = start + INFO_LEN;
+        let head = nonce_at + NONCE_LEN;
+        out.reserve(Self::sealed_len(data.len()));
         out.resize(head, 0);
-        fill(&rng, &mut out[..head])?;
-        let key = Self::derive(prk, &out[..INFO_LEN])?;
+        fill(&SystemRandom::new(), &mut out[start..head])?;
+        let key = Self::derive(prk, &out[start..nonce_at])?;
         let nonce =
-            Nonce::try_assume_unique_for_key(&out[INFO_LEN..head]).map_err(|_| DekError::Seal)?;
+            Nonce::try_assume_unique_for_key(&out[nonce_at..head]).map_err(|_| DekError::Seal)?;
         out.extend_from_slice(data);
         let tag = key
             .seal_in_place_separate_tag(nonce, Aad::from(aad), &mut out[head..])
             .map_err(|_| DekError::Seal)?;
         out.extend_from_slice(tag.as_ref());
-        Ok(out)
+        Ok(())
     }
 
-    /// Decrypts what [`Dek::seal`] (or upstream) wrote for `aad`.
+    /// Decrypts what [`Dek::seal_into`] (or upstream) wrote for `aad`.
     pub(crate) fn open(&self, data: &[u8], aad: &[u8]) -> Result<Bytes, DekError> {
         let derived;
         let (key, sealed) = match self {
@@ -144,6 +156,13 @@ impl Dek {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Dek {
+        fn seal(&self, data: &[u8], aad: &[u8]) -> Result<Vec<u8>, DekError> {
+            let mut out = Vec::new();
+            self.seal_into(data, aad, &mut out).map(|()| out)
+        }
+    }
 
     #[test]
     fn seeds_round_trip_with_a_fresh_key_per_value() {

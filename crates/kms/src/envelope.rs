@@ -10,7 +10,7 @@
 //! the stored `EncryptedObject` and open it with the DEK its encrypted
 //! source decrypts to, asking the plugin only when that DEK is not cached.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
@@ -74,8 +74,10 @@ pub struct ProviderConfig {
 struct WriteState {
     dek: Arc<Dek>,
     key_id: String,
-    encrypted_dek_source: Bytes,
-    annotations: BTreeMap<String, Bytes>,
+    /// The EncryptedObject's fields after the data (key ID, encrypted DEK
+    /// source, annotations, source type), encoded once: a write encodes
+    /// only the data before them, as protobuf orders fields by number.
+    tail: Bytes,
     cache_key: Vec<u8>,
     expires: SystemTime,
 }
@@ -382,12 +384,16 @@ impl Provider {
             encrypted_dek_source_type: EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed as i32,
         };
         validate(&object)?;
+        let tail = EncryptedObject {
+            // Empty bytes are not encoded.
+            encrypted_data: Bytes::new(),
+            ..object.clone()
+        };
         Ok(WriteState {
             dek: Arc::new(dek),
             cache_key: cache_key(&object),
             key_id: object.key_id,
-            encrypted_dek_source: object.encrypted_dek_source,
-            annotations: object.annotations,
+            tail: Bytes::from(tail.encode_to_vec()),
             expires: SystemTime::now(),
         })
     }
@@ -451,17 +457,16 @@ impl Transformer for Provider {
                 rfc3339(now)
             )));
         }
-        let sealed = state
+        // Field 1 (encryptedData), then the pre-encoded fields 2 to 5.
+        let sealed_len = Dek::sealed_len(data.len());
+        let mut out = Vec::with_capacity(1 + 10 + sealed_len + state.tail.len());
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(sealed_len as u64, &mut out);
+        state
             .dek
-            .seal(data, context)
+            .seal_into(data, context, &mut out)
             .map_err(|e| provider_error(e.to_string()))?;
-        let object = EncryptedObject {
-            encrypted_data: Bytes::from(sealed),
-            key_id: state.key_id.clone(),
-            encrypted_dek_source: state.encrypted_dek_source.clone(),
-            annotations: state.annotations.clone(),
-            encrypted_dek_source_type: EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed as i32,
-        };
-        Ok(Bytes::from(object.encode_to_vec()))
+        out.extend_from_slice(&state.tail);
+        Ok(Bytes::from(out))
     }
 }

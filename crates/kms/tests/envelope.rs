@@ -108,6 +108,8 @@ async fn values_round_trip_as_upstream_encrypted_objects() {
     let stored = write(&p, plain);
     assert!(!stored.windows(12).any(|w| w == b"aHVudGVyMg=="));
     let object = decode(&stored);
+    // The stored bytes are exactly the message's canonical encoding.
+    assert_eq!(Bytes::from(object.encode_to_vec()), stored);
     assert_eq!(object.key_id, "key-1");
     assert_eq!(
         object.encrypted_dek_source_type,
