@@ -195,7 +195,7 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
             Arc::new(pod_security::PodSecurity::from_config(
                 s(),
                 config.plugin(name),
-            )),
+            )?),
         ),
         "ResourceQuota" => Plugin::validating(
             name,

@@ -299,3 +299,50 @@ fn configured_defaults_exemptions_and_audit_annotations() {
         "namespace"
     );
 }
+
+#[test]
+fn an_invalid_configuration_stops_startup() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let config = write(
+        files.path(),
+        "admission.yaml",
+        &ADMISSION_CONFIG.replace("enforce: baseline", "enforce: strict"),
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        .arg(format!("--data-dir={}", files.path().display()))
+        .arg(format!("--secure-port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--admission-control-config-file={config}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        use std::io::Read;
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    assert!(status.is_some_and(|s| !s.success()), "server kept running");
+    assert!(
+        stderr.contains("couldn't init admission plugin \"PodSecurity\"")
+            && stderr.contains(
+                "defaults.enforce: Invalid value: \"strict\": must be one of privileged, baseline, restricted"
+            ),
+        "{stderr}"
+    );
+}

@@ -29,6 +29,7 @@ use storage::Object;
 pub use config::Config;
 
 use super::lookup::Stores;
+use super::ConfigError;
 
 /// Pod subresources that never change what is evaluated.
 const IGNORED_POD_SUBRESOURCES: &[&str] = &[
@@ -55,15 +56,14 @@ impl PodSecurity {
         }
     }
 
-    /// The plugin configured by its PodSecurityConfiguration document.
-    /// An invalid document is reported and the upstream defaults (all
-    /// privileged, no exemptions) are used.
-    pub fn from_config(stores: Stores, doc: Option<&Value>) -> Self {
-        let config = Config::from_document(doc).unwrap_or_else(|err| {
-            tracing::error!(%err, "PodSecurity configuration refused; using the defaults");
-            Config::default()
-        });
-        Self::new(stores, config)
+    /// The plugin configured by its PodSecurityConfiguration document; an
+    /// invalid document stops startup, as upstream.
+    pub fn from_config(stores: Stores, doc: Option<&Value>) -> Result<Self, ConfigError> {
+        let config = Config::from_document(doc).map_err(|err| ConfigError::Plugin {
+            plugin: "PodSecurity",
+            message: err.to_string(),
+        })?;
+        Ok(Self::new(stores, config))
     }
 
     /// The policy a namespace's labels select over the configured defaults.
