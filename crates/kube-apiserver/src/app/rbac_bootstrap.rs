@@ -18,6 +18,8 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 
+use crate::authorization::node_rules::node_rules;
+
 const GROUP: &str = "rbac.authorization.k8s.io";
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
@@ -356,6 +358,8 @@ pub fn default_cluster_roles() -> Vec<Value> {
                 ),
             ],
         ),
+        // Bound to no one: the Node authorizer grants kubelets these rules.
+        cluster_role("system:node", json!({}), node_rules()),
         cluster_role(
             "system:aggregate-to-view",
             aggregate_label("view"),
@@ -451,6 +455,7 @@ pub fn default_cluster_role_bindings() -> Vec<Value> {
             "system:service-account-issuer-discovery",
             &["system:serviceaccounts"],
         ),
+        cluster_role_binding("system:node", &[]),
     ]
 }
 

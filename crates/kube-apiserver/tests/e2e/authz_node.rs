@@ -3,7 +3,8 @@
 //! signed by the server's CA) reads the secrets of pods bound to n1 but not
 //! those of pods on n2, reads and updates its own Node but not another,
 //! lists pods only with its node's field selector, and falls through to
-//! RBAC for everything else.
+//! RBAC for everything else; the `system:node` ClusterRole is bootstrapped
+//! and bound to no one.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -153,4 +154,22 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
         "--user=system:node:n1",
     ]);
     succeeds(&as_cert(&server, &n1, &["get", "deployments"]));
+
+    // The bootstrap policy has the node role, bound to no one.
+    let role = server.ok(&[
+        "get",
+        "clusterrolebinding",
+        "system:node",
+        "-o",
+        "jsonpath={.roleRef.name}/{.subjects}",
+    ]);
+    assert_eq!(role, "system:node/");
+    let rules = server.ok(&[
+        "get",
+        "clusterrole",
+        "system:node",
+        "-o",
+        "jsonpath={.rules[*].resources}",
+    ]);
+    assert!(rules.contains("\"serviceaccounts/token\""), "{rules}");
 }
