@@ -18,9 +18,10 @@ use super::runtime_config::ApiEnablement;
 use crate::authenticator::authn_config::{self, AuthenticationConfig, ConfigError};
 use crate::authenticator::bootstrap::BootstrapTokens;
 use crate::authenticator::claims::{ClaimMapper, ClaimRule, Mapping};
+use crate::authenticator::jwt_reload::{ConfigWatch, JwtAuthenticators};
 use crate::authenticator::keys::{self, KeyError, PublicKey};
 use crate::authenticator::legacy;
-use crate::authenticator::oidc::{OidcAuthenticator, OidcConfig};
+use crate::authenticator::oidc::OidcConfig;
 use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator, TokenKind};
 use crate::authenticator::token_request::TokenRequests;
 use crate::authenticator::webhook::{WebhookConfigError, WebhookTokenAuthenticator};
@@ -81,6 +82,8 @@ pub struct AuthenticationSetup {
     /// PEM of the cluster CA (the client CA), which the tokens controller
     /// writes into service-account token secrets as `ca.crt`.
     pub root_ca: Option<String>,
+    /// Reloads `--authentication-config` when it changes.
+    pub config_watch: Option<ConfigWatch>,
 }
 
 struct Flags {
@@ -407,10 +410,8 @@ pub fn build(
         let client_ca = client_ca.map(CertVerifier::load).transpose()?;
         chain = chain.with_request_header(rh, client_ca);
     }
-    let jwt = match config {
-        Some(config) => config.jwt,
-        None => flags.oidc.take().into_iter().collect(),
-    };
+    let oidc = flags.oidc.take();
+    let (jwt, config_watch) = jwt_authenticators(config, oidc, &flags, &issuers)?;
     let keys = ServiceAccountKeys {
         public: &public_keys,
         issuers: &issuers,
@@ -436,6 +437,7 @@ pub fn build(
     Ok(AuthenticationSetup {
         authentication: Arc::new(chain.with_success_cache(TOKEN_SUCCESS_CACHE_TTL)),
         root_ca,
+        config_watch,
         objects,
         token_requests,
         issuers,
@@ -465,6 +467,31 @@ fn public_keys(
     Ok(public_keys)
 }
 
+/// The JWT authenticators: those of `--authentication-config` (with what
+/// reloading the file needs), else the one of the `--oidc-*` flags.
+fn jwt_authenticators(
+    config: Option<AuthenticationConfig>,
+    oidc: Option<OidcConfig>,
+    flags: &Flags,
+    issuers: &[String],
+) -> Result<(Arc<JwtAuthenticators>, Option<ConfigWatch>), AuthenticationError> {
+    let (Some(config), Some(path)) = (config, &flags.config_file) else {
+        let jwt = JwtAuthenticators::new(oidc.into_iter().collect())
+            .map_err(AuthenticationError::Invalid)?;
+        return Ok((Arc::new(jwt), None));
+    };
+    let authenticators =
+        Arc::new(JwtAuthenticators::new(config.jwt).map_err(AuthenticationError::Invalid)?);
+    let watch = ConfigWatch {
+        path: path.clone(),
+        issuers: issuers.to_vec(),
+        anonymous: config.anonymous,
+        contents: config.contents,
+        authenticators: authenticators.clone(),
+    };
+    Ok((authenticators, Some(watch)))
+}
+
 /// What the service-account token authenticators verify with.
 struct ServiceAccountKeys<'a> {
     public: &'a [PublicKey],
@@ -480,7 +507,7 @@ fn with_token_authenticators(
     mut chain: Authentication,
     flags: &Flags,
     keys: ServiceAccountKeys<'_>,
-    jwt: Vec<OidcConfig>,
+    jwt: Arc<JwtAuthenticators>,
 ) -> Result<Authentication, AuthenticationError> {
     let ServiceAccountKeys {
         public: public_keys,
@@ -514,10 +541,7 @@ fn with_token_authenticators(
             objects: objects.clone(),
         }));
     }
-    for authenticator in jwt {
-        let oidc = OidcAuthenticator::new(authenticator).map_err(AuthenticationError::Invalid)?;
-        chain = chain.with_token_authenticator(Arc::new(oidc));
-    }
+    chain = chain.with_token_authenticator(jwt);
     if let Some(path) = &flags.webhook_config {
         chain = chain.with_token_authenticator(Arc::new(WebhookTokenAuthenticator::load(
             path,
@@ -553,6 +577,18 @@ pub fn install(kube: &mut GenericApiServer, setup: &AuthenticationSetup, enabled
             pods,
             nodes,
         });
+    }
+    if let Some(watch) = setup.config_watch.clone() {
+        kube.add_post_start_hook(
+            "start-authentication-config-reloader",
+            Arc::new(move || {
+                let watch = watch.clone();
+                Box::pin(async move {
+                    tokio::spawn(watch.run());
+                    Ok(())
+                })
+            }),
+        );
     }
     if let Some(requests) = &setup.token_requests {
         if enabled.resource_enabled("", "v1", "serviceaccounts") {

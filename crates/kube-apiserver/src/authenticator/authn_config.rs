@@ -40,6 +40,8 @@ pub struct AnonymousConfig {
 pub struct AuthenticationConfig {
     pub jwt: Vec<OidcConfig>,
     pub anonymous: Option<AnonymousConfig>,
+    /// The file's contents, to tell when it changes.
+    pub contents: Vec<u8>,
 }
 
 #[derive(Deserialize)]
@@ -168,7 +170,11 @@ pub fn load(
     };
     let data = std::fs::read(path).map_err(|e| load_err(e.to_string()))?;
     let spec = decode(&data).map_err(load_err)?;
-    compile(spec, disallowed_issuers)
+    let config = compile(spec, disallowed_issuers)?;
+    Ok(AuthenticationConfig {
+        contents: data,
+        ..config
+    })
 }
 
 fn decode(data: &[u8]) -> Result<FileSpec, String> {
@@ -248,7 +254,11 @@ fn compile(
     if !errors.is_empty() {
         return Err(invalid(&errors));
     }
-    Ok(AuthenticationConfig { jwt, anonymous })
+    Ok(AuthenticationConfig {
+        jwt,
+        anonymous,
+        contents: Vec::new(),
+    })
 }
 
 fn invalid(errors: &[FieldError]) -> ConfigError {

@@ -9,6 +9,7 @@ pub mod authn_config;
 pub mod bootstrap;
 pub mod claims;
 pub mod https;
+pub mod jwt_reload;
 pub mod keys;
 pub mod kubeconfig;
 pub mod legacy;
