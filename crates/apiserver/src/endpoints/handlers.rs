@@ -134,7 +134,15 @@ async fn dispatch(
             };
             return super::scale::serve(store, scale, body, query, neg).await;
         }
-        Some(_) => return Err(not_found_subresource(store, req)),
+        Some(sub) => match store
+            .strategy
+            .update_subresources()
+            .iter()
+            .find(|s| s.name == sub)
+        {
+            Some(s) => Target::Subresource(s.name),
+            None => return Err(not_found_subresource(store, req)),
+        },
     };
     if !store.info.supports(&req.verb) {
         return Err(ApiError::method_not_supported(

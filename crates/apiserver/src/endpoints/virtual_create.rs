@@ -91,8 +91,12 @@ pub async fn serve(
             name: non_empty(&request.name),
         })
         .await?;
-        out["apiVersion"] = Value::String(info.api_version());
-        out["kind"] = Value::String(info.kind.clone());
+        // A handler may answer with a Status (upstream's named creaters
+        // such as bindings and evictions do).
+        if out.get("kind").and_then(Value::as_str) != Some("Status") {
+            out["apiVersion"] = Value::String(info.api_version());
+            out["kind"] = Value::String(info.kind.clone());
+        }
         Ok(out)
     }
     .await;

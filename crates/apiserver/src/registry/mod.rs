@@ -12,4 +12,4 @@ pub mod table;
 pub use deletion::{DeleteOptions, GcPolicy, PropagationPolicy};
 pub use resource::ResourceInfo;
 pub use store::{DeleteOutcome, Mutate, Store, Target, WriteOptions};
-pub use strategy::{Decoded, DefaultStrategy, ScalePaths, Strategy};
+pub use strategy::{Decoded, DefaultStrategy, ScalePaths, Strategy, UpdateSubresource};

@@ -12,7 +12,7 @@ use storage::{GetOptions, ListOptions, ListResult, Object, Storage, WatchOptions
 use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
-use super::strategy::Strategy;
+use super::strategy::{Strategy, UpdateSubresource};
 use crate::admission::{Chain, Operation, WriteAdmission};
 
 mod delete;
@@ -25,14 +25,17 @@ pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send +
 pub enum Target {
     Main,
     Status,
+    /// One of the strategy's [`UpdateSubresource`]s, by name.
+    Subresource(&'static str),
 }
 
 impl Target {
     /// The subresource admission names (empty for the main resource).
-    fn subresource(self) -> &'static str {
+    pub fn subresource(self) -> &'static str {
         match self {
             Target::Main => "",
             Target::Status => "status",
+            Target::Subresource(name) => name,
         }
     }
 }
@@ -352,6 +355,13 @@ struct UpdateStep {
 }
 
 impl UpdateStep {
+    fn update_subresource(&self, name: &str) -> Option<&'static UpdateSubresource> {
+        self.strategy
+            .update_subresources()
+            .iter()
+            .find(|s| s.name == name)
+    }
+
     async fn apply(&self, current: Option<Object>) -> Result<Value, ApiError> {
         let mut new = (self.mutate)(current.as_deref())?;
         let Some(old) = current else {
@@ -402,6 +412,10 @@ impl UpdateStep {
         match self.target {
             Target::Main => self.strategy.prepare_for_update(&mut new, &old),
             Target::Status => self.strategy.prepare_for_status_update(&mut new, &old),
+            Target::Subresource(name) => match self.update_subresource(name) {
+                Some(sub) => sub.prepare(&mut new, &old),
+                None => new = Value::clone(&old),
+            },
         }
         let meta = object_meta::metadata_mut(&mut new);
         match managed {
@@ -418,6 +432,13 @@ impl UpdateStep {
         errors.extend(match self.target {
             Target::Main => self.strategy.validate_update(&new, &old),
             Target::Status => self.strategy.validate_status_update(&new, &old),
+            Target::Subresource(name) => {
+                let mut errors = self.strategy.validate_update(&new, &old);
+                if let Some(sub) = self.update_subresource(name) {
+                    errors.extend((sub.validate)(&new, &old));
+                }
+                errors
+            }
         });
         if !errors.is_empty() {
             return Err(ApiError::invalid(

@@ -25,6 +25,21 @@ pub struct GroupVersionDiscovery {
     pub group: String,
     pub version: String,
     pub resources: Vec<ResourceInfo>,
+    /// Subresources beyond `status` and `scale` (which the resources'
+    /// infos declare), e.g. `pods/binding`.
+    pub subresources: Vec<SubresourceDiscovery>,
+}
+
+/// One subresource as discovery lists it: its path below the group
+/// version, the kind it takes and answers, and its verbs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubresourceDiscovery {
+    /// `<resource>/<subresource>`.
+    pub path: String,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub verbs: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +69,37 @@ impl DiscoveryRegistry {
         match versions.iter_mut().find(|v| v.version == gv.version) {
             Some(existing) => *existing = gv,
             None => versions.push(gv),
+        }
+    }
+
+    /// Lists one more resource in a group version already added.
+    pub fn add_resource(&self, group: &str, version: &str, info: ResourceInfo) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        let found = groups
+            .versions
+            .get_mut(group)
+            .and_then(|vs| vs.iter_mut().find(|v| v.version == version));
+        if let Some(gv) = found {
+            gv.resources.retain(|r| r.resource != info.resource);
+            gv.resources.push(info);
+            gv.resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        }
+    }
+
+    /// Lists a subresource of a group version already added.
+    pub fn add_subresource(&self, group: &str, version: &str, sub: SubresourceDiscovery) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        let found = groups
+            .versions
+            .get_mut(group)
+            .and_then(|vs| vs.iter_mut().find(|v| v.version == version));
+        if let Some(gv) = found {
+            gv.subresources.retain(|s| s.path != sub.path);
+            gv.subresources.push(sub);
         }
     }
 
@@ -199,21 +245,37 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
-fn subresource_verbs(name: &str) -> Vec<&'static str> {
-    match name {
-        "status" | "scale" => vec!["get", "patch", "update"],
-        _ => vec!["get"],
-    }
-}
-
-fn subresources(r: &ResourceInfo) -> Vec<&'static str> {
+/// The subresources of `r`: status and scale as its info declares, then
+/// those registered for it.
+fn subresources(gv: &GroupVersionDiscovery, r: &ResourceInfo) -> Vec<SubresourceDiscovery> {
+    let verbs = || vec!["get".to_owned(), "patch".to_owned(), "update".to_owned()];
     let mut subs = Vec::new();
     if r.has_status {
-        subs.push("status");
+        subs.push(SubresourceDiscovery {
+            path: format!("{}/status", r.resource),
+            group: r.group.clone(),
+            version: r.version.clone(),
+            kind: r.kind.clone(),
+            verbs: verbs(),
+        });
     }
     if r.has_scale {
-        subs.push("scale");
+        subs.push(SubresourceDiscovery {
+            path: format!("{}/scale", r.resource),
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+            verbs: verbs(),
+        });
     }
+    let prefix = format!("{}/", r.resource);
+    let mut registered: Vec<&SubresourceDiscovery> = gv
+        .subresources
+        .iter()
+        .filter(|s| s.path.starts_with(&prefix))
+        .collect();
+    registered.sort_by(|a, b| a.path.cmp(&b.path));
+    subs.extend(registered.into_iter().cloned());
     subs
 }
 
@@ -236,18 +298,19 @@ pub fn resource_list(gv: &GroupVersionDiscovery) -> Value {
             doc["categories"] = json!(r.categories);
         }
         resources.push(doc);
-        for sub in subresources(r) {
+        for sub in subresources(gv, r) {
             let mut sub_doc = json!({
-                "name": format!("{}/{sub}", r.resource),
+                "name": sub.path,
                 "singularName": "",
                 "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": subresource_verbs(sub),
+                "kind": sub.kind,
+                "verbs": sub.verbs,
             });
-            if sub == "scale" {
-                sub_doc["group"] = json!("autoscaling");
-                sub_doc["version"] = json!("v1");
-                sub_doc["kind"] = json!("Scale");
+            // Only a kind of another group version names its own.
+            if (sub.group.as_str(), sub.version.as_str()) != (r.group.as_str(), r.version.as_str())
+            {
+                sub_doc["group"] = json!(sub.group);
+                sub_doc["version"] = json!(sub.version);
             }
             resources.push(sub_doc);
         }
@@ -278,15 +341,13 @@ fn aggregated_version(gv: &GroupVersionDiscovery) -> Value {
             if !r.categories.is_empty() {
                 doc["categories"] = json!(r.categories);
             }
-            let subs: Vec<Value> = subresources(r)
+            let subs: Vec<Value> = subresources(gv, r)
                 .into_iter()
                 .map(|sub| {
-                    let kind = if sub == "scale" {
-                        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-                    } else {
-                        json!({"group": r.group, "version": r.version, "kind": r.kind})
-                    };
-                    json!({"subresource": sub, "responseKind": kind, "verbs": subresource_verbs(sub)})
+                    let name = sub.path.split_once('/').map_or("", |(_, n)| n);
+                    let kind =
+                        json!({"group": sub.group, "version": sub.version, "kind": sub.kind});
+                    json!({"subresource": name, "responseKind": kind, "verbs": sub.verbs})
                 })
                 .collect();
             if !subs.is_empty() {
@@ -327,11 +388,13 @@ mod tests {
             group: "".into(),
             version: "v1".into(),
             resources: vec![info("", "pods", "Pod")],
+            subresources: Vec::new(),
         });
         reg.add(GroupVersionDiscovery {
             group: "apps".into(),
             version: "v1".into(),
             resources: vec![info("apps", "deployments", "Deployment")],
+            subresources: Vec::new(),
         });
         let list = reg.api_group_list();
         assert_eq!(list["groups"][0]["name"], "apps");
@@ -355,9 +418,28 @@ mod tests {
             group: "".into(),
             version: "v1".into(),
             resources: vec![info("", "pods", "Pod")],
+            subresources: vec![SubresourceDiscovery {
+                path: "pods/eviction".into(),
+                group: "policy".into(),
+                version: "v1".into(),
+                kind: "Eviction".into(),
+                verbs: vec!["create".into()],
+            }],
         };
         let doc = resource_list(&gv);
         assert_eq!(doc["resources"][1]["name"], "pods/status");
+        assert_eq!(doc["resources"][1].get("group"), None);
+        assert_eq!(
+            doc["resources"][2],
+            json!({"name": "pods/eviction", "singularName": "", "namespaced": true,
+                "kind": "Eviction", "group": "policy", "version": "v1", "verbs": ["create"]})
+        );
+        let agg = aggregated_version(&gv);
+        assert_eq!(
+            agg["resources"][0]["subresources"][1],
+            json!({"subresource": "eviction", "verbs": ["create"],
+                "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}})
+        );
         assert_eq!(
             doc["resources"][0]["storageVersionHash"]
                 .as_str()

@@ -57,6 +57,7 @@ impl DynamicGroups {
                 group: group.to_owned(),
                 version: v.version.clone(),
                 resources: infos,
+                subresources: Vec::new(),
             });
             let by_name = v
                 .resources

@@ -22,7 +22,7 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
 pub use config::{CompletedConfig, Config};
-pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery};
+pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery};
 pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
 pub use healthz::{FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
@@ -129,10 +129,26 @@ impl GenericApiServer {
         let mut resources: Vec<ResourceInfo> = stores.iter().map(|s| s.info.clone()).collect();
         resources.extend(virtuals.iter().map(|v| v.info.clone()));
         resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        let subresources = stores
+            .iter()
+            .flat_map(|s| {
+                s.strategy
+                    .update_subresources()
+                    .iter()
+                    .map(|sub| SubresourceDiscovery {
+                        path: format!("{}/{}", s.info.resource, sub.name),
+                        group: s.info.group.clone(),
+                        version: s.info.version.clone(),
+                        kind: s.info.kind.clone(),
+                        verbs: sub.verbs.iter().map(|v| v.to_string()).collect(),
+                    })
+            })
+            .collect();
         self.config.discovery.add(GroupVersionDiscovery {
             group: group.to_owned(),
             version: version.to_owned(),
             resources,
+            subresources,
         });
         let key = (group.to_owned(), version.to_owned());
         let map = stores
@@ -148,7 +164,8 @@ impl GenericApiServer {
 
     /// Serves POST on `<resource>/<name>/<subresource>` of a group version
     /// (upstream's named creater, e.g. `serviceaccounts/token`) with a
-    /// computed resource. Subresources are not listed in discovery here.
+    /// computed resource, and lists it in discovery with the kind of
+    /// `resource`'s info.
     pub fn install_subresource_create(
         &mut self,
         group: &str,
@@ -156,10 +173,36 @@ impl GenericApiServer {
         path: &str,
         resource: VirtualResource,
     ) {
+        let info = &resource.info;
+        let sub = SubresourceDiscovery {
+            path: path.to_owned(),
+            group: info.group.clone(),
+            version: info.version.clone(),
+            kind: info.kind.clone(),
+            verbs: vec!["create".to_owned()],
+        };
+        self.config.discovery.add_subresource(group, version, sub);
         self.virtuals
             .entry((group.to_owned(), version.to_owned()))
             .or_default()
             .insert(path.to_owned(), Arc::new(resource));
+    }
+
+    /// Serves a computed, create-only resource in a group version already
+    /// installed (e.g. the core group's `bindings`) and lists it there.
+    pub fn install_virtual_resource(
+        &mut self,
+        group: &str,
+        version: &str,
+        resource: VirtualResource,
+    ) {
+        self.config
+            .discovery
+            .add_resource(group, version, resource.info.clone());
+        self.virtuals
+            .entry((group.to_owned(), version.to_owned()))
+            .or_default()
+            .insert(resource.info.resource.clone(), Arc::new(resource));
     }
 
     /// The group versions this server serves at run time: changes to the

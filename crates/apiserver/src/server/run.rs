@@ -42,7 +42,11 @@ impl GenericApiServer {
         base.extend(self.health_checks.iter().cloned());
         let mut healthz_checks = base.clone();
         healthz_checks.extend(hook_checks.iter().cloned());
-        let livez_checks = healthz_checks.iter().filter(|c| c.livez()).cloned().collect();
+        let livez_checks = healthz_checks
+            .iter()
+            .filter(|c| c.livez())
+            .cloned()
+            .collect();
         let mut readyz_checks = healthz_checks.clone();
         readyz_checks.push(shutdown_check(shutting_down.clone()));
         for (endpoint, checks) in [

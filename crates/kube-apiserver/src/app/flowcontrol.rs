@@ -88,13 +88,7 @@ async fn ensure(store: &Store, mandatory: &[Value], suggested: &[Value]) -> Resu
             None => {
                 let created = store.create(wanted.clone(), &WriteOptions::default()).await;
                 // Another server of the cluster may have been first.
-                if let Err(e) =
-                    created
-                        .map(|_| ())
-                        .or_else(|e| if e.code == 409 { Ok(()) } else { Err(e) })
-                {
-                    return Err(e);
-                }
+                created.map(drop).or_else(|e| ignore(e, 409))?;
             }
             Some(current) => {
                 let auto = always || auto_update(current);
@@ -129,14 +123,18 @@ async fn ensure(store: &Store, mandatory: &[Value], suggested: &[Value]) -> Resu
         let deleted = store
             .delete(None, obsolete, &DeleteOptions::default())
             .await;
-        if let Err(e) = deleted
-            .map(|_| ())
-            .or_else(|e| if e.code == 404 { Ok(()) } else { Err(e) })
-        {
-            return Err(e);
-        }
+        deleted.map(drop).or_else(|e| ignore(e, 404))?;
     }
     Ok(())
+}
+
+/// Treats an error of `code` as success.
+fn ignore(e: ApiError, code: u16) -> Result<(), ApiError> {
+    if e.code == code {
+        Ok(())
+    } else {
+        Err(e)
+    }
 }
 
 fn name_of(o: &Value) -> Option<&str> {

@@ -206,6 +206,8 @@ pub fn create_server_chain(
     for group in named {
         openapi_groups.push(install(&mut kube, factory, group, &enabled));
     }
+    crate::registry::binding::install(&mut kube);
+    crate::registry::eviction::install(&mut kube);
     let [authn, authz] = REVIEW_GROUPS;
     install_virtual(
         &mut kube,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
 use apiserver::registry::table::TableColumn;
-use apiserver::registry::{Decoded, GcPolicy, Strategy};
+use apiserver::registry::{Decoded, GcPolicy, Strategy, UpdateSubresource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -84,6 +84,9 @@ where
     }
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
         self.inner.prepare_for_status_update(new, old)
+    }
+    fn update_subresources(&self) -> &'static [UpdateSubresource] {
+        self.inner.update_subresources()
     }
     fn name_validator(&self) -> NameValidator {
         self.inner.name_validator()

@@ -212,6 +212,7 @@ pub fn pods() -> ResourceStrategy {
         field_names: POD_FIELDS,
         fields: pod_fields,
         validate: super::validation::pod::validate_pod,
+        subresources: super::pod_subresources::POD,
         ..Default::default()
     }
     .printed(pod_columns, pod_row)
@@ -266,6 +267,7 @@ pub fn namespaces() -> ResourceStrategy {
         name: apimachinery::validation::name_is_dns_label,
         field_names: &["status.phase"],
         fields: namespace_fields,
+        subresources: super::pod_subresources::NAMESPACE,
         ..Default::default()
     }
     .printed(namespace_columns, namespace_row)

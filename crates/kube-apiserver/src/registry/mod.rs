@@ -5,7 +5,10 @@
 
 pub mod admission_policies;
 pub mod apps;
+pub mod binding;
 pub mod core;
+pub mod eviction;
+pub mod pod_subresources;
 pub mod printers;
 pub mod services;
 pub mod validation;
@@ -15,7 +18,7 @@ use std::collections::BTreeMap;
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
 use apiserver::registry::table::{self, TableColumn};
-use apiserver::registry::{GcPolicy, Strategy};
+use apiserver::registry::{GcPolicy, Strategy, UpdateSubresource};
 use serde_json::{json, Value};
 
 type Columns = fn() -> Vec<TableColumn>;
@@ -51,6 +54,8 @@ pub struct ResourceStrategy {
     pub grace_period: GracePeriod,
     /// What dependents get when no propagation policy is asked for.
     pub gc_policy: GcPolicy,
+    /// Subresources updated like status (`pods/ephemeralcontainers`, …).
+    pub subresources: &'static [UpdateSubresource],
 }
 
 fn no_op(_: &mut Value) {}
@@ -83,6 +88,7 @@ impl Default for ResourceStrategy {
             on_delete: no_op,
             grace_period: not_graceful,
             gc_policy: GcPolicy::DeleteDependents,
+            subresources: &[],
         }
     }
 }
@@ -114,6 +120,10 @@ fn spec_of(obj: &Value) -> Value {
 }
 
 impl Strategy for ResourceStrategy {
+    fn update_subresources(&self) -> &'static [UpdateSubresource] {
+        self.subresources
+    }
+
     fn apply_defaults(&self, obj: &mut Value) {
         (self.defaults)(obj)
     }

@@ -27,6 +27,7 @@ mod legacy_sa_tokens;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_v2;
+mod pod_subresources;
 mod pod_security;
 mod rbac;
 mod runtime_config;
