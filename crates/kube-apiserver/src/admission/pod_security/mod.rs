@@ -9,6 +9,8 @@
 
 mod config;
 mod namespace;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -334,64 +336,5 @@ impl ValidationInterface for PodSecurity {
                 None => Ok(()),
             },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn pod(containers: Value, ephemeral: Value) -> Value {
-        json!({"spec": {"containers": containers, "ephemeralContainers": ephemeral}})
-    }
-
-    #[test]
-    fn only_image_changes_and_new_ephemeral_containers_are_significant() {
-        let old = pod(json!([{"name": "c", "image": "a"}]), json!([]));
-        let relabelled = pod(json!([{"name": "c", "image": "a", "tty": true}]), json!([]));
-        assert!(!significant_pod_update(&relabelled, &old));
-        let new_image = pod(json!([{"name": "c", "image": "b"}]), json!([]));
-        assert!(significant_pod_update(&new_image, &old));
-        let more = pod(
-            json!([{"name": "c", "image": "a"}, {"name": "d", "image": "a"}]),
-            json!([]),
-        );
-        assert!(significant_pod_update(&more, &old));
-        let debug = pod(
-            json!([{"name": "c", "image": "a"}]),
-            json!([{"name": "dbg", "image": "busybox"}]),
-        );
-        assert!(significant_pod_update(&debug, &old));
-        assert!(!significant_pod_update(&debug, &debug));
-    }
-
-    #[test]
-    fn workload_templates_are_found_where_each_kind_keeps_them() {
-        assert_eq!(
-            template_pointer("apps", "deployments"),
-            Some("/spec/template")
-        );
-        assert_eq!(
-            template_pointer("batch", "cronjobs"),
-            Some("/spec/jobTemplate/spec/template")
-        );
-        assert_eq!(template_pointer("", "podtemplates"), Some("/template"));
-        assert_eq!(template_pointer("", "configmaps"), None);
-        assert_eq!(template_pointer("extensions", "deployments"), None);
-    }
-
-    #[test]
-    fn label_errors_name_the_label_field() {
-        let errors = [LabelError {
-            label: pod_security::ENFORCE_LEVEL_LABEL,
-            value: "strict".into(),
-            error: pod_security::ParseError::Level,
-        }];
-        assert_eq!(
-            aggregate_message(&label_field_errors(&errors)).unwrap_or_default(),
-            "metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"strict\": must be one of privileged, baseline, restricted"
-        );
     }
 }
