@@ -4,7 +4,8 @@
 //! `k8s:enc:kms:v2:<provider>:` and upstream's EncryptedObject, read back
 //! across a restart, the plugin's health is `/healthz` and `/readyz`'s
 //! `kms-providers` check, and with the plugin down reads and writes fail
-//! with 500 InternalError while nothing is stored in the clear.
+//! with 500 InternalError while nothing is stored in the clear; automatic
+//! reload moves a running server onto the plugin.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use storage::{Kv, RangeRequest};
+use storage_etcd::testing::EtcdServer;
 
 use crate::harness::TestServer;
 
@@ -52,14 +54,27 @@ impl Drop for Plugin {
     }
 }
 
-fn config(dir: &Path, socket: &Path) -> PathBuf {
-    let text = format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - kms:\n          apiVersion: v2\n          name: test-kms\n          endpoint: unix://{}\n          timeout: 3s\n      - identity: {{}}\n",
+const IDENTITY: &str = "      - identity: {}\n";
+
+fn kms_provider(socket: &Path) -> String {
+    format!(
+        "      - kms:\n          apiVersion: v2\n          name: test-kms\n          endpoint: unix://{}\n          timeout: 3s\n",
         socket.display()
+    )
+}
+
+/// Writes the configuration (secrets with `providers`); its path.
+fn write_config(dir: &Path, providers: &str) -> PathBuf {
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n{providers}"
     );
     let path = dir.join("enc.yaml");
     std::fs::write(&path, text).expect("write config");
     path
+}
+
+fn config(dir: &Path, socket: &Path) -> PathBuf {
+    write_config(dir, &(kms_provider(socket) + IDENTITY))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -173,4 +188,71 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(stored(s.dir.path(), "/registry/secrets/default/s2"), None);
+}
+
+#[test]
+fn automatic_reload_moves_to_a_kms_v2_plugin() {
+    let rt = runtime();
+    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
+    let kv = rt.block_on(etcd.kv()).expect("etcd client");
+    let raw = |key: &str| {
+        rt.block_on(kv.range(RangeRequest {
+            key: key.into(),
+            ..Default::default()
+        }))
+        .expect("range")
+        .kvs
+        .into_iter()
+        .next()
+        .map(|kv| kv.value.to_vec())
+        .unwrap_or_default()
+    };
+    let files = tempfile::tempdir().expect("temp dir");
+    let socket = files.path().join("kms.sock");
+    let _plugin = Plugin::start(&socket, "key-7");
+    let config = write_config(files.path(), IDENTITY);
+    let s = TestServer::start_with(&[
+        &format!("--etcd-servers={}", etcd.client_url()),
+        &format!("--encryption-provider-config={}", config.display()),
+        "--encryption-provider-config-automatic-reload",
+    ]);
+    // With reload the check exists before any KMS provider does.
+    assert_eq!(s.ok(&["get", "--raw", "/readyz/kms-providers"]), "ok");
+    s.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "before",
+        "--from-literal=a=b",
+    ]);
+    write_config(files.path(), &(kms_provider(&socket) + IDENTITY));
+    // The file is checked every few seconds; each attempt writes a secret.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let name = format!("after-{attempt}");
+        s.ok(&["create", "secret", "generic", &name, "--from-literal=a=b"]);
+        if raw(&format!("/registry/secrets/default/{name}")).starts_with(PREFIX) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the KMS configuration was not picked up"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let stored = raw(&format!("/registry/secrets/default/after-{attempt}"));
+    let object = kms::object::decode(Bytes::copy_from_slice(&stored[PREFIX.len()..]))
+        .expect("an EncryptedObject");
+    assert_eq!(object.key_id, "key-7");
+    assert!(s
+        .ok(&["get", "--raw", "/healthz?verbose"])
+        .contains("[+]kms-providers ok"));
+    for name in ["before".to_owned(), format!("after-{attempt}")] {
+        assert_eq!(
+            s.ok(&["get", "secret", &name, "-o", "jsonpath={.data.a}"]),
+            "Yg=="
+        );
+    }
 }
