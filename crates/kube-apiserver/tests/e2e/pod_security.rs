@@ -266,19 +266,26 @@ fn configured_defaults_exemptions_and_audit_annotations() {
     );
     // Audit annotations record the enforced policy and audit violations.
     s.ok(&["run", "plain", "--image=nginx"]);
-    let text = std::fs::read_to_string(&log).expect("audit log");
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    // Events are written once the response is complete: wait for them.
     let create = |name: &str, ns: &str| {
-        events.iter().find(|e| {
-            e["stage"] == "ResponseComplete"
-                && e["verb"] == "create"
-                && e["objectRef"]["name"] == name
-                && e["objectRef"]["namespace"] == ns
-                && e["responseStatus"]["code"] == 201
-        })
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let found = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| {
+                    e["stage"] == "ResponseComplete"
+                        && e["verb"] == "create"
+                        && e["objectRef"]["name"] == name
+                        && e["objectRef"]["namespace"] == ns
+                        && e["responseStatus"]["code"] == 201
+                });
+            if found.is_some() || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     };
     let plain = create("plain", "default").expect("audit event of the create");
     let annotations = &plain["annotations"];
