@@ -2,8 +2,9 @@
 //! kube-controller-manager's serviceaccount controller; without it no pod
 //! can be created (the ServiceAccount admission plugin refuses pods whose
 //! account is missing), so a server started on its own would be unusable
-//! for workloads. Creating the account is idempotent, so running next to a
-//! real controller-manager changes nothing.
+//! for workloads. A deleted `default` account comes back, as upstream's
+//! controller recreates it. Creating the account is idempotent, so running
+//! next to a real controller-manager changes nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,7 @@ pub fn install(server: &mut GenericApiServer) {
         Arc::new(move || {
             let (namespaces, accounts) = (namespaces.clone(), accounts.clone());
             Box::pin(async move {
+                tokio::spawn(recreate_deleted(namespaces.clone(), accounts.clone()));
                 tokio::spawn(run(namespaces, accounts));
                 Ok(())
             })
@@ -60,6 +62,47 @@ async fn run(namespaces: Arc<Store>, accounts: Arc<Store>) {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// Follows service accounts and recreates a deleted `default` one while its
+/// namespace is active; restarts after errors.
+async fn recreate_deleted(namespaces: Arc<Store>, accounts: Arc<Store>) {
+    loop {
+        let opts = WatchOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        match accounts.watch(None, opts).await {
+            Ok(mut events) => {
+                while let Some(event) = events.next().await {
+                    match event {
+                        WatchEvent::Deleted(sa) if is_default(&sa) => {
+                            let Some(ns) =
+                                sa.pointer("/metadata/namespace").and_then(Value::as_str)
+                            else {
+                                continue;
+                            };
+                            // A namespace already gone needs no account.
+                            if let Ok(ns) = namespaces.get(None, ns, Default::default()).await {
+                                ensure_default(&accounts, &ns).await;
+                            }
+                        }
+                        WatchEvent::Error(e) => {
+                            tracing::debug!(error = %e, "service account watch ended");
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "watching service accounts failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn is_default(sa: &Value) -> bool {
+    sa.pointer("/metadata/name").and_then(Value::as_str) == Some("default")
 }
 
 async fn ensure_default(accounts: &Store, ns: &Value) {

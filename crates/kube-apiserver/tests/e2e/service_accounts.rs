@@ -39,3 +39,25 @@ fn namespaces_get_a_default_service_account_and_pods_run_as_it() {
     ];
     assert_eq!(s.ok(&account), "default");
 }
+
+#[test]
+fn a_deleted_default_service_account_comes_back() {
+    let s = TestServer::start();
+    s.ok(&["create", "namespace", "team"]);
+    wait_for_default_account(&s, "team");
+    let uid = |s: &TestServer| {
+        s.ok(&[
+            "get",
+            "serviceaccount",
+            "default",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+    };
+    let before = uid(&s);
+    s.ok(&["delete", "serviceaccount", "default", "-n", "team"]);
+    wait_for_default_account(&s, "team");
+    assert_ne!(uid(&s), before, "a new account, not the old one");
+}
