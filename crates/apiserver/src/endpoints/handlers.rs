@@ -178,8 +178,14 @@ async fn dispatch(
         "patch" => {
             super::patch::serve(store, ns, name, target, &parts.headers, body, query, neg).await
         }
-        "delete" => delete(store, ns, name, &parts.method, body, query, neg).await,
-        "deletecollection" => delete_collection(store, ns, body, query, neg).await,
+        "delete" => {
+            let body = options_body(&parts.headers, body)?;
+            delete(store, ns, name, &parts.method, body, query, neg).await
+        }
+        "deletecollection" => {
+            let body = options_body(&parts.headers, body)?;
+            delete_collection(store, ns, body, query, neg).await
+        }
         other => Err(ApiError::method_not_supported(
             &store.info.group,
             &store.info.resource,
@@ -476,6 +482,19 @@ async fn update(
         &store.info,
         store.strategy.as_ref(),
     ))
+}
+
+/// A DeleteOptions body sent in CBOR (as clients that prefer CBOR send
+/// it) is read in its JSON form.
+fn options_body(headers: &http::HeaderMap, body: Bytes) -> Result<Bytes, ApiError> {
+    if body.is_empty() || !matches!(negotiation::body_encoding(headers), Ok(Encoding::Cbor)) {
+        return Ok(body);
+    }
+    let invalid = |e: String| ApiError::bad_request(format!("invalid DeleteOptions: {e}"));
+    let value = kube_cbor::decode(&body).map_err(|e| invalid(e.to_string()))?;
+    serde_json::to_vec(&value)
+        .map(Bytes::from)
+        .map_err(|e| invalid(e.to_string()))
 }
 
 /// The DeleteOptions of a request: its body, or its query parameters.

@@ -5,7 +5,8 @@
 //! malformed bodies refused with 400; custom resources stored as CBOR and
 //! still read once the gate is off. Without the gate: 406 and 415.
 
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -190,6 +191,20 @@ fn built_in_and_custom_resources_are_served_in_cbor_with_the_gate() {
     );
     assert_eq!(applied.code, 200, "{:?}", applied.json());
     assert_eq!(applied.cbor()["data"]["applied"], "yes");
+    // DeleteOptions bodies may be CBOR: a dry run leaves the object.
+    let dry_run = kube_cbor::encode(&json!({
+        "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"],
+    }));
+    let content = format!("Content-Type: {CBOR}");
+    let kept = request(
+        &s,
+        "DELETE",
+        &format!("{CM}/settings"),
+        &[&content],
+        Some(&dry_run),
+    );
+    assert_eq!(kept.code, 200, "{:?}", kept.json());
+    s.ok(&["get", "configmap", "settings"]);
 
     establish(&s);
     crud_in_cbor(&s, WIDGETS, &widget("w1"), "w1", "WidgetList");
@@ -343,4 +358,55 @@ fn custom_resources_are_stored_as_cbor_and_read_without_the_gate() {
     s.ok(&["label", "widget", "stored", "rewritten=yes"]);
     let rewritten = raw_value(&rt, &kv, "/registry/example.com/widgets/default/stored");
     assert_eq!(rewritten.first(), Some(&b'{'), "{rewritten:02x?}");
+}
+
+/// `kubectl.1.33` beside the `kubectl` on PATH, if installed.
+fn kubectl_1_33() -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    let default = std::env::split_paths(&paths)
+        .map(|dir| dir.join("kubectl"))
+        .find(|p| p.is_file())?;
+    let real = std::fs::canonicalize(&default).ok()?;
+    Some(real.parent()?.join("kubectl.1.33")).filter(|p| p.is_file())
+}
+
+/// A Go client (kubectl 1.33's dynamic client with client-go's CBOR gates
+/// on) lists, watches and reads Status errors in CBOR from this server.
+#[test]
+fn a_go_client_preferring_cbor_reads_our_cbor() {
+    let Some(kubectl) = kubectl_1_33() else {
+        eprintln!("kubectl.1.33 is not installed beside kubectl: skipped");
+        return;
+    };
+    let s = TestServer::start_with(&[GATE]);
+    establish(&s);
+    s.ok(&["create", "configmap", "watched", "--from-literal=k=v"]);
+    let content = format!("Content-Type: {CBOR}");
+    let created = request(&s, "POST", WIDGETS, &[&content], Some(&widget("w1")));
+    assert_eq!(created.code, 201, "{:?}", created.json());
+    let run = |args: &[&str]| -> Output {
+        Command::new(&kubectl)
+            .args(args)
+            .arg("-v=8")
+            .env("KUBECONFIG", &s.kubeconfig)
+            .env("HOME", s.dir.path())
+            .env("KUBE_FEATURE_ClientsAllowCBOR", "true")
+            .env("KUBE_FEATURE_ClientsPreferCBOR", "true")
+            .output()
+            .expect("kubectl runs")
+    };
+    for (condition, object) in [
+        ("jsonpath={.data.k}=v", "configmap/watched"),
+        ("jsonpath={.spec.color}=red", "widget/w1"),
+    ] {
+        let out = run(&["wait", "--for", condition, object, "--timeout=10s"]);
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        assert!(log.contains("Content-Type: application/cbor-seq"), "{log}");
+    }
+    // Deleting waits with GETs answered in CBOR, the last a NotFound Status.
+    let out = run(&["delete", "configmap", "watched"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("Content-Type: application/cbor\n"), "{log}");
 }
