@@ -29,7 +29,7 @@ const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizationError {
-    #[error("--authorization-mode: unsupported mode {0:?} (built: AlwaysAllow, AlwaysDeny, RBAC, Node, Webhook)")]
+    #[error("authorization mode {0:?} is not supported yet by this server (built: AlwaysAllow, AlwaysDeny, RBAC, Node, Webhook)")]
     UnsupportedMode(String),
     #[error("--authorization-config: {0}")]
     Config(#[from] ConfigFileError),

@@ -5,11 +5,14 @@
 //! decision. Answers are cached (allowed and not allowed for their own
 //! TTLs); a failed call gives the failure policy's decision with the error.
 //! CEL match conditions over the review's spec skip the call when false.
+//! The request's field and label selectors go along as requirements.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use apimachinery::fields::{FieldOperator, FieldSelector};
+use apimachinery::labels::{Operator, Selector};
 use apiserver::authorization::{Attributes, Authorizer, Decision, Outcome, Rules};
 use apiserver::filters::authentication::UserInfo;
 use async_trait::async_trait;
@@ -79,6 +82,7 @@ pub fn review_spec(attrs: &Attributes<'_>) -> Value {
         put(&mut ra, "resource", attrs.resource);
         put(&mut ra, "subresource", attrs.subresource);
         put(&mut ra, "name", attrs.name);
+        add_selectors(&mut ra, attrs);
         spec.insert("resourceAttributes".into(), Value::Object(ra));
     } else {
         let mut nra = Map::new();
@@ -97,6 +101,51 @@ pub fn review_spec(attrs: &Attributes<'_>) -> Value {
     Value::Object(spec)
 }
 
+/// The request's selectors as SubjectAccessReview requirements (upstream
+/// sends only the terms it can express and nothing for a selector that
+/// does not parse).
+fn add_selectors(ra: &mut Map<String, Value>, attrs: &Attributes<'_>) {
+    if let Ok(selector) = FieldSelector::parse(attrs.field_selector) {
+        let terms: Vec<Value> = selector
+            .requirements()
+            .iter()
+            .map(|r| {
+                let operator = match r.operator {
+                    FieldOperator::Equals => "In",
+                    FieldOperator::NotEquals => "NotIn",
+                };
+                json!({"key": r.field, "operator": operator, "values": [r.value]})
+            })
+            .collect();
+        if !terms.is_empty() {
+            ra.insert("fieldSelector".into(), json!({ "requirements": terms }));
+        }
+    }
+    if let Ok(selector) = Selector::parse(attrs.label_selector) {
+        let terms: Vec<Value> = selector
+            .requirements()
+            .iter()
+            .filter_map(|r| {
+                let operator = match r.operator() {
+                    Operator::In | Operator::Equals | Operator::DoubleEquals => "In",
+                    Operator::NotIn | Operator::NotEquals => "NotIn",
+                    Operator::Exists => "Exists",
+                    Operator::DoesNotExist => "DoesNotExist",
+                    Operator::GreaterThan | Operator::LessThan => return None,
+                };
+                let mut term = json!({"key": r.key(), "operator": operator});
+                if !r.values().is_empty() {
+                    term["values"] = json!(r.values());
+                }
+                Some(term)
+            })
+            .collect();
+        if !terms.is_empty() {
+            ra.insert("labelSelector".into(), json!({ "requirements": terms }));
+        }
+    }
+}
+
 /// What match conditions see as `request`: every string field present,
 /// even empty ones (upstream's conversion for CEL).
 fn condition_input(attrs: &Attributes<'_>) -> Value {
@@ -110,6 +159,9 @@ fn condition_input(attrs: &Attributes<'_>) -> Value {
             "version": attrs.api_version, "resource": attrs.resource,
             "subresource": attrs.subresource, "name": attrs.name,
         });
+        if let Some(ra) = request["resourceAttributes"].as_object_mut() {
+            add_selectors(ra, attrs);
+        }
     } else {
         request["nonResourceAttributes"] = json!({"verb": attrs.verb, "path": attrs.path});
     }
@@ -346,6 +398,19 @@ mod tests {
             review_spec(&attrs(&bob, "pods")),
             json!({"user": "bob", "groups": ["dev"],
                    "resourceAttributes": {"verb": "get", "version": "v1", "resource": "pods"}})
+        );
+        let mut selected = attrs(&bob, "pods");
+        selected.field_selector = "spec.nodeName=n1,metadata.name!=x";
+        selected.label_selector = "app in (web),!legacy";
+        assert_eq!(
+            review_spec(&selected)["resourceAttributes"],
+            json!({"verb": "get", "version": "v1", "resource": "pods",
+                   "fieldSelector": {"requirements": [
+                       {"key": "metadata.name", "operator": "NotIn", "values": ["x"]},
+                       {"key": "spec.nodeName", "operator": "In", "values": ["n1"]}]},
+                   "labelSelector": {"requirements": [
+                       {"key": "app", "operator": "In", "values": ["web"]},
+                       {"key": "legacy", "operator": "DoesNotExist"}]}})
         );
         assert_eq!(
             review_spec(&attrs(&bob, "")),
