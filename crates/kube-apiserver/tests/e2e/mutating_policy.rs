@@ -203,3 +203,91 @@ spec:
         assert!(err.contains(expected), "{expected}\n{err}");
     }
 }
+
+/// Custom resources with a list keyed by name (and an atomic one).
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              tags: {type: array, items: {type: string}}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+"#;
+
+#[test]
+fn custom_resources_merge_by_their_schema() {
+    let s = TestServer::start();
+    s.apply_yaml(WIDGET_CRD);
+    s.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=15s",
+        "crd/widgets.example.com",
+    ]);
+    s.apply_yaml(&policy(
+        "metrics-port",
+        "example.com",
+        "widgets",
+        &apply_configuration(
+            "Object{spec: Object.spec{ports: [Object.spec.ports{name: 'metrics', port: 9090}]}}",
+        ),
+        "",
+    ));
+    s.apply_yaml(
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\n\
+         spec: {tags: [a], ports: [{name: http, port: 80}]}\n",
+    );
+    // The list-map keeps the created entry and gains the policy's.
+    assert_eq!(
+        jsonpath(
+            &s,
+            &["get", "widget", "w1"],
+            "{range .spec.ports[*]}{.name}={.port} {end}"
+        ),
+        "http=80 metrics=9090 "
+    );
+    // Atomic lists may not be set by an apply configuration.
+    s.apply_yaml(&policy(
+        "tags",
+        "example.com",
+        "widgets",
+        &apply_configuration("Object{spec: Object.spec{tags: ['b']}}"),
+        "",
+    ));
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2}\nspec: {tags: [a]}\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "policy 'tags' with binding 'tags-binding' denied request: error applying patch: \
+             invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.tags"
+        ),
+        "{err}"
+    );
+}

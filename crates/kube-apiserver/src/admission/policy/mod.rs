@@ -12,6 +12,7 @@ mod matching;
 mod mutating;
 mod params;
 mod patch;
+mod types;
 
 use apimachinery::status::{ApiError, StatusCause, StatusDetails, StatusReason};
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};

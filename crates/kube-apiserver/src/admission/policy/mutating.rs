@@ -17,12 +17,14 @@ use serde_json::Value;
 
 use super::dispatch::{self, fails_closed, name, Invocation};
 use super::eval::{Compiled, Inputs, Mode};
-use super::patch::{self, Types};
+use super::patch;
+use super::types::{TypeCache, Types};
 use crate::admission::lookup::{text, Stores};
 
 pub struct MutatingAdmissionPolicy {
     stores: Stores,
     compiled: Compiled,
+    types: TypeCache,
 }
 
 impl MutatingAdmissionPolicy {
@@ -30,6 +32,7 @@ impl MutatingAdmissionPolicy {
         MutatingAdmissionPolicy {
             stores,
             compiled: Compiled::new(Mode::Mutating),
+            types: TypeCache::default(),
         }
     }
 }
@@ -107,13 +110,7 @@ impl MutationInterface for MutatingAdmissionPolicy {
             .collect();
         if !invocations.is_empty() {
             let request = dispatch::request(a);
-            let store = self.stores.store(&a.resource.group, &a.resource.resource);
-            let types = Types::new(
-                store.and_then(|s| s.strategy.type_schema()),
-                &a.kind.group,
-                &a.kind.version,
-                &a.kind.kind,
-            );
+            let types = self.types.types(&self.stores, a).await;
             let cx = Context {
                 request: &request,
                 namespace: loaded.namespace.as_deref(),
@@ -208,7 +205,9 @@ impl MutatingAdmissionPolicy {
                     let variables = self.compiled.variables(spec, &inputs);
                     match self.mutate(mutation, &inputs, &variables, cx.types) {
                         Ok(Some(mutated)) if mutated != object => {
-                            object = self.defaulted(a, mutated);
+                            object = mutated;
+                            // Upstream defaults the object after every patch.
+                            cx.types.apply_defaults(&mut object);
                             changed = true;
                         }
                         Ok(_) => {}
@@ -250,15 +249,6 @@ impl MutatingAdmissionPolicy {
         apply(types, inputs.object, value)
             .map(Some)
             .map_err(|e| e.to_string())
-    }
-
-    /// Applies the resource's defaults to a mutated object, as upstream
-    /// defaults the object after every patch.
-    fn defaulted(&self, a: &Attributes, mut object: Value) -> Value {
-        if let Some(store) = self.stores.store(&a.resource.group, &a.resource.resource) {
-            store.strategy.apply_defaults(&mut object);
-        }
-        object
     }
 }
 

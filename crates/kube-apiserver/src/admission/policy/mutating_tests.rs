@@ -84,7 +84,7 @@ fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(),
         })
         .collect();
     let mut a = pod_attributes(object);
-    let types = Types::new(None, "", "v1", "Pod");
+    let types = Types::builtin("", "v1", "Pod", None);
     let request = dispatch::request(&a);
     let cx = Context {
         request: &request,

@@ -5,11 +5,11 @@
 //! patch built from `JSONPatch` values (a failed `test` leaves the object
 //! as it was).
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use structured_merge::schema::{ListKind, Schema, TypeDef, TypeRef};
+use structured_merge::schema::{ListKind, Schema, TypeDef};
 use structured_merge::typed::{Ty, Typer};
+
+use super::types::Types;
 
 /// Why a mutation could not be applied; the texts are upstream's.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -26,42 +26,6 @@ pub enum PatchError {
     Merge(String),
     #[error("JSON Patch: {0}")]
     JsonPatch(String),
-}
-
-/// The schema objects of the request's kind are typed with: a custom
-/// resource's own, else the built-in one (untyped when there is none).
-pub struct Types {
-    custom: Option<Arc<(Schema, String)>>,
-    root: Option<TypeRef>,
-}
-
-impl Types {
-    pub fn new(
-        custom: Option<Arc<(Schema, String)>>,
-        group: &str,
-        version: &str,
-        kind: &str,
-    ) -> Self {
-        let root = match &custom {
-            Some(types) => Some(TypeRef::named(types.1.as_str())),
-            None => structured_merge::builtin::root(group, version, kind).map(TypeRef::named),
-        };
-        Types { custom, root }
-    }
-
-    fn schema(&self) -> &Schema {
-        match &self.custom {
-            Some(types) => &types.0,
-            None => structured_merge::builtin::schema(),
-        }
-    }
-
-    fn ty(&self) -> Ty<'_> {
-        match &self.root {
-            Some(r) => Ty::Ref(r),
-            None => Ty::Untyped,
-        }
-    }
 }
 
 fn json_type(v: &Value) -> &'static str {
