@@ -35,6 +35,16 @@ const UNSTRUCTURED_PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
+/// The patch types a 415 lists: `types`, then CBOR apply while the
+/// `CBORServingAndStorage` gate is on (upstream appends it last).
+fn accepted(types: &[&'static str]) -> Vec<&'static str> {
+    let mut all = types.to_vec();
+    if super::negotiation::cbor_enabled() {
+        all.push(super::apply::APPLY_CBOR_PATCH_TYPE);
+    }
+    all
+}
+
 #[derive(Debug, Clone)]
 pub enum Patch {
     Json(json_patch::Patch),
@@ -66,7 +76,7 @@ pub fn parse_patch(headers: &HeaderMap, bytes: &[u8]) -> Result<Patch, ApiError>
                 Ok(Patch::Strategic(v))
             }
         }
-        _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
+        _ => Err(ApiError::unsupported_media_type(&accepted(PATCH_TYPES))),
     }
 }
 
@@ -114,7 +124,9 @@ pub async fn serve(
     let validation = query.field_validation()?;
     let patch = parse_patch(headers, &bytes)?;
     if matches!(patch, Patch::Strategic(_)) && !store.strategy.supports_strategic_merge() {
-        return Err(ApiError::unsupported_media_type(UNSTRUCTURED_PATCH_TYPES));
+        return Err(ApiError::unsupported_media_type(&accepted(
+            UNSTRUCTURED_PATCH_TYPES,
+        )));
     }
     let unknown = Arc::new(Mutex::new(Vec::<String>::new()));
     let step_store = store.clone();

@@ -191,6 +191,21 @@ fn built_in_and_custom_resources_are_served_in_cbor_with_the_gate() {
     );
     assert_eq!(applied.code, 200, "{:?}", applied.json());
     assert_eq!(applied.cbor()["data"]["applied"], "yes");
+    let unknown = request(
+        &s,
+        "PATCH",
+        &format!("{CM}/settings"),
+        &["Content-Type: text/plain"],
+        Some(b"x"),
+    );
+    assert_eq!(unknown.code, 415);
+    assert_eq!(
+        unknown.json()["message"],
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json-patch+json, application/merge-patch+json, \
+         application/strategic-merge-patch+json, application/apply-patch+yaml, \
+         application/apply-patch+cbor"
+    );
     // DeleteOptions bodies may be CBOR: a dry run leaves the object.
     let dry_run = kube_cbor::encode(&json!({
         "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"],
@@ -299,6 +314,11 @@ fn without_the_gate_cbor_is_not_acceptable() {
         Some(&config_map("x")),
     );
     assert_eq!(apply.code, 415, "{:?}", apply.json());
+    let message = apply.json()["message"].as_str().unwrap_or("").to_owned();
+    assert!(
+        message.ends_with("application/apply-patch+yaml"),
+        "{message}"
+    );
     let content = format!("Content-Type: {CBOR}");
     let a = request(&s, "POST", CM, &[&content], Some(&config_map("c")));
     assert_eq!(a.code, 415);
