@@ -9,6 +9,7 @@ pub mod bootstrap;
 pub mod encryption;
 mod encryption_config;
 mod flowcontrol;
+mod garbage_collector;
 mod namespaces;
 pub mod rbac_bootstrap;
 pub mod run;

@@ -222,6 +222,7 @@ pub fn create_server_chain(
     super::service_accounts::install(&mut kube);
     super::token_controller::install(&mut kube, authn_setup);
     super::namespaces::install(&mut kube);
+    super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     bootstrap::install_authentication_info(&mut kube, client_ca);
     if let Some(rbac) = config.authorization.rbac() {

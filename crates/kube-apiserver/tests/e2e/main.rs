@@ -16,6 +16,7 @@ mod cbor;
 mod crd;
 mod crd_apply;
 mod crd_conversion;
+mod deletion;
 mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;

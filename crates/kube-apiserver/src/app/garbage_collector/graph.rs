@@ -1,0 +1,316 @@
+//! The garbage collector's dependency graph (upstream's `GraphBuilder`):
+//! every object seen by the watches, keyed by uid, with its owners and
+//! dependents. Owners referenced but not (yet) seen are virtual nodes whose
+//! existence a worker checks. Applying a change yields the work it causes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use apiserver::registry::deletion::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
+use apiserver::registry::Store;
+use serde_json::Value;
+
+/// One `metadata.ownerReferences` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub block_owner_deletion: bool,
+}
+
+impl OwnerRef {
+    fn parse(v: &Value) -> Option<Self> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(OwnerRef {
+            api_version: text("apiVersion")?,
+            kind: text("kind")?,
+            name: text("name")?,
+            uid: text("uid")?,
+            block_owner_deletion: v.get("blockOwnerDeletion").and_then(Value::as_bool)
+                == Some(true),
+        })
+    }
+}
+
+/// The owner references of an object.
+pub fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| refs.iter().filter_map(OwnerRef::parse).collect())
+        .unwrap_or_default()
+}
+
+pub fn has_finalizer(obj: &Value, finalizer: &str) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|v| v == finalizer))
+}
+
+pub fn being_deleted(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Where an object lives: enough to read it again.
+#[derive(Clone)]
+pub struct Identity {
+    pub api_version: String,
+    pub kind: String,
+    /// The namespace of the object, or for a virtual node the namespace of
+    /// the dependent that named it (used if the owner's kind is namespaced).
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+    /// The store the object was seen in; `None` for virtual nodes.
+    pub store: Option<Arc<Store>>,
+}
+
+impl Identity {
+    fn of(store: &Arc<Store>, obj: &Value) -> Option<Self> {
+        let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        Some(Identity {
+            api_version: store.info.api_version(),
+            kind: store.info.kind.clone(),
+            namespace: text("/metadata/namespace").filter(|n| !n.is_empty()),
+            name: text("/metadata/name")?,
+            uid: text("/metadata/uid")?,
+            store: Some(store.clone()),
+        })
+    }
+}
+
+pub struct Node {
+    pub identity: Identity,
+    pub owners: Vec<OwnerRef>,
+    pub dependents: HashSet<String>,
+    pub being_deleted: bool,
+    /// Being deleted with `foregroundDeletion`: waits for its dependents.
+    pub deleting_dependents: bool,
+}
+
+impl Node {
+    pub fn is_virtual(&self) -> bool {
+        self.identity.store.is_none()
+    }
+}
+
+/// What a change asks the workers to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Work {
+    /// Check whether the object (by uid) should be deleted, or finish a
+    /// foreground deletion.
+    Delete(String),
+    /// Orphan the dependents of the owner (by uid).
+    Orphan(String),
+}
+
+#[derive(Default)]
+pub struct Graph {
+    nodes: HashMap<String, Node>,
+}
+
+impl Graph {
+    pub fn node(&self, uid: &str) -> Option<&Node> {
+        self.nodes.get(uid)
+    }
+
+    /// The dependents of `uid` whose reference to it blocks its deletion.
+    pub fn blocking_dependents(&self, uid: &str) -> Vec<&Node> {
+        let Some(node) = self.nodes.get(uid) else {
+            return Vec::new();
+        };
+        node.dependents
+            .iter()
+            .filter_map(|d| self.nodes.get(d))
+            .filter(|d| {
+                d.owners
+                    .iter()
+                    .any(|o| o.uid == uid && o.block_owner_deletion)
+            })
+            .collect()
+    }
+
+    /// An object was added or changed.
+    pub fn upsert(&mut self, store: &Arc<Store>, obj: &Value, work: &mut Vec<Work>) {
+        let Some(identity) = Identity::of(store, obj) else {
+            return;
+        };
+        let uid = identity.uid.clone();
+        let owners = owner_refs(obj);
+        let deleting = being_deleted(obj);
+        let foreground = deleting && has_finalizer(obj, FOREGROUND_FINALIZER);
+        let (old_owners, dependents, was_virtual) = match self.nodes.remove(&uid) {
+            Some(n) => (n.owners, n.dependents, n.identity.store.is_none()),
+            None => (Vec::new(), HashSet::new(), false),
+        };
+        if was_virtual {
+            // Dependents named this object by a guessed identity: recheck them.
+            work.extend(dependents.iter().cloned().map(Work::Delete));
+        }
+        let namespace = identity.namespace.clone();
+        self.nodes.insert(
+            uid.clone(),
+            Node {
+                identity,
+                owners: owners.clone(),
+                dependents,
+                being_deleted: deleting,
+                deleting_dependents: foreground,
+            },
+        );
+        for old in &old_owners {
+            let kept = owners.iter().find(|o| o.uid == old.uid);
+            if kept.is_none() {
+                self.unlink(&uid, &old.uid, work);
+            } else if kept.is_some_and(|k| old.block_owner_deletion && !k.block_owner_deletion) {
+                self.recheck_if_waiting(&old.uid, work);
+            }
+        }
+        for owner in owners
+            .iter()
+            .filter(|o| !old_owners.iter().any(|x| x.uid == o.uid))
+        {
+            self.link(&uid, owner, namespace.as_deref(), work);
+        }
+        if owners.iter().any(|o| {
+            self.nodes
+                .get(&o.uid)
+                .is_some_and(|n| n.deleting_dependents)
+        }) {
+            work.push(Work::Delete(uid.clone()));
+        }
+        if deleting && has_finalizer(obj, ORPHAN_FINALIZER) {
+            work.push(Work::Orphan(uid.clone()));
+        }
+        if foreground {
+            if let Some(node) = self.nodes.get(&uid) {
+                work.extend(node.dependents.iter().cloned().map(Work::Delete));
+            }
+            work.push(Work::Delete(uid));
+        }
+    }
+
+    /// Records `dependent` under its owner, adding a virtual owner (to be
+    /// checked) when the owner has not been seen.
+    fn link(
+        &mut self,
+        dependent: &str,
+        owner: &OwnerRef,
+        namespace: Option<&str>,
+        work: &mut Vec<Work>,
+    ) {
+        let node = self.nodes.entry(owner.uid.clone()).or_insert_with(|| {
+            work.push(Work::Delete(owner.uid.clone()));
+            Node {
+                identity: Identity {
+                    api_version: owner.api_version.clone(),
+                    kind: owner.kind.clone(),
+                    namespace: namespace.map(str::to_owned),
+                    name: owner.name.clone(),
+                    uid: owner.uid.clone(),
+                    store: None,
+                },
+                owners: Vec::new(),
+                dependents: HashSet::new(),
+                being_deleted: false,
+                deleting_dependents: false,
+            }
+        });
+        node.dependents.insert(dependent.to_owned());
+    }
+
+    fn unlink(&mut self, dependent: &str, owner: &str, work: &mut Vec<Work>) {
+        let Some(node) = self.nodes.get_mut(owner) else {
+            return;
+        };
+        node.dependents.remove(dependent);
+        if node.is_virtual() && node.dependents.is_empty() {
+            self.nodes.remove(owner);
+            return;
+        }
+        self.recheck_if_waiting(owner, work);
+    }
+
+    /// An owner waiting for its dependents is checked again when one of
+    /// them stops blocking it.
+    fn recheck_if_waiting(&self, owner: &str, work: &mut Vec<Work>) {
+        if self.nodes.get(owner).is_some_and(|n| n.deleting_dependents) {
+            work.push(Work::Delete(owner.to_owned()));
+        }
+    }
+
+    /// An object is gone (deleted, or found absent by a worker): its
+    /// dependents may have lost their last owner.
+    pub fn remove(&mut self, uid: &str, work: &mut Vec<Work>) {
+        let Some(node) = self.nodes.remove(uid) else {
+            return;
+        };
+        for owner in &node.owners {
+            self.unlink(uid, &owner.uid, work);
+        }
+        if node.dependents.is_empty() {
+            return;
+        }
+        work.extend(node.dependents.iter().cloned().map(Work::Delete));
+        // The dependents still name it: keep it as a virtual node, which
+        // the workers find absent, until they let go of it.
+        let mut identity = node.identity;
+        identity.store = None;
+        self.nodes.insert(
+            uid.to_owned(),
+            Node {
+                identity,
+                owners: Vec::new(),
+                dependents: node.dependents,
+                being_deleted: false,
+                deleting_dependents: false,
+            },
+        );
+    }
+
+    /// A fresh list of one resource: every object in it is upserted and
+    /// the resource's objects missing from it are removed.
+    pub fn sync(&mut self, store: &Arc<Store>, items: &[Arc<Value>], work: &mut Vec<Work>) {
+        let listed: HashSet<&str> = items
+            .iter()
+            .filter_map(|o| o.pointer("/metadata/uid").and_then(Value::as_str))
+            .collect();
+        let resource = store.info.group_resource();
+        let gone: Vec<String> = self
+            .nodes
+            .values()
+            .filter(|n| {
+                n.identity
+                    .store
+                    .as_ref()
+                    .is_some_and(|s| s.info.group_resource() == resource)
+                    && !listed.contains(n.identity.uid.as_str())
+            })
+            .map(|n| n.identity.uid.clone())
+            .collect();
+        for uid in gone {
+            self.remove(&uid, work);
+        }
+        for item in items {
+            self.upsert(store, item, work);
+        }
+    }
+
+    /// A virtual node found absent by a worker: its dependents are checked.
+    pub fn absent(&mut self, uid: &str, work: &mut Vec<Work>) {
+        let Some(node) = self.nodes.get(uid) else {
+            return;
+        };
+        work.extend(node.dependents.iter().cloned().map(Work::Delete));
+        if node.is_virtual() {
+            return;
+        }
+        self.remove(uid, work);
+    }
+}
+
+#[cfg(test)]
+#[path = "graph_tests.rs"]
+mod tests;

@@ -1,0 +1,116 @@
+use apiserver::registry::{DefaultStrategy, ResourceInfo};
+use serde_json::json;
+
+use super::*;
+
+fn store() -> Arc<Store> {
+    let info = ResourceInfo {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        singular: "configmap".into(),
+        kind: "ConfigMap".into(),
+        list_kind: "ConfigMapList".into(),
+        namespaced: true,
+        short_names: vec![],
+        categories: vec![],
+        verbs: vec![],
+        has_status: false,
+        has_scale: false,
+        storage_root: "configmaps".into(),
+    };
+    let kv = Arc::new(storage::testing::MemoryKv::default());
+    let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
+    Arc::new(Store::new(
+        info,
+        Arc::new(DefaultStrategy),
+        raw,
+        "/registry",
+    ))
+}
+
+fn cm(name: &str, uid: &str, owners: &[(&str, bool)]) -> Value {
+    let refs: Vec<Value> = owners
+        .iter()
+        .map(|(uid, block)| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{uid}"),
+                "uid": uid, "blockOwnerDeletion": block})
+        })
+        .collect();
+    json!({"metadata": {"name": name, "namespace": "ns", "uid": uid, "ownerReferences": refs}})
+}
+
+#[test]
+fn unseen_owners_are_virtual_and_checked() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    g.upsert(&s, &cm("dep", "d1", &[("o1", false)]), &mut work);
+    assert_eq!(work, vec![Work::Delete("o1".into())]);
+    let owner = g.node("o1").expect("virtual owner");
+    assert!(owner.is_virtual());
+    assert_eq!(owner.identity.namespace.as_deref(), Some("ns"));
+    assert!(owner.dependents.contains("d1"));
+    // The owner shows up: a real node that keeps its dependents.
+    work.clear();
+    g.upsert(&s, &cm("owner-o1", "o1", &[]), &mut work);
+    let owner = g.node("o1").expect("owner");
+    assert!(!owner.is_virtual());
+    assert!(owner.dependents.contains("d1"));
+}
+
+#[test]
+fn deleting_an_owner_queues_its_dependents() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    let owner = cm("owner-o1", "o1", &[]);
+    g.upsert(&s, &owner, &mut work);
+    g.upsert(&s, &cm("dep", "d1", &[("o1", false)]), &mut work);
+    work.clear();
+    g.remove("o1", &mut work);
+    assert_eq!(work, vec![Work::Delete("d1".into())]);
+    // The dependent still names it; once the dependent goes, so does it.
+    assert!(g.node("o1").is_some_and(Node::is_virtual));
+    g.remove("d1", &mut work);
+    assert!(g.node("o1").is_none());
+}
+
+#[test]
+fn foreground_owners_queue_dependents_and_are_rechecked() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    g.upsert(&s, &cm("owner-o1", "o1", &[]), &mut work);
+    g.upsert(&s, &cm("a", "d1", &[("o1", true)]), &mut work);
+    g.upsert(&s, &cm("b", "d2", &[("o1", false)]), &mut work);
+    let mut owner = cm("owner-o1", "o1", &[]);
+    owner["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    owner["metadata"]["finalizers"] = json!(["foregroundDeletion"]);
+    work.clear();
+    g.upsert(&s, &owner, &mut work);
+    assert!(work.contains(&Work::Delete("d1".into())));
+    assert!(work.contains(&Work::Delete("d2".into())));
+    assert_eq!(work.last(), Some(&Work::Delete("o1".into())));
+    let blocking: Vec<&str> = g
+        .blocking_dependents("o1")
+        .iter()
+        .map(|n| n.identity.name.as_str())
+        .collect();
+    assert_eq!(blocking, vec!["a"]);
+    // The blocking dependent goes: the owner is checked again.
+    work.clear();
+    g.remove("d1", &mut work);
+    assert_eq!(work, vec![Work::Delete("o1".into())]);
+}
+
+#[test]
+fn orphaning_owners_are_queued_and_lists_replace_state() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    let mut owner = cm("owner-o1", "o1", &[]);
+    owner["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    owner["metadata"]["finalizers"] = json!(["orphan"]);
+    g.upsert(&s, &owner, &mut work);
+    assert_eq!(work, vec![Work::Orphan("o1".into())]);
+    g.upsert(&s, &cm("dep", "d1", &[("o1", false)]), &mut work);
+    // A new list without the owner: it was deleted meanwhile.
+    work.clear();
+    let dep = Arc::new(cm("dep", "d1", &[("o1", false)]));
+    g.sync(&s, &[dep], &mut work);
+    assert!(work.contains(&Work::Delete("d1".into())));
+    assert!(g.node("o1").is_some_and(Node::is_virtual));
+}

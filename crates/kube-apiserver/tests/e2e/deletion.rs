@@ -1,0 +1,375 @@
+//! Deletion as upstream: graceful deletion of pods, DeleteOptions checks,
+//! and the in-process garbage collector (background, foreground and orphan
+//! propagation; absent and cluster-scoped owners; custom resources as
+//! owners; finalizers on dependents).
+
+use std::time::{Duration, Instant};
+
+use crate::harness::TestServer;
+
+fn jsonpath(s: &TestServer, what: &[&str], path: &str) -> String {
+    let expr = format!("jsonpath={path}");
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["-o", &expr]);
+    s.ok(&args)
+}
+
+fn exists(s: &TestServer, what: &[&str]) -> bool {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["--ignore-not-found", "-o", "name"]);
+    !s.ok(&args).trim().is_empty()
+}
+
+/// Waits (up to 20s) until `done` holds.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// A ConfigMap owned by the objects named (api version, kind, name, uid).
+fn dependent(name: &str, owners: &[(&str, &str, &str, &str)], block: bool) -> String {
+    let refs: String = owners
+        .iter()
+        .map(|(api_version, kind, owner, uid)| {
+            format!(
+                "\n  - {{apiVersion: {api_version}, kind: {kind}, name: {owner}, uid: {uid}, blockOwnerDeletion: {block}}}"
+            )
+        })
+        .collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:{refs}\n"
+    )
+}
+
+fn configmap_owner(s: &TestServer, name: &str) -> String {
+    s.ok(&["create", "configmap", name]);
+    jsonpath(s, &["configmap", name], "{.metadata.uid}")
+}
+
+const SCHEDULED_POD: &str = "
+apiVersion: v1
+kind: Pod
+metadata: {name: bound}
+spec:
+  nodeName: node-1
+  containers: [{name: c, image: nginx}]
+";
+
+const LOOSE_POD: &str = "
+apiVersion: v1
+kind: Pod
+metadata: {name: loose}
+spec:
+  containers: [{name: c, image: nginx}]
+";
+
+/// Creates a pod once the namespace's default service account (made by
+/// the in-process controller after startup) exists.
+fn create_pod(s: &TestServer, yaml: &str) {
+    eventually("the pod is created", || {
+        s.kubectl_stdin(&["apply", "-f", "-"], yaml)
+            .status
+            .success()
+    });
+}
+
+fn pods_are_deleted_gracefully(s: &TestServer) {
+    // Not scheduled: deleted at once.
+    create_pod(s, LOOSE_POD);
+    let out = s.ok(&["delete", "pod", "loose", "--wait=false"]);
+    assert!(out.contains("pod \"loose\" deleted"), "{out}");
+    assert!(!exists(s, &["pod", "loose"]));
+
+    // Scheduled: stays Terminating for its grace period (no kubelet here).
+    create_pod(s, SCHEDULED_POD);
+    s.ok(&["delete", "pod", "bound", "--wait=false"]);
+    let meta = jsonpath(
+        s,
+        &["pod", "bound"],
+        "{.metadata.deletionGracePeriodSeconds} {.metadata.generation} {.metadata.deletionTimestamp}",
+    );
+    let fields: Vec<&str> = meta.split(' ').collect();
+    assert_eq!(fields[..2], ["30", "2"], "{meta}");
+    assert!(fields[2].ends_with('Z'), "{meta}");
+    // A longer period changes nothing; a shorter one is taken.
+    s.ok(&[
+        "delete",
+        "pod",
+        "bound",
+        "--grace-period=60",
+        "--wait=false",
+    ]);
+    let period = jsonpath(
+        s,
+        &["pod", "bound"],
+        "{.metadata.deletionGracePeriodSeconds}",
+    );
+    assert_eq!(period, "30");
+    s.ok(&[
+        "delete",
+        "pod",
+        "bound",
+        "--grace-period=10",
+        "--wait=false",
+    ]);
+    let period = jsonpath(
+        s,
+        &["pod", "bound"],
+        "{.metadata.deletionGracePeriodSeconds}",
+    );
+    assert_eq!(period, "10");
+    let out = s.ok(&["delete", "pod", "bound", "--grace-period=0", "--force"]);
+    assert!(out.contains("pod \"bound\" force deleted"), "{out}");
+    assert!(!exists(s, &["pod", "bound"]));
+}
+
+fn delete_options_are_checked(s: &TestServer) {
+    s.ok(&["create", "configmap", "target"]);
+    let body = s.dir.path().join("options.json");
+    std::fs::write(
+        &body,
+        r#"{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":true,"propagationPolicy":"Background"}"#,
+    )
+    .expect("write options");
+    let path = body.display().to_string();
+    let err = s.fails(&[
+        "delete",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps/target",
+        "-f",
+        &path,
+    ]);
+    assert!(
+        err.contains("orphanDependents and deletionPropagation cannot be both set"),
+        "{err}"
+    );
+    assert!(exists(s, &["configmap", "target"]));
+    // Options as query parameters: an orphaning delete with a finalizer
+    // held by nothing else goes once the collector has orphaned.
+    s.ok(&[
+        "delete",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps/target?propagationPolicy=Orphan",
+    ]);
+    eventually("the orphaned configmap goes", || {
+        !exists(s, &["configmap", "target"])
+    });
+}
+
+fn dependents_are_collected_in_background(s: &TestServer) {
+    let uid = configmap_owner(s, "owner");
+    s.apply_yaml(&dependent(
+        "child",
+        &[("v1", "ConfigMap", "owner", &uid)],
+        false,
+    ));
+    // Two owners: losing one keeps it, without the dangling reference.
+    let other = configmap_owner(s, "other");
+    s.apply_yaml(&dependent(
+        "shared",
+        &[
+            ("v1", "ConfigMap", "owner", &uid),
+            ("v1", "ConfigMap", "other", &other),
+        ],
+        false,
+    ));
+    s.ok(&["delete", "configmap", "owner"]);
+    eventually("the dependent is collected", || {
+        !exists(s, &["configmap", "child"])
+    });
+    eventually("the reference to the deleted owner goes", || {
+        jsonpath(
+            s,
+            &["configmap", "shared"],
+            "{.metadata.ownerReferences[*].name}",
+        ) == "other"
+    });
+
+    // An owner that never existed: its dependents go once that is known.
+    s.apply_yaml(&dependent(
+        "stray",
+        &[(
+            "v1",
+            "ConfigMap",
+            "ghost",
+            "3f1c1a7e-0000-4000-8000-000000000001",
+        )],
+        false,
+    ));
+    eventually("the dependent of an absent owner is collected", || {
+        !exists(s, &["configmap", "stray"])
+    });
+
+    // A cluster-scoped owner of a namespaced dependent.
+    s.ok(&[
+        "create",
+        "clusterrole",
+        "owning-role",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    let role = jsonpath(s, &["clusterrole", "owning-role"], "{.metadata.uid}");
+    s.apply_yaml(&dependent(
+        "role-child",
+        &[(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            "owning-role",
+            &role,
+        )],
+        false,
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        exists(s, &["configmap", "role-child"]),
+        "kept while its owner exists"
+    );
+    s.ok(&["delete", "clusterrole", "owning-role"]);
+    eventually(
+        "the dependent of a cluster-scoped owner is collected",
+        || !exists(s, &["configmap", "role-child"]),
+    );
+}
+
+fn foreground_deletion_waits_for_blocking_dependents(s: &TestServer) {
+    let uid = configmap_owner(s, "fg-owner");
+    let held = dependent("fg-child", &[("v1", "ConfigMap", "fg-owner", &uid)], true).replace(
+        "metadata:\n",
+        "metadata:\n  finalizers: [example.com/hold]\n",
+    );
+    s.apply_yaml(&held);
+    s.ok(&[
+        "delete",
+        "configmap",
+        "fg-owner",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    let finalizers = jsonpath(s, &["configmap", "fg-owner"], "{.metadata.finalizers}");
+    assert!(finalizers.contains("foregroundDeletion"), "{finalizers}");
+    // The dependent is being deleted, kept by its own finalizer; the
+    // owner waits for it.
+    eventually("the dependent is marked for deletion", || {
+        !jsonpath(
+            s,
+            &["configmap", "fg-child"],
+            "{.metadata.deletionTimestamp}",
+        )
+        .is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(exists(s, &["configmap", "fg-owner"]), "the owner waits");
+    s.ok(&[
+        "patch",
+        "configmap",
+        "fg-child",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    eventually("dependent then owner go", || {
+        !exists(s, &["configmap", "fg-child"]) && !exists(s, &["configmap", "fg-owner"])
+    });
+
+    // kubectl itself waits for the owner to go.
+    let uid = configmap_owner(s, "fg2");
+    s.apply_yaml(&dependent(
+        "fg2-child",
+        &[("v1", "ConfigMap", "fg2", &uid)],
+        true,
+    ));
+    s.ok(&[
+        "delete",
+        "configmap",
+        "fg2",
+        "--cascade=foreground",
+        "--timeout=20s",
+    ]);
+    assert!(!exists(s, &["configmap", "fg2-child"]));
+}
+
+fn orphan_deletion_keeps_dependents(s: &TestServer) {
+    let uid = configmap_owner(s, "parent");
+    s.apply_yaml(&dependent(
+        "kept",
+        &[("v1", "ConfigMap", "parent", &uid)],
+        true,
+    ));
+    s.ok(&[
+        "delete",
+        "configmap",
+        "parent",
+        "--cascade=orphan",
+        "--timeout=20s",
+    ]);
+    assert!(!exists(s, &["configmap", "parent"]));
+    let refs = jsonpath(s, &["configmap", "kept"], "{.metadata.ownerReferences}");
+    assert_eq!(refs, "", "the reference to the orphaning owner is removed");
+}
+
+const CRD: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+fn custom_resources_own_and_are_owned(s: &TestServer) {
+    s.apply_yaml(CRD);
+    s.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=20s",
+    ]);
+    eventually("widgets are served", || {
+        s.kubectl(&["get", "widgets"]).status.success()
+    });
+    s.apply_yaml("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n");
+    let uid = jsonpath(s, &["widget", "w"], "{.metadata.uid}");
+    s.apply_yaml(&dependent(
+        "widget-child",
+        &[("example.com/v1", "Widget", "w", &uid)],
+        false,
+    ));
+    let cm = configmap_owner(s, "widget-owner");
+    s.apply_yaml(&format!(
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: owned\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: widget-owner, uid: {cm}}}\n"
+    ));
+    s.ok(&["delete", "widget", "w"]);
+    eventually(
+        "the configmap owned by a custom resource is collected",
+        || !exists(s, &["configmap", "widget-child"]),
+    );
+    s.ok(&["delete", "configmap", "widget-owner"]);
+    eventually(
+        "the custom resource owned by a configmap is collected",
+        || !exists(s, &["widget", "owned"]),
+    );
+}
+
+crate::harness::on_both_backends!(
+    pods_are_deleted_gracefully,
+    delete_options_are_checked,
+    dependents_are_collected_in_background,
+    foreground_deletion_waits_for_blocking_dependents,
+    orphan_deletion_keeps_dependents,
+    custom_resources_own_and_are_owned,
+);
