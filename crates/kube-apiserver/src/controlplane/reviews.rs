@@ -164,7 +164,7 @@ async fn access_review(
 ) -> Result<Value, ApiError> {
     validate(kind, &body, namespace)?;
     let user = review_user(kind, &body, requester);
-    let decision = match body
+    let outcome = match body
         .pointer("/spec/resourceAttributes")
         .filter(|v| !v.is_null())
     {
@@ -183,7 +183,7 @@ async fn access_review(
                 field_selector: str_at(ra, "/fieldSelector/rawSelector"),
                 label_selector: str_at(ra, "/labelSelector/rawSelector"),
             };
-            authz.decide(&attrs).await
+            authz.evaluate(&attrs).await
         }
         None => {
             let attrs = Attributes {
@@ -200,9 +200,10 @@ async fn access_review(
                 field_selector: "",
                 label_selector: "",
             };
-            authz.decide(&attrs).await
+            authz.evaluate(&attrs).await
         }
     };
+    let decision = outcome.decision;
     let mut status = json!({
         "allowed": matches!(decision, Decision::Allow(_)),
     });
@@ -211,6 +212,10 @@ async fn access_review(
     }
     if !decision.reason().is_empty() {
         status["reason"] = json!(decision.reason());
+    }
+    // A mode that failed (a webhook) is reported, as upstream does.
+    if let Some(error) = outcome.error {
+        status["evaluationError"] = json!(error);
     }
     body["status"] = status;
     Ok(body)

@@ -198,6 +198,19 @@ fn authorization_config_chains_match_conditions_and_failure_policies() {
         &as_user(&server, "bob", &["get", "configmaps"]),
         "InternalError",
     );
+    // An access review reports the failure beside the decision.
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "pods"}}});
+    let out = server.kubectl_stdin(&["create", "-f", "-", "-o", "json"], &review.to_string());
+    assert_ok(&out);
+    let status = serde_json::from_slice::<Value>(&out.stdout).expect("json")["status"].clone();
+    assert_eq!(status["denied"], true);
+    assert!(
+        status["evaluationError"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Post \"https://127.0.0.1:1/authorize\"")),
+        "{status}"
+    );
 }
 
 /// Runs the binary to its startup error; returns stderr.
