@@ -628,6 +628,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pod_grace_period_follows_check_graceful_delete() {
+        let scheduled = json!({"spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 45}});
+        assert_eq!(pod_grace_period(&scheduled, None), Some(45));
+        assert_eq!(pod_grace_period(&scheduled, Some(5)), Some(5));
+        assert_eq!(pod_grace_period(&scheduled, Some(-3)), Some(1));
+        let unscheduled = json!({"spec": {"terminationGracePeriodSeconds": 45}});
+        assert_eq!(pod_grace_period(&unscheduled, Some(20)), Some(0));
+        let mut done = scheduled.clone();
+        done["status"] = json!({"phase": "Succeeded"});
+        assert_eq!(pod_grace_period(&done, None), Some(0));
+    }
+
+    #[test]
     fn secret_string_data_is_merged_into_data() {
         let mut secret = json!({"data": {"a": "b2xk", "keep": "eA=="},
             "stringData": {"a": "new", "plain": "héllo"}});
