@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr};
 use cel::common::types::{CelMap, CelMapKey, Type};
 use cel::common::value::{CowVal, Val};
 use cel::{ExecutionError, StructType};
@@ -29,10 +29,11 @@ pub(crate) struct OpenStruct {
 }
 
 impl OpenStruct {
-    /// The type of `Object` or one of its nested `Object.<path>` types.
-    pub(crate) fn object(name: &str) -> Self {
+    /// The type of `Object` (and, evaluated as it, its nested
+    /// `Object.<path>` types).
+    pub(crate) fn object() -> Self {
         OpenStruct {
-            ty: Type::new_struct(name.to_owned()),
+            ty: Type::new_struct(OBJECT.to_owned()),
             fields: None,
         }
     }
@@ -83,10 +84,8 @@ fn known(name: &str) -> bool {
             .is_some_and(|path| path.split('.').all(|field| !field.is_empty()))
 }
 
-/// The nested `Object.<path>` type names `expr` constructs (each once),
-/// and an issue for every struct literal of a type not known.
-pub(crate) fn struct_names(expr: &IdedExpr) -> (Vec<String>, Vec<TypeIssue>) {
-    let mut names = Vec::new();
+/// An issue for every struct literal of a type not known.
+pub(crate) fn unknown_types(expr: &IdedExpr) -> Vec<TypeIssue> {
     let mut issues = Vec::new();
     walk(expr, &mut |e| {
         if let Expr::Struct(s) = &e.expr {
@@ -98,12 +97,69 @@ pub(crate) fn struct_names(expr: &IdedExpr) -> (Vec<String>, Vec<TypeIssue>) {
                         s.type_name
                     ),
                 });
-            } else if s.type_name.starts_with("Object.") && !names.contains(&s.type_name) {
-                names.push(s.type_name.clone());
             }
         }
     });
-    (names, issues)
+    issues
+}
+
+/// `expr` with every nested `Object.<path>` literal constructing the one
+/// registered `Object` type (their values are alike: maps of the fields
+/// set); None when there are none. The names were checked beforehand.
+pub(crate) fn unnest(expr: &IdedExpr) -> Option<IdedExpr> {
+    let mut nested = false;
+    walk(expr, &mut |e| {
+        nested |= matches!(&e.expr, Expr::Struct(s) if s.type_name.starts_with("Object."));
+    });
+    if !nested {
+        return None;
+    }
+    let mut out = expr.clone();
+    rename(&mut out);
+    Some(out)
+}
+
+fn rename(expr: &mut IdedExpr) {
+    let entries = |entries: &mut [IdedEntryExpr]| {
+        for entry in entries {
+            match &mut entry.expr {
+                EntryExpr::StructField(f) => rename(&mut f.value),
+                EntryExpr::MapEntry(m) => {
+                    rename(&mut m.key);
+                    rename(&mut m.value);
+                }
+            }
+        }
+    };
+    match &mut expr.expr {
+        Expr::Struct(s) => {
+            if s.type_name.starts_with("Object.") {
+                s.type_name = OBJECT.to_owned();
+            }
+            entries(&mut s.entries);
+        }
+        Expr::Select(s) => rename(&mut s.operand),
+        Expr::Call(c) => {
+            if let Some(target) = &mut c.target {
+                rename(target);
+            }
+            c.args.iter_mut().for_each(rename);
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(rename),
+        Expr::Map(m) => entries(&mut m.entries),
+        Expr::Comprehension(c) => {
+            for e in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                rename(e);
+            }
+        }
+        Expr::Literal(_) | Expr::Ident(_) | Expr::Unspecified => {}
+    }
 }
 
 /// The nested object literals of `expr` not named by the field path they

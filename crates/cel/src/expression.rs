@@ -8,7 +8,7 @@ use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
 use cel::objects::Key;
-use cel::{Context, Env, Program, Value as CelValue};
+use cel::{Context, Env, IdedExpr, Program, Value as CelValue};
 use serde_json::Value;
 
 use crate::compile::{render_issues, render_parse_errors};
@@ -61,6 +61,9 @@ pub struct Expression {
     /// Object literals named unlike their field path, reported after a
     /// successful evaluation as upstream checks the value it built.
     type_mismatch: Option<String>,
+    /// The program with nested object literals renamed to `Object`, run
+    /// instead of the program when there are any.
+    unnested: Option<IdedExpr>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -86,25 +89,21 @@ impl Expression {
     /// and `JSONPatch{...}` values, evaluated as maps of the fields set,
     /// and call `jsonpatch.escapeKey`.
     pub fn compile_mutation(source: &str, variables: &[&str]) -> Result<Expression, CompileError> {
-        let env =
-            library::mutation_env(&[]).map_err(|e| CompileError::Environment(e.to_string()))?;
+        let env = library::mutation_env().map_err(|e| CompileError::Environment(e.to_string()))?;
         let program = env
             .compile(source)
             .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
-        let (nested, issues) = construct::struct_names(program.expression());
+        let issues = construct::unknown_types(program.expression());
         if !issues.is_empty() {
             return Err(CompileError::Invalid(render_issues(
                 &program, &issues, source,
             )));
         }
-        let env = match nested.is_empty() {
-            true => env,
-            false => library::mutation_env(&nested)
-                .map_err(|e| CompileError::Environment(e.to_string()))?,
-        };
         let mismatches = construct::type_mismatches(program.expression());
+        let unnested = construct::unnest(program.expression());
         let mut expression = Self::finish(program, env, source, variables)?;
         expression.type_mismatch = (!mismatches.is_empty()).then(|| mismatches.join("\n"));
+        expression.unnested = unnested;
         Ok(expression)
     }
 
@@ -130,6 +129,7 @@ impl Expression {
             estimated_cost,
             variables: variables.iter().map(|v| (*v).to_owned()).collect(),
             type_mismatch: None,
+            unnested: None,
         })
     }
 
@@ -156,10 +156,11 @@ impl Expression {
         for (name, value) in bindings {
             ctx.add_variable_as_val(*name, to_val(value, None));
         }
-        let result = self
-            .program
-            .execute(&ctx)
-            .map_err(|e| EvalError::Execution(e.to_string()))?;
+        let result = match &self.unnested {
+            Some(expr) => CelValue::resolve(expr, &ctx),
+            None => self.program.execute(&ctx),
+        }
+        .map_err(|e| EvalError::Execution(e.to_string()))?;
         if let Some(mismatch) = &self.type_mismatch {
             return Err(EvalError::TypeMismatch(mismatch.clone()));
         }

@@ -20,7 +20,7 @@ use cel::common::traits::Iterable;
 use cel::common::value::{CowVal, FromVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
-use crate::construct::{OpenStruct, OBJECT};
+use crate::construct::OpenStruct;
 
 /// The shared environment; building it only fails if two registrations
 /// clash, a programming error reported as an internal error to callers.
@@ -32,27 +32,22 @@ pub(crate) fn env() -> Result<Arc<Env>, DeclarationError> {
 }
 
 /// The environment of mutating admission policies: the shared one plus the
-/// JSON patch library and the `Object` and `JSONPatch` struct types.
+/// JSON patch library and the `Object` and `JSONPatch` struct types (nested
+/// `Object.<path>` literals are evaluated as `Object`, see
+/// [`crate::construct::unnest`]).
 static MUTATION_ENV: LazyLock<Result<Arc<Env>, DeclarationError>> =
-    LazyLock::new(|| build_mutation(&[]).map(Arc::new));
+    LazyLock::new(|| build_mutation().map(Arc::new));
 
-/// The environment of a mutating policy expression constructing the
-/// nested `Object.<path>` types `nested` (built for it when there are any).
-pub(crate) fn mutation_env(nested: &[String]) -> Result<Arc<Env>, DeclarationError> {
-    if nested.is_empty() {
-        return MUTATION_ENV.clone();
-    }
-    build_mutation(nested).map(Arc::new)
+/// The environment mutating policy expressions run in.
+pub(crate) fn mutation_env() -> Result<Arc<Env>, DeclarationError> {
+    MUTATION_ENV.clone()
 }
 
-fn build_mutation(nested: &[String]) -> Result<Env, DeclarationError> {
+fn build_mutation() -> Result<Env, DeclarationError> {
     let mut env = build()?;
     jsonpatch::register(&mut env)?;
-    env.add_type(OpenStruct::object(OBJECT))?;
+    env.add_type(OpenStruct::object())?;
     env.add_type(OpenStruct::json_patch())?;
-    for name in nested {
-        env.add_type(OpenStruct::object(name))?;
-    }
     Ok(env)
 }
 
