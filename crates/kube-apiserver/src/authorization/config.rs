@@ -300,42 +300,32 @@ fn ttl(
     }
 }
 
-fn validate_webhook(
-    path: &FieldPath,
-    w: RawWebhook,
-    errors: &mut Vec<FieldError>,
-) -> Option<WebhookEntry> {
-    let before = errors.len();
-    let timeout_path = path.child("timeout");
-    let timeout = match duration(&timeout_path, w.timeout.as_deref(), errors) {
+/// `timeout`: required, above zero and at most 30s.
+fn timeout(path: &FieldPath, value: Option<&str>, errors: &mut Vec<FieldError>) -> Duration {
+    match duration(path, value, errors) {
         None | Some(GoDuration::ZERO) => {
-            errors.push(FieldError::required(&timeout_path, ""));
+            errors.push(FieldError::required(path, ""));
             Duration::ZERO
         }
         Some(d) if d.is_negative() || d.to_std() > Duration::from_secs(30) => {
             errors.push(FieldError::invalid(
-                &timeout_path,
+                path,
                 d.to_string(),
                 "must be > 0s and <= 30s",
             ));
             Duration::ZERO
         }
         Some(d) => d.to_std(),
-    };
-    let authorized_ttl = ttl(
-        &path.child("authorizedTTL"),
-        w.authorized_ttl.as_deref(),
-        Duration::from_secs(300),
-        errors,
-    );
-    let unauthorized_ttl = ttl(
-        &path.child("unauthorizedTTL"),
-        w.unauthorized_ttl.as_deref(),
-        Duration::from_secs(30),
-        errors,
-    );
-    let version = w.subject_access_review_version;
-    match version.as_str() {
+    }
+}
+
+/// The review versions and the failure policy.
+fn versions_and_policy(
+    path: &FieldPath,
+    w: &RawWebhook,
+    errors: &mut Vec<FieldError>,
+) -> FailurePolicy {
+    match w.subject_access_review_version.as_str() {
         "" => errors.push(FieldError::required(
             &path.child("subjectAccessReviewVersion"),
             "",
@@ -360,7 +350,7 @@ fn validate_webhook(
             &["v1"],
         )),
     }
-    let failure_policy = match w.failure_policy.as_str() {
+    match w.failure_policy.as_str() {
         "NoOpinion" => FailurePolicy::NoOpinion,
         "Deny" => FailurePolicy::Deny,
         "" => {
@@ -375,7 +365,29 @@ fn validate_webhook(
             ));
             FailurePolicy::NoOpinion
         }
-    };
+    }
+}
+
+fn validate_webhook(
+    path: &FieldPath,
+    w: RawWebhook,
+    errors: &mut Vec<FieldError>,
+) -> Option<WebhookEntry> {
+    let before = errors.len();
+    let timeout = timeout(&path.child("timeout"), w.timeout.as_deref(), errors);
+    let authorized_ttl = ttl(
+        &path.child("authorizedTTL"),
+        w.authorized_ttl.as_deref(),
+        Duration::from_secs(300),
+        errors,
+    );
+    let unauthorized_ttl = ttl(
+        &path.child("unauthorizedTTL"),
+        w.unauthorized_ttl.as_deref(),
+        Duration::from_secs(30),
+        errors,
+    );
+    let failure_policy = versions_and_policy(path, &w, errors);
     let connection = connection(&path.child("connectionInfo"), w.connection_info, errors);
     let match_conditions = compile_conditions(path, &w.match_conditions, errors);
     if errors.len() > before {
@@ -391,7 +403,7 @@ fn validate_webhook(
             .cache_unauthorized_requests
             .unwrap_or(true)
             .then_some(unauthorized_ttl),
-        version,
+        version: w.subject_access_review_version,
         failure_policy,
         connection: connection?,
         match_conditions,
