@@ -432,8 +432,10 @@ impl UpdateStep {
         errors.extend(match self.target {
             Target::Main => self.strategy.validate_update(&new, &old),
             Target::Status => self.strategy.validate_status_update(&new, &old),
+            // A subresource has its own update rules: the main resource's
+            // (e.g. a pod's fixed spec) would refuse its very purpose.
             Target::Subresource(name) => {
-                let mut errors = self.strategy.validate_update(&new, &old);
+                let mut errors = self.strategy.validate(&new);
                 if let Some(sub) = self.update_subresource(name) {
                     errors.extend((sub.validate)(&new, &old));
                 }

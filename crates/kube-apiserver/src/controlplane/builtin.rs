@@ -201,7 +201,10 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         builtin::<core::LimitRange>(plain(), short(&["limits"])),
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
         builtin::<core::Node>(core_types::nodes(), short(&["no"])),
-        builtin::<core::PersistentVolumeClaim>(status(), short(&["pvc"])),
+        builtin::<core::PersistentVolumeClaim>(
+            core_types::persistent_volume_claims(),
+            short(&["pvc"]),
+        ),
         builtin::<core::PersistentVolume>(status(), short(&["pv"])),
         builtin::<core::Pod>(core_types::pods(), all(&["po"])),
         builtin::<core::PodTemplate>(plain(), PLAIN),

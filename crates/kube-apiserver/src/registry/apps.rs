@@ -300,6 +300,7 @@ fn workload(defaults: fn(&mut Value)) -> ResourceStrategy {
 pub fn deployments() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_deployment,
+        validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(deployment_defaults)
     }
     .printed(deployment_columns, deployment_row)
@@ -308,6 +309,7 @@ pub fn deployments() -> ResourceStrategy {
 pub fn replicasets() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_replicaset,
+        validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(replicaset_defaults)
     }
     .printed(replicaset_columns, replicaset_row)
@@ -316,6 +318,7 @@ pub fn replicasets() -> ResourceStrategy {
 pub fn statefulsets() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_statefulset,
+        validate_update: super::validation::update_workloads::validate_statefulset_update,
         ..workload(statefulset_defaults)
     }
     .printed(statefulset_columns, statefulset_row)
@@ -324,6 +327,7 @@ pub fn statefulsets() -> ResourceStrategy {
 pub fn daemonsets() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_daemonset,
+        validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(daemonset_defaults)
     }
     .printed(daemonset_columns, daemonset_row)
@@ -332,6 +336,7 @@ pub fn daemonsets() -> ResourceStrategy {
 pub fn jobs() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_job,
+        validate_update: super::validation::update_workloads::validate_job_update,
         ..workload(job_defaults)
     }
     .printed(job_columns, job_row)

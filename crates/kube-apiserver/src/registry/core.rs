@@ -212,6 +212,7 @@ pub fn pods() -> ResourceStrategy {
         field_names: POD_FIELDS,
         fields: pod_fields,
         validate: super::validation::pod::validate_pod,
+        validate_update: super::validation::update::validate_pod_update,
         subresources: super::pod_subresources::POD,
         ..Default::default()
     }
@@ -287,7 +288,11 @@ fn configmap_row(cm: &Value) -> Vec<Value> {
 }
 
 pub fn configmaps() -> ResourceStrategy {
-    ResourceStrategy::default().printed(configmap_columns, configmap_row)
+    ResourceStrategy {
+        validate_update: super::validation::update::validate_configmap_update,
+        ..Default::default()
+    }
+    .printed(configmap_columns, configmap_row)
 }
 
 fn secret_defaults(obj: &mut Value) {
@@ -342,6 +347,7 @@ fn secret_fields(s: &Value, fields: &mut BTreeMap<String, String>) {
 pub fn secrets() -> ResourceStrategy {
     ResourceStrategy {
         defaults: secret_defaults,
+        validate_update: super::validation::update::validate_secret_update,
         field_names: &["type"],
         fields: secret_fields,
         ..Default::default()
@@ -524,6 +530,7 @@ pub fn services() -> ResourceStrategy {
         status: true,
         defaults: service_defaults,
         validate: super::validation::service::validate_service,
+        validate_update: super::validation::update::validate_service_update,
         ..Default::default()
     }
     .printed(service_columns, service_row)
@@ -620,6 +627,14 @@ pub fn with_status() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
         ..Default::default()
+    }
+}
+
+/// PersistentVolumeClaims: status subresource and upstream's update rules.
+pub fn persistent_volume_claims() -> ResourceStrategy {
+    ResourceStrategy {
+        validate_update: super::validation::update::validate_pvc_update,
+        ..with_status()
     }
 }
 

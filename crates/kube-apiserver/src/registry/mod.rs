@@ -26,6 +26,7 @@ type Row = fn(&Value) -> Vec<Value>;
 type Mutate = fn(&mut Value);
 type Fields = fn(&Value, &mut BTreeMap<String, String>);
 type Validate = fn(&Value) -> Vec<FieldError>;
+type ValidateUpdate = fn(&Value, &Value) -> Vec<FieldError>;
 type GracePeriod = fn(&Value, Option<i64>) -> Option<i64>;
 
 /// Behaviour of one built-in resource.
@@ -40,6 +41,9 @@ pub struct ResourceStrategy {
     /// Extra preparation on create (e.g. a pod's initial phase).
     pub on_create: Mutate,
     pub validate: Validate,
+    /// Update rules (new, old) checked beside `validate` of the new object:
+    /// immutable fields and allowed transitions.
+    pub validate_update: ValidateUpdate,
     pub columns: Columns,
     pub row: Row,
     pub field_names: &'static [&'static str],
@@ -69,6 +73,9 @@ fn no_fields(_: &Value, _: &mut BTreeMap<String, String>) {}
 fn no_errors(_: &Value) -> Vec<FieldError> {
     Vec::new()
 }
+fn no_update_errors(_: &Value, _: &Value) -> Vec<FieldError> {
+    Vec::new()
+}
 
 impl Default for ResourceStrategy {
     fn default() -> Self {
@@ -78,6 +85,7 @@ impl Default for ResourceStrategy {
             defaults: no_op,
             on_create: no_op,
             validate: no_errors,
+            validate_update: no_update_errors,
             columns: table::default_columns,
             row: table::default_row,
             field_names: &[],
@@ -185,6 +193,12 @@ impl Strategy for ResourceStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         (self.validate)(obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = (self.validate)(new);
+        errors.extend((self.validate_update)(new, old));
+        errors
     }
 
     fn allow_create_on_update(&self) -> bool {

@@ -282,6 +282,9 @@ impl Strategy for ServiceStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         self.base.validate(obj)
     }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.base.validate_update(new, old)
+    }
     fn name_validator(&self) -> NameValidator {
         apimachinery::validation::name_is_dns1035_label
     }

@@ -35,4 +35,5 @@ mod runtime_config;
 mod service_accounts;
 mod spec_validation;
 mod storage_encoding;
+mod update_validation;
 mod watch_and_lifecycle;

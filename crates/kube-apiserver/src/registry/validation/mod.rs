@@ -4,6 +4,8 @@
 
 pub mod pod;
 pub mod service;
+pub mod update;
+pub mod update_workloads;
 pub mod workloads;
 
 use apimachinery::field_errors::{FieldError, Path};
