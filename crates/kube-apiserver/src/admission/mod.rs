@@ -4,6 +4,7 @@
 
 mod certificates;
 mod config;
+mod events;
 mod images;
 mod limit_ranger;
 mod lookup;
@@ -165,6 +166,10 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
         "NodeDeclaredFeatureValidator" => Plugin::validating(
             name,
             Arc::new(node_features::NodeDeclaredFeatureValidator { stores: s() }),
+        ),
+        "EventRateLimit" => Plugin::validating(
+            name,
+            Arc::new(events::EventRateLimit::from_config(config.plugin(name))?),
         ),
         "ExtendedResourceToleration" => {
             Plugin::mutating(name, Arc::new(tolerations::ExtendedResourceToleration))

@@ -31,6 +31,7 @@ const RESOURCES: &[(&str, &str, &str, &str, bool)] = &[
     ),
     ("", "v1", "persistentvolumes", "PersistentVolume", false),
     ("", "v1", "configmaps", "ConfigMap", true),
+    ("", "v1", "events", "Event", true),
     ("apps", "v1", "deployments", "Deployment", true),
     ("coordination.k8s.io", "v1", "leases", "Lease", true),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", false),

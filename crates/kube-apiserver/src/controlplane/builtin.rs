@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::openapi::SchemaFn;
 use super::typed::Typed;
 use crate::registry::admission_policies as policies;
+use crate::registry::certificate_approval;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
@@ -238,7 +239,13 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<batch::Job>(orphans_by_default(workloads::jobs()), all(&[])),
         ],
         vec![
-            builtin::<certificates::CertificateSigningRequest>(status(), short(&["csr"])),
+            builtin::<certificates::CertificateSigningRequest>(
+                ResourceStrategy {
+                    subresources: certificate_approval::CSR,
+                    ..status()
+                },
+                short(&["csr"]),
+            ),
             builtin::<certificates::ClusterTrustBundle>(plain(), PLAIN),
         ],
         vec![builtin::<coordination::Lease>(plain(), PLAIN)],

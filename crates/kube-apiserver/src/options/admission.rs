@@ -106,6 +106,7 @@ pub const BUILT: &[&str] = &[
     "LimitPodHardAntiAffinityTopology",
     "OwnerReferencesPermissionEnforcement",
     "NodeDeclaredFeatureValidator",
+    "EventRateLimit",
     "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",

@@ -6,6 +6,7 @@
 pub mod admission_policies;
 pub mod apps;
 pub mod binding;
+pub mod certificate_approval;
 pub mod core;
 pub mod eviction;
 pub mod pod_subresources;

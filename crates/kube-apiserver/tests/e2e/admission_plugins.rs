@@ -1,5 +1,7 @@
-//! Admission plugins end to end: DefaultIngressClass (on by default),
-//! AlwaysPullImages and DenyServiceExternalIPs when enabled, and
+//! Admission plugins end to end: DefaultIngressClass and
+//! CertificateApproval (on by default; `kubectl certificate approve` needs
+//! `approve` on the signer), AlwaysPullImages and DenyServiceExternalIPs
+//! when enabled, and
 //! NodeRestriction refusing a kubelet's client certificate (CN
 //! `system:node:n1`, O `system:nodes`, signed by the server's CA) writes to
 //! another node or to its reserved labels.
@@ -165,4 +167,72 @@ fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels() {
         "n2",
         "node-restriction.kubernetes.io/pool=gpu",
     ]);
+}
+
+/// A user with a bearer token from `--token-auth-file`.
+fn as_token(server: &TestServer, token: &str, args: &[&str]) -> Output {
+    let ca = server.dir.path().join("pki").join("ca.crt");
+    let flags = [
+        "--kubeconfig=/dev/null".to_owned(),
+        format!("--server=https://127.0.0.1:{}", server.port),
+        format!("--certificate-authority={}", ca.display()),
+        format!("--token={token}"),
+    ];
+    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
+    all.extend_from_slice(args);
+    server.kubectl(&all)
+}
+
+fn csr_request() -> String {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "alice");
+    let pem = params
+        .serialize_request(&key)
+        .and_then(|csr| csr.pem())
+        .expect("csr");
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+#[test]
+fn approving_a_csr_needs_approve_on_its_signer() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let tokens = files.path().join("tokens.csv");
+    std::fs::write(&tokens, "alice-token-0123456789,alice,1001\n").expect("token file");
+    let flag = format!("--token-auth-file={}", tokens.display());
+    let server = TestServer::start_with(&["--authorization-mode=RBAC", &flag]);
+    // Alice may write approvals, but not approve for the signer.
+    server.apply_yaml(&format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\n\
+         metadata: {{name: req}}\n\
+         spec:\n  signerName: example.com/signer\n  usages: [client auth]\n  request: {}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: csr-approver}}\n\
+         rules:\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests, certificatesigningrequests/approval]\n  \
+         verbs: [get, list, update, patch]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: csr-approver}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: csr-approver}}\n\
+         subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]\n",
+        csr_request()
+    ));
+    let refused = as_token(
+        &server,
+        "alice-token-0123456789",
+        &["certificate", "approve", "req"],
+    );
+    forbidden(
+        &refused,
+        "certificatesigningrequests.certificates.k8s.io \"req\" is forbidden: user not permitted to approve requests with signerName \"example.com/signer\"",
+    );
+    server.ok(&["certificate", "approve", "req"]);
+    let conditions = server.ok(&[
+        "get",
+        "csr",
+        "req",
+        "-o",
+        "jsonpath={.status.conditions[*].type}={.status.conditions[*].status}",
+    ]);
+    assert_eq!(conditions, "Approved=True");
 }
