@@ -10,9 +10,12 @@ use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
 use apiserver::admission::{Operation, RequestContext, WriteAdmission};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
-use apiserver::registry::{Mutate, ResourceInfo, Store, Target, WriteOptions};
+use apiserver::registry::errors::{interpret, into_storage};
+use apiserver::registry::{ResourceInfo, Store};
 use apiserver::server::GenericApiServer;
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
+use storage::Object;
 
 /// Serves `pods/binding` and `bindings` when the core group serves pods.
 pub fn install(server: &mut GenericApiServer) {
@@ -88,25 +91,23 @@ async fn bind(pods: &Store, req: CreateRequest, top_level: bool) -> Result<Value
         text(binding, "/metadata/uid").to_owned(),
         text(binding, "/metadata/resourceVersion").to_owned(),
     );
+    // Upstream writes the bound pod straight to storage: the pod's own
+    // update rules (which forbid changing nodeName) do not apply.
     let pod_name = name.clone();
-    let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
-        let pod = current.ok_or_else(|| ApiError::not_found("", "pods", &pod_name))?;
-        assign(pod, &node, &annotations, &preconditions)
-            .map_err(|e| ApiError::conflict("", "pods/binding", &pod_name, e))
-    });
-    let opts = WriteOptions::default();
-    pods.update(Some(&namespace), &name, Target::Main, mutate, &opts)
-        .await?;
-    // The spec write leaves status alone; the condition is a status write.
-    let scheduled: Mutate = Arc::new(|current: Option<&Value>| {
-        let mut pod = current
-            .cloned()
-            .ok_or_else(|| ApiError::internal_error("the bound pod is gone"))?;
-        set_scheduled(&mut pod);
-        Ok(pod)
-    });
-    pods.update(Some(&namespace), &name, Target::Status, scheduled, &opts)
-        .await?;
+    let update =
+        move |current: Option<Object>| -> BoxFuture<'static, storage::error::Result<Value>> {
+            let bound = match current {
+                None => Err(ApiError::not_found("", "pods", &pod_name)),
+                Some(pod) => assign(&pod, &node, &annotations, &preconditions)
+                    .map_err(|e| ApiError::conflict("", "pods/binding", &pod_name, e)),
+            };
+            Box::pin(async move { bound.map_err(into_storage) })
+        };
+    let key = pods.object_key(Some(&namespace), &name);
+    pods.storage()
+        .guaranteed_update(&key, false, None, &update)
+        .await
+        .map_err(|e| interpret(e, &pods.info, &name))?;
     Ok(
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     )
@@ -198,6 +199,7 @@ fn assign(
     }
     let mut pod = pod.clone();
     pod["spec"]["nodeName"] = json!(node);
+    set_scheduled(&mut pod);
     if let Some(extra) = annotations.as_object().filter(|a| !a.is_empty()) {
         let meta = &mut pod["metadata"];
         if !meta["annotations"].is_object() {
@@ -248,10 +250,8 @@ mod tests {
         let bound = assign(&pod(""), "n1", &json!({"a": "b"}), &none).unwrap();
         assert_eq!(bound["spec"]["nodeName"], "n1");
         assert_eq!(bound["metadata"]["annotations"]["a"], "b");
-        let mut scheduled = bound.clone();
-        set_scheduled(&mut scheduled);
-        assert_eq!(scheduled["status"]["conditions"][0]["type"], "PodScheduled");
-        assert_eq!(scheduled["status"]["conditions"][0]["status"], "True");
+        assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
+        assert_eq!(bound["status"]["conditions"][0]["status"], "True");
     }
 
     #[test]
