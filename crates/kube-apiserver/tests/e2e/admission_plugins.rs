@@ -1,7 +1,7 @@
-//! Admission plugins end to end: DefaultIngressClass and
-//! CertificateApproval (on by default; `kubectl certificate approve` needs
-//! `approve` on the signer), AlwaysPullImages and DenyServiceExternalIPs
-//! when enabled, and
+//! Admission plugins end to end: DefaultIngressClass, PodTopologyLabels
+//! and CertificateApproval (on by default; `kubectl certificate approve`
+//! needs `approve` on the signer), AlwaysPullImages, DenyServiceExternalIPs
+//! and EventRateLimit (with its configuration file) when enabled, and
 //! NodeRestriction refusing a kubelet's client certificate (CN
 //! `system:node:n1`, O `system:nodes`, signed by the server's CA) writes to
 //! another node or to its reserved labels.
@@ -235,4 +235,64 @@ fn approving_a_csr_needs_approve_on_its_signer() {
         "jsonpath={.status.conditions[*].type}={.status.conditions[*].status}",
     ]);
     assert_eq!(conditions, "Approved=True");
+}
+
+#[test]
+fn pods_created_on_a_node_carry_its_topology_labels() {
+    let server = TestServer::start();
+    server.apply_yaml(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  \
+         labels: {topology.k8s.io/zone: z1, topology.k8s.io/region: r1, other: x}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, labels: {app: web}}\n\
+         spec:\n  nodeName: n1\n  containers: [{name: c, image: nginx}]\n",
+    );
+    let labels = server.ok(&["get", "pod", "web", "-o", "jsonpath={.metadata.labels}"]);
+    let labels: serde_json::Value = serde_json::from_str(&labels).expect("labels");
+    assert_eq!(
+        labels,
+        serde_json::json!({"app": "web", "topology.k8s.io/zone": "z1", "topology.k8s.io/region": "r1"})
+    );
+}
+
+#[test]
+fn event_rate_limit_refuses_events_beyond_the_burst() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let limits = files.path().join("limits.yaml");
+    let admission = files.path().join("admission.yaml");
+    std::fs::write(
+        &limits,
+        "apiVersion: eventratelimit.admission.k8s.io/v1alpha1\nkind: Configuration\n\
+         limits:\n- {type: Namespace, qps: 1, burst: 2}\n",
+    )
+    .expect("limits");
+    std::fs::write(
+        &admission,
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n\
+         plugins:\n- {name: EventRateLimit, path: limits.yaml}\n",
+    )
+    .expect("admission config");
+    let config = format!("--admission-control-config-file={}", admission.display());
+    let server = TestServer::start_with(&["--enable-admission-plugins=EventRateLimit", &config]);
+    let event = |name: &str| {
+        server.kubectl_stdin(
+            &["create", "-f", "-"],
+            &format!(
+                "apiVersion: v1\nkind: Event\nmetadata: {{name: {name}, namespace: default}}\n\
+                 involvedObject: {{kind: Pod, name: web, namespace: default}}\nreason: Test\n"
+            ),
+        )
+    };
+    for name in ["e1", "e2"] {
+        let out = event(name);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let refused = event("e3");
+    assert!(!refused.status.success(), "the third event was admitted");
+    assert!(
+        stderr(&refused).contains(
+            "Error from server (TooManyRequests): error when creating \"STDIN\": Too many requests: limit reached on type Namespace for key default"
+        ),
+        "{}",
+        stderr(&refused)
+    );
 }
