@@ -162,8 +162,9 @@ impl Endpoint {
         })
     }
 
-    /// Posts `body`, each call limited to `timeout`, retrying failed calls
-    /// with upstream's backoff; the error names the URL like Go's client.
+    /// Posts `body`, each call limited to `timeout`, retrying transient
+    /// failures with upstream's backoff; the error names the URL like Go's
+    /// client.
     pub async fn post(&self, body: &Value, timeout: Duration) -> Result<Value, String> {
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
@@ -178,14 +179,38 @@ impl Endpoint {
                 Ok(Err(e)) => last = e,
                 Err(_) => last = "context deadline exceeded".into(),
             }
+            if !transient(&last) {
+                break;
+            }
         }
         Err(format!("Post \"{}\": {last}", self.url.text))
     }
 }
 
+/// Whether a failed call is worth retrying (upstream's
+/// `DefaultShouldRetry`): a reset connection, or the service answering
+/// 500, 504 or 429.
+fn transient(error: &str) -> bool {
+    const RETRIED_STATUSES: [&str; 3] = ["500", "504", "429"];
+    error.contains("Connection reset")
+        || error
+            .strip_prefix("the server responded with status ")
+            .is_some_and(|code| RETRIED_STATUSES.contains(&code))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_transient_failures_are_retried() {
+        assert!(transient("the server responded with status 500"));
+        assert!(transient("the server responded with status 429"));
+        assert!(transient("Connection reset by peer (os error 104)"));
+        assert!(!transient("the server responded with status 403"));
+        assert!(!transient("Connection refused (os error 111)"));
+        assert!(!transient("context deadline exceeded"));
+    }
 
     #[test]
     fn the_current_context_picks_cluster_and_user() {
