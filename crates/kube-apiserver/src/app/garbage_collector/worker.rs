@@ -474,3 +474,7 @@ fn remove_finalizer(obj: &mut Value, finalizer: &str) {
         list.retain(|f| f != finalizer);
     }
 }
+
+#[cfg(test)]
+#[path = "worker_tests.rs"]
+mod tests;
