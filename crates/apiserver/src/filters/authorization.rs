@@ -323,6 +323,64 @@ mod tests {
         assert_eq!(authz.rules_for(&admin, "default").await, Rules::default());
     }
 
+    /// A mode whose backend failed: its failure policy's decision and the error.
+    struct Failing(Decision);
+
+    #[async_trait]
+    impl Authorizer for Failing {
+        async fn authorize(&self, _attrs: &Attributes<'_>) -> Decision {
+            self.0.clone()
+        }
+
+        async fn evaluate(&self, _attrs: &Attributes<'_>) -> Outcome {
+            Outcome {
+                decision: self.0.clone(),
+                error: Some("Post \"https://hook\": refused".into()),
+            }
+        }
+
+        async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> Rules {
+            Rules::default()
+        }
+    }
+
+    fn failing(decision: Decision) -> AuthorizationMode {
+        AuthorizationMode::Named(NamedAuthorizer::new("hook", Arc::new(Failing(decision))))
+    }
+
+    #[tokio::test]
+    async fn errors_are_kept_unless_a_later_mode_allows() {
+        let bob = user("bob", &[]);
+        let info = list_configmaps();
+        let attrs = attributes(&bob, &info);
+        let no_opinion = Decision::NoOpinion(String::new());
+        let fails_then_allows = Authorization {
+            modes: vec![failing(no_opinion.clone()), AuthorizationMode::AlwaysAllow],
+        };
+        let outcome = fails_then_allows.evaluate(&attrs).await;
+        assert_eq!(outcome.decision, Decision::Allow(String::new()));
+        assert_eq!(outcome.error, None);
+        let fails_alone = Authorization {
+            modes: vec![failing(no_opinion.clone()), failing(no_opinion)],
+        };
+        let outcome = fails_alone.evaluate(&attrs).await;
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some("[Post \"https://hook\": refused, Post \"https://hook\": refused]")
+        );
+        let denies = Authorization {
+            modes: vec![
+                failing(Decision::Deny(String::new())),
+                AuthorizationMode::AlwaysAllow,
+            ],
+        };
+        let outcome = denies.evaluate(&attrs).await;
+        assert_eq!(outcome.decision, Decision::Deny(String::new()));
+        assert!(outcome.error.is_some());
+        assert!(denies.named::<Failing>().is_some());
+        assert!(denies.named::<AlwaysAllow>().is_none());
+    }
+
     #[test]
     fn forbidden_messages_follow_upstream() {
         let bob = user("bob", &[]);
