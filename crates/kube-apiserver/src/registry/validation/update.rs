@@ -114,7 +114,14 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> Vec<FieldError> {
     if semantic_eq(Some(new_spec), Some(old_spec)) {
         return errs;
     }
-    if !semantic_eq(Some(&munged_pod_spec(new_spec, old_spec)), Some(old_spec)) {
+    let gated = !items(old_spec, "schedulingGates").is_empty();
+    if gated {
+        node_selector_only_added(new_spec, old_spec, &path.child("nodeSelector"), &mut errs);
+    }
+    if !semantic_eq(
+        Some(&munged_pod_spec(new_spec, old_spec, gated)),
+        Some(old_spec),
+    ) {
         errs.push(FieldError::forbidden(&path, POD_UPDATABLE));
     }
     errs
@@ -204,9 +211,27 @@ fn gates_only_removed(new: &Value, old: &Value, path: &Path, errs: &mut Vec<Fiel
     }
 }
 
+/// A gated pod's node selector may gain entries, never lose or change one.
+fn node_selector_only_added(new: &Value, old: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    let selector = |s: &Value| s.get("nodeSelector").and_then(Value::as_object).cloned();
+    let (new_selector, old_selector) = (selector(new).unwrap_or_default(), selector(old));
+    let kept = old_selector
+        .iter()
+        .flatten()
+        .all(|(k, v)| new_selector.get(k) == Some(v));
+    if !kept {
+        errs.push(FieldError::invalid(
+            path,
+            Value::Object(new_selector),
+            "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+        ));
+    }
+}
+
 /// The new pod spec with every field an update may change put back to its
-/// old value: what is left must equal the old spec.
-fn munged_pod_spec(new: &Value, old: &Value) -> Value {
+/// old value: what is left must equal the old spec. A gated pod's node
+/// selector is checked on its own.
+fn munged_pod_spec(new: &Value, old: &Value, gated: bool) -> Value {
     let mut munged = new.clone();
     let Some(map) = munged.as_object_mut() else {
         return munged;
@@ -222,6 +247,9 @@ fn munged_pod_spec(new: &Value, old: &Value) -> Value {
     }
     for key in ["activeDeadlineSeconds", "schedulingGates", "tolerations"] {
         restore(map, old, key);
+    }
+    if gated {
+        restore(map, old, "nodeSelector");
     }
     let old_grace = old
         .get("terminationGracePeriodSeconds")

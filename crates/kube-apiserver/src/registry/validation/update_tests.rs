@@ -91,6 +91,29 @@ fn pod_refuses_container_count_deadline_toleration_and_gate_changes() {
     );
 }
 
+#[test]
+fn gated_pods_may_only_add_node_selector_entries() {
+    let mut old = base_pod();
+    old["spec"]["nodeSelector"] = json!({"a": "b"});
+    let mut added = old.clone();
+    added["spec"]["nodeSelector"]["c"] = json!("d");
+    assert!(validate_pod_update(&added, &old).is_empty());
+    let mut changed = old.clone();
+    changed["spec"]["nodeSelector"] = json!({"a": "z"});
+    assert_eq!(
+        messages(&validate_pod_update(&changed, &old)),
+        vec!["spec.nodeSelector: Invalid value: {\"a\":\"z\"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)"]
+    );
+    let mut ungated = old.clone();
+    ungated["spec"]["schedulingGates"] = json!([]);
+    let mut moved = ungated.clone();
+    moved["spec"]["nodeSelector"]["c"] = json!("d");
+    assert_eq!(
+        messages(&validate_pod_update(&moved, &ungated)),
+        vec![format!("spec: Forbidden: {POD_UPDATABLE}")]
+    );
+}
+
 fn svc(spec: Value) -> Value {
     json!({"metadata": {"name": "s"}, "spec": spec})
 }
