@@ -174,6 +174,13 @@ fn validate(config: &Configuration) -> Vec<FieldError> {
                 &TYPES,
             ));
         }
+        if limit.qps <= 0 {
+            errors.push(FieldError::invalid(
+                &at.child("qps"),
+                limit.qps,
+                "must be positive",
+            ));
+        }
         if limit.burst <= 0 {
             errors.push(FieldError::invalid(
                 &at.child("burst"),
@@ -274,12 +281,12 @@ mod tests {
     #[test]
     fn invalid_configurations_stop_startup() {
         let err = EventRateLimit::from_config(Some(&json!({"limits": [
-            {"type": "Pod", "qps": 1, "burst": 0}]})))
+            {"type": "Pod", "qps": 0, "burst": 0}]})))
         .err()
         .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("failed to initialize admission: couldn't init admission plugin \"EventRateLimit\": [limits[0].type: Unsupported value: \"Pod\": supported values: \"Namespace\", \"Server\", \"SourceAndObject\", \"User\", limits[0].burst: Invalid value: 0: must be positive]")
+            Some("failed to initialize admission: couldn't init admission plugin \"EventRateLimit\": [limits[0].type: Unsupported value: \"Pod\": supported values: \"Namespace\", \"Server\", \"SourceAndObject\", \"User\", limits[0].qps: Invalid value: 0: must be positive, limits[0].burst: Invalid value: 0: must be positive]")
         );
         assert!(EventRateLimit::from_config(Some(&json!({"limits": []}))).is_err());
     }
