@@ -350,20 +350,23 @@ pub fn validate_service_update(new: &Value, old: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// `spec.clusterIPs`, or the single `spec.clusterIP` when only it is given.
+/// `spec.clusterIPs` with a differing non-empty `spec.clusterIP` as the
+/// primary (upstream's strategy normalizes the two before validating), or
+/// the single `spec.clusterIP` when only it is given.
 fn cluster_ips(spec: &Value) -> Vec<String> {
-    let list: Vec<String> = items(spec, "clusterIPs")
+    let mut list: Vec<String> = items(spec, "clusterIPs")
         .iter()
         .filter_map(Value::as_str)
         .map(str::to_owned)
         .collect();
-    if !list.is_empty() {
-        return list;
-    }
     match spec.get("clusterIP").and_then(Value::as_str) {
-        Some(ip) if !ip.is_empty() => vec![ip.to_owned()],
-        _ => Vec::new(),
+        Some(ip) if !ip.is_empty() => match list.first_mut() {
+            Some(primary) => ip.clone_into(primary),
+            None => list.push(ip.to_owned()),
+        },
+        _ => {}
     }
+    list
 }
 
 fn is_immutable(obj: &Value) -> bool {

@@ -135,6 +135,12 @@ fn service_cluster_ips_and_families_are_fixed() {
             "spec.ipFamilies[0]: Invalid value: [\"IPv6\"]: may not change once set",
         ]
     );
+    let single =
+        svc(json!({"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.5"], "ipFamilies": ["IPv4"]}));
+    assert_eq!(
+        messages(&validate_service_update(&single, &old)),
+        vec!["spec.clusterIPs[0]: Invalid value: [\"10.0.0.7\"]: may not change once set"]
+    );
     let to_external = svc(json!({"type": "ExternalName", "externalName": "x.example"}));
     assert!(validate_service_update(&to_external, &old).is_empty());
     let headless = svc(json!({"clusterIP": "None", "clusterIPs": ["None"]}));
