@@ -365,6 +365,22 @@ fn custom_resources_own_and_are_owned(s: &TestServer) {
     );
 }
 
+/// Jobs (batch/v1) and ReplicationControllers (v1) orphan their
+/// dependents by default, as upstream: the `orphan` finalizer is set and
+/// the collector releases them; namespace deletion still completes.
+fn default_orphaning_kinds_are_released(s: &TestServer) {
+    s.ok(&["create", "namespace", "batch"]);
+    s.ok(&["create", "job", "j", "-n", "batch", "--image=busybox"]);
+    let out = s.ok(&["delete", "--raw", "/apis/batch/v1/namespaces/batch/jobs/j"]);
+    assert!(out.contains("\"orphan\""), "{out}");
+    eventually("the job is released and goes", || {
+        !exists(s, &["job", "j", "-n", "batch"])
+    });
+    s.ok(&["create", "job", "k", "-n", "batch", "--image=busybox"]);
+    s.ok(&["delete", "namespace", "batch", "--timeout=30s"]);
+    assert!(!exists(s, &["namespace", "batch"]));
+}
+
 crate::harness::on_both_backends!(
     pods_are_deleted_gracefully,
     delete_options_are_checked,
@@ -372,4 +388,5 @@ crate::harness::on_both_backends!(
     foreground_deletion_waits_for_blocking_dependents,
     orphan_deletion_keeps_dependents,
     custom_resources_own_and_are_owned,
+    default_orphaning_kinds_are_released,
 );
