@@ -552,11 +552,11 @@ fn claim_rules(
                 *uses_email_verified |= selects_claim(&rule.expression, "email_verified");
                 if let Some(expression) = cel(&rule.expression, "claims", &expression_path, errors)
                 {
-                    compiled.push(ClaimRule::Expression(Condition {
+                    compiled.push(ClaimRule::Expression(Box::new(Condition {
                         expression,
                         source: rule.expression.clone(),
                         message: rule.message.clone(),
-                    }));
+                    })));
                 }
             }
         }

@@ -25,7 +25,7 @@ pub enum ClaimRule {
     /// The claim must be present and be this string.
     Required { claim: String, value: String },
     /// A CEL condition over `claims`, with the message reported when false.
-    Expression(Condition),
+    Expression(Box<Condition>),
 }
 
 /// A compiled CEL condition with its source and failure message.
@@ -261,7 +261,7 @@ impl ClaimMapper {
                         )));
                     }
                 }
-                ClaimRule::Expression(condition) => conditions.push(condition),
+                ClaimRule::Expression(condition) => conditions.push(condition.as_ref()),
             }
         }
         check(&conditions, "claims", claims).map_err(|e| {
@@ -297,11 +297,11 @@ mod tests {
                     claim: "hd".into(),
                     value: "example.com".into(),
                 },
-                ClaimRule::Expression(Condition {
+                ClaimRule::Expression(Box::new(Condition {
                     expression: cel("claims.sub != 'mallory'", "claims"),
                     source: "claims.sub != 'mallory'".into(),
                     message: "mallory is banned".into(),
-                }),
+                })),
             ],
             user_rules: vec![Condition {
                 expression: cel("!user.username.startsWith('acme:system:')", "user"),

@@ -4,15 +4,14 @@
 //! Deny against an unreachable webhook); bad configuration files and
 //! conflicting flags stop startup with upstream's messages.
 
-#[path = "authentication/https_server.rs"]
-mod https_server;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
+
+use crate::authentication::https_server;
 use serde_json::{json, Value};
 
 use crate::harness::TestServer;
