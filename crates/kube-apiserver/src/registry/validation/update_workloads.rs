@@ -162,6 +162,7 @@ pub fn validate_job_update(new: &Value, old: &Value) -> Vec<FieldError> {
         Some(&old_template),
         &path.child("template"),
     ));
+    errs.extend(completions_update(new_spec, old_spec, &path));
     for key in [
         "completionMode",
         "podFailurePolicy",
@@ -176,6 +177,27 @@ pub fn validate_job_update(new: &Value, old: &Value) -> Vec<FieldError> {
         ));
     }
     errs
+}
+
+/// `completions` is fixed, except that an Indexed Job may scale it
+/// together with `parallelism` (elastic Indexed Jobs).
+fn completions_update(new: &Value, old: &Value, path: &Path) -> Option<FieldError> {
+    let path = path.child("completions");
+    let indexed = new.get("completionMode").and_then(Value::as_str) == Some("Indexed");
+    if !indexed {
+        return immutable_field(new.get("completions"), old.get("completions"), &path);
+    }
+    let completions = new.get("completions").filter(|c| !c.is_null())?;
+    if semantic_eq(Some(completions), old.get("completions"))
+        || new.get("parallelism") == Some(completions)
+    {
+        return None;
+    }
+    Some(FieldError::invalid(
+        &path,
+        completions.clone(),
+        "can only be modified in tandem with spec.parallelism",
+    ))
 }
 
 /// Copies into the old template what a not-yet-started Job may change.

@@ -80,3 +80,24 @@ fn job_template_is_fixed_unless_suspended_and_not_started() {
         vec!["spec.completionMode: Invalid value: \"Indexed\": field is immutable"]
     );
 }
+
+#[test]
+fn job_completions_scale_only_with_parallelism_when_indexed() {
+    let mut old = workload(json!({"matchLabels": {"app": "a"}}));
+    old["spec"]["completions"] = json!(2);
+    old["spec"]["parallelism"] = json!(2);
+    let mut new = old.clone();
+    new["spec"]["completions"] = json!(4);
+    assert_eq!(
+        messages(&validate_job_update(&new, &old)),
+        vec!["spec.completions: Invalid value: 4: field is immutable"]
+    );
+    old["spec"]["completionMode"] = json!("Indexed");
+    new["spec"]["completionMode"] = json!("Indexed");
+    assert_eq!(
+        messages(&validate_job_update(&new, &old)),
+        vec!["spec.completions: Invalid value: 4: can only be modified in tandem with spec.parallelism"]
+    );
+    new["spec"]["parallelism"] = json!(4);
+    assert!(validate_job_update(&new, &old).is_empty());
+}
