@@ -81,12 +81,11 @@ async fn bind(pods: &Store, req: CreateRequest, top_level: bool) -> Result<Value
     if !errors.is_empty() {
         return Err(ApiError::invalid("", "Binding", &name, &errors));
     }
-    admit(pods, &req).await?;
+    // Plugins may add to the binding (PodTopologyLabels adds the node's
+    // topology labels); what they leave is copied onto the pod.
+    let admitted = admit(pods, &req).await?;
     let node = text(binding, "/target/name").to_owned();
-    let annotations = binding
-        .pointer("/metadata/annotations")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let metadata = admitted.get("metadata").cloned().unwrap_or(Value::Null);
     let preconditions = (
         text(binding, "/metadata/uid").to_owned(),
         text(binding, "/metadata/resourceVersion").to_owned(),
@@ -98,7 +97,7 @@ async fn bind(pods: &Store, req: CreateRequest, top_level: bool) -> Result<Value
         move |current: Option<Object>| -> BoxFuture<'static, storage::error::Result<Value>> {
             let bound = match current {
                 None => Err(ApiError::not_found("", "pods", &pod_name)),
-                Some(pod) => assign(&pod, &node, &annotations, &preconditions)
+                Some(pod) => assign(&pod, &node, &metadata, &preconditions)
                     .map_err(|e| ApiError::conflict("", "pods/binding", &pod_name, e)),
             };
             Box::pin(async move { bound.map_err(into_storage) })
@@ -133,7 +132,7 @@ fn validate(binding: &Value) -> Vec<FieldError> {
 
 /// Runs the admission chain on the Binding as a create of `pods/binding`,
 /// as upstream admits the binding itself (not the pod write it causes).
-async fn admit(pods: &Store, req: &CreateRequest) -> Result<(), ApiError> {
+async fn admit(pods: &Store, req: &CreateRequest) -> Result<Value, ApiError> {
     let mut info = pods.info.clone();
     info.kind = "Binding".into();
     let context = RequestContext::new(req.user.clone());
@@ -143,7 +142,7 @@ async fn admit(pods: &Store, req: &CreateRequest) -> Result<(), ApiError> {
             let Some(admission) =
                 WriteAdmission::for_request(pods.admission().as_ref(), "binding", false)
             else {
-                return Ok(());
+                return Ok(body);
             };
             let admitted = admission
                 .admit(&info, Operation::Create, body, None)
@@ -151,16 +150,16 @@ async fn admit(pods: &Store, req: &CreateRequest) -> Result<(), ApiError> {
             admission
                 .validate(&info, Operation::Create, admitted, None)
                 .await
-                .map(drop)
         })
         .await
 }
 
-/// The bound pod, or why it cannot be bound (answered as a conflict).
+/// The bound pod, with the binding's annotations and labels, or why it
+/// cannot be bound (answered as a conflict).
 fn assign(
     pod: &Value,
     node: &str,
-    annotations: &Value,
+    metadata: &Value,
     (uid, resource_version): &(String, String),
 ) -> Result<Value, String> {
     let name = text(pod, "/metadata/name");
@@ -200,13 +199,16 @@ fn assign(
     let mut pod = pod.clone();
     pod["spec"]["nodeName"] = json!(node);
     set_scheduled(&mut pod);
-    if let Some(extra) = annotations.as_object().filter(|a| !a.is_empty()) {
+    for field in ["annotations", "labels"] {
+        let Some(extra) = metadata.get(field).and_then(Value::as_object) else {
+            continue;
+        };
         let meta = &mut pod["metadata"];
-        if !meta["annotations"].is_object() {
-            meta["annotations"] = json!({});
+        if !meta[field].is_object() && !extra.is_empty() {
+            meta[field] = json!({});
         }
         for (k, v) in extra {
-            meta["annotations"][k] = v.clone();
+            meta[field][k] = v.clone();
         }
     }
     Ok(pod)
@@ -247,7 +249,9 @@ mod tests {
     #[test]
     fn a_pending_pod_is_bound_and_scheduled() {
         let none = (String::new(), String::new());
-        let bound = assign(&pod(""), "n1", &json!({"a": "b"}), &none).unwrap();
+        let metadata = json!({"annotations": {"a": "b"}, "labels": {"topology.k8s.io/zone": "z1"}});
+        let bound = assign(&pod(""), "n1", &metadata, &none).unwrap();
+        assert_eq!(bound["metadata"]["labels"]["topology.k8s.io/zone"], "z1");
         assert_eq!(bound["spec"]["nodeName"], "n1");
         assert_eq!(bound["metadata"]["annotations"]["a"], "b");
         assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
