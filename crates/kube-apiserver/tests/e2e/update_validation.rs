@@ -31,6 +31,17 @@ fn pod_images_change_but_ports_do_not() {
         err.contains("The Pod \"web\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"),
         "{err}"
     );
+    // A full replace of the stored object with another port is refused too.
+    let stored = s.ok(&["get", "pod", "web", "-o", "yaml"]);
+    let replaced = stored.replace("containerPort: 80", "containerPort: 9090");
+    assert_ne!(stored, replaced);
+    let out = s.kubectl_stdin(&["replace", "-f", "-"], &replaced);
+    assert!(!out.status.success(), "port change replaced");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec: Forbidden: pod updates may not change fields other than"),
+        "{err}"
+    );
     let port = s.ok(&[
         "get",
         "pod",
