@@ -37,6 +37,27 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
+    /// A namespaced resource or subresource that only takes POSTs of `kind`
+    /// in `group`/`version` (bindings, evictions, token requests), stored
+    /// nowhere.
+    pub fn create_only(group: &str, version: &str, resource: &str, kind: &str) -> Self {
+        ResourceInfo {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            singular: String::new(),
+            kind: kind.into(),
+            list_kind: String::new(),
+            namespaced: true,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            verbs: vec!["create".into()],
+            has_status: false,
+            has_scale: false,
+            storage_root: String::new(),
+        }
+    }
+
     /// `apps/v1`, or `v1` for the core group.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -74,22 +74,23 @@ impl DiscoveryRegistry {
 
     /// Lists one more resource in a group version already added.
     pub fn add_resource(&self, group: &str, version: &str, info: ResourceInfo) {
-        let Ok(mut groups) = self.inner.write() else {
-            return;
-        };
-        let found = groups
-            .versions
-            .get_mut(group)
-            .and_then(|vs| vs.iter_mut().find(|v| v.version == version));
-        if let Some(gv) = found {
+        self.edit(group, version, |gv| {
             gv.resources.retain(|r| r.resource != info.resource);
             gv.resources.push(info);
             gv.resources.sort_by(|a, b| a.resource.cmp(&b.resource));
-        }
+        });
     }
 
     /// Lists a subresource of a group version already added.
     pub fn add_subresource(&self, group: &str, version: &str, sub: SubresourceDiscovery) {
+        self.edit(group, version, |gv| {
+            gv.subresources.retain(|s| s.path != sub.path);
+            gv.subresources.push(sub);
+        });
+    }
+
+    /// Changes a group version already added; nothing when it is not.
+    fn edit(&self, group: &str, version: &str, change: impl FnOnce(&mut GroupVersionDiscovery)) {
         let Ok(mut groups) = self.inner.write() else {
             return;
         };
@@ -98,8 +99,7 @@ impl DiscoveryRegistry {
             .get_mut(group)
             .and_then(|vs| vs.iter_mut().find(|v| v.version == version));
         if let Some(gv) = found {
-            gv.subresources.retain(|s| s.path != sub.path);
-            gv.subresources.push(sub);
+            change(gv);
         }
     }
 

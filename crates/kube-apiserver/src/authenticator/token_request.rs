@@ -72,21 +72,7 @@ impl TokenRequests {
             Box::pin(async move { this.create(req).await })
         });
         VirtualResource {
-            info: ResourceInfo {
-                group: GROUP.into(),
-                version: "v1".into(),
-                resource: "serviceaccounts/token".into(),
-                singular: String::new(),
-                kind: KIND.into(),
-                list_kind: String::new(),
-                namespaced: true,
-                short_names: Vec::new(),
-                categories: Vec::new(),
-                verbs: vec!["create".into()],
-                has_status: false,
-                has_scale: false,
-                storage_root: String::new(),
-            },
+            info: ResourceInfo::create_only(GROUP, "v1", "serviceaccounts/token", KIND),
             create,
         }
     }

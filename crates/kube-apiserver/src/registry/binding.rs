@@ -35,23 +35,12 @@ fn resource(pods: &Arc<Store>, path: &str) -> VirtualResource {
     });
     VirtualResource {
         info: ResourceInfo {
-            group: String::new(),
-            version: "v1".into(),
-            resource: path.into(),
             singular: if top_level {
                 "binding".into()
             } else {
                 String::new()
             },
-            kind: "Binding".into(),
-            list_kind: String::new(),
-            namespaced: true,
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            verbs: vec!["create".into()],
-            has_status: false,
-            has_scale: false,
-            storage_root: String::new(),
+            ..ResourceInfo::create_only("", "v1", path, "Binding")
         },
         create,
     }

@@ -36,21 +36,7 @@ pub fn install(server: &mut GenericApiServer) {
         Box::pin(async move { evict(&pods, &budgets, req).await })
     });
     let resource = VirtualResource {
-        info: ResourceInfo {
-            group: "policy".into(),
-            version: "v1".into(),
-            resource: "pods/eviction".into(),
-            singular: String::new(),
-            kind: "Eviction".into(),
-            list_kind: String::new(),
-            namespaced: true,
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            verbs: vec!["create".into()],
-            has_status: false,
-            has_scale: false,
-            storage_root: String::new(),
-        },
+        info: ResourceInfo::create_only("policy", "v1", "pods/eviction", "Eviction"),
         create,
     };
     server.install_subresource_create("", "v1", "pods/eviction", resource);

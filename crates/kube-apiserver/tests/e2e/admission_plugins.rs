@@ -6,53 +6,9 @@
 //! `system:node:n1`, O `system:nodes`, signed by the server's CA) writes to
 //! another node or to its reserved labels.
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use crate::harness::TestServer;
-
-/// Writes a client certificate for `cn` in `org` signed by the server's CA;
-/// returns the certificate and key files.
-fn client_cert(server: &TestServer, cn: &str, org: &str) -> (PathBuf, PathBuf) {
-    let pki = server.dir.path().join("pki");
-    let ca_pem = std::fs::read_to_string(pki.join("ca.crt")).expect("ca.crt");
-    let ca_key_pem = std::fs::read_to_string(pki.join("ca.key")).expect("ca.key");
-    let ca_key = rcgen::KeyPair::from_pem(&ca_key_pem).expect("ca key");
-    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("issuer");
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, org);
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let name = cn.replace(':', "-");
-    let paths = (
-        server.dir.path().join(format!("{name}.crt")),
-        server.dir.path().join(format!("{name}.key")),
-    );
-    std::fs::write(&paths.0, cert.pem()).expect("write cert");
-    std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
-    paths
-}
-
-/// Runs kubectl as the holder of a client certificate.
-fn as_cert(server: &TestServer, (cert, key): &(PathBuf, PathBuf), args: &[&str]) -> Output {
-    let ca = server.dir.path().join("pki").join("ca.crt");
-    let flags = [
-        "--kubeconfig=/dev/null".to_owned(),
-        format!("--server=https://127.0.0.1:{}", server.port),
-        format!("--certificate-authority={}", ca.display()),
-        format!("--client-certificate={}", cert.display()),
-        format!("--client-key={}", key.display()),
-    ];
-    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
-    all.extend_from_slice(args);
-    server.kubectl(&all)
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -141,24 +97,18 @@ fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels() {
          roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n\
          subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:nodes\"}]\n",
     );
-    let kubelet = client_cert(&server, "system:node:n1", "system:nodes");
+    let kubelet = server.client_cert("system:node:n1", "system:nodes");
     forbidden(
-        &as_cert(&server, &kubelet, &["label", "node", "n2", "a=b"]),
+        &server.kubectl_as_cert(&kubelet, &["label", "node", "n2", "a=b"]),
         "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\"",
     );
     forbidden(
-        &as_cert(
-            &server,
-            &kubelet,
+        &server.kubectl_as_cert(&kubelet,
             &["label", "node", "n1", "node-restriction.kubernetes.io/pool=gpu"],
         ),
         "nodes \"n1\" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool",
     );
-    let own = as_cert(
-        &server,
-        &kubelet,
-        &["label", "node", "n1", "example.com/rack=r1"],
-    );
+    let own = server.kubectl_as_cert(&kubelet, &["label", "node", "n1", "example.com/rack=r1"]);
     assert!(own.status.success(), "{}", stderr(&own));
     // The administrator is not restricted.
     server.ok(&[

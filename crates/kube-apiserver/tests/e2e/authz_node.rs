@@ -11,49 +11,6 @@ use std::process::Output;
 
 use crate::harness::TestServer;
 
-/// Writes a client certificate for `cn` in `org` signed by the server's CA;
-/// returns the certificate and key files.
-fn client_cert(server: &TestServer, cn: &str, org: &str) -> (PathBuf, PathBuf) {
-    let pki = server.dir.path().join("pki");
-    let ca_pem = std::fs::read_to_string(pki.join("ca.crt")).expect("ca.crt");
-    let ca_key_pem = std::fs::read_to_string(pki.join("ca.key")).expect("ca.key");
-    let ca_key = rcgen::KeyPair::from_pem(&ca_key_pem).expect("ca key");
-    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("issuer");
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, org);
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, &issuer).expect("cert");
-    let name = cn.replace(':', "-");
-    let paths = (
-        server.dir.path().join(format!("{name}.crt")),
-        server.dir.path().join(format!("{name}.key")),
-    );
-    std::fs::write(&paths.0, cert.pem()).expect("write cert");
-    std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
-    paths
-}
-
-/// Runs kubectl as the holder of a client certificate.
-fn as_cert(server: &TestServer, (cert, key): &(PathBuf, PathBuf), args: &[&str]) -> Output {
-    let ca = server.dir.path().join("pki").join("ca.crt");
-    let flags = [
-        "--kubeconfig=/dev/null".to_owned(),
-        format!("--server=https://127.0.0.1:{}", server.port),
-        format!("--certificate-authority={}", ca.display()),
-        format!("--client-certificate={}", cert.display()),
-        format!("--client-key={}", key.display()),
-    ];
-    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
-    all.extend_from_slice(args);
-    server.kubectl(&all)
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -92,24 +49,17 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
     let server = TestServer::start_with(&["--authorization-mode=Node,RBAC"]);
     let file = objects(server.dir.path());
     server.ok(&["create", "-f", &file.display().to_string()]);
-    let n1 = client_cert(&server, "system:node:n1", "system:nodes");
+    let n1 = server.client_cert("system:node:n1", "system:nodes");
 
-    let secret = succeeds(&as_cert(
-        &server,
-        &n1,
-        &["get", "secret", "secret-n1", "-o", "name"],
-    ));
+    let secret =
+        succeeds(&server.kubectl_as_cert(&n1, &["get", "secret", "secret-n1", "-o", "name"]));
     assert_eq!(secret.trim(), "secret/secret-n1");
     forbidden(
-        &as_cert(&server, &n1, &["get", "secret", "secret-n2"]),
+        &server.kubectl_as_cert(&n1, &["get", "secret", "secret-n2"]),
         "secrets \"secret-n2\" is forbidden: User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'n1' and this object",
     );
 
-    succeeds(&as_cert(
-        &server,
-        &n1,
-        &["label", "node", "n1", "ready=yes"],
-    ));
+    succeeds(&server.kubectl_as_cert(&n1, &["label", "node", "n1", "ready=yes"]));
     let labels = server.ok(&[
         "get",
         "node",
@@ -119,12 +69,11 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
     ]);
     assert_eq!(labels, "yes");
     forbidden(
-        &as_cert(&server, &n1, &["label", "node", "n2", "ready=yes"]),
+        &server.kubectl_as_cert(&n1, &["label", "node", "n2", "ready=yes"]),
         "nodes \"n2\" is forbidden: User \"system:node:n1\" cannot get resource \"nodes\" in API group \"\" at the cluster scope: node 'n1' cannot read 'n2', only its own Node object",
     );
 
-    let pods = succeeds(&as_cert(
-        &server,
+    let pods = succeeds(&server.kubectl_as_cert(
         &n1,
         &[
             "get",
@@ -137,13 +86,13 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
     ));
     assert_eq!(pods.trim(), "pod/pod-n1");
     forbidden(
-        &as_cert(&server, &n1, &["get", "pods", "-A"]),
+        &server.kubectl_as_cert(&n1, &["get", "pods", "-A"]),
         "pods is forbidden: User \"system:node:n1\" cannot list resource \"pods\" in API group \"\" at the cluster scope: can only list/watch pods with spec.nodeName field selector",
     );
 
     // What the Node authorizer has no opinion on, RBAC decides.
     forbidden(
-        &as_cert(&server, &n1, &["get", "deployments"]),
+        &server.kubectl_as_cert(&n1, &["get", "deployments"]),
         "deployments.apps is forbidden: User \"system:node:n1\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"default\"",
     );
     server.ok(&[
@@ -153,7 +102,7 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
         "--clusterrole=view",
         "--user=system:node:n1",
     ]);
-    succeeds(&as_cert(&server, &n1, &["get", "deployments"]));
+    succeeds(&server.kubectl_as_cert(&n1, &["get", "deployments"]));
 
     // The bootstrap policy has the node role, bound to no one.
     let role = server.ok(&[

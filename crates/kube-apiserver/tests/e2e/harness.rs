@@ -59,6 +59,50 @@ impl TestServer {
         panic!("server did not become ready on port {}", self.port);
     }
 
+    /// Writes a client certificate for `cn` in `org` signed by the server's CA;
+    /// returns the certificate and key files.
+    pub fn client_cert(&self, cn: &str, org: &str) -> (PathBuf, PathBuf) {
+        let pki = self.dir.path().join("pki");
+        let ca_pem = std::fs::read_to_string(pki.join("ca.crt")).expect("ca.crt");
+        let ca_key_pem = std::fs::read_to_string(pki.join("ca.key")).expect("ca.key");
+        let ca_key = rcgen::KeyPair::from_pem(&ca_key_pem).expect("ca key");
+        let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("issuer");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, org);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &issuer).expect("cert");
+        let name = cn.replace(':', "-");
+        let paths = (
+            self.dir.path().join(format!("{name}.crt")),
+            self.dir.path().join(format!("{name}.key")),
+        );
+        std::fs::write(&paths.0, cert.pem()).expect("write cert");
+        std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
+        paths
+    }
+
+    /// Runs kubectl as the holder of a client certificate (see
+    /// [`Self::client_cert`]).
+    pub fn kubectl_as_cert(&self, (cert, key): &(PathBuf, PathBuf), args: &[&str]) -> Output {
+        let ca = self.dir.path().join("pki").join("ca.crt");
+        let flags = [
+            "--kubeconfig=/dev/null".to_owned(),
+            format!("--server=https://127.0.0.1:{}", self.port),
+            format!("--certificate-authority={}", ca.display()),
+            format!("--client-certificate={}", cert.display()),
+            format!("--client-key={}", key.display()),
+        ];
+        let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        self.kubectl(&all)
+    }
+
     /// Runs kubectl (the default one on PATH) against this server.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with("kubectl", args, None)
