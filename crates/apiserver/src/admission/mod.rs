@@ -12,7 +12,7 @@ mod write;
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation};
 pub use chain::{Chain, Plugin};
 pub use context::RequestContext;
-pub use write::WriteAdmission;
+pub use write::{admit_create, SubresourceCreate, WriteAdmission};
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use serde_json::Value;
 
-use super::{Attributes, Chain, Operation, RequestContext};
+use super::{Attributes, Chain, GroupVersionKind, Operation, RequestContext};
+use crate::authentication::UserInfo;
 use crate::registry::ResourceInfo;
 
 #[derive(Clone)]
@@ -86,4 +87,52 @@ impl WriteAdmission {
         self.chain.admit(&mut attrs).await?;
         self.chain.validate(&attrs).await
     }
+}
+
+/// What a create through a computed subresource (a binding, an eviction,
+/// a token request) is admitted as: the parent resource's object, the kind
+/// posted, and who posted it.
+pub struct SubresourceCreate<'a> {
+    /// The parent resource (`pods`, `serviceaccounts`).
+    pub parent: &'a ResourceInfo,
+    pub subresource: &'static str,
+    /// The kind posted (`Binding`, `policy/v1 Eviction`, `TokenRequest`).
+    pub kind: GroupVersionKind,
+    pub namespace: &'a str,
+    /// The parent object's name.
+    pub name: &'a str,
+    pub user: Arc<UserInfo>,
+}
+
+/// Admits such a create: the mutating, then the validating plugins of
+/// `chain` on `object`, which nothing stores as such. Returns the admitted
+/// object.
+pub async fn admit_create(
+    chain: Option<&Arc<Chain>>,
+    create: SubresourceCreate<'_>,
+    object: Value,
+) -> Result<Value, ApiError> {
+    let Some(chain) = chain else {
+        return Ok(object);
+    };
+    let mut attrs = Attributes::new(
+        create.parent,
+        Operation::Create,
+        Some(object),
+        None,
+        create.subresource,
+        Some(create.namespace),
+        create.name,
+        false,
+        RequestContext::new(create.user),
+    );
+    attrs.kind = create.kind;
+    let context = attrs.request.clone();
+    context
+        .scope(async {
+            chain.admit(&mut attrs).await?;
+            chain.validate(&attrs).await?;
+            Ok(attrs.object.take().unwrap_or_default())
+        })
+        .await
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::{ApiError, StatusReason};
+use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::registry::ResourceInfo;
 use chrono::{SecondsFormat, TimeZone, Utc};
@@ -107,6 +108,29 @@ impl TokenRequests {
             _ => self.api_audiences.clone(),
         };
         spec["audiences"] = json!(audiences);
+        // Admitted as upstream: after the account is found and the
+        // audiences defaulted (NodeRestriction checks bound pods here).
+        if let Some(accounts) = self.objects.store(Kind::ServiceAccount) {
+            let create = SubresourceCreate {
+                parent: &accounts.info,
+                subresource: "token",
+                kind: GroupVersionKind {
+                    group: GROUP.into(),
+                    version: "v1".into(),
+                    kind: KIND.into(),
+                },
+                namespace: &namespace,
+                name: &name,
+                user: req.user.clone(),
+            };
+            let mut request = body.clone();
+            request["spec"] = spec.clone();
+            let chain = accounts.admission();
+            let admitted = admit_create(chain.as_ref(), create, request).await?;
+            if let Some(admitted_spec) = admitted.get("spec") {
+                spec = admitted_spec.clone();
+            }
+        }
         let mut expiration = spec
             .get("expirationSeconds")
             .and_then(Value::as_i64)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
-use apiserver::admission::{Operation, RequestContext, WriteAdmission};
+use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::registry::errors::{interpret, into_storage};
 use apiserver::registry::{ResourceInfo, Store};
@@ -72,7 +72,7 @@ async fn bind(pods: &Store, req: CreateRequest, top_level: bool) -> Result<Value
     }
     // Plugins may add to the binding (PodTopologyLabels adds the node's
     // topology labels); what they leave is copied onto the pod.
-    let admitted = admit(pods, &req).await?;
+    let admitted = admit(pods, &req, &namespace, &name).await?;
     let node = text(binding, "/target/name").to_owned();
     let metadata = admitted.get("metadata").cloned().unwrap_or(Value::Null);
     let preconditions = (
@@ -121,26 +121,25 @@ fn validate(binding: &Value) -> Vec<FieldError> {
 
 /// Runs the admission chain on the Binding as a create of `pods/binding`,
 /// as upstream admits the binding itself (not the pod write it causes).
-async fn admit(pods: &Store, req: &CreateRequest) -> Result<Value, ApiError> {
-    let mut info = pods.info.clone();
-    info.kind = "Binding".into();
-    let context = RequestContext::new(req.user.clone());
-    let body = req.body.clone();
-    context
-        .scope(async {
-            let Some(admission) =
-                WriteAdmission::for_request(pods.admission().as_ref(), "binding", false)
-            else {
-                return Ok(body);
-            };
-            let admitted = admission
-                .admit(&info, Operation::Create, body, None)
-                .await?;
-            admission
-                .validate(&info, Operation::Create, admitted, None)
-                .await
-        })
-        .await
+async fn admit(
+    pods: &Store,
+    req: &CreateRequest,
+    namespace: &str,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let create = SubresourceCreate {
+        parent: &pods.info,
+        subresource: "binding",
+        kind: GroupVersionKind {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Binding".into(),
+        },
+        namespace,
+        name,
+        user: req.user.clone(),
+    };
+    admit_create(pods.admission().as_ref(), create, req.body.clone()).await
 }
 
 /// The bound pod, with the binding's annotations and labels, or why it

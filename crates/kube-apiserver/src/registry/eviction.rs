@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use apimachinery::labels::Selector;
 use apimachinery::status::{ApiError, StatusCause, StatusDetails};
-use apiserver::admission::{Operation, RequestContext, WriteAdmission};
+use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::registry::{DeleteOptions, Mutate, ResourceInfo, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
@@ -61,7 +61,7 @@ async fn evict(pods: &Store, budgets: &Store, req: CreateRequest) -> Result<Valu
             "name in URL does not match name in Eviction object",
         ));
     }
-    admit(pods, &req).await?;
+    admit(pods, &req, &namespace, &name).await?;
     let options = delete_options(&req.body)?;
     let pod = pods
         .get(Some(&namespace), &name, GetOptions::default())
@@ -106,28 +106,27 @@ async fn delete(
 }
 
 /// Runs the admission chain on the Eviction as a create of `pods/eviction`.
-async fn admit(pods: &Store, req: &CreateRequest) -> Result<(), ApiError> {
-    let mut info = pods.info.clone();
-    info.group = "policy".into();
-    info.kind = "Eviction".into();
-    let context = RequestContext::new(req.user.clone());
-    let body = req.body.clone();
-    context
-        .scope(async {
-            let chain = pods.admission();
-            let Some(admission) = WriteAdmission::for_request(chain.as_ref(), "eviction", false)
-            else {
-                return Ok(());
-            };
-            let admitted = admission
-                .admit(&info, Operation::Create, body, None)
-                .await?;
-            admission
-                .validate(&info, Operation::Create, admitted, None)
-                .await
-                .map(drop)
-        })
+async fn admit(
+    pods: &Store,
+    req: &CreateRequest,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let create = SubresourceCreate {
+        parent: &pods.info,
+        subresource: "eviction",
+        kind: GroupVersionKind {
+            group: "policy".into(),
+            version: "v1".into(),
+            kind: "Eviction".into(),
+        },
+        namespace,
+        name,
+        user: req.user.clone(),
+    };
+    admit_create(pods.admission().as_ref(), create, req.body.clone())
         .await
+        .map(drop)
 }
 
 /// Upstream's `canIgnorePDB`: a pod not running, or already deleting.

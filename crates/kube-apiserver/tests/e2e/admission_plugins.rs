@@ -110,6 +110,49 @@ fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels() {
     );
     let own = server.kubectl_as_cert(&kubelet, &["label", "node", "n1", "example.com/rack=r1"]);
     assert!(own.status.success(), "{}", stderr(&own));
+    // Tokens only for the service accounts of pods bound to the node.
+    while !server
+        .kubectl(&["get", "serviceaccount", "default"])
+        .status
+        .success()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for (pod, node) in [("on-n1", "n1"), ("on-n2", "n2")] {
+        server.apply_yaml(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\n\
+             spec: {{nodeName: {node}, containers: [{{name: c, image: nginx}}]}}\n"
+        ));
+    }
+    let token_for = |pod: &str| {
+        let uid = server.ok(&["get", "pod", pod, "-o", "jsonpath={.metadata.uid}"]);
+        let args = [
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind=Pod",
+            &format!("--bound-object-name={pod}"),
+            &format!("--bound-object-uid={uid}"),
+        ]
+        .map(str::to_owned);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        server.kubectl_as_cert(&kubelet, &args)
+    };
+    let own_pod = token_for("on-n1");
+    assert!(own_pod.status.success(), "{}", stderr(&own_pod));
+    let refused = |out: Output, why: &str| {
+        assert!(!out.status.success(), "kubectl succeeded");
+        let expected = format!("serviceaccounts \"default\" is forbidden: {why}");
+        assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    };
+    refused(
+        token_for("on-n2"),
+        "node requested token bound to a pod scheduled on a different node",
+    );
+    refused(
+        server.kubectl_as_cert(&kubelet, &["create", "token", "default"]),
+        "node requested token not bound to a pod",
+    );
     // The administrator is not restricted.
     server.ok(&[
         "label",
