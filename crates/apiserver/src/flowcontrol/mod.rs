@@ -15,6 +15,7 @@
 
 pub mod bootstrap;
 pub mod controller;
+pub mod debug;
 mod queueset;
 mod rules;
 
@@ -27,8 +28,8 @@ use k8s_openapi::api::flowcontrol::v1::{
     FlowSchema, LimitResponse, PolicyRulesWithSubjects, PriorityLevelConfiguration,
 };
 
+pub use queueset::{Digest, Rejection, Seat, Totals};
 use queueset::{Overflow, QueueSet};
-pub use queueset::{Rejection, Seat};
 
 use crate::authentication::UserInfo;
 
@@ -254,19 +255,15 @@ impl FlowControl {
         (Some(seats), overflow(Some(&limited.limit_response)))
     }
 
-    /// The levels with their seats in use and requests waiting, for
-    /// `/debug/api_priority_and_fairness/dump_priority_levels`.
-    pub fn levels(&self) -> Vec<(String, Option<usize>, usize, usize)> {
+    /// Every level with its seats and current digest, by name.
+    pub fn levels(&self) -> Vec<(String, Option<usize>, Digest)> {
         let config = self.current();
         let mut rows: Vec<_> = config
             .levels
             .iter()
-            .map(|(name, level)| {
-                let (executing, waiting) = level.queues.load();
-                (name.clone(), level.limit, executing, waiting)
-            })
+            .map(|(name, level)| (name.clone(), level.limit, level.queues.digest()))
             .collect();
-        rows.sort();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows
     }
 }

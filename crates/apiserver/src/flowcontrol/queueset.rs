@@ -61,6 +61,27 @@ struct State {
     /// The queue round-robin dispatch looks at next.
     next_queue: usize,
     next_id: u64,
+    totals: Totals,
+}
+
+/// What a level has done since it was created, for the debug dump.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub dispatched: u64,
+    /// Refused on arrival (queue full, or no seat at a Reject level).
+    pub rejected: u64,
+    pub timed_out: u64,
+    /// Gave up waiting (the client went away).
+    pub cancelled: u64,
+}
+
+/// A level's state now (upstream's queue-set digest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Digest {
+    pub active_queues: usize,
+    pub waiting: usize,
+    pub executing: usize,
+    pub totals: Totals,
 }
 
 /// The seats and queues of one priority level; shared by the requests that
@@ -102,6 +123,7 @@ impl State {
                 // A waiter whose request went away no longer wants it.
                 if waiter.wake.send(()).is_ok() {
                     self.executing += 1;
+                    self.totals.dispatched += 1;
                 }
             }
         }
@@ -136,6 +158,7 @@ impl QueueSet {
                 queues: Vec::new(),
                 next_queue: 0,
                 next_id: 0,
+                totals: Totals::default(),
             }),
         });
         set.reconfigure(limit, overflow);
@@ -169,13 +192,15 @@ impl QueueSet {
         state.dispatch();
     }
 
-    /// Requests running and waiting, for the debug dump and tests.
-    pub fn load(&self) -> (usize, usize) {
+    /// The level's queues and totals now.
+    pub fn digest(&self) -> Digest {
         let state = self.lock();
-        (
-            state.executing,
-            state.queues.iter().map(VecDeque::len).sum(),
-        )
+        Digest {
+            active_queues: state.queues.iter().filter(|q| !q.is_empty()).count(),
+            waiting: state.queues.iter().map(VecDeque::len).sum(),
+            executing: state.executing,
+            totals: state.totals,
+        }
     }
 
     /// Waits (at most `wait_limit`) for a seat for a request of `flow`.
@@ -189,6 +214,7 @@ impl QueueSet {
             let queued = state.queues.iter().any(|q| !q.is_empty());
             if state.has_free_seat() && !queued {
                 state.executing += 1;
+                state.totals.dispatched += 1;
                 return Ok(Seat { set: self.clone() });
             }
             let Overflow::Queue {
@@ -197,10 +223,12 @@ impl QueueSet {
                 ..
             } = state.overflow
             else {
+                state.totals.rejected += 1;
                 return Err(Rejection::ConcurrencyLimit);
             };
             let queue = state.pick_queue(hash(flow), hand_size);
             if state.queues[queue].len() >= queue_length_limit {
+                state.totals.rejected += 1;
                 return Err(Rejection::QueueFull);
             }
             let (wake, woken) = oneshot::channel();
@@ -225,6 +253,7 @@ impl QueueSet {
                 pending.armed = false;
                 let mut state = self.lock();
                 if state.remove_waiter(queue, id) {
+                    state.totals.timed_out += 1;
                     Err(Rejection::TimeOut)
                 } else {
                     drop(state);
@@ -246,7 +275,10 @@ struct Pending<'a> {
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.set.lock().remove_waiter(self.queue, self.id);
+            let mut state = self.set.lock();
+            if state.remove_waiter(self.queue, self.id) {
+                state.totals.cancelled += 1;
+            }
         }
     }
 }
@@ -282,6 +314,12 @@ fn hash(flow: &str) -> u64 {
 mod tests {
     use super::*;
 
+    /// Requests running and waiting.
+    fn load(set: &QueueSet) -> (usize, usize) {
+        let digest = set.digest();
+        (digest.executing, digest.waiting)
+    }
+
     const QUEUE: Overflow = Overflow::Queue {
         queues: 4,
         hand_size: 2,
@@ -309,13 +347,13 @@ mod tests {
             let set = set.clone();
             tokio::spawn(async move { set.acquire("g", Duration::from_secs(5)).await.is_ok() })
         };
-        while set.load().1 == 0 {
+        while load(&set).1 == 0 {
             tokio::task::yield_now().await;
         }
-        assert_eq!(set.load(), (1, 1));
+        assert_eq!(load(&set), (1, 1));
         drop(first);
         assert!(waiting.await.unwrap());
-        assert_eq!(set.load(), (0, 0));
+        assert_eq!(load(&set), (0, 0));
     }
 
     #[tokio::test(start_paused = true)]
@@ -324,7 +362,24 @@ mod tests {
         let _held = set.acquire("f", Duration::ZERO).await.unwrap();
         let result = set.acquire("f", Duration::from_secs(1)).await;
         assert_eq!(result.err(), Some(Rejection::TimeOut));
-        assert_eq!(set.load(), (1, 0));
+        assert_eq!(load(&set), (1, 0));
+        // A waiter whose request goes away is counted as cancelled.
+        let gone = tokio::time::timeout(
+            Duration::from_millis(10),
+            set.acquire("g", Duration::from_secs(5)),
+        )
+        .await;
+        assert!(gone.is_err());
+        let totals = set.digest().totals;
+        assert_eq!(
+            totals,
+            Totals {
+                dispatched: 1,
+                rejected: 0,
+                timed_out: 1,
+                cancelled: 1
+            }
+        );
     }
 
     #[tokio::test]
@@ -338,7 +393,7 @@ mod tests {
             waiting.push(tokio::spawn(async move {
                 waiter.acquire("f", Duration::from_secs(30)).await.is_ok()
             }));
-            while set.load().1 < waiting.len() {
+            while load(&set).1 < waiting.len() {
                 tokio::task::yield_now().await;
             }
         }
@@ -357,7 +412,7 @@ mod tests {
         let seats: Vec<_> =
             futures::future::join_all((0..100).map(|_| set.acquire("f", Duration::ZERO))).await;
         assert!(seats.iter().all(Result::is_ok));
-        assert_eq!(set.load(), (100, 0));
+        assert_eq!(load(&set), (100, 0));
     }
 
     #[test]

@@ -106,7 +106,7 @@ fn seats_are_shares_of_the_server_limit() {
     let seats: HashMap<String, Option<usize>> = control
         .levels()
         .into_iter()
-        .map(|(name, limit, _, _)| (name, limit))
+        .map(|(name, limit, _)| (name, limit))
         .collect();
     // 600 seats over 245 shares, rounded up.
     assert_eq!(seats["global-default"], Some(49));

@@ -1,14 +1,15 @@
 //! API Priority and Fairness for kube-apiserver (upstream's flowcontrol
 //! REST storage provider and server config): the config producer that
 //! keeps the bootstrap FlowSchemas and PriorityLevelConfigurations in
-//! storage, and the config consumer that feeds them to the filter.
+//! storage, the config consumer that feeds them to the filter, and the
+//! debug dump of the priority levels.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::flowcontrol::{bootstrap, controller, FlowControl};
+use apiserver::flowcontrol::{bootstrap, controller, debug, FlowControl};
 use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use serde_json::Value;
@@ -29,6 +30,14 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
     ) else {
         return;
     };
+    let dumped = control.clone();
+    server.handle_path(
+        "/debug/api_priority_and_fairness/dump_priority_levels",
+        Arc::new(move |_| {
+            let text = debug::dump_priority_levels(&dumped);
+            Box::pin(async move { plain_text(text) })
+        }),
+    );
     let (s, l) = (schemas.clone(), levels.clone());
     server.add_post_start_hook(
         "priority-and-fairness-config-consumer",
@@ -57,6 +66,16 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
             })
         }),
     );
+}
+
+/// A debug dump as upstream writes it: plain text.
+fn plain_text(text: String) -> http::Response<axum::body::Body> {
+    let mut response = http::Response::new(axum::body::Body::from(text));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 async fn ensure_all(schemas: &Store, levels: &Store) -> Result<(), ApiError> {

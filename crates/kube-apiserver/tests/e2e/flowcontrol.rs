@@ -220,6 +220,21 @@ spec:
         "Too many requests, please try again later."
     );
     assert_eq!(header(&head, "retry-after"), Some("1"));
+    // The debug dump counts the refusals of the level.
+    let dump = s.ok(&[
+        "get",
+        "--raw",
+        "/debug/api_priority_and_fairness/dump_priority_levels",
+    ]);
+    assert!(dump.starts_with("PriorityLevelName,"), "{dump}");
+    let row: Vec<&str> = dump
+        .lines()
+        .find(|l| l.starts_with("no-seats,"))
+        .map(|l| l.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    assert_eq!(row.len(), 10, "{dump}");
+    let rejected: u64 = row[7].parse().unwrap_or(0);
+    assert!(rejected >= 2, "{dump}");
     // Others are unaffected.
     assert_eq!(
         request_as(&s, Some("dave"), "/api/v1/namespaces/default/pods").0,
