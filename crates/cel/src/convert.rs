@@ -42,10 +42,15 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
+/// Whether CEL reserves `name` (it cannot name a variable).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
 /// The CEL name of property `name`, or `None` when it cannot be spelled in
 /// CEL (and so is invisible to rules).
 pub(crate) fn escape(name: &str) -> Option<String> {
-    if RESERVED.contains(&name) {
+    if is_reserved(name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::with_capacity(name.len());

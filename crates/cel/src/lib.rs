@@ -32,6 +32,7 @@ use cel::Env;
 use serde_json::Value;
 
 use crate::compile::{Compiler, Place};
+pub use crate::convert::is_reserved;
 pub use crate::expression::{CompileError, EvalError, Expression};
 use crate::schema::Node;
 pub use crate::validate::Outcome;

@@ -44,29 +44,6 @@ const REINVOCATION_POLICIES: &[&str] = &["IfNeeded", "Never"];
 const PATCH_TYPES: &[&str] = &["ApplyConfiguration", "JSONPatch"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
 const MAX_MATCH_CONDITIONS: usize = 64;
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// The strategy of `mutatingadmissionpolicies`.
 pub fn mutating_policies() -> ResourceStrategy {
@@ -513,7 +490,7 @@ fn is_cel_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !CEL_RESERVED.contains(&name)
+        && !kube_cel::is_reserved(name)
 }
 
 fn variable(variable: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {

@@ -8,12 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
+use crate::authentication::https_server;
 use crate::harness::TestServer;
 
 /// v1 has `spec.replicas`, v2 calls it `spec.size`.
@@ -33,8 +30,8 @@ fn convert(mut obj: Value, to: &str) -> Value {
     obj
 }
 
-fn review(body: Bytes, fail: bool) -> Value {
-    let review: Value = serde_json::from_slice(&body).unwrap_or_default();
+fn review(body: &[u8], fail: bool) -> Value {
+    let review: Value = serde_json::from_slice(body).unwrap_or_default();
     let request = &review["request"];
     let to = request["desiredAPIVersion"].as_str().unwrap_or("");
     let response = if fail {
@@ -55,58 +52,12 @@ fn review(body: Bytes, fail: bool) -> Value {
 /// Starts the webhook on a loopback port: its address, CA (PEM) and the
 /// switch that makes it refuse.
 fn start_webhook() -> (SocketAddr, String, Arc<AtomicBool>) {
-    let ca_key = rcgen::KeyPair::generate().expect("key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).expect("ca");
-    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .expect("params")
-        .signed_by(&key, &issuer)
-        .expect("cert");
-    let private = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).expect("key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], private)
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    listener.set_nonblocking(true).expect("nonblocking");
     let fail = Arc::new(AtomicBool::new(false));
     let switch = fail.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, fail) = (acceptor.clone(), fail.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let fail = fail.load(Ordering::SeqCst);
-                        async move {
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let out = review(body.unwrap_or_default(), fail);
-                            Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                                Bytes::from(out.to_string()),
-                            )))
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
-    });
-    (addr, ca_cert.pem(), switch)
+    let (port, ca, _) = https_server::start(Arc::new(move |_: &str, body: &[u8]| {
+        review(body, fail.load(Ordering::SeqCst))
+    }));
+    (SocketAddr::from(([127, 0, 0, 1], port)), ca, switch)
 }
 
 fn crd(addr: SocketAddr, ca: &str) -> String {
