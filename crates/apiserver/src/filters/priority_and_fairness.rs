@@ -50,14 +50,6 @@ pub async fn filter(
         ("flow_schema", class.flow_schema.clone()),
         ("priority_level", class.priority_level.clone()),
     ];
-    metrics
-        .apf_nominal_seats
-        .get_or_create(&[("priority_level", class.priority_level.clone())])
-        .set(
-            class
-                .limit
-                .map_or(0, |l| i64::try_from(l).unwrap_or(i64::MAX)),
-        );
     let waiting = Held::new(metrics.apf_waiting.get_or_create(&labels).clone());
     let seat = class.acquire(control.wait_limit()).await;
     drop(waiting);

@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn the_dump_lists_every_level() {
-        let control = FlowControl::new(600, Duration::from_secs(60));
+        let control = FlowControl::new(600, Duration::from_secs(60), Default::default());
         let dump = dump_priority_levels(&control);
         let lines: Vec<&str> = dump.lines().collect();
         assert!(

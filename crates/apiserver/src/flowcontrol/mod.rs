@@ -20,6 +20,7 @@ mod queueset;
 mod rules;
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -32,6 +33,7 @@ pub use queueset::{Digest, Rejection, Seat, Totals};
 use queueset::{Overflow, QueueSet};
 
 use crate::authentication::UserInfo;
+use crate::metrics::Metrics;
 
 /// Upstream caps the time a request may wait in a queue at one minute.
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -51,6 +53,8 @@ pub struct FlowControl {
     /// Queue sets by level name, kept across reconfigurations so that
     /// running and waiting requests carry over.
     queue_sets: Mutex<HashMap<String, Arc<QueueSet>>>,
+    /// Where each level's seats are published.
+    metrics: Arc<Metrics>,
 }
 
 struct Config {
@@ -79,16 +83,14 @@ pub struct Classification {
     pub flow_schema_uid: String,
     pub priority_level: String,
     pub priority_level_uid: String,
-    /// The level's seat limit, None when exempt.
-    pub limit: Option<usize>,
-    flow: String,
+    flow_hash: u64,
     queues: Arc<QueueSet>,
 }
 
 impl Classification {
     /// Waits for a seat of the request's priority level.
     pub async fn acquire(&self, wait_limit: Duration) -> Result<Seat, Rejection> {
-        self.queues.acquire(&self.flow, wait_limit).await
+        self.queues.acquire(self.flow_hash, wait_limit).await
     }
 }
 
@@ -104,7 +106,11 @@ pub struct SchemaStatus {
 impl FlowControl {
     /// Flow control over `server_concurrency_limit` seats; requests wait in
     /// queues at most a quarter of `request_timeout` (and a minute).
-    pub fn new(server_concurrency_limit: usize, request_timeout: Duration) -> Arc<Self> {
+    pub fn new(
+        server_concurrency_limit: usize,
+        request_timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
         let control = Arc::new(FlowControl {
             server_concurrency_limit,
             wait_limit: (request_timeout / 4).min(MAX_WAIT),
@@ -113,6 +119,7 @@ impl FlowControl {
                 levels: HashMap::new(),
             })),
             queue_sets: Mutex::default(),
+            metrics,
         });
         control.configure(&[], &[]);
         control
@@ -156,8 +163,7 @@ impl FlowControl {
             flow_schema_uid: schema.uid.clone(),
             priority_level: schema.level.clone(),
             priority_level_uid: level.uid.clone(),
-            limit: level.limit,
-            flow: format!("{}/{distinguisher}", schema.name),
+            flow_hash: flow_hash(&schema.name, distinguisher),
             queues: level.queues.clone(),
         })
     }
@@ -193,6 +199,10 @@ impl FlowControl {
                 None => QueueSet::new(limit, overflow),
             };
             sets.insert(name.clone(), queues.clone());
+            self.metrics
+                .apf_nominal_seats
+                .get_or_create(&[("priority_level", name.clone())])
+                .set(limit.map_or(0, |l| i64::try_from(l).unwrap_or(i64::MAX)));
             let uid = level.metadata.uid.clone().unwrap_or_default();
             compiled.insert(name, Level { uid, limit, queues });
         }
@@ -266,6 +276,13 @@ impl FlowControl {
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows
     }
+}
+
+/// A flow is its schema and distinguisher; its hash picks its queues.
+fn flow_hash(schema: &str, distinguisher: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (schema, distinguisher).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn shares_of(level: &PriorityLevelConfiguration) -> i32 {

@@ -10,7 +10,6 @@
 //! the same fairness when requests cost alike.
 
 use std::collections::VecDeque;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -206,7 +205,7 @@ impl QueueSet {
     /// Waits (at most `wait_limit`) for a seat for a request of `flow`.
     pub async fn acquire(
         self: &Arc<Self>,
-        flow: &str,
+        flow_hash: u64,
         wait_limit: Duration,
     ) -> Result<Seat, Rejection> {
         let (queue, id, woken) = {
@@ -226,7 +225,7 @@ impl QueueSet {
                 state.totals.rejected += 1;
                 return Err(Rejection::ConcurrencyLimit);
             };
-            let queue = state.pick_queue(hash(flow), hand_size);
+            let queue = state.pick_queue(flow_hash, hand_size);
             if state.queues[queue].len() >= queue_length_limit {
                 state.totals.rejected += 1;
                 return Err(Rejection::QueueFull);
@@ -304,12 +303,6 @@ fn deal(flow_hash: u64, hand_size: usize, count: usize) -> Vec<usize> {
     hand
 }
 
-fn hash(flow: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    flow.hash(&mut hasher);
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,23 +322,23 @@ mod tests {
     #[tokio::test]
     async fn seats_are_limited_and_given_back() {
         let set = QueueSet::new(Some(2), Overflow::Reject);
-        let a = set.acquire("f", Duration::ZERO).await.unwrap();
-        let _b = set.acquire("f", Duration::ZERO).await.unwrap();
+        let a = set.acquire(1, Duration::ZERO).await.unwrap();
+        let _b = set.acquire(1, Duration::ZERO).await.unwrap();
         assert_eq!(
-            set.acquire("f", Duration::ZERO).await.err(),
+            set.acquire(1, Duration::ZERO).await.err(),
             Some(Rejection::ConcurrencyLimit)
         );
         drop(a);
-        assert!(set.acquire("f", Duration::ZERO).await.is_ok());
+        assert!(set.acquire(1, Duration::ZERO).await.is_ok());
     }
 
     #[tokio::test]
     async fn waiters_are_dispatched_when_a_seat_frees() {
         let set = QueueSet::new(Some(1), QUEUE);
-        let first = set.acquire("f", Duration::ZERO).await.unwrap();
+        let first = set.acquire(1, Duration::ZERO).await.unwrap();
         let waiting = {
             let set = set.clone();
-            tokio::spawn(async move { set.acquire("g", Duration::from_secs(5)).await.is_ok() })
+            tokio::spawn(async move { set.acquire(2, Duration::from_secs(5)).await.is_ok() })
         };
         while load(&set).1 == 0 {
             tokio::task::yield_now().await;
@@ -359,14 +352,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn waiting_past_the_limit_rejects_and_leaves_the_queue() {
         let set = QueueSet::new(Some(1), QUEUE);
-        let _held = set.acquire("f", Duration::ZERO).await.unwrap();
-        let result = set.acquire("f", Duration::from_secs(1)).await;
+        let _held = set.acquire(1, Duration::ZERO).await.unwrap();
+        let result = set.acquire(1, Duration::from_secs(1)).await;
         assert_eq!(result.err(), Some(Rejection::TimeOut));
         assert_eq!(load(&set), (1, 0));
         // A waiter whose request goes away is counted as cancelled.
         let gone = tokio::time::timeout(
             Duration::from_millis(10),
-            set.acquire("g", Duration::from_secs(5)),
+            set.acquire(2, Duration::from_secs(5)),
         )
         .await;
         assert!(gone.is_err());
@@ -385,20 +378,20 @@ mod tests {
     #[tokio::test]
     async fn a_full_hand_of_queues_rejects() {
         let set = QueueSet::new(Some(1), QUEUE);
-        let _held = set.acquire("f", Duration::ZERO).await.unwrap();
+        let _held = set.acquire(1, Duration::ZERO).await.unwrap();
         // One flow reaches only its hand of two queues of one slot each.
         let mut waiting = Vec::new();
         for _ in 0..2 {
             let waiter = set.clone();
             waiting.push(tokio::spawn(async move {
-                waiter.acquire("f", Duration::from_secs(30)).await.is_ok()
+                waiter.acquire(1, Duration::from_secs(30)).await.is_ok()
             }));
             while load(&set).1 < waiting.len() {
                 tokio::task::yield_now().await;
             }
         }
         assert_eq!(
-            set.acquire("f", Duration::from_secs(30)).await.err(),
+            set.acquire(1, Duration::from_secs(30)).await.err(),
             Some(Rejection::QueueFull)
         );
         for w in waiting {
@@ -410,7 +403,7 @@ mod tests {
     async fn exempt_levels_never_wait() {
         let set = QueueSet::new(None, Overflow::Reject);
         let seats: Vec<_> =
-            futures::future::join_all((0..100).map(|_| set.acquire("f", Duration::ZERO))).await;
+            futures::future::join_all((0..100).map(|_| set.acquire(1, Duration::ZERO))).await;
         assert!(seats.iter().all(Result::is_ok));
         assert_eq!(load(&set), (100, 0));
     }

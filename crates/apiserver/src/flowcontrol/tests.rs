@@ -33,7 +33,7 @@ fn probe() -> RequestInfo {
 }
 
 fn suggested_config() -> Arc<FlowControl> {
-    let control = FlowControl::new(600, Duration::from_secs(60));
+    let control = FlowControl::new(600, Duration::from_secs(60), Default::default());
     let schemas: Vec<FlowSchema> = bootstrap::suggested()
         .flow_schemas
         .iter()
@@ -58,7 +58,7 @@ fn level_of(control: &FlowControl, user: &UserInfo, info: &RequestInfo) -> (Stri
 
 #[test]
 fn before_configuration_the_mandatory_schemas_apply() {
-    let control = FlowControl::new(600, Duration::from_secs(60));
+    let control = FlowControl::new(600, Duration::from_secs(60), Default::default());
     let admin = user("admin", &["system:masters", "system:authenticated"]);
     let alice = user("alice", &["system:authenticated"]);
     assert_eq!(
@@ -117,10 +117,11 @@ fn seats_are_shares_of_the_server_limit() {
 
 #[tokio::test]
 async fn a_full_reject_level_answers_at_once() {
-    let control = FlowControl::new(1, Duration::from_secs(60));
+    let control = FlowControl::new(1, Duration::from_secs(60), Default::default());
     let alice = user("alice", &["system:authenticated"]);
     let class = control.classify(&alice, &get_pods("a")).unwrap();
-    assert_eq!(class.limit, Some(1));
+    let catch_all = control.levels().into_iter().find(|l| l.0 == "catch-all");
+    assert_eq!(catch_all.map(|l| l.1), Some(Some(1)));
     let seat = class.acquire(control.wait_limit()).await.unwrap();
     let again = control.classify(&alice, &get_pods("a")).unwrap();
     assert_eq!(
@@ -133,7 +134,7 @@ async fn a_full_reject_level_answers_at_once() {
 
 #[test]
 fn a_schema_naming_a_missing_level_is_dangling_and_skipped() {
-    let control = FlowControl::new(600, Duration::from_secs(60));
+    let control = FlowControl::new(600, Duration::from_secs(60), Default::default());
     let schema: FlowSchema = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "mine", "uid": "u1"},
         "spec": {

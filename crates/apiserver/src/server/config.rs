@@ -66,6 +66,7 @@ pub enum ConfigError {
 
 impl Config {
     pub fn complete(self) -> Result<CompletedConfig, ConfigError> {
+        let metrics = Arc::new(Metrics::new());
         Ok(CompletedConfig(Arc::new(Completed {
             cors: Arc::new(AllowedOrigins::compile(&self.cors_allowed_origins)?),
             hsts: Arc::new(Hsts::new(&self.hsts_directives)?),
@@ -73,11 +74,11 @@ impl Config {
             authorization: Arc::new(Authorization {
                 modes: self.authorization_modes.clone(),
             }),
-            metrics: Arc::new(Metrics::new()),
             flow_control: self.enable_priority_and_fairness.then(|| {
                 let limit = self.max_requests_inflight + self.max_mutating_requests_inflight;
-                FlowControl::new(limit, self.request_timeout)
+                FlowControl::new(limit, self.request_timeout, metrics.clone())
             }),
+            metrics,
             config: self,
         })))
     }
