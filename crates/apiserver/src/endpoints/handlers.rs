@@ -528,6 +528,13 @@ async fn delete(
         DeleteOutcome::Pending(obj) => {
             response::object(pending, &obj, &neg, &store.info, store.strategy.as_ref())
         }
+        DeleteOutcome::Deleted(obj) if store.strategy.returns_deleted_object() => response::object(
+            StatusCode::OK,
+            &obj,
+            &neg,
+            &store.info,
+            store.strategy.as_ref(),
+        ),
         DeleteOutcome::Deleted(obj) => {
             let status = Status::success(Some(StatusDetails {
                 name: name.to_owned(),

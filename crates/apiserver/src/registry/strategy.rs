@@ -96,6 +96,13 @@ pub trait Strategy: Send + Sync + 'static {
         GcPolicy::DeleteDependents
     }
 
+    /// Whether a delete that removed the object answers with the object
+    /// rather than a success Status (upstream's `ReturnDeletedObject`,
+    /// set for pods, services, service accounts and a few others).
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     /// Whether strategic merge patch applies: it needs the type's patch
     /// metadata, which custom resources do not have (they answer 415).
     fn supports_strategic_merge(&self) -> bool {

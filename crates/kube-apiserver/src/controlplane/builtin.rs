@@ -177,6 +177,14 @@ fn orphans_by_default(strategy: ResourceStrategy) -> ResourceStrategy {
     }
 }
 
+/// Upstream's `ReturnDeletedObject`: a delete answers with the object.
+fn returns_deleted(strategy: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        returns_deleted_object: true,
+        ..strategy
+    }
+}
+
 /// Events are never garbage collected (no GC finalizers are set).
 fn never_collected(strategy: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
@@ -207,15 +215,18 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             short(&["pvc"]),
         ),
         builtin::<core::PersistentVolume>(status(), short(&["pv"])),
-        builtin::<core::Pod>(core_types::pods(), all(&["po"])),
-        builtin::<core::PodTemplate>(plain(), PLAIN),
+        builtin::<core::Pod>(returns_deleted(core_types::pods()), all(&["po"])),
+        builtin::<core::PodTemplate>(returns_deleted(plain()), PLAIN),
         builtin::<core::ReplicationController>(
             orphans_by_default(ResourceStrategy::spec_status()),
             scalable(&["rc"]),
         ),
         builtin::<core::ResourceQuota>(status(), short(&["quota"])),
         builtin::<core::Secret>(core_types::secrets(), PLAIN),
-        builtin::<core::ServiceAccount>(core_types::service_accounts(), short(&["sa"])),
+        builtin::<core::ServiceAccount>(
+            returns_deleted(core_types::service_accounts()),
+            short(&["sa"]),
+        ),
         builtin_with::<core::Service>(service_strategy, true, all(&["svc"])),
     ]
 }
@@ -273,11 +284,11 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["pc"]),
         )],
         vec![
-            builtin::<storage::CSIDriver>(plain(), PLAIN),
-            builtin::<storage::CSINode>(plain(), PLAIN),
+            builtin::<storage::CSIDriver>(returns_deleted(plain()), PLAIN),
+            builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
-            builtin::<storage::StorageClass>(plain(), short(&["sc"])),
-            builtin::<storage::VolumeAttachment>(status(), PLAIN),
+            builtin::<storage::StorageClass>(returns_deleted(plain()), short(&["sc"])),
+            builtin::<storage::VolumeAttachment>(returns_deleted(status()), PLAIN),
             builtin::<storage::VolumeAttributesClass>(plain(), short(&["vac"])),
         ],
         vec![

@@ -136,6 +136,9 @@ where
     fn gc_policy(&self) -> GcPolicy {
         self.inner.gc_policy()
     }
+    fn returns_deleted_object(&self) -> bool {
+        self.inner.returns_deleted_object()
+    }
 }
 
 #[cfg(test)]

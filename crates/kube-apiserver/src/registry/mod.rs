@@ -59,6 +59,8 @@ pub struct ResourceStrategy {
     pub grace_period: GracePeriod,
     /// What dependents get when no propagation policy is asked for.
     pub gc_policy: GcPolicy,
+    /// A delete answers with the deleted object instead of a Status.
+    pub returns_deleted_object: bool,
     /// Subresources updated like status (`pods/ephemeralcontainers`, …).
     pub subresources: &'static [UpdateSubresource],
 }
@@ -97,6 +99,7 @@ impl Default for ResourceStrategy {
             on_delete: no_op,
             grace_period: not_graceful,
             gc_policy: GcPolicy::DeleteDependents,
+            returns_deleted_object: false,
             subresources: &[],
         }
     }
@@ -190,6 +193,10 @@ impl Strategy for ResourceStrategy {
 
     fn gc_policy(&self) -> GcPolicy {
         self.gc_policy
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        self.returns_deleted_object
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

@@ -310,6 +310,9 @@ impl Strategy for ServiceStrategy {
     fn release(&self, svc: &Value) {
         self.allocator.release(svc)
     }
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
     fn table_columns(&self) -> Vec<TableColumn> {
         self.base.table_columns()
     }

@@ -131,6 +131,33 @@ fn pods_are_deleted_gracefully(s: &TestServer) {
     assert!(!exists(s, &["pod", "bound"]));
 }
 
+/// Upstream's `ReturnDeletedObject`: deleting a pod, service or service
+/// account answers with the object; other resources answer a Status.
+fn deletes_answer_as_upstream(s: &TestServer) {
+    create_pod(s, LOOSE_POD);
+    let pod = s.ok(&["delete", "--raw", "/api/v1/namespaces/default/pods/loose"]);
+    let pod: serde_json::Value = serde_json::from_str(&pod).expect("pod json");
+    assert_eq!(pod["kind"], "Pod", "{pod}");
+    assert_eq!(pod["metadata"]["name"], "loose", "{pod}");
+    s.ok(&["create", "serviceaccount", "robot"]);
+    let sa = s.ok(&[
+        "delete",
+        "--raw",
+        "/api/v1/namespaces/default/serviceaccounts/robot",
+    ]);
+    assert!(sa.contains("\"kind\":\"ServiceAccount\""), "{sa}");
+    s.ok(&["create", "configmap", "plain"]);
+    let status = s.ok(&[
+        "delete",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps/plain",
+    ]);
+    let status: serde_json::Value = serde_json::from_str(&status).expect("status json");
+    assert_eq!(status["kind"], "Status", "{status}");
+    assert_eq!(status["status"], "Success", "{status}");
+    assert_eq!(status["details"]["kind"], "configmaps", "{status}");
+}
+
 fn delete_options_are_checked(s: &TestServer) {
     s.ok(&["create", "configmap", "target"]);
     let body = s.dir.path().join("options.json");
@@ -383,6 +410,7 @@ fn default_orphaning_kinds_are_released(s: &TestServer) {
 
 crate::harness::on_both_backends!(
     pods_are_deleted_gracefully,
+    deletes_answer_as_upstream,
     delete_options_are_checked,
     dependents_are_collected_in_background,
     foreground_deletion_waits_for_blocking_dependents,
