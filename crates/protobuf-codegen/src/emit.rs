@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write;
 
+use crate::gofields::GoFields;
 use crate::openapi::OaStruct;
 use crate::pb::{PbField, PbMessage, PbType, Shape};
 
@@ -96,6 +97,7 @@ pub fn generate(
     source: &str,
     pb: &BTreeMap<String, PbMessage>,
     oa: &BTreeMap<String, OaStruct>,
+    go: &mut GoFields,
 ) -> (String, String) {
     let mut report = String::new();
     let lower: BTreeMap<String, &PbMessage> =
@@ -137,9 +139,10 @@ pub fn generate(
         );
         for j in fields {
             let keep = KEEP_EMPTY.contains(&(msg.name.as_str(), j.json.as_str()));
+            let omit_zero = omits_zero(go, msg, &j, &mut report);
             let _ = writeln!(
                 code,
-                "        FieldDesc {{ json: {:?}, tag: {}, ty: {}, shape: Shape::{:?}, required: {}, keep_empty: {keep}, inline: {} }},",
+                "        FieldDesc {{ json: {:?}, tag: {}, ty: {}, shape: Shape::{:?}, required: {}, keep_empty: {keep}, omit_zero: {omit_zero}, inline: {} }},",
                 j.json,
                 j.field.tag,
                 ty(&j.field.ty, &index),
@@ -167,6 +170,29 @@ pub fn generate(
     }
     code.push_str("];\n");
     (code, report)
+}
+
+/// Whether a single number or bool field's zero is dropped on decoding
+/// (see [`GoFields`]); other fields never are.
+fn omits_zero(go: &mut GoFields, msg: &PbMessage, j: &Joined<'_>, report: &mut String) -> bool {
+    let scalar = matches!(
+        j.field.ty,
+        PbType::Int32 | PbType::Int64 | PbType::Bool | PbType::Double
+    );
+    if !scalar || j.field.shape != Shape::Single || j.inline {
+        return false;
+    }
+    match go.omits_zero(&msg.module, &msg.name, &j.json) {
+        Some(omit) => omit,
+        None => {
+            let _ = writeln!(
+                report,
+                "{}::{}.{}: no Go declaration, zero kept",
+                msg.module, msg.name, j.json
+            );
+            false
+        }
+    }
 }
 
 const HEADER: &str = "//! Protobuf schema tables of the built-in Kubernetes types (generated).\n\n\

@@ -5,22 +5,36 @@
 //! resource kinds) and writes the static schema tables to
 //! `crates/protobuf/src/generated/mod.rs`.
 //!
-//! The protobuf schema comes from upstream's `generated.proto` files: pass
-//! directories holding checkouts of kubernetes/api,
-//! kubernetes/apimachinery, kubernetes/apiextensions-apiserver and
-//! kubernetes/kube-aggregator at the targeted release,
-//! `cargo run -p protobuf-codegen -- API APIMACHINERY APIEXTENSIONS AGGREGATOR`.
-//! `cargo run -p protobuf-codegen -- --k8s-pb` reads the prost sources of
-//! the `k8s-pb` crate instead, which trail Kubernetes releases (missing
-//! newer fields and kinds).
+//! The protobuf schema comes from upstream's `generated.proto` files, and
+//! which zero numbers and bools to drop on decoding from upstream's Go
+//! type declarations ([`gofields`]): pass git repositories (bare mirrors or
+//! checkouts) of kubernetes/api, kubernetes/apimachinery,
+//! kubernetes/apiextensions-apiserver and kubernetes/kube-aggregator at the
+//! targeted release, and optionally the revision (default `HEAD`):
+//! `cargo run -p protobuf-codegen -- API APIMACHINERY APIEXTENSIONS AGGREGATOR [REV]`,
+//! e.g. `cargo run -p protobuf-codegen -- /work/.mirror/kubernetes+{api,apimachinery,apiextensions-apiserver,kube-aggregator}/repo`.
+//! With `--k8s-pb` first, the protobuf schema is read from the prost
+//! sources of the `k8s-pb` crate instead, which trail Kubernetes releases
+//! (missing newer fields and kinds).
 
 mod emit;
+mod gofields;
 mod openapi;
 mod pb;
 mod proto;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use go_types::source::{Loader, Repo};
+
+/// The upstream repositories, in the order their paths are given.
+const MODULES: [&str; 4] = [
+    "k8s.io/api",
+    "k8s.io/apimachinery",
+    "k8s.io/apiextensions-apiserver",
+    "k8s.io/kube-aggregator",
+];
 
 /// The `k8s-openapi` version module the server targets.
 const OPENAPI_VERSION_MODULE: &str = "v1_37";
@@ -35,7 +49,9 @@ pub enum CodegenError {
     MissingPackage(&'static str),
     #[error("cannot parse field declaration {0}")]
     Parse(String),
-    #[error("usage: protobuf-codegen (--k8s-pb | PROTO_DIR...)")]
+    #[error(transparent)]
+    Go(#[from] go_types::GoError),
+    #[error("usage: protobuf-codegen [--k8s-pb] API APIMACHINERY APIEXTENSIONS AGGREGATOR [REV]")]
     Usage,
 }
 
@@ -50,14 +66,36 @@ fn run() -> Result<(), CodegenError> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let pb_root = package_dir(manifest_dir, "k8s-pb")?;
     let oa_root = package_dir(manifest_dir, "k8s-openapi")?;
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (pb, source) = match args.as_slice() {
-        [] => return Err(CodegenError::Usage),
-        [flag] if flag == "--k8s-pb" => (pb::parse(&pb_root.join("src"))?, "k8s-pb"),
-        dirs => (proto::parse(dirs)?, "upstream's generated.proto files"),
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let from_k8s_pb = args.first().is_some_and(|a| a == "--k8s-pb");
+    if from_k8s_pb {
+        args.remove(0);
+    }
+    let (dirs, rev) = match args.as_slice() {
+        [a, b, c, d] => ([a, b, c, d], "HEAD"),
+        [a, b, c, d, rev] => ([a, b, c, d], rev.as_str()),
+        _ => return Err(CodegenError::Usage),
     };
+    let repos = MODULES
+        .iter()
+        .zip(dirs)
+        .map(|(module, dir)| Repo {
+            module: (*module).to_owned(),
+            git_dir: PathBuf::from(dir),
+        })
+        .collect();
+    let loader = Loader::new(repos, rev);
+    let (pb, source) = if from_k8s_pb {
+        (pb::parse(&pb_root.join("src"))?, "k8s-pb")
+    } else {
+        (
+            proto::parse(&loader, &MODULES)?,
+            "upstream's generated.proto files",
+        )
+    };
+    let mut go = gofields::GoFields::new(loader);
     let oa = openapi::parse(&oa_root.join("src").join(OPENAPI_VERSION_MODULE))?;
-    let (code, report) = emit::generate(source, &pb, &oa);
+    let (code, report) = emit::generate(source, &pb, &oa, &mut go);
     let out = manifest_dir.join("../protobuf/src/generated/mod.rs");
     std::fs::write(&out, code).map_err(|e| CodegenError::Io(out.clone(), e))?;
     eprintln!("{report}");

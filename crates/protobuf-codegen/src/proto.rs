@@ -1,24 +1,23 @@
-//! Parser for upstream's `generated.proto` files (from checkouts of
-//! kubernetes/api, apimachinery, apiextensions-apiserver and
-//! kube-aggregator), producing the same message model as [`crate::pb`].
+//! Parser for upstream's `generated.proto` files (read from git
+//! repositories of kubernetes/api, apimachinery, apiextensions-apiserver
+//! and kube-aggregator), producing the same message model as [`crate::pb`].
 //! Upstream's files are newer than k8s-pb's and carry the latest fields.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+
+use go_types::source::Loader;
 
 use crate::pb::{PbField, PbMessage, PbType, Shape};
-use crate::{walk, CodegenError};
+use crate::CodegenError;
 
-/// Parses every `generated.proto` below each of `roots`.
-pub fn parse(roots: &[impl AsRef<Path>]) -> Result<BTreeMap<String, PbMessage>, CodegenError> {
+/// Parses every `generated.proto` of each module's repository.
+pub fn parse(
+    loader: &Loader,
+    modules: &[&str],
+) -> Result<BTreeMap<String, PbMessage>, CodegenError> {
     let mut out = BTreeMap::new();
-    for root in roots {
-        for file in walk(root.as_ref())? {
-            if file.file_name().and_then(|n| n.to_str()) != Some("generated.proto") {
-                continue;
-            }
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| CodegenError::Io(file.clone(), e))?;
+    for module in modules {
+        for text in loader.files_named(module, "generated.proto")? {
             for msg in parse_file(&text)? {
                 out.insert(msg.key(), msg);
             }

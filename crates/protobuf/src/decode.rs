@@ -79,16 +79,27 @@ pub(crate) fn decode_object(
                 out.extend(inner);
                 continue;
             }
+            Slot::One(v) if f.omit_zero => v.filter(|v| !is_zero(v)),
             Slot::One(v) => v,
             Slot::Many(items) if !items.is_empty() => Some(Value::Array(items)),
             Slot::Entries(map) if !map.is_empty() => Some(Value::Object(map)),
             Slot::Many(_) | Slot::Entries(_) => None,
         };
-        if let Some(v) = value.or_else(|| if f.required { default_value(f) } else { None }) {
+        let required = f.required && !f.omit_zero;
+        if let Some(v) = value.or_else(|| if required { default_value(f) } else { None }) {
             out.insert(f.json.to_owned(), v);
         }
     }
     Ok(())
+}
+
+/// `false` or a zero number: what Go's `omitempty` leaves out.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
 }
 
 /// The value k8s-openapi serializes for a required field the wire omitted.

@@ -59,6 +59,9 @@ pub(crate) struct FieldDesc {
     /// An optional string whose empty value is kept on decode (other optional
     /// empty strings are dropped, as Go's `omitempty` drops them).
     pub keep_empty: bool,
+    /// A Go non-pointer `omitempty` number or bool: Go writes it always,
+    /// its JSON form leaves out the zero, so decoding drops a zero.
+    pub omit_zero: bool,
     /// A Go embedded struct (always a message field): its fields are
     /// members of the enclosing JSON object rather than a nested object.
     pub inline: bool,

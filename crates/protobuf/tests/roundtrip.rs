@@ -39,7 +39,7 @@ fn pod_with_containers_ports_and_quantities() {
                 "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "b", "optional": false}}}],
                 "livenessProbe": {"httpGet": {"path": "/", "port": "http", "scheme": "HTTP"}, "periodSeconds": 10},
                 "readinessProbe": {"tcpSocket": {"port": 80}},
-                "stdin": false
+                "stdin": true
             }],
             "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
                         {"name": "cfg", "configMap": {"name": "cm", "defaultMode": 420}}],
@@ -84,7 +84,7 @@ fn deployment_with_int_or_string() {
                 "spec": {"containers": [{"name": "c", "image": "busybox", "args": ["sleep", "3600"]}]}
             },
             "revisionHistoryLimit": 10,
-            "paused": false
+            "paused": true
         },
         "status": {"replicas": 2, "observedGeneration": 3,
                    "conditions": [{"type": "Available", "status": "True", "lastUpdateTime": "2024-01-02T03:04:05Z",
@@ -395,4 +395,53 @@ fn integral_doubles_decode_as_integers() {
     let float = encode(&schema(json!(1.0))).expect("encodes");
     assert_eq!(float, encode(&schema(json!(1))).expect("encodes"));
     assert_eq!(decode(&float).expect("decodes"), schema(json!(1)));
+}
+
+/// Go writes non-pointer numbers and bools even when zero; upstream's JSON
+/// leaves those zeros out (`omitempty`) but keeps a pointer field's zero.
+#[test]
+fn zeros_go_writes_are_left_out_as_upstream_serves_them() {
+    let sent = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "generation": 0},
+        "spec": {
+            "replicas": 0,
+            "minReadySeconds": 0,
+            "paused": false,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "nginx", "stdin": false, "tty": false,
+                        "ports": [{"containerPort": 80, "hostPort": 0}]}],
+                    "hostNetwork": false,
+                    "enableServiceLinks": false,
+                    "terminationGracePeriodSeconds": 0
+                }
+            }
+        }
+    });
+    let back = decode(&encode(&sent).expect("encode")).expect("decode");
+    assert_eq!(
+        back,
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "containers": [{"name": "c", "image": "nginx",
+                            "ports": [{"containerPort": 80}]}],
+                        "enableServiceLinks": false,
+                        "terminationGracePeriodSeconds": 0
+                    }
+                }
+            }
+        })
+    );
 }

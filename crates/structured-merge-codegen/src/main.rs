@@ -26,15 +26,13 @@
 //! REV defaults to `HEAD`.
 
 mod emit;
-mod golang;
 mod resolve;
-mod source;
 
 use std::path::{Path, PathBuf};
 
-use golang::{tag_value, DeclBody, TypeExpr};
+use go_types::golang::{tag_value, DeclBody, TypeExpr};
+use go_types::source::{Loader, Repo};
 use resolve::{definition_name, Resolver};
-use source::{Loader, Repo};
 
 const META_V1: &str = "k8s.io/apimachinery/pkg/apis/meta/v1";
 const EXTRA_ROOTS: &[&str] = &[
@@ -46,10 +44,8 @@ const EXTRA_ROOTS: &[&str] = &[
 pub enum CodegenError {
     #[error("{0}: {1}")]
     Io(PathBuf, #[source] std::io::Error),
-    #[error("{0}: {1}")]
-    Git(String, String),
-    #[error("cannot parse {0}")]
-    Parse(String),
+    #[error(transparent)]
+    Go(#[from] go_types::GoError),
     #[error("{0}")]
     Resolve(String),
     #[error("usage: structured-merge-codegen API APIMACHINERY APIEXTENSIONS AGGREGATOR [REV]")]

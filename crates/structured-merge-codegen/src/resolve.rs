@@ -6,9 +6,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use crate::golang::{tag_value, DeclBody, Field, TypeDecl, TypeExpr};
-use crate::source::Loader;
 use crate::CodegenError;
+use go_types::golang::{tag_value, DeclBody, Field, TypeDecl, TypeExpr};
+use go_types::source::{Loader, Package};
 
 /// A resolved type, as written to the generated table.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,8 +186,8 @@ impl Resolver {
         }
     }
 
-    pub fn package(&mut self, pkg: &str) -> Result<Rc<crate::source::Package>, CodegenError> {
-        self.loader.load(pkg)
+    pub fn package(&mut self, pkg: &str) -> Result<Rc<Package>, CodegenError> {
+        Ok(self.loader.load(pkg)?)
     }
 
     /// Emits the struct type `name` of `pkg` (and every type it uses).

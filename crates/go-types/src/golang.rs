@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::CodegenError;
+use crate::GoError;
 
 /// A Go type expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ pub struct TypeDecl {
 }
 
 /// Parses one Go file, appending its type declarations to `out`.
-pub fn parse_file(src: &str, file: &str, out: &mut Vec<TypeDecl>) -> Result<(), CodegenError> {
+pub fn parse_file(src: &str, file: &str, out: &mut Vec<TypeDecl>) -> Result<(), GoError> {
     let lines: Vec<&str> = src.lines().collect();
     let imports = Rc::new(parse_imports(&lines));
     let mut doc: Vec<String> = Vec::new();
@@ -190,8 +190,8 @@ fn parse_type_decl(
     lines: &[&str],
     i: &mut usize,
     file: &str,
-) -> Result<(String, DeclBody), CodegenError> {
-    let bad = || CodegenError::Parse(format!("{file}: type {decl}"));
+) -> Result<(String, DeclBody), GoError> {
+    let bad = || GoError::Parse(format!("{file}: type {decl}"));
     let (name, rest) = decl.split_once(char::is_whitespace).ok_or_else(bad)?;
     if name.contains('[') {
         return Err(bad());
@@ -224,11 +224,7 @@ fn parse_type_decl(
     Ok((name.to_owned(), DeclBody::Opaque))
 }
 
-fn parse_struct_body(
-    lines: &[&str],
-    i: &mut usize,
-    file: &str,
-) -> Result<Vec<Field>, CodegenError> {
+fn parse_struct_body(lines: &[&str], i: &mut usize, file: &str) -> Result<Vec<Field>, GoError> {
     let mut fields = Vec::new();
     let mut doc = Vec::new();
     while *i < lines.len() {
@@ -251,14 +247,13 @@ fn parse_struct_body(
             doc.push(c.trim().to_owned());
             continue;
         }
-        let field =
-            parse_field(t).ok_or_else(|| CodegenError::Parse(format!("{file}: field {t}")))?;
+        let field = parse_field(t).ok_or_else(|| GoError::Parse(format!("{file}: field {t}")))?;
         fields.push(Field {
             doc: std::mem::take(&mut doc),
             ..field
         });
     }
-    Err(CodegenError::Parse(format!("{file}: unterminated struct")))
+    Err(GoError::Parse(format!("{file}: unterminated struct")))
 }
 
 /// `Name Type \`tag\`` or an embedded `Type \`tag\``.

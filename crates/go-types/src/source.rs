@@ -7,7 +7,7 @@ use std::process::Command;
 use std::rc::Rc;
 
 use crate::golang::{self, TypeDecl};
-use crate::CodegenError;
+use crate::GoError;
 
 /// A repository and the import path prefix it serves.
 #[derive(Debug, Clone)]
@@ -41,8 +41,7 @@ impl Loader {
     }
 
     /// A loader over in-memory packages (import path, Go source).
-    #[cfg(test)]
-    pub fn from_sources(sources: &[(&str, &str)]) -> Result<Self, CodegenError> {
+    pub fn from_sources(sources: &[(&str, &str)]) -> Result<Self, GoError> {
         let mut loader = Loader::new(Vec::new(), "HEAD");
         for (pkg, src) in sources {
             let mut decls = Vec::new();
@@ -58,7 +57,7 @@ impl Loader {
     }
 
     /// The repository and directory of an import path.
-    fn locate(&self, pkg: &str) -> Result<(&Repo, String), CodegenError> {
+    fn locate(&self, pkg: &str) -> Result<(&Repo, String), GoError> {
         self.repos
             .iter()
             .find_map(|r| {
@@ -66,10 +65,10 @@ impl Loader {
                 (rest.is_empty() || rest.starts_with('/'))
                     .then(|| (r, rest.trim_start_matches('/').to_owned()))
             })
-            .ok_or_else(|| CodegenError::Resolve(format!("no repository for package {pkg}")))
+            .ok_or_else(|| GoError::Resolve(format!("no repository for package {pkg}")))
     }
 
-    pub fn load(&mut self, pkg: &str) -> Result<Rc<Package>, CodegenError> {
+    pub fn load(&mut self, pkg: &str) -> Result<Rc<Package>, GoError> {
         if let Some(p) = self.cache.get(pkg) {
             return Ok(p.clone());
         }
@@ -104,7 +103,7 @@ impl Loader {
     }
 
     /// `module commit` of every repository, for the generated file's header.
-    pub fn revisions(&self) -> Result<Vec<String>, CodegenError> {
+    pub fn revisions(&self) -> Result<Vec<String>, GoError> {
         self.repos
             .iter()
             .map(|r| {
@@ -114,13 +113,32 @@ impl Loader {
             .collect()
     }
 
-    /// Directories under `dir` of a repository that hold a register.go.
-    pub fn api_packages(&self, module: &str, dir: &str) -> Result<Vec<String>, CodegenError> {
-        let repo = self
-            .repos
+    /// The contents of every file named `name` in a repository, sorted by
+    /// path.
+    pub fn files_named(&self, module: &str, name: &str) -> Result<Vec<String>, GoError> {
+        let repo = self.repo(module)?;
+        let listing = git(&repo.git_dir, &["ls-tree", "-r", "--name-only", &self.rev])?;
+        let mut paths: Vec<&str> = listing
+            .lines()
+            .filter(|p| p.rsplit('/').next() == Some(name))
+            .collect();
+        paths.sort_unstable();
+        paths
+            .into_iter()
+            .map(|p| git(&repo.git_dir, &["show", &format!("{}:{p}", self.rev)]))
+            .collect()
+    }
+
+    fn repo(&self, module: &str) -> Result<&Repo, GoError> {
+        self.repos
             .iter()
             .find(|r| r.module == module)
-            .ok_or_else(|| CodegenError::Resolve(format!("no repository for {module}")))?;
+            .ok_or_else(|| GoError::Resolve(format!("no repository for {module}")))
+    }
+
+    /// Directories under `dir` of a repository that hold a register.go.
+    pub fn api_packages(&self, module: &str, dir: &str) -> Result<Vec<String>, GoError> {
+        let repo = self.repo(module)?;
         let spec = if dir.is_empty() {
             self.rev.clone()
         } else {
@@ -159,18 +177,18 @@ fn declared_group_name(src: &str) -> Option<String> {
     })
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, CodegenError> {
+fn git(dir: &Path, args: &[&str]) -> Result<String, GoError> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
         .args(args)
         .output()
-        .map_err(|e| CodegenError::Io(dir.to_owned(), e))?;
+        .map_err(|e| GoError::Io(dir.to_owned(), e))?;
     if !out.status.success() {
-        return Err(CodegenError::Git(
+        return Err(GoError::Git(
             format!("git -C {} {}", dir.display(), args.join(" ")),
             String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         ));
     }
-    String::from_utf8(out.stdout).map_err(|e| CodegenError::Git(args.join(" "), e.to_string()))
+    String::from_utf8(out.stdout).map_err(|e| GoError::Git(args.join(" "), e.to_string()))
 }

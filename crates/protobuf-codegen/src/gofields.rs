@@ -1,0 +1,75 @@
+//! Which protobuf fields Go writes although its JSON form leaves them out:
+//! a non-pointer number or bool tagged `omitempty` is always on the wire
+//! (Go's generated marshaller writes every non-pointer field), but its zero
+//! value is absent from upstream's JSON. Decoding must drop that zero to
+//! give the JSON upstream serves; pointer fields (`*int32 replicas`) keep
+//! an explicit zero. Answered from upstream's Go type declarations.
+
+use go_types::golang::{tag_value, DeclBody, TypeExpr};
+use go_types::source::Loader;
+
+pub struct GoFields {
+    loader: Loader,
+}
+
+impl GoFields {
+    pub fn new(loader: Loader) -> Self {
+        GoFields { loader }
+    }
+
+    /// Whether field `json` of message `name` in protobuf module `module`
+    /// (`api::apps::v1`) is a Go non-pointer `omitempty` field; `None` when
+    /// the Go declaration is not found.
+    pub fn omits_zero(&mut self, module: &str, name: &str, json: &str) -> Option<bool> {
+        let package = self.loader.load(&import_path(module)).ok()?;
+        let DeclBody::Struct(fields) = &package.types.get(name)?.body else {
+            return None;
+        };
+        let field = fields
+            .iter()
+            .find(|f| tag_value(&f.tag, "json").and_then(|t| t.split(',').next()) == Some(json))?;
+        let omitempty = tag_value(&field.tag, "json")
+            .is_some_and(|t| t.split(',').skip(1).any(|o| o == "omitempty"));
+        Some(omitempty && !matches!(field.ty, TypeExpr::Pointer(_)))
+    }
+}
+
+/// `api::apps::v1` → `k8s.io/api/apps/v1`;
+/// `apiextensions_apiserver::pkg::…` → `k8s.io/apiextensions-apiserver/pkg/…`.
+fn import_path(module: &str) -> String {
+    let mut parts = module.split("::");
+    let repo = parts.next().unwrap_or_default().replace('_', "-");
+    let rest: Vec<&str> = parts.collect();
+    format!("k8s.io/{repo}/{}", rest.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const APPS: &str = r#"package v1
+
+type DeploymentSpec struct {
+	Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty" protobuf:"varint,5,opt,name=minReadySeconds"`
+	Paused bool `json:"paused,omitempty" protobuf:"varint,7,opt,name=paused"`
+	Port int32 `json:"port" protobuf:"varint,8,opt,name=port"`
+}
+"#;
+
+    #[test]
+    fn non_pointer_omitempty_fields_omit_zero() {
+        let loader = Loader::from_sources(&[("k8s.io/api/apps/v1", APPS)]).expect("parse");
+        let mut go = GoFields::new(loader);
+        let spec = |go: &mut GoFields, json| go.omits_zero("api::apps::v1", "DeploymentSpec", json);
+        assert_eq!(spec(&mut go, "paused"), Some(true));
+        assert_eq!(spec(&mut go, "minReadySeconds"), Some(true));
+        assert_eq!(spec(&mut go, "replicas"), Some(false));
+        assert_eq!(spec(&mut go, "port"), Some(false));
+        assert_eq!(spec(&mut go, "missing"), None);
+        assert_eq!(
+            import_path("apiextensions_apiserver::pkg::apis::apiextensions::v1"),
+            "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+        );
+    }
+}
