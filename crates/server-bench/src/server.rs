@@ -1,0 +1,292 @@
+//! The server under test: the built `kube-apiserver` binary started with a
+//! fresh data directory on a free loopback port (optionally on a real etcd
+//! started for the run), timed from spawn until `/livez` and `/readyz`
+//! answer 200, and stopped with its data removed.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::Empty;
+use hyper_util::rt::TokioIo;
+use tempfile::TempDir;
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use crate::client::{Client, Conn, Protocol};
+use crate::procfs::{Memory, Process};
+use crate::BenchError;
+
+/// Pause between readiness probes.
+const POLL: Duration = Duration::from_millis(5);
+/// Bytes of a log shown when a process fails.
+const LOG_TAIL: usize = 4000;
+
+/// How to start the server.
+pub struct Launch<'a> {
+    /// The `kube-apiserver` binary.
+    pub binary: &'a Path,
+    /// Where the temporary data directory is made.
+    pub parent: &'a Path,
+    /// Start this etcd binary and pass `--etcd-servers` (else the embedded
+    /// store).
+    pub etcd: Option<&'a Path>,
+    /// More server flags.
+    pub extra_args: &'a [String],
+    /// How long the server may take to become ready.
+    pub timeout: Duration,
+}
+
+/// What startup took.
+#[derive(Debug, Clone, Copy)]
+pub struct Startup {
+    /// From spawn until `admin.kubeconfig` could be read.
+    pub kubeconfig: Duration,
+    /// From spawn until `/livez` answered 200.
+    pub livez: Duration,
+    /// From spawn until `/readyz` answered 200.
+    pub readyz: Duration,
+    /// Memory once ready.
+    pub memory: Memory,
+    /// CPU time used until ready.
+    pub cpu: Duration,
+}
+
+/// A running server; killed (with its etcd) when dropped.
+pub struct Server {
+    child: Child,
+    etcd: Option<Child>,
+    pub process: Process,
+    pub client: Client,
+    dir: TempDir,
+}
+
+impl Server {
+    /// Starts the server and waits until it is ready.
+    pub async fn start(launch: &Launch<'_>) -> Result<(Server, Startup), BenchError> {
+        let dir = tempfile::Builder::new()
+            .prefix("server-bench-")
+            .tempdir_in(launch.parent)?;
+        let etcd = match launch.etcd {
+            Some(binary) => Some(start_etcd(binary, dir.path()).await?),
+            None => None,
+        };
+        let data = dir.path().join("data");
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path)?;
+        let mut command = Command::new(launch.binary);
+        command
+            .arg(format!("--data-dir={}", data.display()))
+            .arg(format!("--secure-port={}", free_port()?))
+            .arg("--bind-address=127.0.0.1");
+        if let Some((_, url)) = &etcd {
+            command.arg(format!("--etcd-servers={url}"));
+        }
+        command
+            .args(launch.extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        let spawned = Instant::now();
+        let mut child = command.spawn().map_err(|e| {
+            BenchError::Server(format!("cannot run {}: {e}", launch.binary.display()))
+        })?;
+        let pid = child
+            .id()
+            .ok_or_else(|| BenchError::Server("the server exited at once".into()))?;
+        let process = Process::new(pid);
+        let deadline = spawned + launch.timeout;
+        let ready = wait_ready(
+            &mut child,
+            &data.join("admin.kubeconfig"),
+            spawned,
+            deadline,
+        )
+        .await;
+        let (client, kubeconfig, livez, readyz) = match ready {
+            Ok(ready) => ready,
+            Err(e) => return Err(with_log(e, &log_path)),
+        };
+        let startup = Startup {
+            kubeconfig,
+            livez,
+            readyz,
+            memory: process.memory().await?,
+            cpu: process.cpu().await?,
+        };
+        let server = Server {
+            child,
+            etcd: etcd.map(|(child, _)| child),
+            process,
+            client,
+            dir,
+        };
+        Ok((server, startup))
+    }
+
+    /// Fails if the server has exited (showing its log).
+    pub fn check_running(&mut self) -> Result<(), BenchError> {
+        match self.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => Err(with_log(
+                BenchError::Server(format!("the server exited with {status}")),
+                &self.dir.path().join("server.log"),
+            )),
+        }
+    }
+
+    /// Stops the server (and etcd) and removes their data.
+    pub async fn stop(mut self) -> Result<(), BenchError> {
+        self.child.kill().await?;
+        if let Some(etcd) = &mut self.etcd {
+            etcd.kill().await?;
+        }
+        self.dir.close()?;
+        Ok(())
+    }
+}
+
+/// Polls until the kubeconfig is readable and `/livez` and `/readyz` answer
+/// 200; returns the client and the three times since `spawned`.
+async fn wait_ready(
+    child: &mut Child,
+    kubeconfig: &Path,
+    spawned: Instant,
+    deadline: Instant,
+) -> Result<(Client, Duration, Duration, Duration), BenchError> {
+    let mut client = None;
+    let mut conn: Option<Conn> = None;
+    let mut livez = None;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Err(BenchError::Server(format!(
+                "the server exited with {status} before it was ready"
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(BenchError::Server(
+                "the server was not ready in time".into(),
+            ));
+        }
+        // The file may be half-written when first seen: retry until it parses.
+        if client.is_none() && kubeconfig.exists() {
+            client = Client::from_kubeconfig(kubeconfig)
+                .ok()
+                .map(|c| (c, spawned.elapsed()));
+        }
+        let Some((c, kubeconfig_time)) = &client else {
+            tokio::time::sleep(POLL).await;
+            continue;
+        };
+        if conn.is_none() {
+            conn = c.connect(Protocol::H1).await.ok();
+        }
+        if let Some(open) = &mut conn {
+            let path = if livez.is_none() { "/livez" } else { "/readyz" };
+            let request = c
+                .target(Protocol::H1, path)?
+                .request(Method::GET, "*/*", None)?;
+            match open.call(request, StatusCode::OK).await {
+                Ok(_) if livez.is_none() => {
+                    livez = Some(spawned.elapsed());
+                    continue;
+                }
+                Ok(_) => {
+                    let readyz = spawned.elapsed();
+                    let livez = livez.unwrap_or(readyz);
+                    return Ok((c.clone(), *kubeconfig_time, livez, readyz));
+                }
+                Err(BenchError::Status { .. }) => {}
+                // Not listening yet, or the connection broke: reconnect.
+                Err(_) => conn = None,
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Adds the end of a log file to a startup error.
+fn with_log(error: BenchError, log: &Path) -> BenchError {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let start = text.len().saturating_sub(LOG_TAIL);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    BenchError::Server(format!(
+        "{error}; end of {}:\n{}",
+        log.display(),
+        &text[start..]
+    ))
+}
+
+/// Launches a single-member etcd with its default timers and data on disk
+/// and waits until `/health` answers; returns it and its client URL.
+async fn start_etcd(binary: &Path, dir: &Path) -> Result<(Child, String), BenchError> {
+    let client_port = free_port()?;
+    let client_url = format!("http://127.0.0.1:{client_port}");
+    let peer_url = format!("http://127.0.0.1:{}", free_port()?);
+    let log_path: PathBuf = dir.join("etcd.log");
+    let log = std::fs::File::create(&log_path)?;
+    let mut child = Command::new(binary)
+        .arg("--name=bench")
+        .arg(format!("--data-dir={}", dir.join("etcd").display()))
+        .arg(format!("--listen-client-urls={client_url}"))
+        .arg(format!("--advertise-client-urls={client_url}"))
+        .arg(format!("--listen-peer-urls={peer_url}"))
+        .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+        .arg(format!("--initial-cluster=bench={peer_url}"))
+        .args(["--logger=zap", "--log-level=warn"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| BenchError::Server(format!("cannot run {}: {e}", binary.display())))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let e = BenchError::Server(format!("etcd exited with {status}"));
+            return Err(with_log(e, &log_path));
+        }
+        if etcd_healthy(client_port).await {
+            return Ok((child, client_url));
+        }
+        if Instant::now() >= deadline {
+            let e = BenchError::Server("etcd did not become healthy in 30s".into());
+            return Err(with_log(e, &log_path));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether etcd's plain-HTTP `/health` answers 200.
+async fn etcd_healthy(port: u16) -> bool {
+    let probe = async {
+        let tcp = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await.ok()?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .ok()?;
+        tokio::spawn(conn);
+        let request = Request::get("/health")
+            .header(http::header::HOST, format!("127.0.0.1:{port}"))
+            .body(Empty::<Bytes>::new())
+            .ok()?;
+        let response = sender.send_request(request).await.ok()?;
+        Some(response.status() == StatusCode::OK)
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), probe).await,
+        Ok(Some(true))
+    )
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> std::io::Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}
