@@ -89,9 +89,9 @@ pub struct Client {
 impl Client {
     /// Reads the server URL and credentials of a kubeconfig written by the
     /// server (its first cluster and user).
-    pub fn from_kubeconfig(path: &Path) -> Result<Client, BenchError> {
+    pub async fn from_kubeconfig(path: &Path) -> Result<Client, BenchError> {
         let bad = |what: &str| BenchError::Kubeconfig(format!("{}: {what}", path.display()));
-        let text = std::fs::read_to_string(path)?;
+        let text = tokio::fs::read_to_string(path).await?;
         let config: Kubeconfig = serde_yaml::from_str(&text).map_err(|e| bad(&e.to_string()))?;
         let cluster = &config
             .clusters

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use http::{Method, StatusCode};
 use tokio::time::Instant;
 
-use crate::client::{Client, Protocol};
+use crate::client::{Client, Conn, Protocol};
 use crate::load::{self, Limits, MakeRequest, Shape, Tally};
 use crate::objects::{self, ConfigMaps};
 use crate::server::Server;
@@ -146,7 +146,24 @@ async fn setup(client: &Client, args: &Args, protocols: &[Protocol]) -> Result<S
         StatusCode::CREATED,
     )
     .await?;
+    fill_list(client, args).await?;
+    check_lists(&mut conn, client, args.list_objects).await?;
 
+    let target = client.target(http, "/version")?;
+    let version: serde_json::Value = serde_json::from_slice(
+        &conn
+            .get_body(target.request(Method::GET, JSON, None)?)
+            .await?,
+    )?;
+    Ok(version["gitVersion"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_string())
+}
+
+/// Creates the listed ConfigMaps.
+async fn fill_list(client: &Client, args: &Args) -> Result<(), BenchError> {
+    let http = Protocol::H2;
     let collection = format!("/api/v1/namespaces/{LIST_NAMESPACE}/configmaps");
     let shape = Shape {
         protocol: http,
@@ -173,18 +190,23 @@ async fn setup(client: &Client, args: &Args, protocols: &[Protocol]) -> Result<S
             "filling {LIST_NAMESPACE}: {error}"
         )));
     }
+    Ok(())
+}
 
-    let target = client.target(http, &collection)?;
+/// Checks that the listed namespace holds `expected` items and that lists
+/// are served as protobuf when asked.
+async fn check_lists(conn: &mut Conn, client: &Client, expected: u64) -> Result<(), BenchError> {
+    let collection = format!("/api/v1/namespaces/{LIST_NAMESPACE}/configmaps");
+    let target = client.target(Protocol::H2, &collection)?;
     let list: serde_json::Value = serde_json::from_slice(
         &conn
             .get_body(target.request(Method::GET, JSON, None)?)
             .await?,
     )?;
     let items = list["items"].as_array().map_or(0, Vec::len);
-    if u64::try_from(items).ok() != Some(args.list_objects) {
+    if u64::try_from(items).ok() != Some(expected) {
         return Err(BenchError::Check(format!(
-            "the list holds {items} items, not {}",
-            args.list_objects
+            "the list holds {items} items, not {expected}"
         )));
     }
     let response = conn
@@ -199,17 +221,7 @@ async fn setup(client: &Client, args: &Args, protocols: &[Protocol]) -> Result<S
             "a protobuf list was answered as {content_type:?}"
         )));
     }
-
-    let target = client.target(http, "/version")?;
-    let version: serde_json::Value = serde_json::from_slice(
-        &conn
-            .get_body(target.request(Method::GET, JSON, None)?)
-            .await?,
-    )?;
-    Ok(version["gitVersion"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_string())
+    Ok(())
 }
 
 /// Requests creating `objects` in the collection at `target`.

@@ -173,9 +173,11 @@ async fn wait_ready(
                 "the server was not ready in time".into(),
             ));
         }
-        // The file may be half-written when first seen: retry until it parses.
-        if client.is_none() && kubeconfig.exists() {
+        // The file is missing at first and may be half-written when first
+        // seen: retry until it parses.
+        if client.is_none() {
             client = Client::from_kubeconfig(kubeconfig)
+                .await
                 .ok()
                 .map(|c| (c, spawned.elapsed()));
         }
