@@ -2,9 +2,11 @@
 //! negotiation, watch streams, patches and response encoding.
 
 pub mod apply;
+pub mod connect;
 pub mod handlers;
 pub mod negotiation;
 pub mod patch;
+pub mod proxy;
 pub mod query;
 pub mod response;
 pub mod scale;

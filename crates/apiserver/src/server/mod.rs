@@ -28,6 +28,7 @@ pub use healthz::{FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
 pub use run::PreparedServer;
 
+use crate::endpoints::connect::ConnectResource;
 use crate::endpoints::virtual_create::VirtualResource;
 use crate::registry::{ResourceInfo, Store};
 
@@ -75,12 +76,16 @@ pub type GroupVersionStores = BTreeMap<String, Arc<Store>>;
 /// Computed (not stored) resources of one group version, by plural name.
 pub type GroupVersionVirtuals = BTreeMap<String, Arc<VirtualResource>>;
 
+/// Connect subresources of one group version, by `resource/subresource`.
+pub type GroupVersionConnecters = BTreeMap<String, Arc<ConnectResource>>;
+
 pub struct GenericApiServer {
     pub name: String,
     config: CompletedConfig,
     /// (group, version) → resources; the core group is "".
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+    connecters: HashMap<(String, String), GroupVersionConnecters>,
     /// Group versions added and removed at run time.
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
@@ -100,6 +105,7 @@ impl CompletedConfig {
             config: self.clone(),
             groups: HashMap::new(),
             virtuals: HashMap::new(),
+            connecters: HashMap::new(),
             dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: HashMap::new(),
             prefix_paths: Vec::new(),
@@ -188,6 +194,28 @@ impl GenericApiServer {
             .insert(path.to_owned(), Arc::new(resource));
     }
 
+    /// Serves a connect subresource (`pods/log`, `pods/exec`, `nodes/proxy`,
+    /// …) of a group version already installed and lists it in discovery.
+    pub fn install_subresource_connect(
+        &mut self,
+        group: &str,
+        version: &str,
+        resource: ConnectResource,
+    ) {
+        let sub = SubresourceDiscovery {
+            path: resource.path.clone(),
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: resource.kind.clone(),
+            verbs: resource.verbs(),
+        };
+        self.config.discovery.add_subresource(group, version, sub);
+        self.connecters
+            .entry((group.to_owned(), version.to_owned()))
+            .or_default()
+            .insert(resource.path.clone(), Arc::new(resource));
+    }
+
     /// Serves a computed, create-only resource in a group version already
     /// installed (e.g. the core group's `bindings`) and lists it there.
     pub fn install_virtual_resource(
@@ -264,7 +292,8 @@ impl DelegationTarget for GenericApiServer {
             self.prefix_paths.clone(),
             self.delegate.clone(),
             self.config.clone(),
-        );
+        )
+        .with_connecters(self.connecters.clone());
         mux.into_handler()
     }
 

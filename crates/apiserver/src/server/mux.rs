@@ -18,7 +18,11 @@ use tower::ServiceExt;
 
 use super::discovery::{self, AGGREGATED_V2};
 use super::dynamic::DynamicGroups;
-use super::{CompletedConfig, GroupVersionStores, GroupVersionVirtuals, Handler, PathHandler};
+use super::{
+    CompletedConfig, GroupVersionConnecters, GroupVersionStores, GroupVersionVirtuals, Handler,
+    PathHandler,
+};
+use crate::endpoints::connect::{self, ConnectResource};
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
@@ -41,6 +45,7 @@ pub fn not_found() -> Response<Body> {
 pub struct Mux {
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+    connecters: HashMap<(String, String), GroupVersionConnecters>,
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
     prefix_paths: Vec<(String, PathHandler)>,
@@ -66,6 +71,7 @@ impl Mux {
         Mux {
             groups,
             virtuals,
+            connecters: HashMap::new(),
             dynamic,
             paths,
             prefix_paths,
@@ -73,6 +79,15 @@ impl Mux {
             config,
             handler_config,
         }
+    }
+
+    /// Serves these connect subresources (`pods/log`, `nodes/proxy`, …).
+    pub fn with_connecters(
+        mut self,
+        connecters: HashMap<(String, String), GroupVersionConnecters>,
+    ) -> Self {
+        self.connecters = connecters;
+        self
     }
 
     pub fn into_handler(self) -> Handler {
@@ -107,6 +122,10 @@ impl Mux {
         };
         if info.is_resource_request {
             let key = (info.api_group.clone(), info.api_version.clone());
+            if let Some(c) = self.connecter(&key, &info) {
+                let (parts, body) = req.into_parts();
+                return connect::serve(c, info.clone(), parts, body).await;
+            }
             if let Some(v) = self.virtual_resource(&key, &info) {
                 let (parts, body) = req.into_parts();
                 return virtual_create::serve(v, &info, parts, body).await;
@@ -144,6 +163,17 @@ impl Mux {
             Ok(resp) => resp,
             Err(never) => match never {},
         }
+    }
+
+    /// The connect subresource a request addresses, if any.
+    fn connecter(&self, key: &(String, String), info: &RequestInfo) -> Option<&ConnectResource> {
+        if info.subresource.is_empty() {
+            return None;
+        }
+        let connecters = self.connecters.get(key)?;
+        connecters
+            .get(&format!("{}/{}", info.resource, info.subresource))
+            .map(AsRef::as_ref)
     }
 
     /// The computed resource a request addresses: `resource`, or

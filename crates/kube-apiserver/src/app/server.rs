@@ -38,6 +38,8 @@ pub enum ChainError {
     RuntimeConfig(#[from] RuntimeConfigError),
     #[error(transparent)]
     Admission(#[from] crate::admission::ConfigError),
+    #[error(transparent)]
+    Kubelet(#[from] crate::registry::kubelet_connect::client::KubeletClientError),
 }
 
 /// Groups served by virtual (review) resources rather than stores.
@@ -160,6 +162,23 @@ fn install_virtual(
     }
 }
 
+/// Serves the subresources that reach kubelets (`pods/log`, `pods/exec`,
+/// `nodes/proxy`, …) with the `--kubelet-*` settings.
+fn install_kubelet_connect(
+    kube: &mut GenericApiServer,
+    opts: &CompletedOptions,
+) -> Result<(), ChainError> {
+    use crate::registry::kubelet_connect::{self, client::KubeletClient};
+    let client = KubeletClient::new(&crate::options::KubeletOptions::from_flags(
+        &opts.options.flags,
+    ))?;
+    let gate = opts
+        .feature_gates
+        .get("AuthorizePodWebsocketUpgradeCreatePermission");
+    kubelet_connect::install(kube, client, gate == Some(&true));
+    Ok(())
+}
+
 /// Builds the chain and returns its front server (the aggregator).
 /// `client_ca` is the PEM of the CA that signs client certificates,
 /// published in `kube-system/extension-apiserver-authentication`.
@@ -208,6 +227,7 @@ pub fn create_server_chain(
     }
     crate::registry::binding::install(&mut kube);
     crate::registry::eviction::install(&mut kube);
+    install_kubelet_connect(&mut kube, opts)?;
     let [authn, authz] = REVIEW_GROUPS;
     install_virtual(
         &mut kube,

@@ -29,6 +29,7 @@ mod command;
 mod complete;
 mod feature_gates;
 mod flags;
+mod kubelet;
 mod sets;
 mod spec;
 mod support;
@@ -49,6 +50,7 @@ use clap::error::ErrorKind;
 pub use admission::AdmissionOptions;
 pub use complete::{CompletedOptions, StorageBackend};
 pub use flags::FlagValues;
+pub use kubelet::KubeletOptions;
 pub use syntax::{Cidr, GoDuration, PortRange};
 pub use value::{Value, VersionFlag};
 

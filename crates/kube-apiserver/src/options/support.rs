@@ -116,6 +116,13 @@ pub const IMPLEMENTED: &[&str] = &[
     // API enablement.
     "runtime-config",
     // Misc.
+    "kubelet-certificate-authority",
+    "kubelet-client-certificate",
+    "kubelet-client-key",
+    "kubelet-port",
+    "kubelet-preferred-address-types",
+    "kubelet-read-only-port", // a no-op upstream too
+    "kubelet-timeout",
     "service-cluster-ip-range",
     "service-node-port-range",
     // Logs and global.

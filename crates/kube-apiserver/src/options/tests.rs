@@ -326,7 +326,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         ]
     );
     assert!(parse(&[]).deprecation_warnings.is_empty());
-    assert!(!parse(&["--kubelet-port=1"])
+    assert!(!parse(&["--max-connection-bytes-per-sec=1"])
         .complete()
         .unsupported()
         .is_empty());

@@ -9,6 +9,7 @@ pub mod binding;
 pub mod certificate_approval;
 pub mod core;
 pub mod eviction;
+pub mod kubelet_connect;
 pub mod pod_subresources;
 pub mod printers;
 pub mod services;
