@@ -22,6 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+pub mod config_reload;
 mod process;
 
 /// Upstream's latency buckets (seconds), shared by request and etcd latency.
@@ -58,6 +59,8 @@ pub struct Metrics {
     resource_objects: Family<[(&'static str, String); 2], Gauge>,
     watch_events: Family<[(&'static str, String); 3], Counter>,
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
+    /// Reloads of `--authorization-config`.
+    pub authorization_config: config_reload::ConfigReloadMetrics,
     /// API Priority and Fairness series, by flow schema and priority level.
     pub(crate) apf_dispatched: Family<[(&'static str, String); 2], Counter>,
     pub(crate) apf_rejected: Family<[(&'static str, String); 3], Counter>,
@@ -90,6 +93,7 @@ impl Metrics {
             resource_objects: Family::default(),
             watch_events: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
+            authorization_config: Default::default(),
             apf_dispatched: Family::default(),
             apf_rejected: Family::default(),
             apf_executing: Family::default(),
@@ -173,6 +177,11 @@ impl Metrics {
             "apiserver_flowcontrol_nominal_limit_seats",
             "Seats of each priority level (its share of the server's concurrency limit)",
             self.apf_nominal_seats.clone(),
+        );
+        self.authorization_config.register(
+            registry,
+            "apiserver_authorization_config_controller",
+            "authorization",
         );
         registry.register_collector(Box::new(process::ProcessCollector::new()));
     }

@@ -126,6 +126,12 @@ impl AuditContext {
         state.annotations.push((key.to_owned(), value.into()));
     }
 
+    /// The annotations added so far, in order.
+    pub fn annotations(&self) -> Vec<(String, String)> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.annotations.clone()
+    }
+
     /// Records who the request acts as (impersonation).
     pub fn log_impersonated_user(&self, user: &UserInfo) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -150,6 +156,25 @@ impl AuditContext {
             event.impersonated_user.clone_from(&state.impersonated_user);
         }
     }
+}
+
+tokio::task_local! {
+    /// The audit context of the request being authenticated.
+    static AUTHENTICATING: Arc<AuditContext>;
+}
+
+/// Runs `fut` (a request's authentication) so that authenticators can
+/// annotate the request's audit events with
+/// [`add_authentication_annotation`] (upstream passes them in the context).
+pub async fn authenticating<F: std::future::Future>(ctx: Arc<AuditContext>, fut: F) -> F::Output {
+    AUTHENTICATING.scope(ctx, fut).await
+}
+
+/// Adds an annotation to the audit events of the request being
+/// authenticated, if any (e.g. which legacy token was used).
+pub fn add_authentication_annotation(key: &str, value: impl Into<String>) {
+    // Outside authentication (token reviews, tests) there is nothing to annotate.
+    let _ = AUTHENTICATING.try_with(|ctx| ctx.add_annotation(key, value));
 }
 
 /// Adds an annotation to the request's audit events, if it is audited.

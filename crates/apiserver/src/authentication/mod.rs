@@ -139,7 +139,9 @@ pub struct Authentication {
     /// authenticated for.
     api_audiences: Vec<String>,
     tokens: Vec<Arc<dyn TokenAuthenticator>>,
-    cache: Option<TokenCache>,
+    /// Successful answers with the audit annotations they were given, which
+    /// a cache hit adds again (as upstream's cached token authenticator).
+    cache: Option<TokenCache<(TokenResponse, AuditAnnotations)>>,
     /// `--requestheader-*`.
     request_header: Option<RequestHeader>,
     /// Which client certificates authenticate as themselves.
@@ -176,6 +178,9 @@ impl Default for Authentication {
         Authentication::new(true, Vec::new())
     }
 }
+
+/// Audit annotations an authenticator added, in order.
+type AuditAnnotations = Vec<(String, String)>;
 
 impl Authentication {
     pub fn new(anonymous: bool, api_audiences: Vec<String>) -> Self {
@@ -325,17 +330,41 @@ impl Authentication {
         } else {
             audiences
         };
-        if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(token, audiences)) {
+        let Some(cache) = &self.cache else {
+            return self.authenticate_uncached(token, audiences).await;
+        };
+        if let Some((hit, annotations)) = cache.get(token, audiences) {
+            for (key, value) in annotations {
+                crate::audit::add_authentication_annotation(&key, value);
+            }
             return Ok(hit);
         }
+        // Collect what the authenticators annotate, to replay it on hits.
+        let recorded = Arc::new(crate::audit::AuditContext::default());
+        let result = crate::audit::authenticating(
+            recorded.clone(),
+            self.authenticate_uncached(token, audiences),
+        )
+        .await;
+        let annotations = recorded.annotations();
+        for (key, value) in &annotations {
+            crate::audit::add_authentication_annotation(key, value.as_str());
+        }
+        let resp = result?;
+        cache.insert(token, audiences, (resp.clone(), annotations));
+        Ok(resp)
+    }
+
+    async fn authenticate_uncached(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<TokenResponse, AuthError> {
         let mut resp = self
             .union(token, audiences)
             .await?
             .ok_or(AuthError::InvalidBearerToken)?;
         resp.user = resp.user.with_authenticated_group();
-        if let Some(cache) = &self.cache {
-            cache.insert(token, audiences, resp.clone());
-        }
         Ok(resp)
     }
 

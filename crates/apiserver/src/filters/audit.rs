@@ -70,6 +70,10 @@ pub async fn init(
     };
     let reached = Arc::new(Reached::default());
     req.extensions_mut().insert(reached.clone());
+    // Authentication may annotate the events (legacy tokens), also those
+    // of a refused request.
+    let ctx = Arc::new(AuditContext::default());
+    req.extensions_mut().insert(ctx.clone());
     let info = req.extensions().get::<Arc<RequestInfo>>().cloned();
     let received = MicroTime::now();
     // What a failed-authentication event needs of the request, which the
@@ -90,7 +94,7 @@ pub async fn init(
     let resp = with_id_header(next.run(req).await, &id);
     if resp.status() == http::StatusCode::UNAUTHORIZED && !reached.0.load(Ordering::Relaxed) {
         if let Some(info) = info {
-            audit_failed_authentication(&auditor, &probe, &info, id, received).await;
+            audit_failed_authentication(&auditor, &probe, &info, id, received, &ctx).await;
         }
     }
     resp
@@ -111,6 +115,7 @@ async fn audit_failed_authentication(
     info: &RequestInfo,
     id: Arc<str>,
     received: MicroTime,
+    ctx: &AuditContext,
 ) {
     // No identity: rules naming users or groups do not match.
     let nobody = UserInfo::default();
@@ -127,7 +132,7 @@ async fn audit_failed_authentication(
         ..ResponseStatus::default()
     });
     for stage in [Stage::ResponseStarted, Stage::ResponseComplete] {
-        emit(auditor, &rac, &mut ev, None, stage).await;
+        emit(auditor, &rac, &mut ev, Some(ctx), stage).await;
     }
 }
 
@@ -189,8 +194,14 @@ pub async fn filter(
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), |a| a.0.to_string());
     let mut ev = Event::new(rac.level, id);
     log_request_metadata(&mut ev, &req, &info, &user);
-    let ctx = Arc::new(AuditContext::default());
-    req.extensions_mut().insert(ctx.clone());
+    let ctx = match req.extensions().get::<Arc<AuditContext>>() {
+        Some(ctx) => ctx.clone(),
+        None => {
+            let ctx = Arc::new(AuditContext::default());
+            req.extensions_mut().insert(ctx.clone());
+            ctx
+        }
+    };
     // The body is read here only when the event records it, or for a
     // create's object name (upstream fills it in from the decoded object).
     if rac.level >= Level::Request || info.verb == "create" {

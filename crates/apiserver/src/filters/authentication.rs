@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::middleware::Next;
 use http::{Request, Response};
 
+use crate::audit::{self, AuditContext};
 pub use crate::authentication::{
     Authentication, UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP,
 };
@@ -31,11 +32,14 @@ pub async fn filter(
     let cert = req.extensions().get::<ClientCert>().cloned();
     let peer = req.extensions().get::<PeerCertificates>().cloned();
     let path = req.uri().path().to_owned();
+    let audit = req.extensions().get::<Arc<AuditContext>>().cloned();
     let headers = req.headers_mut();
-    let user = match authn
-        .authenticate_request(headers, cert.as_ref(), peer.as_ref(), &path)
-        .await
-    {
+    let authenticating = authn.authenticate_request(headers, cert.as_ref(), peer.as_ref(), &path);
+    let result = match audit {
+        Some(ctx) => audit::authenticating(ctx, authenticating).await,
+        None => authenticating.await,
+    };
+    let user = match result {
         Ok(user) => user,
         Err(e) => {
             tracing::debug!(error = %e, "unable to authenticate the request");

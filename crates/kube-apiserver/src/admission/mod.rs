@@ -5,6 +5,7 @@
 mod certificates;
 mod config;
 mod events;
+mod image_policy;
 mod images;
 mod limit_ranger;
 mod lookup;
@@ -128,6 +129,12 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
             Plugin::validating(name, Arc::new(network::DenyServiceExternalIPs))
         }
         "AlwaysPullImages" => Plugin::both(name, Arc::new(images::AlwaysPullImages)),
+        "ImagePolicyWebhook" => Plugin::validating(
+            name,
+            Arc::new(image_policy::ImagePolicyWebhook::from_config(
+                config.plugin(name),
+            )?),
+        ),
         "NodeRestriction" => Plugin::mutating(
             name,
             Arc::new(node_restriction::NodeRestriction { stores: s() }),

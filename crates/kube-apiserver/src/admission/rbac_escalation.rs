@@ -142,7 +142,7 @@ impl RbacEscalation {
         if self.allowed(a, "bind", role_resource, role_name).await {
             return Ok(());
         }
-        let rules = match self.authorization.rbac() {
+        let rules = match crate::app::authorization::rbac(&self.authorization) {
             Some(rbac) => rbac.role_reference_rules(obj).await,
             None => Err("no RBAC policy to resolve the role reference".to_owned()),
         }

@@ -1,15 +1,19 @@
 //! The authorizer chain of kube-apiserver (upstream's
 //! `BuiltInAuthorizationOptions.ToAuthorizationConfig` and the authorizer
 //! factory): from `--authorization-mode` with the `--authorization-webhook-*`
-//! flags, or from the `--authorization-config` file; and, once the stores
-//! exist, binding the Node authorizer to them.
+//! flags, or from the `--authorization-config` file (reloaded when it
+//! changes, see [`reload`]); and, once the stores exist, binding the Node
+//! authorizer to them.
 
-use std::path::Path;
+mod reload;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
+use apiserver::metrics::Metrics;
 use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
 use async_trait::async_trait;
@@ -17,7 +21,7 @@ use serde_json::Value;
 use storage::{GetOptions, ListOptions, ReadVersion};
 
 use crate::authenticator::kubeconfig::Endpoint;
-use crate::authorization::config::{self, AuthorizerEntry, ConfigFileError, Connection};
+use crate::authorization::config::{AuthorizerEntry, ConfigFileError, Connection};
 use crate::authorization::node::NodeAuthorizer;
 use crate::authorization::node_graph::{Graph, Kind, Objects};
 use crate::authorization::webhook::{FailurePolicy, WebhookAuthorizer, WebhookSettings};
@@ -35,6 +39,8 @@ pub enum AuthorizationError {
     Config(#[from] ConfigFileError),
     #[error("authorization webhook {name}: {problem}")]
     Webhook { name: String, problem: String },
+    #[error("authorizer type {0} is not allowed if it was not enabled at initial server startup")]
+    NotAtStartup(String),
 }
 
 /// The configured modes, in order.
@@ -42,8 +48,11 @@ pub fn modes(opts: &CompletedOptions) -> Result<Vec<AuthorizationMode>, Authoriz
     let flags = &opts.options.flags;
     let config_file = flags.string("authorization-config").unwrap_or_default();
     if !config_file.is_empty() {
-        let entries = config::load(Path::new(&config_file))?;
-        return entries.into_iter().map(entry_mode).collect();
+        let reloadable = reload::ReloadableAuthorizer::load(PathBuf::from(config_file))?;
+        return Ok(vec![AuthorizationMode::Named(NamedAuthorizer::new(
+            reload::NAME,
+            Arc::new(reloadable),
+        ))]);
     }
     opts.authorization_modes
         .iter()
@@ -110,10 +119,41 @@ fn legacy_webhook(opts: &CompletedOptions) -> Result<AuthorizationMode, Authoriz
     )))
 }
 
+/// The authorizers of `--authorization-config` that outlive reloads: RBAC
+/// and Node, when the file the server started with has them.
+#[derive(Default)]
+struct Shared {
+    rbac: Option<Arc<RbacAuthorizer>>,
+    node: Option<Arc<NodeAuthorizer>>,
+}
+
+impl Shared {
+    fn for_entries(entries: &[AuthorizerEntry]) -> Self {
+        let has = |kind: &str| entries.iter().any(|e| e.kind == kind);
+        Shared {
+            rbac: has("RBAC").then(|| Arc::new(RbacAuthorizer::new())),
+            node: has("Node").then(|| Arc::new(NodeAuthorizer::new())),
+        }
+    }
+}
+
 /// One authorizer of the `--authorization-config` file.
-fn entry_mode(entry: AuthorizerEntry) -> Result<AuthorizationMode, AuthorizationError> {
+fn entry_mode(
+    entry: AuthorizerEntry,
+    shared: &Shared,
+) -> Result<AuthorizationMode, AuthorizationError> {
+    let not_at_startup = || AuthorizationError::NotAtStartup(entry.kind.clone());
     let Some(webhook) = entry.webhook else {
-        return simple_mode(&entry.kind);
+        return match entry.kind.as_str() {
+            "RBAC" => Ok(AuthorizationMode::Rbac(
+                shared.rbac.clone().ok_or_else(not_at_startup)?,
+            )),
+            "Node" => Ok(AuthorizationMode::Named(NamedAuthorizer::new(
+                "node",
+                shared.node.clone().ok_or_else(not_at_startup)?,
+            ))),
+            other => simple_mode(other),
+        };
     };
     let problem = |problem: String| AuthorizationError::Webhook {
         name: entry.name.clone(),
@@ -227,9 +267,37 @@ impl Objects for NodeObjects {
     }
 }
 
-/// Binds the Node authorizer, when configured, to the server's stores.
-pub fn install(kube: &GenericApiServer, authorization: &Authorization) {
-    let Some(node) = authorization.named::<NodeAuthorizer>() else {
+/// The RBAC authorizer, when configured by flags or in the
+/// `--authorization-config` file the server started with.
+pub fn rbac(authorization: &Authorization) -> Option<Arc<RbacAuthorizer>> {
+    authorization.rbac().cloned().or_else(|| {
+        authorization
+            .named::<reload::ReloadableAuthorizer>()?
+            .rbac()
+    })
+}
+
+/// Binds the Node authorizer, when configured, to the server's stores, and
+/// starts reloading `--authorization-config` once the server runs.
+pub fn install(kube: &mut GenericApiServer, authorization: &Authorization, metrics: &Arc<Metrics>) {
+    let reloadable = authorization.named::<reload::ReloadableAuthorizer>();
+    if let Some(reloadable) = reloadable.clone() {
+        let metrics = metrics.clone();
+        kube.add_post_start_hook(
+            "start-authorization-config-reloader",
+            Arc::new(move || {
+                let (reloadable, metrics) = (reloadable.clone(), metrics.clone());
+                Box::pin(async move {
+                    tokio::spawn(reloadable.run(metrics));
+                    Ok(())
+                })
+            }),
+        );
+    }
+    let node = authorization
+        .named::<NodeAuthorizer>()
+        .or_else(|| reloadable?.node());
+    let Some(node) = node else {
         return;
     };
     let (Some(pods), Some(persistent_volumes)) = (

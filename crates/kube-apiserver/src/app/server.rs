@@ -245,10 +245,10 @@ pub fn create_server_chain(
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     bootstrap::install_authentication_info(&mut kube, client_ca);
-    if let Some(rbac) = config.authorization.rbac() {
-        rbac_bootstrap::install(&mut kube, rbac);
+    if let Some(rbac) = super::authorization::rbac(&config.authorization) {
+        rbac_bootstrap::install(&mut kube, &rbac);
     }
-    super::authorization::install(&kube, &config.authorization);
+    super::authorization::install(&mut kube, &config.authorization, &config.metrics);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
     openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));

@@ -166,7 +166,18 @@ impl Endpoint {
     /// failures with upstream's backoff; the error names the URL like Go's
     /// client.
     pub async fn post(&self, body: &Value, timeout: Duration) -> Result<Value, String> {
-        let mut backoff = FIRST_BACKOFF;
+        self.post_with_backoff(body, timeout, FIRST_BACKOFF).await
+    }
+
+    /// [`Endpoint::post`] with the first retry after `first_backoff`
+    /// (configurable for the ImagePolicyWebhook admission plugin).
+    pub async fn post_with_backoff(
+        &self,
+        body: &Value,
+        timeout: Duration,
+        first_backoff: Duration,
+    ) -> Result<Value, String> {
+        let mut backoff = first_backoff;
         let mut last = String::new();
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {

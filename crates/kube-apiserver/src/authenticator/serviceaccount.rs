@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::keys::{PublicKey, SigningKey};
-use super::legacy::{self, LegacyClaims};
+use super::legacy::{self, LegacyClaims, LEGACY_TOKEN_ANNOTATION};
 use super::{str_at, Kind, Objects};
 
 pub const USERNAME_PREFIX: &str = "system:serviceaccount:";
@@ -371,6 +371,8 @@ impl TokenAuthenticator for JwtAuthenticator {
             return Err(err(format!("token issuer {:?} is invalid", claims.iss)));
         }
         let token_audiences = if claims.aud.is_empty() {
+            // Only legacy tokens lack audiences; upstream audits their use.
+            apiserver::audit::add_authentication_annotation(LEGACY_TOKEN_ANNOTATION, &claims.sub);
             &self.implicit_audiences
         } else {
             &claims.aud

@@ -2,8 +2,9 @@
 //! `apiserver.config.k8s.io` v1, v1beta1 or v1alpha1): the authorizer chain
 //! in order, webhooks with their connection, caching, failure policy and
 //! CEL match conditions. Read, defaulted and validated as upstream's
-//! `LoadAndValidateData`, with its field paths in the messages. The file is
-//! read once at startup (no automatic reload).
+//! `LoadAndValidateData`, with its field paths in the messages. Reloads
+//! (`app/authorization/reload.rs`) also require the non-webhook types the
+//! server started with.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -129,17 +130,17 @@ pub struct AuthorizerEntry {
     pub webhook: Option<WebhookEntry>,
 }
 
-/// Reads and validates the file (blocking file I/O).
-pub fn load(path: &Path) -> Result<Vec<AuthorizerEntry>, ConfigFileError> {
-    let data = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse(&data)
-}
-
 /// Parses and validates the file's content.
 pub fn parse(data: &str) -> Result<Vec<AuthorizerEntry>, ConfigFileError> {
+    parse_requiring(data, &BTreeSet::new())
+}
+
+/// [`parse`], also requiring authorizers of the `required` types (a
+/// reloaded file must keep the non-webhook types the server started with).
+pub fn parse_requiring(
+    data: &str,
+    required: &BTreeSet<String>,
+) -> Result<Vec<AuthorizerEntry>, ConfigFileError> {
     let raw: RawFile =
         serde_yaml::from_str(data).map_err(|e| ConfigFileError::Load(e.to_string()))?;
     check_kind(&raw)?;
@@ -160,6 +161,14 @@ pub fn parse(data: &str) -> Result<Vec<AuthorizerEntry>, ConfigFileError> {
             )
         })
         .collect();
+    let missing: Vec<&str> = required
+        .iter()
+        .filter(|t| !entries.iter().any(|e| &e.kind == *t))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!("missing required types: [{}]", missing.join(" ")));
+    }
     match problems.len() {
         0 => Ok(entries),
         1 => Err(ConfigFileError::Invalid(problems.remove(0))),

@@ -100,6 +100,7 @@ pub const BUILT: &[&str] = &[
     "PodTopologyLabels",
     "NodeRestriction",
     "AlwaysPullImages",
+    "ImagePolicyWebhook",
     "PodNodeSelector",
     "PodTolerationRestriction",
     "ExtendedResourceToleration",
@@ -317,12 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn enabling_an_unbuilt_plugin_is_unsupported() {
-        let errors = opts(&["ImagePolicyWebhook", "AlwaysDeny"], &[]).unsupported();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(
-            errors[0].to_string(),
-            "--enable-admission-plugins: \"ImagePolicyWebhook\" is not supported yet by this server"
-        );
+    fn every_upstream_plugin_can_be_enabled() {
+        assert!(opts(ORDERED_PLUGINS, &[]).unsupported().is_empty());
     }
 }

@@ -302,7 +302,6 @@ fn unsupported_flags_stop_startup_only_when_changed() {
         unsupported,
         vec![
             "--audit-log-compress: not supported yet by this server".to_string(),
-            "--enable-admission-plugins: \"ImagePolicyWebhook\" is not supported yet by this server".to_string(),
         ]
     );
     assert!(
