@@ -23,6 +23,7 @@ use super::typed::Typed;
 use crate::registry::admission_policies as policies;
 use crate::registry::certificate_approval;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
+use crate::registry::validation;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
 /// One built-in resource: what discovery says about it and how it behaves.
@@ -214,11 +215,26 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             core_types::persistent_volume_claims(),
             short(&["pvc"]),
         ),
-        builtin::<core::PersistentVolume>(status(), short(&["pv"])),
+        builtin::<core::PersistentVolume>(
+            ResourceStrategy {
+                validate_update: validation::update_volumes::validate_pv_update,
+                ..status()
+            },
+            short(&["pv"]),
+        ),
         builtin::<core::Pod>(returns_deleted(core_types::pods()), all(&["po"])),
-        builtin::<core::PodTemplate>(returns_deleted(plain()), PLAIN),
+        builtin::<core::PodTemplate>(
+            returns_deleted(ResourceStrategy {
+                validate: validation::pod::validate_pod_template,
+                ..plain()
+            }),
+            PLAIN,
+        ),
         builtin::<core::ReplicationController>(
-            orphans_by_default(ResourceStrategy::spec_status()),
+            orphans_by_default(ResourceStrategy {
+                validate: validation::workloads::validate_replication_controller,
+                ..ResourceStrategy::spec_status()
+            }),
             scalable(&["rc"]),
         ),
         builtin::<core::ResourceQuota>(status(), short(&["quota"])),

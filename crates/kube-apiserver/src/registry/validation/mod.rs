@@ -1,20 +1,41 @@
 //! Validation of the spec fields of the main built-in types (upstream's
-//! `pkg/apis/core/validation` and `pkg/apis/apps/validation`): each function
-//! returns the field errors that make the API answer 422 Invalid.
+//! `pkg/apis/core/validation`, `pkg/apis/apps/validation` and
+//! `pkg/apis/batch/validation`): each function returns the field errors that
+//! make the API answer 422 Invalid.
+//!
+//! Objects arrive as JSON after defaulting. Fields that upstream's defaulting
+//! always fills (a port's protocol, a container's pull policy, a probe's
+//! thresholds) are accepted when absent, so objects of resources this server
+//! does not default are not refused for what a default would have supplied.
 
 pub mod pod;
+mod pod_containers;
+mod pod_probes;
+mod pod_resources;
+mod pod_scheduling;
+mod pod_security;
+mod pod_volumes;
 pub mod service;
 pub mod update;
+pub mod update_volumes;
 pub mod update_workloads;
 pub mod workloads;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::is_dns1123_label;
+use apimachinery::validation::object_meta::IS_NEGATIVE_ERROR_MSG;
 use serde_json::Value;
 
 /// A DNS-1123 label check reporting one Invalid error per problem.
 fn dns_label(path: &Path, value: &str, errs: &mut Vec<FieldError>) {
     for msg in is_dns1123_label(value) {
+        errs.push(FieldError::invalid(path, value, msg));
+    }
+}
+
+/// Reports each message of a string check as Invalid at `path`.
+fn invalid_all(path: &Path, value: &str, msgs: Vec<String>, errs: &mut Vec<FieldError>) {
+    for msg in msgs {
         errs.push(FieldError::invalid(path, value, msg));
     }
 }
@@ -30,4 +51,40 @@ fn items<'a>(obj: &'a Value, key: &str) -> &'a [Value] {
 /// A string field; absent and empty read the same, as in Go.
 fn text<'a>(obj: &'a Value, key: &str) -> &'a str {
     obj.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A field that is present and not `null` (a set pointer in Go).
+fn set<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+/// An integer field.
+fn int(obj: &Value, key: &str) -> Option<i64> {
+    obj.get(key).and_then(Value::as_i64)
+}
+
+/// A boolean field that is `true`.
+fn is_true(obj: &Value, key: &str) -> bool {
+    obj.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+/// Upstream's `ValidateNonnegativeField`.
+fn nonnegative(value: i64, path: &Path, errs: &mut Vec<FieldError>) {
+    if value < 0 {
+        errs.push(FieldError::invalid(path, value, IS_NEGATIVE_ERROR_MSG));
+    }
+}
+
+/// An enumerated string field: absent is accepted (defaulting fills it),
+/// empty is Required and anything else must be one of `supported`.
+fn enumerated(obj: &Value, key: &str, path: &Path, supported: &[&str], errs: &mut Vec<FieldError>) {
+    let Some(value) = obj.get(key).and_then(Value::as_str) else {
+        return;
+    };
+    let path = path.child(key);
+    if value.is_empty() {
+        errs.push(FieldError::required(&path, ""));
+    } else if !supported.contains(&value) {
+        errs.push(FieldError::not_supported(&path, value, supported));
+    }
 }

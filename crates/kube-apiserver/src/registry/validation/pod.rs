@@ -1,241 +1,369 @@
-//! Pod spec validation (upstream's `ValidatePodSpec`): containers, ports,
-//! policies, volumes and volume mounts.
-
-use std::collections::HashSet;
+//! Pod spec validation (upstream's `ValidatePodSpec`,
+//! `validatePodMetadataAndSpec` and `ValidatePodTemplateSpec`): the
+//! pod-level fields here, containers, volumes, probes, resources, security
+//! contexts and scheduling fields in the sibling `pod_*` modules.
 
 use apimachinery::field_errors::{FieldError, Path};
-use apimachinery::validation::formats::is_valid_port_num;
+use apimachinery::validation::formats::inclusive_range_error;
+use apimachinery::validation::ip::is_valid_ip;
+use apimachinery::validation::object_meta::{validate_annotations, validate_labels};
+use apimachinery::validation::{is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain};
 use serde_json::Value;
 
-use super::{dns_label, items, text};
+use super::pod_containers::{image_whitespace, validate_all_containers, PodContext};
+use super::pod_scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
+use super::pod_security::validate_pod_security_context;
+use super::pod_volumes::validate_volumes;
+use super::{dns_label, enumerated, int, invalid_all, is_true, items, set, text};
 
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
-const DNS_POLICIES: &[&str] = &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"];
+const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
+const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
+const OS_NAMES: &[&str] = &["linux", "windows"];
+const DEFAULT_GRACE_PERIOD: i64 = 30;
+const MAX_DNS_NAMESERVERS: usize = 3;
+const MAX_DNS_SEARCH_PATHS: usize = 32;
+const MAX_DNS_SEARCH_CHARS: usize = 2048;
+const MAX_INT32: i64 = i32::MAX as i64;
+const HOST_USERS_FALSE: &str = "when `pod.Spec.HostUsers` is false";
 
 /// Validates a Pod object.
 pub fn validate_pod(obj: &Value) -> Vec<FieldError> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    validate_pod_spec(spec, &Path::new("spec"))
-}
-
-/// Validates a pod spec found at `path` (also used for pod templates).
-pub fn validate_pod_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let volumes = validate_volumes(spec, &path.child("volumes"), &mut errs);
-    let mut names = HashSet::new();
-    let containers = items(spec, "containers");
-    if containers.is_empty() {
-        errs.push(FieldError::required(&path.child("containers"), ""));
+    let path = Path::new("spec");
+    let mut errs = validate_pod_spec(spec, &path, true);
+    if text(spec, "serviceAccountName").is_empty() {
+        projected_tokens_need_account(spec, &path, &mut errs);
     }
-    for key in ["initContainers", "containers"] {
-        let list = path.child(key);
+    for key in ["containers", "initContainers"] {
         for (i, c) in items(spec, key).iter().enumerate() {
-            validate_container(c, &list.index(i), &volumes, &mut names, &mut errs);
+            image_whitespace(c, &path.child(key).index(i), &mut errs);
         }
     }
-    if let Some(policy) = spec.get("restartPolicy").and_then(Value::as_str) {
-        let p = path.child("restartPolicy");
-        if policy.is_empty() {
-            errs.push(FieldError::required(&p, ""));
-        } else if !RESTART_POLICIES.contains(&policy) {
-            errs.push(FieldError::not_supported(&p, policy, RESTART_POLICIES));
-        }
-    }
-    if let Some(policy) = spec.get("dnsPolicy").and_then(Value::as_str) {
-        if !DNS_POLICIES.contains(&policy) {
-            let p = path.child("dnsPolicy");
-            errs.push(FieldError::not_supported(&p, policy, DNS_POLICIES));
-        }
+    if !text(spec, "nodeName").is_empty() && !items(spec, "schedulingGates").is_empty() {
+        errs.push(FieldError::forbidden(
+            &path.child("nodeName"),
+            "cannot be set until all schedulingGates have been cleared",
+        ));
     }
     errs
 }
 
-/// Checks volume names and returns the set of them for the mounts.
-fn validate_volumes<'a>(
-    spec: &'a Value,
-    path: &Path,
-    errs: &mut Vec<FieldError>,
-) -> HashSet<&'a str> {
-    let mut names = HashSet::new();
-    for (i, v) in items(spec, "volumes").iter().enumerate() {
-        let p = path.index(i).child("name");
-        let name = text(v, "name");
-        if name.is_empty() {
-            errs.push(FieldError::required(&p, ""));
-        } else {
-            dns_label(&p, name, errs);
-        }
-        if !names.insert(name) {
-            errs.push(FieldError::duplicate(&p, name));
-        }
-    }
-    names
+/// Validates a PodTemplate object (its `template`).
+pub fn validate_pod_template(obj: &Value) -> Vec<FieldError> {
+    let template = obj.get("template").unwrap_or(&Value::Null);
+    validate_pod_template_spec(template, &Path::new("template"))
 }
 
-fn validate_container<'a>(
-    c: &'a Value,
-    path: &Path,
-    volumes: &HashSet<&str>,
-    names: &mut HashSet<&'a str>,
-    errs: &mut Vec<FieldError>,
-) {
-    let name_path = path.child("name");
-    let name = text(c, "name");
-    if name.is_empty() {
-        errs.push(FieldError::required(&name_path, ""));
-    } else {
-        dns_label(&name_path, name, errs);
-        if !names.insert(name) {
-            errs.push(FieldError::duplicate(&name_path, name));
-        }
+/// Upstream's `ValidatePodTemplateSpec`: the template's labels,
+/// annotations and pod spec; templates may not hold ephemeral containers.
+pub(super) fn validate_pod_template_spec(template: &Value, path: &Path) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let meta = template.get("metadata").unwrap_or(&Value::Null);
+    let meta_path = path.child("metadata");
+    validate_labels(meta.get("labels"), &meta_path.child("labels"), &mut errs);
+    validate_annotations(
+        meta.get("annotations"),
+        &meta_path.child("annotations"),
+        &mut errs,
+    );
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    let spec_path = path.child("spec");
+    errs.extend(validate_pod_spec(spec, &spec_path, false));
+    if !items(spec, "ephemeralContainers").is_empty() {
+        errs.push(FieldError::forbidden(
+            &spec_path.child("ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
-    if text(c, "image").is_empty() {
-        errs.push(FieldError::required(&path.child("image"), ""));
-    }
-    for (i, port) in items(c, "ports").iter().enumerate() {
-        validate_container_port(port, &path.child("ports").index(i), errs);
-    }
-    for (i, mount) in items(c, "volumeMounts").iter().enumerate() {
-        let p = path.child("volumeMounts").index(i);
-        let vol = text(mount, "name");
-        if vol.is_empty() {
-            errs.push(FieldError::required(&p.child("name"), ""));
-        } else if !volumes.contains(vol) {
-            errs.push(FieldError::not_found(&p.child("name"), vol));
-        }
-        if text(mount, "mountPath").is_empty() {
-            errs.push(FieldError::required(&p.child("mountPath"), ""));
-        }
-    }
+    errs
 }
 
-fn validate_container_port(port: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    let p = path.child("containerPort");
-    match port.get("containerPort").and_then(Value::as_i64) {
-        None | Some(0) => errs.push(FieldError::required(&p, "")),
-        Some(n) => {
-            for msg in is_valid_port_num(n) {
-                errs.push(FieldError::invalid(&p, n, msg));
-            }
-        }
+/// Validates a pod spec found at `path`; `is_pod` is false for templates.
+pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ctx = PodContext {
+        volumes: validate_volumes(spec, &path.child("volumes"), is_pod, &mut errs),
+        grace_period: int(spec, "terminationGracePeriodSeconds").unwrap_or(DEFAULT_GRACE_PERIOD),
+        host_users: spec
+            .get("hostUsers")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+    };
+    validate_all_containers(spec, path, &ctx, &mut errs);
+    host_network_ports(spec, path, &mut errs);
+    enumerated(spec, "restartPolicy", path, RESTART_POLICIES, &mut errs);
+    enumerated(spec, "dnsPolicy", path, DNS_POLICIES, &mut errs);
+    validate_labels(
+        spec.get("nodeSelector"),
+        &path.child("nodeSelector"),
+        &mut errs,
+    );
+    validate_pod_security_context(spec, &path.child("securityContext"), &mut errs);
+    image_pull_secrets(spec, &path.child("imagePullSecrets"), &mut errs);
+    if let Some(affinity) = set(spec, "affinity") {
+        validate_affinity(affinity, &path.child("affinity"), &mut errs);
     }
-    if let Some(host) = port.get("hostPort").and_then(Value::as_i64) {
-        if host != 0 {
-            for msg in is_valid_port_num(host) {
-                errs.push(FieldError::invalid(&path.child("hostPort"), host, msg));
-            }
-        }
+    dns_config(spec, &path.child("dnsConfig"), &mut errs);
+    gates(spec, path, &mut errs);
+    validate_topology_spread(spec, &path.child("topologySpreadConstraints"), &mut errs);
+    host_users(spec, path, ctx.host_users, &mut errs);
+    names(spec, path, &mut errs);
+    validate_tolerations(spec, &path.child("tolerations"), &mut errs);
+    host_aliases(spec, &path.child("hostAliases"), &mut errs);
+    if let Some(class) = set(spec, "runtimeClassName").and_then(Value::as_str) {
+        let p = path.child("runtimeClassName");
+        invalid_all(&p, class, name_is_dns_subdomain(class, false), &mut errs);
     }
-    protocol(port, path, errs);
+    enumerated(
+        spec,
+        "preemptionPolicy",
+        path,
+        PREEMPTION_POLICIES,
+        &mut errs,
+    );
+    pod_os(spec, &path.child("os"), &mut errs);
+    errs
 }
 
 /// A port's protocol, when given, is TCP, UDP or SCTP.
 pub(super) fn protocol(port: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    if let Some(proto) = port.get("protocol").and_then(Value::as_str) {
-        let p = path.child("protocol");
-        if proto.is_empty() {
-            errs.push(FieldError::required(&p, ""));
-        } else if !PROTOCOLS.contains(&proto) {
-            errs.push(FieldError::not_supported(&p, proto, PROTOCOLS));
+    enumerated(port, "protocol", path, PROTOCOLS, errs);
+}
+
+/// With `hostNetwork`, a host port must equal its container port (an
+/// unset host port is defaulted to it).
+fn host_network_ports(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    if !is_true(spec, "hostNetwork") {
+        return;
+    }
+    for (i, c) in items(spec, "containers").iter().enumerate() {
+        for (j, port) in items(c, "ports").iter().enumerate() {
+            let host = int(port, "hostPort").unwrap_or(0);
+            if host != 0 && Some(host) != int(port, "containerPort") {
+                let p = path.child("containers").index(i).child("ports").index(j);
+                errs.push(FieldError::invalid(
+                    &p.child("hostPort"),
+                    host,
+                    "must match `containerPort` when `hostNetwork` is true",
+                ));
+            }
+        }
+    }
+}
+
+fn image_pull_secrets(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    for (i, secret) in items(spec, "imagePullSecrets").iter().enumerate() {
+        let only_name = secret
+            .as_object()
+            .is_some_and(|m| m.keys().all(|k| k == "name"));
+        if !only_name {
+            errs.push(FieldError::invalid(
+                &path.index(i),
+                secret.clone(),
+                "only name may be set",
+            ));
+        }
+    }
+}
+
+fn dns_config(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    let config = set(spec, "dnsConfig");
+    let nameservers = config.map(|c| items(c, "nameservers")).unwrap_or_default();
+    if text(spec, "dnsPolicy") == "None" {
+        if config.is_none() {
+            errs.push(FieldError::required(
+                path,
+                "must provide `dnsConfig` when `dnsPolicy` is None",
+            ));
+            return;
+        }
+        if nameservers.is_empty() {
+            errs.push(FieldError::required(
+                &path.child("nameservers"),
+                "must provide at least one DNS nameserver when `dnsPolicy` is None",
+            ));
+            return;
+        }
+    }
+    let Some(config) = config else {
+        return;
+    };
+    if nameservers.len() > MAX_DNS_NAMESERVERS {
+        let msg = format!("must not have more than {MAX_DNS_NAMESERVERS} nameservers");
+        errs.push(FieldError::invalid(
+            &path.child("nameservers"),
+            nameservers.to_vec(),
+            msg,
+        ));
+    }
+    for (i, ns) in nameservers.iter().enumerate() {
+        let ns = ns.as_str().unwrap_or_default();
+        errs.extend(is_valid_ip(&path.child("nameservers").index(i), ns));
+    }
+    dns_searches(config, &path.child("searches"), errs);
+    for (i, option) in items(config, "options").iter().enumerate() {
+        if text(option, "name").is_empty() {
+            errs.push(FieldError::required(
+                &path.child("options").index(i),
+                "must not be empty",
+            ));
+        }
+    }
+}
+
+fn dns_searches(config: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    let searches: Vec<&str> = items(config, "searches")
+        .iter()
+        .map(|s| s.as_str().unwrap_or_default())
+        .collect();
+    if searches.len() > MAX_DNS_SEARCH_PATHS {
+        let msg = format!("must not have more than {MAX_DNS_SEARCH_PATHS} search paths");
+        errs.push(FieldError::invalid(path, searches.clone(), msg));
+    }
+    if searches.join(" ").len() > MAX_DNS_SEARCH_CHARS {
+        let msg = format!(
+            "must not have more than {MAX_DNS_SEARCH_CHARS} characters (including spaces) in the search list"
+        );
+        errs.push(FieldError::invalid(path, searches.clone(), msg));
+    }
+    for (i, search) in searches.iter().enumerate() {
+        // The relaxed rule: "." alone, and underscores, are accepted.
+        if *search == "." {
+            continue;
+        }
+        let trimmed = search.strip_suffix('.').unwrap_or(search);
+        let checked = trimmed.replace('_', "-");
+        invalid_all(
+            &path.index(i),
+            trimmed,
+            is_dns1123_subdomain(&checked),
+            errs,
+        );
+    }
+}
+
+fn gates(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    for (i, gate) in items(spec, "readinessGates").iter().enumerate() {
+        let p = path.child("readinessGates").index(i).child("conditionType");
+        let condition = text(gate, "conditionType");
+        invalid_all(&p, condition, is_qualified_name(condition), errs);
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, gate) in items(spec, "schedulingGates").iter().enumerate() {
+        let p = path.child("schedulingGates").index(i);
+        let name = text(gate, "name");
+        invalid_all(&p, name, is_qualified_name(name), errs);
+        if !seen.insert(name) {
+            errs.push(FieldError::duplicate(&p, name));
+        }
+    }
+}
+
+/// Without the host's user namespace, no other host namespace.
+fn host_users(spec: &Value, path: &Path, host_users: bool, errs: &mut Vec<FieldError>) {
+    if host_users {
+        return;
+    }
+    for (key, reported) in [
+        ("hostNetwork", "hostNetwork"),
+        ("hostPID", "HostPID"),
+        ("hostIPC", "HostIPC"),
+    ] {
+        if is_true(spec, key) {
+            errs.push(FieldError::forbidden(
+                &path.child(reported),
+                HOST_USERS_FALSE,
+            ));
+        }
+    }
+}
+
+/// Names and numbers of the pod: service account, node, deadline,
+/// hostname, subdomain and priority class.
+fn names(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    for key in ["serviceAccountName", "nodeName"] {
+        let value = text(spec, key);
+        if !value.is_empty() {
+            invalid_all(
+                &path.child(key),
+                value,
+                name_is_dns_subdomain(value, false),
+                errs,
+            );
+        }
+    }
+    if let Some(deadline) = int(spec, "activeDeadlineSeconds") {
+        if !(1..=MAX_INT32).contains(&deadline) {
+            errs.push(FieldError::invalid(
+                &path.child("activeDeadlineSeconds"),
+                deadline,
+                inclusive_range_error(1, MAX_INT32),
+            ));
+        }
+    }
+    for key in ["hostname", "subdomain"] {
+        let value = text(spec, key);
+        if !value.is_empty() {
+            dns_label(&path.child(key), value, errs);
+        }
+    }
+    let class = text(spec, "priorityClassName");
+    if !class.is_empty() {
+        let p = path.child("priorityClassName");
+        invalid_all(&p, class, name_is_dns_subdomain(class, false), errs);
+    }
+}
+
+fn host_aliases(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    for (i, alias) in items(spec, "hostAliases").iter().enumerate() {
+        let idx = path.index(i);
+        errs.extend(is_valid_ip(&idx.child("ip"), text(alias, "ip")));
+        for (j, hostname) in items(alias, "hostnames").iter().enumerate() {
+            let hostname = hostname.as_str().unwrap_or_default();
+            let p = idx.child("hostnames").index(j);
+            invalid_all(&p, hostname, is_dns1123_subdomain(hostname), errs);
+        }
+    }
+}
+
+fn pod_os(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    let Some(os) = set(spec, "os") else {
+        return;
+    };
+    let name = text(os, "name");
+    if name.is_empty() {
+        errs.push(FieldError::required(&path.child("name"), "cannot be empty"));
+    } else if !OS_NAMES.contains(&name) {
+        errs.push(FieldError::not_supported(path, name, OS_NAMES));
+    }
+}
+
+/// A pod without a service account may not project its token.
+fn projected_tokens_need_account(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    for (vi, volume) in items(spec, "volumes").iter().enumerate() {
+        let Some(projected) = set(volume, "projected") else {
+            continue;
+        };
+        for (si, source) in items(projected, "sources").iter().enumerate() {
+            if set(source, "serviceAccountToken").is_some() {
+                let p = path
+                    .child("volumes")
+                    .index(vi)
+                    .child("projected")
+                    .child("sources")
+                    .index(si)
+                    .child("serviceAccountToken");
+                errs.push(FieldError::forbidden(
+                    &p,
+                    "must not be specified when serviceAccountName is not set",
+                ));
+            }
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn messages(pod: Value) -> Vec<String> {
-        validate_pod(&pod).iter().map(ToString::to_string).collect()
-    }
-
-    fn pod(containers: Value) -> Value {
-        json!({"spec": {"containers": containers}})
-    }
-
-    #[test]
-    fn valid_pod_passes() {
-        let p = json!({"spec": {
-            "containers": [{"name": "a", "image": "nginx",
-                "ports": [{"containerPort": 80, "protocol": "TCP"}],
-                "volumeMounts": [{"name": "data", "mountPath": "/d"}]}],
-            "volumes": [{"name": "data", "emptyDir": {}}],
-            "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}});
-        assert!(messages(p).is_empty());
-    }
-
-    #[test]
-    fn containers_are_required() {
-        assert_eq!(
-            messages(pod(json!([]))),
-            ["spec.containers: Required value"]
-        );
-    }
-
-    #[test]
-    fn image_is_required() {
-        assert_eq!(
-            messages(pod(json!([{"name": "a"}]))),
-            ["spec.containers[0].image: Required value"]
-        );
-    }
-
-    #[test]
-    fn container_names_are_required_labels_and_unique() {
-        let errs = messages(json!({"spec": {
-            "initContainers": [{"name": "a", "image": "x"}],
-            "containers": [{"image": "x"}, {"name": "a", "image": "x"}, {"name": "A_b", "image": "x"}]}}));
-        assert_eq!(errs[0], "spec.containers[0].name: Required value");
-        assert_eq!(errs[1], "spec.containers[1].name: Duplicate value: \"a\"");
-        assert!(errs[2].starts_with(
-            "spec.containers[2].name: Invalid value: \"A_b\": a lowercase RFC 1123 label must"
-        ));
-        assert_eq!(errs.len(), 3);
-    }
-
-    #[test]
-    fn container_ports_are_checked() {
-        let errs = messages(pod(json!([{"name": "a", "image": "x", "ports": [
-            {"containerPort": 70000, "protocol": "ICMP"}, {}]}])));
-        assert_eq!(
-            errs,
-            [
-                "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
-                "spec.containers[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
-                "spec.containers[0].ports[1].containerPort: Required value",
-            ]
-        );
-    }
-
-    #[test]
-    fn policies_are_enumerated() {
-        let errs = messages(json!({"spec": {
-            "containers": [{"name": "a", "image": "x"}],
-            "restartPolicy": "Sometimes", "dnsPolicy": "Google"}}));
-        assert_eq!(
-            errs,
-            [
-                "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
-                "spec.dnsPolicy: Unsupported value: \"Google\": supported values: \"ClusterFirst\", \"ClusterFirstWithHostNet\", \"Default\", \"None\"",
-            ]
-        );
-    }
-
-    #[test]
-    fn volumes_are_unique_and_mounts_refer_to_them() {
-        let errs = messages(json!({"spec": {
-            "containers": [{"name": "a", "image": "x",
-                "volumeMounts": [{"name": "other", "mountPath": "/o"}]}],
-            "volumes": [{"name": "v"}, {"name": "v"}]}}));
-        assert_eq!(
-            errs,
-            [
-                "spec.volumes[1].name: Duplicate value: \"v\"",
-                "spec.containers[0].volumeMounts[0].name: Not found: \"other\"",
-            ]
-        );
-    }
-}
+#[path = "pod_tests.rs"]
+mod tests;
