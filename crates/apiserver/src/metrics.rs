@@ -61,12 +61,8 @@ pub struct Metrics {
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
     /// Reloads of `--authorization-config`.
     pub authorization_config: config_reload::ConfigReloadMetrics,
-    /// API Priority and Fairness series, by flow schema and priority level.
-    pub(crate) apf_dispatched: Family<[(&'static str, String); 2], Counter>,
-    pub(crate) apf_rejected: Family<[(&'static str, String); 3], Counter>,
-    pub(crate) apf_executing: Family<[(&'static str, String); 2], Gauge>,
-    pub(crate) apf_waiting: Family<[(&'static str, String); 2], Gauge>,
-    pub(crate) apf_nominal_seats: Family<[(&'static str, String); 1], Gauge>,
+    /// API Priority and Fairness series.
+    pub(crate) apf: crate::flowcontrol::metrics::ApfMetrics,
 }
 
 impl Default for Metrics {
@@ -94,11 +90,7 @@ impl Metrics {
             watch_events: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
             authorization_config: Default::default(),
-            apf_dispatched: Family::default(),
-            apf_rejected: Family::default(),
-            apf_executing: Family::default(),
-            apf_waiting: Family::default(),
-            apf_nominal_seats: Family::default(),
+            apf: Default::default(),
         };
         metrics.register();
         metrics
@@ -153,31 +145,7 @@ impl Metrics {
             "Storage request latency in seconds, by operation, group and resource",
             self.etcd_durations.clone(),
         );
-        registry.register(
-            "apiserver_flowcontrol_dispatched_requests",
-            "Requests given a seat by priority and fairness, by flow schema and priority level",
-            self.apf_dispatched.clone(),
-        );
-        registry.register(
-            "apiserver_flowcontrol_rejected_requests",
-            "Requests refused by priority and fairness, by flow schema, priority level and reason",
-            self.apf_rejected.clone(),
-        );
-        registry.register(
-            "apiserver_flowcontrol_current_executing_requests",
-            "Requests holding a seat now (watches until they start), by flow schema and priority level",
-            self.apf_executing.clone(),
-        );
-        registry.register(
-            "apiserver_flowcontrol_current_inqueue_requests",
-            "Requests waiting in a priority level's queues now, by flow schema and priority level",
-            self.apf_waiting.clone(),
-        );
-        registry.register(
-            "apiserver_flowcontrol_nominal_limit_seats",
-            "Seats of each priority level (its share of the server's concurrency limit)",
-            self.apf_nominal_seats.clone(),
-        );
+        self.apf.register(registry);
         self.authorization_config.register(
             registry,
             "apiserver_authorization_config_controller",
@@ -213,6 +181,18 @@ impl Metrics {
                 ("resource", resource.to_owned()),
             ])
             .set(count);
+    }
+
+    /// The last count of one resource's stored objects, if it was counted
+    /// (-1 when counting failed).
+    pub fn storage_objects(&self, group: &str, resource: &str) -> Option<i64> {
+        let group_resource = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let gauge = self.storage_objects.get(&[("resource", group_resource)])?;
+        Some(gauge.get())
     }
 
     /// The `apiserver_watch_events_total` counter of one kind; a watch

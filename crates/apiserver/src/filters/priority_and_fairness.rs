@@ -1,9 +1,11 @@
 //! API Priority and Fairness (upstream's `WithPriorityAndFairness`): each
-//! request waits for a seat of the priority level its FlowSchema names, or
-//! is rejected with 429; the response names the schema and level by UID.
-//! Long-running requests other than watches are not limited; a watch holds
-//! its seat only until its response starts, as upstream releases it once
-//! the watch is initialized.
+//! request's work is estimated, then it waits for that many seats of the
+//! priority level its FlowSchema names, or is rejected with 429 and a
+//! `Retry-After` that grows while the level keeps dropping requests; the
+//! response names the schema and level by UID. Long-running requests other
+//! than watches are not limited; a watch holds its seats only until its
+//! response starts, as upstream releases them once the watch is
+//! initialized, and counts towards the cost of writes while it streams.
 
 use std::sync::Arc;
 
@@ -11,12 +13,14 @@ use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::State;
 use axum::middleware::Next;
+use futures::StreamExt;
 use http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::max_in_flight::is_long_running;
 use crate::authentication::UserInfo;
-use crate::flowcontrol::{Classification, FlowControl};
+use crate::flowcontrol::metrics::flow_labels;
+use crate::flowcontrol::{Classification, FlowControl, WatchRegistration};
 use crate::metrics::Metrics;
 
 const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
@@ -40,54 +44,79 @@ pub async fn filter(
     let (Some(info), Some(user)) = (info, user) else {
         return next.run(req).await;
     };
-    if is_long_running(&info) && info.verb != "watch" {
+    let is_watch = info.verb == "watch";
+    if is_long_running(&info) && !is_watch {
         return next.run(req).await;
     }
     let Some(class) = control.classify(&user, &info) else {
         return next.run(req).await;
     };
-    let labels = [
-        ("flow_schema", class.flow_schema.clone()),
-        ("priority_level", class.priority_level.clone()),
-    ];
-    let waiting = Held::new(metrics.apf_waiting.get_or_create(&labels).clone());
-    let seat = class.acquire(control.wait_limit()).await;
+    let apf = &metrics.apf;
+    let labels = flow_labels(&class.priority_level, &class.flow_schema);
+    let estimate = class.estimate(&control, req.uri().query().unwrap_or(""));
+    let seats = i64::try_from(estimate.max_seats()).unwrap_or(i64::MAX);
+    apf.work_estimated_seats
+        .get_or_create(&labels)
+        .observe(seats as f64);
+    let waiting = (
+        Held::new(apf.waiting_requests.get_or_create(&labels).clone(), 1),
+        Held::new(apf.waiting_seats.get_or_create(&labels).clone(), seats),
+    );
+    let seat = class.acquire(estimate, control.wait_limit()).await;
     drop(waiting);
     let mut response = match seat {
-        Ok(seat) => {
-            metrics.apf_dispatched.get_or_create(&labels).inc();
-            let executing = Held::new(metrics.apf_executing.get_or_create(&labels).clone());
+        Ok(mut seat) => {
+            apf.dispatched.get_or_create(&labels).inc();
+            seat.track(apf.executing_seats.get_or_create(&labels).clone());
+            let executing = Held::new(apf.executing_requests.get_or_create(&labels).clone(), 1);
+            let watch = if is_watch {
+                control.register_watch(&info)
+            } else {
+                None
+            };
             let response = next.run(req).await;
             drop((executing, seat));
-            response
+            match watch {
+                Some(watch) => counted_until_done(response, watch),
+                None => response,
+            }
         }
         Err(rejection) => {
-            let [fs, pl] = labels;
-            metrics
-                .apf_rejected
-                .get_or_create(&[fs, pl, ("reason", rejection.reason().to_owned())])
+            let [pl, fs] = labels;
+            apf.rejected
+                .get_or_create(&[pl, fs, ("reason", rejection.reason().to_owned())])
                 .inc();
-            too_many_requests()
+            too_many_requests(control.note_rejected(&class.priority_level))
         }
     };
     set_headers(&mut response, &class);
     response
 }
 
+/// Keeps a watch counted until its response body ends.
+fn counted_until_done(response: Response<Body>, watch: WatchRegistration) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _counted = &watch;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
 /// Counts a request in a gauge for as long as it lives, also when the
 /// client goes away mid-wait and the request's future is dropped.
-struct Held(Gauge);
+struct Held(Gauge, i64);
 
 impl Held {
-    fn new(gauge: Gauge) -> Self {
-        gauge.inc();
-        Held(gauge)
+    fn new(gauge: Gauge, amount: i64) -> Self {
+        gauge.inc_by(amount);
+        Held(gauge, amount)
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.0.dec();
+        self.0.dec_by(self.1);
     }
 }
 
@@ -104,11 +133,11 @@ fn set_headers(response: &mut Response<Body>, class: &Classification) {
 }
 
 /// Upstream answers a rejected request in plain text, not with a Status.
-fn too_many_requests() -> Response<Body> {
+fn too_many_requests(retry_after: i64) -> Response<Body> {
     let mut response = Response::new(Body::from("Too many requests, please try again later.\n"));
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),

@@ -1,23 +1,28 @@
 //! API Priority and Fairness (upstream's `k8s.io/apiserver/pkg/util/flowcontrol`):
 //! every request is classified by the first matching FlowSchema (by
-//! matchingPrecedence, then name) into a priority level, which grants it one
-//! of its seats, queues it, or rejects it. A level's seats are its share of
-//! the server's concurrency limit (`--max-requests-inflight` plus
-//! `--max-mutating-requests-inflight`), in proportion to its
-//! nominalConcurrencyShares; the exempt level is never limited.
+//! matchingPrecedence, then name) into a priority level, which grants it as
+//! many of its seats as its work estimate asks, queues it, or rejects it.
+//! A level's nominal seats are its share of the server's concurrency limit
+//! (`--max-requests-inflight` plus `--max-mutating-requests-inflight`), in
+//! proportion to its nominalConcurrencyShares; every ten seconds the
+//! levels' current limits are re-derived from their seat demand, so that
+//! busy levels borrow what idle ones may lend (lendablePercent, within
+//! borrowingLimitPercent). The exempt level is never limited.
 //!
 //! The configuration comes from the FlowSchema and
 //! PriorityLevelConfiguration objects (see [`controller`]); until they are
 //! read, and whenever the mandatory ones are missing, the built-in mandatory
-//! objects of [`bootstrap`] stand in, as upstream. Seats are not lent
-//! between levels (upstream's borrowing via lendablePercent): each level
-//! keeps its nominal limit.
+//! objects of [`bootstrap`] stand in, as upstream.
 
 pub mod bootstrap;
+mod borrowing;
 pub mod controller;
 pub mod debug;
+mod dropped;
+pub mod metrics;
 mod queueset;
 mod rules;
+mod width;
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -29,8 +34,15 @@ use k8s_openapi::api::flowcontrol::v1::{
     FlowSchema, LimitResponse, PolicyRulesWithSubjects, PriorityLevelConfiguration,
 };
 
-pub use queueset::{Digest, Rejection, Seat, Totals};
+pub use borrowing::ADJUSTMENT_PERIOD;
+use borrowing::{LevelSeats, SeatDemandStats};
+use dropped::DroppedRequests;
+pub use queueset::{
+    Digest, Distinguisher, QueueDump, Rejection, RequestDump, RequestMeta, Seat, SetDump, Totals,
+};
 use queueset::{Overflow, QueueSet};
+use width::WatchTracker;
+pub use width::{ObjectCount, SeatSeconds, WatchRegistration, WorkEstimate};
 
 use crate::authentication::UserInfo;
 use crate::metrics::Metrics;
@@ -50,11 +62,25 @@ pub struct FlowControl {
     server_concurrency_limit: usize,
     wait_limit: Duration,
     config: RwLock<Arc<Config>>,
-    /// Queue sets by level name, kept across reconfigurations so that
-    /// running and waiting requests carry over.
-    queue_sets: Mutex<HashMap<String, Arc<QueueSet>>>,
-    /// Where each level's seats are published.
+    /// Level state by name, kept across reconfigurations so that running
+    /// and waiting requests and seat demand carry over.
+    states: Mutex<States>,
     metrics: Arc<Metrics>,
+    watches: Arc<WatchTracker>,
+    dropped: DroppedRequests,
+}
+
+#[derive(Default)]
+struct States {
+    levels: HashMap<String, LevelState>,
+    /// The nominal seats of all levels (slightly above the server's limit,
+    /// since each level's share is rounded up).
+    nominal_sum: usize,
+}
+
+struct LevelState {
+    queues: Arc<QueueSet>,
+    seats: LevelSeats,
 }
 
 struct Config {
@@ -63,34 +89,62 @@ struct Config {
 }
 
 struct Schema {
-    name: String,
+    name: Arc<str>,
     uid: String,
     level: String,
-    distinguisher: Option<String>,
+    distinguisher: Distinguisher,
     rules: Vec<PolicyRulesWithSubjects>,
 }
 
 struct Level {
+    name: Arc<str>,
     uid: String,
-    /// Seats, or None when exempt.
-    limit: Option<usize>,
+    /// The most seats one request may take (0: no level limit).
+    max_seats: u64,
     queues: Arc<QueueSet>,
 }
 
 /// Where a request goes: the schema and level it matched and its flow.
 pub struct Classification {
-    pub flow_schema: String,
+    pub flow_schema: Arc<str>,
     pub flow_schema_uid: String,
-    pub priority_level: String,
+    pub priority_level: Arc<str>,
     pub priority_level_uid: String,
+    max_seats: u64,
     flow_hash: u64,
+    meta: Arc<RequestMeta>,
     queues: Arc<QueueSet>,
 }
 
 impl Classification {
-    /// Waits for a seat of the request's priority level.
-    pub async fn acquire(&self, wait_limit: Duration) -> Result<Seat, Rejection> {
-        self.queues.acquire(self.flow_hash, wait_limit).await
+    /// The request's work: `query` is its URL query.
+    pub fn estimate(&self, control: &FlowControl, query: &str) -> WorkEstimate {
+        let info = &self.meta.info;
+        width::estimate(
+            info,
+            query,
+            self.max_seats,
+            || match control
+                .metrics
+                .storage_objects(&info.api_group, &info.resource)
+            {
+                Some(n) if n >= 0 => ObjectCount::Known(n),
+                Some(_) => ObjectCount::Stale,
+                None => ObjectCount::Unknown,
+            },
+            || control.watches.interested(info),
+        )
+    }
+
+    /// Waits for the seats of the request's priority level.
+    pub async fn acquire(
+        &self,
+        estimate: WorkEstimate,
+        wait_limit: Duration,
+    ) -> Result<Seat, Rejection> {
+        self.queues
+            .acquire(self.flow_hash, estimate, self.meta.clone(), wait_limit)
+            .await
     }
 }
 
@@ -101,6 +155,16 @@ pub struct SchemaStatus {
     pub name: String,
     pub level: String,
     pub dangling: bool,
+}
+
+/// A level's seats: nominal, lower and upper limits, and the limit in
+/// force (None for the exempt level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelLimits {
+    pub nominal: usize,
+    pub lower: usize,
+    pub upper: usize,
+    pub current: Option<usize>,
 }
 
 impl FlowControl {
@@ -118,8 +182,10 @@ impl FlowControl {
                 schemas: Vec::new(),
                 levels: HashMap::new(),
             })),
-            queue_sets: Mutex::default(),
+            states: Mutex::default(),
             metrics,
+            watches: Arc::default(),
+            dropped: DroppedRequests::default(),
         });
         control.configure(&[], &[]);
         control
@@ -137,10 +203,18 @@ impl FlowControl {
             .unwrap_or_else(|e| e.into_inner().clone())
     }
 
+    fn lock_states(&self) -> std::sync::MutexGuard<'_, States> {
+        self.states.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The schema and level of a request. The mandatory catch-all schema
     /// matches every authenticated or unauthenticated user, so a request of
     /// neither still lands there.
-    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Option<Classification> {
+    pub fn classify(
+        &self,
+        user: &Arc<UserInfo>,
+        info: &Arc<RequestInfo>,
+    ) -> Option<Classification> {
         let config = self.current();
         let schema = config
             .schemas
@@ -150,22 +224,37 @@ impl FlowControl {
                 config
                     .schemas
                     .iter()
-                    .find(|s| s.name == bootstrap::CATCH_ALL)
+                    .find(|s| &*s.name == bootstrap::CATCH_ALL)
             })?;
         let level = config.levels.get(&schema.level)?;
-        let distinguisher = match schema.distinguisher.as_deref() {
-            Some("ByUser") => user.name.as_str(),
-            Some("ByNamespace") => info.namespace.as_str(),
-            _ => "",
-        };
+        let meta = Arc::new(RequestMeta {
+            flow_schema: schema.name.clone(),
+            distinguisher: schema.distinguisher,
+            user: user.clone(),
+            info: info.clone(),
+        });
         Some(Classification {
             flow_schema: schema.name.clone(),
             flow_schema_uid: schema.uid.clone(),
-            priority_level: schema.level.clone(),
+            priority_level: level.name.clone(),
             priority_level_uid: level.uid.clone(),
-            flow_hash: flow_hash(&schema.name, distinguisher),
+            max_seats: level.max_seats,
+            flow_hash: flow_hash(&schema.name, meta.flow_distinguisher()),
+            meta,
             queues: level.queues.clone(),
         })
+    }
+
+    /// Counts a watch until the registration is dropped, for the work
+    /// estimates of writes.
+    pub fn register_watch(&self, info: &RequestInfo) -> Option<WatchRegistration> {
+        self.watches.register(info)
+    }
+
+    /// Notes a request of `level` rejected now; the `Retry-After` seconds
+    /// to answer it with.
+    pub fn note_rejected(&self, level: &str) -> i64 {
+        self.dropped.record(level, chrono::Utc::now().timestamp())
     }
 
     /// Replaces the configuration with these objects (plus the mandatory
@@ -177,38 +266,12 @@ impl FlowControl {
         levels: &[PriorityLevelConfiguration],
     ) -> Vec<SchemaStatus> {
         let mut levels: Vec<&PriorityLevelConfiguration> = levels.iter().collect();
-        let mandatory_levels = bootstrap::mandatory_priority_levels();
-        for m in mandatory_levels {
+        for m in bootstrap::mandatory_priority_levels() {
             if !levels.iter().any(|l| l.metadata.name == m.metadata.name) {
                 levels.push(m);
             }
         }
-        let shares: i64 = levels.iter().map(|l| i64::from(shares_of(l))).sum();
-        let mut sets = self.queue_sets.lock().unwrap_or_else(|e| e.into_inner());
-        let mut compiled = HashMap::new();
-        for level in &levels {
-            let Some(name) = level.metadata.name.clone() else {
-                continue;
-            };
-            let (limit, overflow) = self.limits(level, shares);
-            let queues = match sets.get(&name) {
-                Some(set) => {
-                    set.reconfigure(limit, overflow);
-                    set.clone()
-                }
-                None => QueueSet::new(limit, overflow),
-            };
-            sets.insert(name.clone(), queues.clone());
-            self.metrics
-                .apf_nominal_seats
-                .get_or_create(&[("priority_level", name.clone())])
-                .set(limit.map_or(0, |l| i64::try_from(l).unwrap_or(i64::MAX)));
-            let uid = level.metadata.uid.clone().unwrap_or_default();
-            compiled.insert(name, Level { uid, limit, queues });
-        }
-        sets.retain(|name, _| compiled.contains_key(name));
-        drop(sets);
-
+        let compiled = self.configure_levels(&levels);
         let statuses = schemas
             .iter()
             .filter_map(|fs| {
@@ -249,29 +312,173 @@ impl FlowControl {
         statuses
     }
 
-    /// A level's seats (upstream's nominal concurrency limit: its share of
-    /// the server's limit, rounded up) and overflow behaviour.
-    fn limits(&self, level: &PriorityLevelConfiguration, shares: i64) -> (Option<usize>, Overflow) {
-        let Some(limited) = level.spec.limited.as_ref() else {
-            return (None, Overflow::Reject);
-        };
+    /// Derives every level's seats and queue set, keeping those of levels
+    /// that stay, then re-allocates seats as upstream does after a change.
+    fn configure_levels(&self, levels: &[&PriorityLevelConfiguration]) -> HashMap<String, Level> {
+        let shares: i64 = levels.iter().map(|l| i64::from(shares_of(l))).sum();
+        let mut states = self.lock_states();
+        let mut compiled = HashMap::new();
+        let mut nominal_sum = 0;
+        for level in levels {
+            let Some(name) = level.metadata.name.clone() else {
+                continue;
+            };
+            let (mut seats, overflow) = self.seats_of(level, shares);
+            nominal_sum += seats.nominal;
+            let limit = (!seats.exempt).then_some(seats.current);
+            let (queues, demand) = match states.levels.get(&name) {
+                Some(state) => {
+                    // A retained level keeps its current limit until the
+                    // re-allocation below.
+                    seats.current = state.seats.current;
+                    let limit = (!seats.exempt).then_some(seats.current);
+                    state.queues.reconfigure(limit, overflow);
+                    (state.queues.clone(), state.seats.demand)
+                }
+                None => (QueueSet::new(limit, overflow), SeatDemandStats::default()),
+            };
+            seats.demand = demand;
+            self.metrics
+                .apf
+                .set_limits(&name, seats.nominal, seats.lower, seats.upper);
+            let hand_size = match overflow {
+                Overflow::Queue { hand_size, .. } => Some(hand_size),
+                Overflow::Reject => None,
+            };
+            let max_seats = width::max_seats(seats.nominal, hand_size);
+            states.levels.insert(
+                name.clone(),
+                LevelState {
+                    queues: queues.clone(),
+                    seats,
+                },
+            );
+            let uid = level.metadata.uid.clone().unwrap_or_default();
+            let level = Level {
+                name: Arc::from(name.as_str()),
+                uid,
+                max_seats,
+                queues,
+            };
+            compiled.insert(name, level);
+        }
+        states.levels.retain(|name, _| compiled.contains_key(name));
+        states.nominal_sum = nominal_sum;
+        self.reallocate(&mut states);
+        compiled
+    }
+
+    /// A level's nominal seats (its share of the server's limit, rounded
+    /// up), lower and upper limits, initial limit, and overflow behaviour.
+    fn seats_of(&self, level: &PriorityLevelConfiguration, shares: i64) -> (LevelSeats, Overflow) {
+        let spec = &level.spec;
         let own = i64::from(shares_of(level));
-        let seats = if shares > 0 {
+        let nominal = if shares > 0 {
             let total = self.server_concurrency_limit as i64 * own;
             usize::try_from((total + shares - 1) / shares).unwrap_or(0)
         } else {
             0
         };
-        (Some(seats), overflow(Some(&limited.limit_response)))
+        let (lendable, borrowing) = match (&spec.limited, &spec.exempt) {
+            (Some(limited), _) => (limited.lendable_percent, limited.borrowing_limit_percent),
+            (None, Some(exempt)) => (exempt.lendable_percent, None),
+            (None, None) => (None, None),
+        };
+        let percent = |p: i32| (nominal as f64 * f64::from(p.max(0)) / 100.0).round() as usize;
+        let lendable = lendable.map_or(0, percent).min(nominal);
+        let borrowing = borrowing.map_or(self.server_concurrency_limit, percent);
+        let seats = LevelSeats {
+            exempt: spec.limited.is_none(),
+            nominal,
+            lower: nominal - lendable,
+            upper: nominal + borrowing,
+            current: nominal - lendable / 2,
+            demand: SeatDemandStats::default(),
+        };
+        let overflow = match &spec.limited {
+            Some(limited) => overflow(Some(&limited.limit_response)),
+            None => Overflow::Reject,
+        };
+        (seats, overflow)
     }
 
-    /// Every level with its seats and current digest, by name.
-    pub fn levels(&self) -> Vec<(String, Option<usize>, Digest)> {
-        let config = self.current();
-        let mut rows: Vec<_> = config
+    /// Re-derives every level's current limit from its recent seat demand
+    /// (upstream runs this every [`ADJUSTMENT_PERIOD`]).
+    pub fn update_borrowing(&self) {
+        let mut states = self.lock_states();
+        self.reallocate(&mut states);
+    }
+
+    fn reallocate(&self, states: &mut States) {
+        let mut names: Vec<String> = states.levels.keys().cloned().collect();
+        names.sort();
+        let mut inputs = Vec::with_capacity(names.len());
+        for name in &names {
+            let Some(state) = states.levels.get_mut(name) else {
+                continue;
+            };
+            state.seats.demand.update(state.queues.take_demand());
+            inputs.push(state.seats);
+        }
+        let Some(allocation) = borrowing::allocate(states.nominal_sum, &inputs) else {
+            return;
+        };
+        let apf = &self.metrics.apf;
+        apf.fair_frac.set(allocation.fair_frac);
+        for (i, name) in names.iter().enumerate() {
+            let Some(state) = states.levels.get_mut(name) else {
+                continue;
+            };
+            let limit = allocation.limits[i];
+            state.seats.current = limit;
+            if !state.seats.exempt {
+                state.queues.set_limit(limit);
+            }
+            let labels = metrics::level_labels(name);
+            let demand = &state.seats.demand;
+            apf.current_limit_seats
+                .get_or_create(&labels)
+                .set(i64::try_from(limit).unwrap_or(i64::MAX));
+            for (family, value) in [
+                (&apf.demand_high_watermark, demand.high_watermark as f64),
+                (&apf.demand_average, demand.average),
+                (&apf.demand_stdev, demand.stddev),
+                (&apf.demand_smoothed, demand.smoothed),
+                (&apf.target_seats, allocation.targets[i]),
+            ] {
+                family.get_or_create(&labels).set(value);
+            }
+        }
+    }
+
+    /// Every level with its limits and current digest, by name.
+    pub fn levels(&self) -> Vec<(String, LevelLimits, Digest)> {
+        let states = self.lock_states();
+        let mut rows: Vec<_> = states
             .levels
             .iter()
-            .map(|(name, level)| (name.clone(), level.limit, level.queues.digest()))
+            .map(|(name, state)| {
+                let s = &state.seats;
+                let limits = LevelLimits {
+                    nominal: s.nominal,
+                    lower: s.lower,
+                    upper: s.upper,
+                    current: (!s.exempt).then_some(s.current),
+                };
+                (name.clone(), limits, state.queues.digest())
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows
+    }
+
+    /// Every level's queues and requests, by name.
+    pub fn dumps(&self) -> Vec<(String, SetDump)> {
+        let states = self.lock_states();
+        let mut rows: Vec<_> = states
+            .levels
+            .iter()
+            .map(|(name, state)| (name.clone(), state.queues.dump()))
             .collect();
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows
@@ -319,11 +526,16 @@ fn overflow(response: Option<&LimitResponse>) -> Overflow {
 
 fn compile_schema(fs: &FlowSchema) -> Option<Schema> {
     let spec = &fs.spec;
+    let distinguisher = match spec.distinguisher_method.as_ref().map(|d| d.type_.as_str()) {
+        Some("ByUser") => Distinguisher::ByUser,
+        Some("ByNamespace") => Distinguisher::ByNamespace,
+        _ => Distinguisher::None,
+    };
     Some(Schema {
-        name: fs.metadata.name.clone()?,
+        name: Arc::from(fs.metadata.name.as_deref()?),
         uid: fs.metadata.uid.clone().unwrap_or_default(),
         level: spec.priority_level_configuration.name.clone(),
-        distinguisher: spec.distinguisher_method.as_ref().map(|d| d.type_.clone()),
+        distinguisher,
         rules: spec.rules.clone().unwrap_or_default(),
     })
 }

@@ -6,30 +6,30 @@ use apimachinery::request_info::RequestInfo;
 
 use super::*;
 
-fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
+fn user(name: &str, groups: &[&str]) -> Arc<UserInfo> {
+    Arc::new(UserInfo {
         name: name.into(),
         groups: groups.iter().map(|g| g.to_string()).collect(),
         ..Default::default()
-    }
+    })
 }
 
-fn get_pods(namespace: &str) -> RequestInfo {
-    RequestInfo {
+fn get_pods(namespace: &str) -> Arc<RequestInfo> {
+    Arc::new(RequestInfo {
         is_resource_request: true,
         verb: "list".into(),
         resource: "pods".into(),
         namespace: namespace.into(),
         ..Default::default()
-    }
+    })
 }
 
-fn probe() -> RequestInfo {
-    RequestInfo {
+fn probe() -> Arc<RequestInfo> {
+    Arc::new(RequestInfo {
         verb: "get".into(),
         path: "/readyz".into(),
         ..Default::default()
-    }
+    })
 }
 
 fn suggested_config() -> Arc<FlowControl> {
@@ -51,9 +51,16 @@ fn suggested_config() -> Arc<FlowControl> {
     control
 }
 
-fn level_of(control: &FlowControl, user: &UserInfo, info: &RequestInfo) -> (String, String) {
+fn level_of(
+    control: &FlowControl,
+    user: &Arc<UserInfo>,
+    info: &Arc<RequestInfo>,
+) -> (String, String) {
     let class = control.classify(user, info).unwrap();
-    (class.flow_schema, class.priority_level)
+    (
+        class.flow_schema.to_string(),
+        class.priority_level.to_string(),
+    )
 }
 
 #[test]
@@ -84,35 +91,160 @@ fn requests_land_where_upstreams_bootstrap_sends_them() {
         "system:serviceaccount:apps:web",
         &["system:serviceaccounts", "system:authenticated"],
     );
-    let pl = |u: &UserInfo, i: &RequestInfo| level_of(&control, u, i).1;
+    let pl = |u: &Arc<UserInfo>, i: &Arc<RequestInfo>| level_of(&control, u, i).1;
     assert_eq!(pl(&alice, &get_pods("a")), "global-default");
     assert_eq!(pl(&alice, &probe()), "exempt");
     assert_eq!(pl(&node, &get_pods("a")), "system");
-    let node_status = RequestInfo {
+    let node_status = Arc::new(RequestInfo {
         is_resource_request: true,
         verb: "patch".into(),
         resource: "nodes".into(),
         subresource: "status".into(),
         ..Default::default()
-    };
+    });
     assert_eq!(pl(&node, &node_status), "node-high");
     assert_eq!(pl(&sa, &get_pods("a")), "workload-high");
     assert_eq!(pl(&app_sa, &get_pods("a")), "workload-low");
 }
 
 #[test]
-fn seats_are_shares_of_the_server_limit() {
+fn seats_are_shares_of_the_server_limit_and_idle_levels_lend() {
     let control = suggested_config();
-    let seats: HashMap<String, Option<usize>> = control
+    let levels: HashMap<String, LevelLimits> = control
         .levels()
         .into_iter()
-        .map(|(name, limit, _)| (name, limit))
+        .map(|(name, limits, _)| (name, limits))
         .collect();
-    // 600 seats over 245 shares, rounded up.
-    assert_eq!(seats["global-default"], Some(49));
-    assert_eq!(seats["workload-low"], Some(245));
-    assert_eq!(seats["catch-all"], Some(13));
-    assert_eq!(seats["exempt"], None);
+    // 600 seats over 245 shares, rounded up; lendable percent off the
+    // bottom, the whole server's limit on top.
+    assert_eq!(
+        levels["global-default"],
+        LevelLimits {
+            nominal: 49,
+            lower: 24,
+            upper: 649,
+            // All idle: lower limits scaled by 602/258.
+            current: Some(56)
+        }
+    );
+    assert_eq!(levels["workload-low"].nominal, 245);
+    assert_eq!(levels["workload-low"].current, Some(56));
+    assert_eq!(levels["catch-all"].nominal, 13);
+    assert_eq!(levels["catch-all"].current, Some(30));
+    assert_eq!(levels["exempt"].current, None);
+    let rendered = control.metrics.render().unwrap();
+    for line in [
+        "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"global-default\"} 49",
+        "apiserver_flowcontrol_lower_limit_seats{priority_level=\"global-default\"} 24",
+        "apiserver_flowcontrol_upper_limit_seats{priority_level=\"global-default\"} 649",
+        "apiserver_flowcontrol_current_limit_seats{priority_level=\"global-default\"} 56",
+        "apiserver_flowcontrol_target_seats{priority_level=\"global-default\"} 24.0",
+    ] {
+        assert!(rendered.contains(line), "{line} missing from\n{rendered}");
+    }
+    assert!(rendered.contains("apiserver_flowcontrol_seat_fair_frac 2.33"));
+}
+
+fn limited_level(
+    name: &str,
+    shares: i32,
+    lendable: i32,
+    borrowing: Option<i32>,
+) -> PriorityLevelConfiguration {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": shares,
+            "lendablePercent": lendable,
+            "borrowingLimitPercent": borrowing,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 4, "handSize": 1, "queueLengthLimit": 50}}
+        }}
+    }))
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_level_borrows_what_idle_ones_lend() {
+    // 100 seats: catch-all 5 shares, a 50, b 45; half of each lendable.
+    let control = FlowControl::new(100, Duration::from_secs(60), Default::default());
+    let levels = [
+        limited_level("a", 50, 50, None),
+        limited_level("b", 45, 50, Some(10)),
+    ];
+    control.configure(&[], &levels);
+    let limits = |name: &str| {
+        control
+            .levels()
+            .into_iter()
+            .find(|l| l.0 == name)
+            .map(|l| l.1)
+            .unwrap()
+    };
+    // Idle, the levels share the seats in proportion to their lower
+    // limits (25, 22 and 5).
+    assert_eq!(
+        limits("a"),
+        LevelLimits {
+            nominal: 50,
+            lower: 25,
+            upper: 150,
+            current: Some(48)
+        }
+    );
+    assert_eq!((limits("b").lower, limits("b").upper), (22, 50));
+    assert_eq!(limits("b").current, Some(42));
+    assert_eq!(limits("catch-all").current, Some(10));
+    let queues = control.current().levels["a"].queues.clone();
+    let meta = || {
+        Arc::new(RequestMeta {
+            flow_schema: "fs".into(),
+            distinguisher: Distinguisher::None,
+            user: user("u", &[]),
+            info: get_pods("a"),
+        })
+    };
+    let one = WorkEstimate::MINIMAL;
+    // Level a runs 48 requests and 22 more wait: a demand of 70 seats
+    // for ten seconds.
+    let mut seats = Vec::new();
+    for _ in 0..48 {
+        seats.push(
+            queues
+                .acquire(0, one, meta(), Duration::ZERO)
+                .await
+                .unwrap(),
+        );
+    }
+    let mut waiting = Vec::new();
+    for _ in 0..22 {
+        let (q, m) = (queues.clone(), meta());
+        waiting.push(tokio::spawn(async move {
+            q.acquire(1, one, m, Duration::from_secs(30)).await
+        }));
+    }
+    while queues.digest().waiting < 22 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::advance(ADJUSTMENT_PERIOD).await;
+    control.update_borrowing();
+    // Targets 70, 22 and 5 for 100 seats: a borrows beyond its nominal 50.
+    assert_eq!(limits("a").current, Some(72));
+    assert_eq!(limits("b").current, Some(23));
+    assert_eq!(limits("catch-all").current, Some(5));
+    assert_eq!(queues.digest().executing, 70);
+    let rendered = control.metrics.render().unwrap();
+    for line in [
+        "apiserver_flowcontrol_current_limit_seats{priority_level=\"a\"} 72",
+        "apiserver_flowcontrol_demand_seats_high_watermark{priority_level=\"a\"} 70.0",
+        "apiserver_flowcontrol_demand_seats_average{priority_level=\"a\"} 70.0",
+        "apiserver_flowcontrol_demand_seats_smoothed{priority_level=\"a\"} 70.0",
+        "apiserver_flowcontrol_target_seats{priority_level=\"a\"} 70.0",
+    ] {
+        assert!(rendered.contains(line), "{line} missing from\n{rendered}");
+    }
+    for w in waiting {
+        w.abort();
+    }
 }
 
 #[tokio::test]
@@ -121,15 +253,16 @@ async fn a_full_reject_level_answers_at_once() {
     let alice = user("alice", &["system:authenticated"]);
     let class = control.classify(&alice, &get_pods("a")).unwrap();
     let catch_all = control.levels().into_iter().find(|l| l.0 == "catch-all");
-    assert_eq!(catch_all.map(|l| l.1), Some(Some(1)));
-    let seat = class.acquire(control.wait_limit()).await.unwrap();
+    assert_eq!(catch_all.map(|l| l.1.current), Some(Some(1)));
+    let one = WorkEstimate::MINIMAL;
+    let seat = class.acquire(one, control.wait_limit()).await.unwrap();
     let again = control.classify(&alice, &get_pods("a")).unwrap();
     assert_eq!(
-        again.acquire(control.wait_limit()).await.err(),
+        again.acquire(one, control.wait_limit()).await.err(),
         Some(Rejection::ConcurrencyLimit)
     );
     drop(seat);
-    assert!(again.acquire(control.wait_limit()).await.is_ok());
+    assert!(again.acquire(one, control.wait_limit()).await.is_ok());
 }
 
 #[test]

@@ -1,15 +1,15 @@
 //! API Priority and Fairness for kube-apiserver (upstream's flowcontrol
 //! REST storage provider and server config): the config producer that
 //! keeps the bootstrap FlowSchemas and PriorityLevelConfigurations in
-//! storage, the config consumer that feeds them to the filter, and the
-//! debug dump of the priority levels.
+//! storage, the config consumer that feeds them to the filter, the
+//! periodic re-allocation of seats between levels, and the debug dumps.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::flowcontrol::{bootstrap, controller, debug, FlowControl};
+use apiserver::flowcontrol::{bootstrap, controller, debug, FlowControl, ADJUSTMENT_PERIOD};
 use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use serde_json::Value;
@@ -30,19 +30,20 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
     ) else {
         return;
     };
-    let dumped = control.clone();
-    server.handle_path(
-        "/debug/api_priority_and_fairness/dump_priority_levels",
-        Arc::new(move |_| {
-            let text = debug::dump_priority_levels(&dumped);
-            Box::pin(async move { plain_text(text) })
-        }),
-    );
+    install_dumps(server, &control);
     let (s, l) = (schemas.clone(), levels.clone());
     server.add_post_start_hook(
         "priority-and-fairness-config-consumer",
         Arc::new(move || {
             tokio::spawn(controller::run(control.clone(), s.clone(), l.clone()));
+            let borrowing = control.clone();
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(ADJUSTMENT_PERIOD);
+                loop {
+                    ticks.tick().await;
+                    borrowing.update_borrowing();
+                }
+            });
             Box::pin(async { Ok(()) })
         }),
     );
@@ -66,6 +67,48 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
             })
         }),
     );
+}
+
+/// The three debug dumps: priority levels, queues and requests (with
+/// `?includeRequestDetails=` anything, who made them and what they ask).
+fn install_dumps(server: &mut GenericApiServer, control: &Arc<FlowControl>) {
+    const PREFIX: &str = "/debug/api_priority_and_fairness/";
+    let dumped = control.clone();
+    server.handle_path(
+        &format!("{PREFIX}dump_priority_levels"),
+        Arc::new(move |_| {
+            let text = debug::dump_priority_levels(&dumped);
+            Box::pin(async move { plain_text(text) })
+        }),
+    );
+    let dumped = control.clone();
+    server.handle_path(
+        &format!("{PREFIX}dump_queues"),
+        Arc::new(move |_| {
+            let text = debug::dump_queues(&dumped);
+            Box::pin(async move { plain_text(text) })
+        }),
+    );
+    let dumped = control.clone();
+    server.handle_path(
+        &format!("{PREFIX}dump_requests"),
+        Arc::new(move |req| {
+            let details = wants_details(req.uri().query().unwrap_or(""));
+            let text = debug::dump_requests(&dumped, details);
+            Box::pin(async move { plain_text(text) })
+        }),
+    );
+}
+
+/// Whether the first `includeRequestDetails` of a query is non-empty.
+fn wants_details(query: &str) -> bool {
+    query
+        .split('&')
+        .find_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (key == "includeRequestDetails").then_some(!value.is_empty())
+        })
+        .unwrap_or(false)
 }
 
 /// A debug dump as upstream writes it: plain text.
@@ -201,6 +244,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn request_details_need_a_value() {
+        assert!(wants_details("includeRequestDetails=1"));
+        assert!(wants_details("a=b&includeRequestDetails=true"));
+        assert!(!wants_details("includeRequestDetails="));
+        assert!(!wants_details("includeRequestDetails"));
+        assert!(!wants_details(""));
+    }
 
     #[test]
     fn auto_update_follows_the_annotation_then_the_generation() {
