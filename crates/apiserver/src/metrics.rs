@@ -23,6 +23,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 pub mod config_reload;
+pub mod encryption;
 mod process;
 
 /// Upstream's latency buckets (seconds), shared by request and etcd latency.
@@ -151,6 +152,7 @@ impl Metrics {
             "apiserver_authorization_config_controller",
             "authorization",
         );
+        encryption::encryption().register(registry);
         registry.register_collector(Box::new(process::ProcessCollector::new()));
     }
 

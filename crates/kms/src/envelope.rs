@@ -24,6 +24,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use crate::api::StatusResponse;
 use crate::client::{ClientError, KmsClient};
 use crate::dek::Dek;
+use crate::metrics::{self, Metrics, Transformation};
 use crate::object::{
     cache_key, decode, validate, validate_key_id, EncryptedDekSourceType, EncryptedObject,
 };
@@ -129,6 +130,7 @@ impl DekCache {
 pub struct Provider {
     name: String,
     client: KmsClient,
+    metrics: Arc<dyn Metrics>,
     timing: Timing,
     state: RwLock<Option<Arc<WriteState>>>,
     cache: DekCache,
@@ -176,12 +178,17 @@ fn wait<F: Future>(fut: F) -> Result<F::Output, String> {
 
 impl Provider {
     /// A provider whose plugin is not contacted yet: call
-    /// [`Provider::start`]. Must run inside a tokio runtime.
-    pub fn new(config: ProviderConfig) -> Result<Arc<Provider>, ClientError> {
+    /// [`Provider::start`]. Must run inside a tokio runtime. Its
+    /// measurements go to `metrics`.
+    pub fn new(
+        config: ProviderConfig,
+        metrics: Arc<dyn Metrics>,
+    ) -> Result<Arc<Provider>, ClientError> {
         let client = KmsClient::new(&config.endpoint, config.timeout)?;
         Ok(Arc::new(Provider {
             name: config.name,
             client,
+            metrics,
             timing: config.timing,
             state: RwLock::new(None),
             cache: DekCache {
@@ -264,7 +271,10 @@ impl Provider {
         if memo.at.is_some_and(|at| at.elapsed() < memo.ttl) {
             return memo.result.clone();
         }
-        let result = match self.client.status().await {
+        let status = self
+            .measured(metrics::METHOD_STATUS, self.client.status())
+            .await;
+        let result = match status {
             Err(e) => Err(format!(
                 "failed to perform status section of the healthz check for KMS Provider {}, error: {e}",
                 self.name
@@ -305,11 +315,15 @@ impl Provider {
             }
         }
         match validate_key_id(&status.key_id) {
-            Err(e) => errs.push(format!(
-                "got invalid KMSv2 KeyID hash {:?}: {e}",
-                hash_key_id(&status.key_id)
-            )),
+            Err(e) => {
+                self.metrics.invalid_status_key_id(&self.name, e.code());
+                errs.push(format!(
+                    "got invalid KMSv2 KeyID hash {:?}: {e}",
+                    hash_key_id(&status.key_id)
+                ))
+            }
             Ok(()) => {
+                self.metrics.status_key_id(&self.name, &status.key_id);
                 if let Err(e) = self.rotate_if_needed(&status.key_id).await {
                     errs.push(e);
                 }
@@ -343,8 +357,7 @@ impl Provider {
         let (encrypt_key_id, err_gen) = match self.generate(&uid).await {
             Ok(state) if state.key_id == status_key_id => {
                 tracing::info!(provider = %self.name, key_id_hash = %hash_key_id(&state.key_id), "rotated the KMS v2 DEK");
-                self.cache
-                    .insert(state.cache_key.clone(), state.dek.clone());
+                self.cache_dek(state.cache_key.clone(), state.dek.clone());
                 self.set_state(WriteState { expires, ..state });
                 return Ok(());
             }
@@ -370,9 +383,11 @@ impl Provider {
     /// A new seed, encrypted by the plugin.
     async fn generate(&self, uid: &str) -> Result<WriteState, String> {
         let (dek, seed) = Dek::generate().map_err(|e| e.to_string())?;
-        let resp = self
+        let call = self
             .client
-            .encrypt(uid.to_owned(), Bytes::copy_from_slice(&seed))
+            .encrypt(uid.to_owned(), Bytes::copy_from_slice(&seed));
+        let resp = self
+            .measured(metrics::METHOD_ENCRYPT, call)
             .await
             .map_err(|e| format!("failed to encrypt DEK, error: {e}"))?;
         let object = EncryptedObject {
@@ -408,6 +423,7 @@ impl Provider {
         if let Some(dek) = self.cache.get(&key) {
             return Ok(dek);
         }
+        self.metrics.dek_cache_miss();
         let uid = uuid::Uuid::new_v4().to_string();
         let call = self.client.decrypt(
             uid,
@@ -415,7 +431,8 @@ impl Provider {
             object.key_id.clone(),
             object.annotations.clone(),
         );
-        let plain = wait(call)?.map_err(|e| format!("failed to decrypt DEK, error: {e}"))?;
+        let plain = wait(self.measured(metrics::METHOD_DECRYPT, call))?
+            .map_err(|e| format!("failed to decrypt DEK, error: {e}"))?;
         let dek = if object.encrypted_dek_source_type == EncryptedDekSourceType::AesGcmKey as i32 {
             Dek::from_key(&plain)
         } else {
@@ -423,8 +440,28 @@ impl Provider {
         }
         .map_err(|e| e.to_string())?;
         let dek = Arc::new(dek);
-        self.cache.insert(key, dek.clone());
+        self.cache_dek(key, dek.clone());
         Ok(dek)
+    }
+
+    fn cache_dek(&self, key: Vec<u8>, dek: Arc<Dek>) {
+        self.cache.insert(key, dek);
+        self.metrics
+            .dek_source_cache_size(&self.name, self.cache.len());
+    }
+
+    /// Runs one plugin call, reporting its latency and gRPC status code.
+    async fn measured<T>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = Result<T, ClientError>>,
+    ) -> Result<T, ClientError> {
+        let start = Instant::now();
+        let result = call.await;
+        let code = metrics::status_code(&result);
+        self.metrics
+            .kms_call(&self.name, method, start.elapsed(), code);
+        result
     }
 }
 
@@ -440,6 +477,8 @@ impl Transformer for Provider {
             .state()
             .ok_or_else(|| provider_error("got unexpected nil transformer"))?;
         let dek = self.dek_for(&object, &state).map_err(provider_error)?;
+        self.metrics
+            .key_id_used(Transformation::FromStorage, &self.name, &object.key_id);
         dek.open(&object.encrypted_data, context)
             .map_err(|e| provider_error(e.to_string()))
     }
@@ -467,6 +506,8 @@ impl Transformer for Provider {
             .seal_into(data, context, &mut out)
             .map_err(|e| provider_error(e.to_string()))?;
         out.extend_from_slice(&state.tail);
+        self.metrics
+            .key_id_used(Transformation::ToStorage, &self.name, &state.key_id);
         Ok(Bytes::from(out))
     }
 }

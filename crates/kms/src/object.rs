@@ -14,13 +14,31 @@ pub const KEY_ID_MAX: usize = 1024;
 pub const ENCRYPTED_DEK_SOURCE_MAX: usize = 1024;
 pub const ANNOTATIONS_MAX: usize = 32 * 1024;
 
+/// Why a key ID is refused (upstream's `ValidateKeyID` errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KeyIdError {
+    #[error("keyID is empty")]
+    Empty,
+    #[error("keyID is {0} bytes, which exceeds the max size of {KEY_ID_MAX}")]
+    TooLong(usize),
+}
+
+impl KeyIdError {
+    /// Upstream's error code, the `error` label of
+    /// `apiserver_envelope_encryption_invalid_key_id_from_status_total`.
+    pub fn code(self) -> &'static str {
+        match self {
+            KeyIdError::Empty => "empty",
+            KeyIdError::TooLong(_) => "too_long",
+        }
+    }
+}
+
 /// Checks a key ID as upstream's `ValidateKeyID`.
-pub fn validate_key_id(key_id: &str) -> Result<(), String> {
+pub fn validate_key_id(key_id: &str) -> Result<(), KeyIdError> {
     match key_id.len() {
-        0 => Err("keyID is empty".into()),
-        n if n > KEY_ID_MAX => Err(format!(
-            "keyID is {n} bytes, which exceeds the max size of {KEY_ID_MAX}"
-        )),
+        0 => Err(KeyIdError::Empty),
+        n if n > KEY_ID_MAX => Err(KeyIdError::TooLong(n)),
         _ => Ok(()),
     }
 }

@@ -4,13 +4,14 @@
 //! of a plugin that is down or unhealthy.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use kms::metrics::Transformation;
 use kms::object::{EncryptedDekSourceType, EncryptedObject};
 use kms::plugin::{LocalKeyPlugin, PluginState, ANNOTATION};
-use kms::{Provider, ProviderConfig, Timing};
+use kms::{Metrics, Provider, ProviderConfig, Timing};
 use prost::Message;
 use storage::value::{TransformError, Transformer};
 use tokio::sync::oneshot;
@@ -76,8 +77,47 @@ fn eager() -> Timing {
     }
 }
 
+/// Every measurement a provider reports, as one line each.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl Recorder {
+    fn push(&self, line: String) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Metrics for Recorder {
+    fn key_id_used(&self, t: Transformation, provider: &str, key_id: &str) {
+        self.push(format!("{} {provider} {key_id}", t.as_str()));
+    }
+    fn status_key_id(&self, provider: &str, key_id: &str) {
+        self.push(format!("status {provider} {key_id}"));
+    }
+    fn invalid_status_key_id(&self, provider: &str, error: &'static str) {
+        self.push(format!("invalid {provider} {error}"));
+    }
+    fn dek_cache_miss(&self) {
+        self.push("miss".into());
+    }
+    fn dek_source_cache_size(&self, provider: &str, size: usize) {
+        self.push(format!("cache {provider} {size}"));
+    }
+    fn kms_call(&self, provider: &str, method: &'static str, _: Duration, code: &str) {
+        self.push(format!("call {provider} {method} {code}"));
+    }
+}
+
 async fn provider(socket: &Path, timing: Timing) -> Arc<Provider> {
-    let p = Provider::new(config(socket, timing)).unwrap_or_else(|e| panic!("{e}"));
+    measured_provider(socket, timing, Arc::new(Recorder::default())).await
+}
+
+async fn measured_provider(socket: &Path, timing: Timing, metrics: Arc<Recorder>) -> Arc<Provider> {
+    let p = Provider::new(config(socket, timing), metrics).unwrap_or_else(|e| panic!("{e}"));
     p.start().await.unwrap_or_else(|e| panic!("{e}"));
     p
 }
@@ -216,7 +256,8 @@ async fn a_plugin_that_never_answered_fails_reads_and_writes() {
     let stored = write(&*provider(&socket, eager()).await, b"secret");
     plugin.stop().await;
 
-    let p = Provider::new(config(&socket, eager())).unwrap_or_else(|e| panic!("{e}"));
+    let p = Provider::new(config(&socket, eager()), Arc::new(Recorder::default()))
+        .unwrap_or_else(|e| panic!("{e}"));
     let err = p.start().await.err().unwrap_or_default();
     assert!(
         err.starts_with(
@@ -327,4 +368,55 @@ async fn the_plugin_binary_serves_the_protocol() {
         Ok(Bytes::from_static(b"through the binary"))
     );
     let _ = child.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn measurements_are_reported_as_upstream_records_them() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let socket = dir.path().join("kms.sock");
+    let plugin = Plugin::start(&socket, "key-1").await;
+    let first = Arc::new(Recorder::default());
+    let p = measured_provider(&socket, eager(), first.clone()).await;
+    let stored = write(&p, b"v");
+    assert_eq!(read(&p, &stored), Ok(Bytes::from_static(b"v")));
+    assert_eq!(
+        first.lines(),
+        [
+            "call test-kms /v2.KeyManagementService/Status OK",
+            "status test-kms key-1",
+            "call test-kms /v2.KeyManagementService/Encrypt OK",
+            "cache test-kms 1",
+            "to_storage test-kms key-1",
+            "from_storage test-kms key-1",
+        ]
+    );
+    // Another provider reads the value by asking the plugin: a cache miss.
+    let second = Arc::new(Recorder::default());
+    let q = measured_provider(&socket, eager(), second.clone()).await;
+    assert_eq!(read(&q, &stored), Ok(Bytes::from_static(b"v")));
+    let lines = second.lines();
+    assert_eq!(
+        lines[lines.len() - 4..],
+        [
+            "miss",
+            "call test-kms /v2.KeyManagementService/Decrypt OK",
+            "cache test-kms 2",
+            "from_storage test-kms key-1",
+        ]
+    );
+    // An empty key ID from Status is counted as invalid.
+    plugin.state.set_key_id("");
+    assert!(q.check().await.is_err());
+    assert_eq!(
+        second.lines().last().map(String::as_str),
+        Some("invalid test-kms empty")
+    );
+    plugin.stop().await;
+    assert!(q.check().await.is_err());
+    let last = second.lines().last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("call test-kms /v2.KeyManagementService/Status ")
+            && !last.ends_with(" OK"),
+        "{last}"
+    );
 }

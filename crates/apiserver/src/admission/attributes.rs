@@ -8,6 +8,7 @@ use apimachinery::status::ApiError;
 use serde_json::{json, Value};
 
 use super::context::RequestContext;
+use super::reinvocation::ReinvocationContext;
 use crate::filters::authentication::UserInfo;
 use crate::registry::ResourceInfo;
 
@@ -82,6 +83,8 @@ pub struct Attributes {
     pub options: Value,
     /// The request this write belongs to (its user, its warnings).
     pub request: Arc<RequestContext>,
+    /// What the second pass of mutating admission needs to know.
+    pub reinvocation: ReinvocationContext,
 }
 
 impl Attributes {
@@ -142,6 +145,7 @@ impl Attributes {
             dry_run,
             options,
             request,
+            reinvocation: ReinvocationContext::default(),
         }
     }
 

@@ -80,7 +80,19 @@ impl Chain {
     }
 
     /// Runs the mutating plugins in order; the first refusal ends it.
+    /// When a webhook or policy changed the object, they all run once more
+    /// (upstream's reinvocation handler): in-tree plugins are idempotent,
+    /// webhooks and policies decide which of their hooks to call again.
     pub async fn admit(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
+        self.admit_once(attrs).await?;
+        if attrs.reinvocation.should_reinvoke() {
+            attrs.reinvocation.set_is_reinvoke();
+            self.admit_once(attrs).await?;
+        }
+        Ok(())
+    }
+
+    async fn admit_once(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
         for plugin in &self.plugins {
             if let Some(m) = plugin
                 .mutating
@@ -244,5 +256,47 @@ mod tests {
         assert!(!chain.handles(Operation::Delete));
         assert!(chain.validate(&attributes(Operation::Delete)).await.is_ok());
         assert_eq!(chain.names(), ["first", "second", "third"]);
+    }
+
+    /// Asks for a second pass in the first one, as a webhook that changed
+    /// the object does.
+    struct Changer;
+
+    impl Handler for Changer {
+        fn handles(&self, _: Operation) -> bool {
+            true
+        }
+    }
+
+    #[async_trait]
+    impl MutationInterface for Changer {
+        async fn admit(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
+            if !attrs.reinvocation.is_reinvoke() {
+                attrs.reinvocation.set_should_reinvoke();
+            }
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_requested_reinvocation_runs_every_mutating_plugin_once_more() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut plugins = chain(&log, false).plugins;
+        plugins.push(Plugin::mutating("changer", Arc::new(Changer)));
+        let twice = Chain::new(plugins);
+        let mut attrs = attributes(Operation::Create);
+        assert!(twice.admit(&mut attrs).await.is_ok());
+        assert!(attrs.reinvocation.is_reinvoke());
+        let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(
+            log,
+            ["admit first", "admit second", "admit first", "admit second"]
+        );
+        // Without a request for it, one pass.
+        let mut attrs = attributes(Operation::Create);
+        let quiet = Arc::new(Mutex::new(Vec::new()));
+        assert!(chain(&quiet, false).admit(&mut attrs).await.is_ok());
+        assert!(!attrs.reinvocation.is_reinvoke());
+        assert_eq!(quiet.lock().map(|l| l.len()).unwrap_or_default(), 2);
     }
 }

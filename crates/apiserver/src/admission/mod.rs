@@ -7,12 +7,14 @@
 mod attributes;
 mod chain;
 mod context;
+mod reinvocation;
 mod write;
 
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation};
 pub use chain::{Chain, Plugin};
 pub use context::RequestContext;
-pub use write::{admit_create, SubresourceCreate, WriteAdmission};
+pub use reinvocation::{HookReinvocation, ReinvocationContext};
+pub use write::{admit_create, AdmissionView, SubresourceCreate, WriteAdmission};
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;

@@ -11,12 +11,27 @@ use super::{Attributes, Chain, GroupVersionKind, Operation, RequestContext};
 use crate::authentication::UserInfo;
 use crate::registry::ResourceInfo;
 
+/// How a subresource with a kind of its own (autoscaling/v1 Scale) shows
+/// the stored object to admission, as upstream's scale storage does:
+/// plugins see and change the view, which is written back to the object.
+pub trait AdmissionView: Send + Sync {
+    /// The subresource admission names (`scale`).
+    fn subresource(&self) -> &'static str;
+    /// The kind of the view.
+    fn kind(&self) -> GroupVersionKind;
+    /// The view of an object.
+    fn view(&self, object: &Value) -> Value;
+    /// `object` with what admission changed in its view.
+    fn write_back(&self, object: Value, view: &Value) -> Result<Value, ApiError>;
+}
+
 #[derive(Clone)]
 pub struct WriteAdmission {
     chain: Arc<Chain>,
     request: Arc<RequestContext>,
     subresource: &'static str,
     dry_run: bool,
+    view: Option<Arc<dyn AdmissionView>>,
 }
 
 impl WriteAdmission {
@@ -32,7 +47,18 @@ impl WriteAdmission {
             request: RequestContext::current()?,
             subresource,
             dry_run,
+            view: None,
         })
+    }
+
+    /// Admits the write as a write of `view`'s subresource and kind, the
+    /// objects shown as their views.
+    pub fn viewed_as(self, view: Arc<dyn AdmissionView>) -> Self {
+        WriteAdmission {
+            subresource: view.subresource(),
+            view: Some(view),
+            ..self
+        }
     }
 
     fn attributes(
@@ -42,7 +68,7 @@ impl WriteAdmission {
         object: Option<Value>,
         old: Option<Arc<Value>>,
     ) -> Attributes {
-        Attributes::new(
+        let mut attrs = Attributes::new(
             info,
             operation,
             object,
@@ -52,7 +78,11 @@ impl WriteAdmission {
             "",
             self.dry_run,
             self.request.clone(),
-        )
+        );
+        if let Some(view) = &self.view {
+            attrs.kind = view.kind();
+        }
+        attrs
     }
 
     /// Runs the mutating plugins on a new or updated object.
@@ -63,9 +93,18 @@ impl WriteAdmission {
         object: Value,
         old: Option<Arc<Value>>,
     ) -> Result<Value, ApiError> {
-        let mut attrs = self.attributes(info, operation, Some(object), old);
+        let Some(view) = &self.view else {
+            let mut attrs = self.attributes(info, operation, Some(object), old);
+            self.chain.admit(&mut attrs).await?;
+            return Ok(attrs.object.unwrap_or_default());
+        };
+        let (shown, old) = views(view.as_ref(), &object, old);
+        let mut attrs = self.attributes(info, operation, Some(shown), old);
         self.chain.admit(&mut attrs).await?;
-        Ok(attrs.object.unwrap_or_default())
+        match &attrs.object {
+            Some(admitted) => view.write_back(object, admitted),
+            None => Ok(object),
+        }
     }
 
     /// Runs the validating plugins on a validated object, handing it back.
@@ -76,9 +115,15 @@ impl WriteAdmission {
         object: Value,
         old: Option<Arc<Value>>,
     ) -> Result<Value, ApiError> {
-        let attrs = self.attributes(info, operation, Some(object), old);
+        let Some(view) = &self.view else {
+            let attrs = self.attributes(info, operation, Some(object), old);
+            self.chain.validate(&attrs).await?;
+            return Ok(attrs.object.unwrap_or_default());
+        };
+        let (shown, old) = views(view.as_ref(), &object, old);
+        let attrs = self.attributes(info, operation, Some(shown), old);
         self.chain.validate(&attrs).await?;
-        Ok(attrs.object.unwrap_or_default())
+        Ok(object)
     }
 
     /// Admits the deletion of `current`: mutating, then validating plugins.
@@ -87,6 +132,15 @@ impl WriteAdmission {
         self.chain.admit(&mut attrs).await?;
         self.chain.validate(&attrs).await
     }
+}
+
+/// The new and old objects as admission sees them through `view`.
+fn views(
+    view: &dyn AdmissionView,
+    object: &Value,
+    old: Option<Arc<Value>>,
+) -> (Value, Option<Arc<Value>>) {
+    (view.view(object), old.map(|o| Arc::new(view.view(&o))))
 }
 
 /// What a create through a computed subresource (a binding, an eviction,

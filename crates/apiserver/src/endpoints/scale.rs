@@ -2,6 +2,8 @@
 //! `spec.replicas`, `status.replicas` and the selector, read and written
 //! through the same store as the object, so `kubectl scale` works. The
 //! writer owns the replicas in the managed fields with subresource `scale`.
+//! Admission sees the write as upstream's scale storage shows it: an
+//! update of the `scale` subresource whose objects are Scales.
 
 use std::sync::Arc;
 
@@ -16,7 +18,8 @@ use super::negotiation::{Encoding, Negotiated};
 use super::patch;
 use super::query::Query;
 use super::response;
-use crate::registry::{Mutate, ScalePaths, Store, Target, WriteOptions};
+use crate::admission::{AdmissionView, GroupVersionKind};
+use crate::registry::{Mutate, ScalePaths, Store, WriteOptions};
 
 /// The label selector as the string form Scale's status carries.
 fn selector_string(obj: &Value) -> String {
@@ -119,7 +122,7 @@ fn scale_status(obj: &Value, paths: &ScalePaths) -> Value {
 
 /// Applies a Scale's desired replicas (and resourceVersion precondition)
 /// to the workload.
-fn apply_scale(current: &Value, scale: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
+fn apply_scale(mut obj: Value, scale: &Value, paths: &ScalePaths) -> Result<Value, ApiError> {
     let replicas = scale
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
@@ -128,8 +131,7 @@ fn apply_scale(current: &Value, scale: &Value, paths: &ScalePaths) -> Result<Val
         return Err(ApiError::invalid(
             "autoscaling",
             "Scale",
-            current
-                .pointer("/metadata/name")
+            obj.pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or(""),
             &[apimachinery::field_errors::FieldError::invalid(
@@ -139,7 +141,6 @@ fn apply_scale(current: &Value, scale: &Value, paths: &ScalePaths) -> Result<Val
             )],
         ));
     }
-    let mut obj = current.clone();
     set_pointer(&mut obj, &paths.spec_replicas, json!(replicas));
     if let Some(rv) = scale
         .pointer("/metadata/resourceVersion")
@@ -149,6 +150,34 @@ fn apply_scale(current: &Value, scale: &Value, paths: &ScalePaths) -> Result<Val
         obj["metadata"]["resourceVersion"] = json!(rv);
     }
     Ok(obj)
+}
+
+/// What admission sees of a scale write: autoscaling/v1 Scale objects of
+/// the `scale` subresource, whose changed replicas go back to the workload.
+struct ScaleView {
+    paths: ScalePaths,
+}
+
+impl AdmissionView for ScaleView {
+    fn subresource(&self) -> &'static str {
+        "scale"
+    }
+
+    fn kind(&self) -> GroupVersionKind {
+        GroupVersionKind {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+        }
+    }
+
+    fn view(&self, object: &Value) -> Value {
+        to_scale(object, &self.paths)
+    }
+
+    fn write_back(&self, object: Value, view: &Value) -> Result<Value, ApiError> {
+        apply_scale(object, view, &self.paths)
+    }
 }
 
 fn respond(code: StatusCode, obj: &Value, neg: &Negotiated, paths: &ScalePaths) -> Response<Body> {
@@ -207,7 +236,7 @@ pub async fn serve(
             let paths = paths.clone();
             Arc::new(move |current: Option<&Value>| {
                 let current = current.ok_or_else(|| ApiError::not_found("", "", ""))?;
-                apply_scale(current, &scale, &paths)
+                apply_scale(current.clone(), &scale, &paths)
             })
         }
         "patch" => {
@@ -216,7 +245,7 @@ pub async fn serve(
             Arc::new(move |current: Option<&Value>| {
                 let current = current.ok_or_else(|| ApiError::not_found("", "", ""))?;
                 let scale = patch::apply(&p, &body, &to_scale(current, &paths))?;
-                apply_scale(current, &scale, &paths)
+                apply_scale(current.clone(), &scale, &paths)
             })
         }
         other => {
@@ -235,7 +264,10 @@ pub async fn serve(
         tracker.update(current, &mut obj);
         Ok(obj)
     });
-    let (obj, _) = store.update(ns, name, Target::Main, mutate, &opts).await?;
+    let view = Arc::new(ScaleView {
+        paths: paths.clone(),
+    });
+    let obj = store.update_viewed(ns, name, mutate, &opts, view).await?;
     Ok(respond(StatusCode::OK, &obj, &neg, &paths))
 }
 
@@ -254,9 +286,9 @@ mod tests {
         assert_eq!(s["status"]["selector"], "app=web");
         assert_eq!(s["metadata"]["namespace"], "ns");
         let updated =
-            apply_scale(&d, &json!({"spec": {"replicas": 5}}), &paths).unwrap_or_default();
+            apply_scale(d.clone(), &json!({"spec": {"replicas": 5}}), &paths).unwrap_or_default();
         assert_eq!(updated["spec"]["replicas"], 5);
-        assert!(apply_scale(&d, &json!({"spec": {"replicas": -1}}), &paths).is_err());
+        assert!(apply_scale(d, &json!({"spec": {"replicas": -1}}), &paths).is_err());
         let rc = json!({"spec": {"selector": {"app": "x"}}});
         assert_eq!(selector_string(&rc), "app=x");
     }
@@ -276,7 +308,129 @@ mod tests {
         assert_eq!(s["status"]["selector"], "a=b");
         let none = to_scale(&json!({"spec": {}}), &paths);
         assert!(none["status"].get("selector").is_none());
-        let updated = apply_scale(&cr, &json!({"spec": {"replicas": 4}}), &paths);
+        let updated = apply_scale(cr, &json!({"spec": {"replicas": 4}}), &paths);
         assert_eq!(updated.unwrap_or_default()["spec"]["size"], 4);
+    }
+}
+
+#[cfg(test)]
+mod admission_tests {
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use serde_json::{json, Value};
+
+    use super::ScaleView;
+    use crate::admission::{
+        Attributes, Chain, Handler, MutationInterface, Operation, Plugin, RequestContext,
+        ValidationInterface, WriteAdmission,
+    };
+    use crate::filters::authentication::UserInfo;
+    use crate::registry::{ResourceInfo, ScalePaths};
+
+    /// A webhook-like plugin: doubles the Scale's replicas, and records
+    /// what each side saw.
+    struct Doubler(Mutex<Vec<String>>);
+
+    impl Handler for Doubler {
+        fn handles(&self, _: Operation) -> bool {
+            true
+        }
+    }
+
+    fn seen(a: &Attributes) -> String {
+        let replicas = |o: Option<&Value>| o.and_then(|o| o.pointer("/spec/replicas")).cloned();
+        format!(
+            "{}/{} {} {} {}/{} {:?} {:?}",
+            a.kind.group,
+            a.kind.version,
+            a.kind.kind,
+            a.resource.resource,
+            a.name,
+            a.subresource,
+            replicas(a.object.as_ref()),
+            replicas(a.old_object.as_deref()),
+        )
+    }
+
+    #[async_trait]
+    impl MutationInterface for Doubler {
+        async fn admit(&self, a: &mut Attributes) -> Result<(), apimachinery::status::ApiError> {
+            self.0.lock().map(|mut l| l.push(seen(a))).ok();
+            if let Some(scale) = a.object.as_mut() {
+                let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+                scale["spec"]["replicas"] = json!(replicas * 2);
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl ValidationInterface for Doubler {
+        async fn validate(&self, a: &Attributes) -> Result<(), apimachinery::status::ApiError> {
+            self.0.lock().map(|mut l| l.push(seen(a))).ok();
+            Ok(())
+        }
+    }
+
+    fn deployments() -> ResourceInfo {
+        ResourceInfo {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            singular: "deployment".into(),
+            kind: "Deployment".into(),
+            list_kind: "DeploymentList".into(),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec![],
+            has_status: true,
+            has_scale: true,
+            storage_root: "deployments".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn scale_writes_are_admitted_as_scales_of_the_scale_subresource() {
+        let plugin = Arc::new(Doubler(Mutex::new(Vec::new())));
+        let chain = Arc::new(Chain::new(vec![Plugin::both("doubler", plugin.clone())]));
+        let old = Arc::new(json!({"metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"replicas": 1, "template": {}}, "status": {"replicas": 1}}));
+        let mut new = Value::clone(&old);
+        new["spec"]["replicas"] = json!(3);
+        let context = RequestContext::new(Arc::new(UserInfo::anonymous()));
+        let info = deployments();
+        let admitted = context
+            .scope(async {
+                let view = Arc::new(ScaleView {
+                    paths: ScalePaths::default(),
+                });
+                let admission =
+                    WriteAdmission::for_request(Some(&chain), "", false).map(|a| a.viewed_as(view));
+                let Some(admission) = admission else {
+                    return Value::Null;
+                };
+                let new = admission
+                    .admit(&info, Operation::Update, new, Some(old.clone()))
+                    .await
+                    .unwrap_or_default();
+                admission
+                    .validate(&info, Operation::Update, new, Some(old))
+                    .await
+                    .unwrap_or_default()
+            })
+            .await;
+        // The mutation reached the deployment; the rest of it is untouched.
+        assert_eq!(admitted["spec"]["replicas"], 6);
+        assert_eq!(admitted["spec"]["template"], json!({}));
+        let log = plugin.0.lock().map(|l| l.clone()).unwrap_or_default();
+        assert_eq!(
+            log,
+            [
+                "autoscaling/v1 Scale deployments web/scale Some(Number(3)) Some(Number(1))",
+                "autoscaling/v1 Scale deployments web/scale Some(Number(6)) Some(Number(1))",
+            ]
+        );
     }
 }

@@ -13,7 +13,7 @@ use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::{Strategy, UpdateSubresource};
-use crate::admission::{Chain, Operation, WriteAdmission};
+use crate::admission::{AdmissionView, Chain, Operation, WriteAdmission};
 
 mod delete;
 
@@ -292,26 +292,58 @@ impl Store {
         mutate: Mutate,
         opts: &WriteOptions,
     ) -> Result<(Object, bool), ApiError> {
+        self.update_admitted(namespace, name, target, mutate, opts, None)
+            .await
+    }
+
+    /// Updates the object through a subresource with a kind of its own
+    /// (`scale`): admission sees `view`'s objects, never a create.
+    pub async fn update_viewed(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        mutate: Mutate,
+        opts: &WriteOptions,
+        view: Arc<dyn AdmissionView>,
+    ) -> Result<Object, ApiError> {
+        let (obj, _) = self
+            .update_admitted(namespace, name, Target::Main, mutate, opts, Some(view))
+            .await?;
+        Ok(obj)
+    }
+
+    async fn update_admitted(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        target: Target,
+        mutate: Mutate,
+        opts: &WriteOptions,
+        view: Option<Arc<dyn AdmissionView>>,
+    ) -> Result<(Object, bool), ApiError> {
         let key = self.object_key(namespace, name);
         let created = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let allow_create =
+            self.strategy.allow_create_on_update() && target == Target::Main && view.is_none();
+        let admission =
+            WriteAdmission::for_request(self.admission.get(), target.subresource(), opts.dry_run)
+                .map(|a| match view {
+                    Some(view) => a.viewed_as(view),
+                    None => a,
+                });
         let step = UpdateStep {
             info: self.info.clone(),
             strategy: self.strategy.clone(),
             target,
             mutate,
             created: created.clone(),
-            admission: WriteAdmission::for_request(
-                self.admission.get(),
-                target.subresource(),
-                opts.dry_run,
-            ),
+            admission,
         };
         let step = Arc::new(step);
         let update_fn = move |current: Option<Object>| {
             let step = step.clone();
             async move { step.apply(current).await.map_err(into_storage) }.boxed()
         };
-        let allow_create = self.strategy.allow_create_on_update() && target == Target::Main;
         if opts.dry_run {
             let current = self
                 .storage

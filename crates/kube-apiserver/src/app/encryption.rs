@@ -8,7 +8,8 @@
 //! `kms-providers` check of `/healthz` and `/readyz`. With
 //! `--encryption-provider-config-automatic-reload` the file is re-read when
 //! it changes; a broken new version, or one whose KMS plugins do not become
-//! healthy, keeps the old configuration in force.
+//! healthy, keeps the old configuration in force. Transformations and KMS
+//! v2 providers feed upstream's encryption metrics.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use storage::value::{
 };
 use storage::Kv;
 
+use self::metrics::{envelope_metrics, Measured, Providers};
 use super::encryption_config::{
     validate, EncryptionConfiguration, Key, KmsConfiguration, ProviderConfiguration,
 };
@@ -71,8 +73,8 @@ pub enum EncryptionError {
     Masked(String, String),
 }
 
-/// The transformer of each configured (group, resource); `*` is a wildcard.
-type Configured = BTreeMap<(String, String), Arc<dyn Transformer>>;
+/// The providers of each configured (group, resource); `*` is a wildcard.
+type Configured = BTreeMap<(String, String), Arc<Providers>>;
 
 /// A group and resource as upstream's `schema.ParseGroupResource` splits
 /// `resource.group` (at the first dot; `*.` is every core resource).
@@ -152,10 +154,7 @@ fn load(path: &Path, settings: LoadSettings) -> Result<Loaded, EncryptionError> 
     }
     let configured = out
         .into_iter()
-        .filter_map(|(gr, list)| {
-            let t = PrefixTransformers::new(list, "no matching prefix found")?;
-            Some((gr, Arc::new(t) as Arc<dyn Transformer>))
-        })
+        .filter_map(|(gr, list)| Some((gr, Arc::new(Providers::new(list)?))))
         .collect();
     Ok(Loaded { configured, kms })
 }
@@ -213,13 +212,14 @@ fn kms_provider(
             EncryptionError::KmsV1Deprecated
         });
     }
-    let provider = kms::Provider::new(kms::ProviderConfig {
+    let config_v2 = kms::ProviderConfig {
         name: config.name.clone(),
         endpoint: config.endpoint.clone(),
         timeout: config.timeout().to_std(),
         timing: kms::Timing::default(),
-    })
-    .map_err(|e| EncryptionError::KmsClient(config.name.clone(), e))?;
+    };
+    let provider = kms::Provider::new(config_v2, envelope_metrics())
+        .map_err(|e| EncryptionError::KmsClient(config.name.clone(), e))?;
     kms.push(provider.clone());
     Ok(PrefixTransformer {
         prefix: Bytes::from(provider.prefix()),
@@ -266,9 +266,20 @@ fn catalogue(opts: &CompletedOptions) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// A group and resource as upstream's `GroupResource` prints it, the
+/// `resource` label of the transformation metrics.
+fn resource_label(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
 /// The key prefixes of each configured resource, with upstream's lookup
 /// order (the resource, then `*.<group>`, then `*.*`) for built-in ones and
-/// upstream's `<group>/<resource>` layout for custom resources.
+/// upstream's `<group>/<resource>` layout for custom resources; each
+/// resource's providers are measured under its name.
 fn rules(
     configured: &Configured,
     catalogue: &[(String, String, String)],
@@ -284,8 +295,9 @@ fn rules(
         ]
         .into_iter()
         .find_map(|(g, r)| configured.get(&(g.to_owned(), r.to_owned())));
-        if let Some(t) = found {
-            by_prefix.insert(format!("{root}/{key_root}/"), t.clone());
+        if let Some(providers) = found {
+            let measured = Measured::new(resource_label(group, resource), providers.clone());
+            by_prefix.insert(format!("{root}/{key_root}/"), Arc::new(measured));
         }
     }
     for ((group, resource), t) in configured {
@@ -296,7 +308,13 @@ fn rules(
             ("", r) => format!("{root}/{r}/"),
             (g, r) => format!("{root}/{g}/{r}/"),
         };
-        by_prefix.entry(prefix).or_insert_with(|| t.clone());
+        by_prefix.entry(prefix).or_insert_with(|| {
+            let label = match (group.as_str(), resource.as_str()) {
+                ("*", _) => String::new(),
+                (g, r) => resource_label(g, r),
+            };
+            Arc::new(Measured::new(label, t.clone()))
+        });
     }
     TransformerRules::new(by_prefix.into_iter().collect())
 }
@@ -493,6 +511,9 @@ impl Reloader {
         Ok(())
     }
 }
+
+#[path = "encryption_metrics.rs"]
+mod metrics;
 
 #[cfg(test)]
 #[path = "encryption_tests.rs"]

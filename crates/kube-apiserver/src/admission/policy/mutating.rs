@@ -4,9 +4,9 @@
 //! the `matchConditions` hold, each mutation's CEL expression yields an
 //! apply configuration (`Object{...}`) or a JSON patch (`[JSONPatch{...}]`)
 //! that is applied to the object in turn. Policies asking for it
-//! (`reinvocationPolicy: IfNeeded`) run once more when a later policy
-//! changed the object. Errors refuse the request unless the policy's
-//! `failurePolicy` is Ignore.
+//! (`reinvocationPolicy: IfNeeded`) run once more in admission's second
+//! pass when a later policy, webhook or plugin changed the object. Errors
+//! refuse the request unless the policy's `failurePolicy` is Ignore.
 
 use std::fmt;
 
@@ -20,6 +20,26 @@ use super::eval::{Compiled, Inputs, Mode};
 use super::patch;
 use super::types::{TypeCache, Types};
 use crate::admission::lookup::{text, Stores};
+
+/// The plugin's name, under which its reinvocation state is kept.
+const PLUGIN: &str = "MutatingAdmissionPolicy";
+
+/// What names one invocation among the others: its policy, binding and
+/// parameter (upstream's reinvocation key).
+fn key(invocation: &Invocation<'_>) -> String {
+    let param = invocation.param.as_deref();
+    format!(
+        "{}/{}/{}/{}",
+        name(invocation.policy),
+        name(invocation.binding),
+        param
+            .and_then(|p| text(p, "/metadata/namespace"))
+            .unwrap_or_default(),
+        param
+            .and_then(|p| text(p, "/metadata/name"))
+            .unwrap_or_default(),
+    )
+}
 
 pub struct MutatingAdmissionPolicy {
     stores: Stores,
@@ -124,8 +144,9 @@ impl MutationInterface for MutatingAdmissionPolicy {
 }
 
 impl MutatingAdmissionPolicy {
-    /// Invokes every policy in order, then once more those asking for it
-    /// that a later policy's change went past.
+    /// Invokes every policy in order (in admission's second pass, only
+    /// those to be reinvoked), recording which ask to be invoked again
+    /// after a later change (upstream's policy reinvocation context).
     fn run_all(
         &self,
         invocations: &[Invocation<'_>],
@@ -133,29 +154,24 @@ impl MutatingAdmissionPolicy {
         cx: &Context<'_>,
         errors: &mut dyn FnMut(&Value, PolicyError),
     ) {
-        let mut last_change = None;
-        let mut refused = false;
-        let mut first_pass = |policy: &Value, e: PolicyError| {
-            refused |= fails_closed(policy);
-            errors(policy, e);
-        };
-        for (i, invocation) in invocations.iter().enumerate() {
-            if self.invoke(invocation, a, cx, &mut first_pass) {
-                last_change = Some(i);
+        let mut state = a.reinvocation.take(PLUGIN);
+        let is_reinvoke = a.reinvocation.is_reinvoke();
+        state.begin(is_reinvoke, a.object.as_ref());
+        for invocation in invocations {
+            let key = key(invocation);
+            if is_reinvoke && !state.should_reinvoke(&key) {
+                continue;
+            }
+            if self.invoke(invocation, a, cx, errors) {
+                state.require_reinvoking_previously_invoked();
+                a.reinvocation.set_should_reinvoke();
+            }
+            if text(invocation.policy, "/spec/reinvocationPolicy") == Some("IfNeeded") {
+                state.invoked_reinvocable(key);
             }
         }
-        // A refused request is not worth another pass (upstream stops at
-        // the refusal before reinvoking).
-        let Some(last_change) = last_change.filter(|_| !refused) else {
-            return;
-        };
-        let again = invocations
-            .iter()
-            .take(last_change)
-            .filter(|inv| text(inv.policy, "/spec/reinvocationPolicy") == Some("IfNeeded"));
-        for invocation in again {
-            self.invoke(invocation, a, cx, errors);
-        }
+        state.end(a.object.as_ref());
+        a.reinvocation.put(PLUGIN, state);
     }
 
     /// Applies one invocation's mutations in order; returns whether the

@@ -92,9 +92,13 @@ fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(),
         types: &types,
     };
     let mut errors = Vec::new();
-    plugin.run_all(&invocations, &mut a, &cx, &mut |p, e| {
-        errors.push((fails_closed(p), e))
-    });
+    let mut sink = |p: &Value, e| errors.push((fails_closed(p), e));
+    plugin.run_all(&invocations, &mut a, &cx, &mut sink);
+    // The chain's second pass, when a change asked for it.
+    if a.reinvocation.should_reinvoke() {
+        a.reinvocation.set_is_reinvoke();
+        plugin.run_all(&invocations, &mut a, &cx, &mut sink);
+    }
     let decision = decide(&a, errors);
     (a.object.unwrap_or_default(), decision)
 }
@@ -260,4 +264,51 @@ fn if_needed_policies_run_again_after_a_later_change() {
     assert_eq!(once["metadata"].get("annotations"), None);
     let (again, _) = run(&[(copy("IfNeeded"), None), (set, None)], pod());
     assert_eq!(again["metadata"]["annotations"], json!({"env": "prod"}));
+}
+
+#[test]
+fn a_change_by_a_later_plugin_reinvokes_if_needed_policies_in_the_second_pass() {
+    let copy = |reinvocation: &str| {
+        policy(
+            "copy",
+            json!({"reinvocationPolicy": reinvocation, "mutations": [apply_configuration(
+                "has(object.metadata.labels.env) ? Object{metadata: Object.metadata{annotations: {'env': object.metadata.labels.env}}} : Object{}"
+            )]}),
+        )
+    };
+    for (reinvocation, expected) in [("IfNeeded", Some(json!({"env": "prod"}))), ("Never", None)] {
+        let policy = copy(reinvocation);
+        let binding = binding("copy");
+        let invocations = [Invocation {
+            policy: &policy,
+            binding: &binding,
+            param: None,
+        }];
+        let plugin = MutatingAdmissionPolicy::new(Stores::default());
+        let mut a = pod_attributes(pod());
+        let types = Types::builtin("", "v1", "Pod", None);
+        let request = dispatch::request(&a);
+        let cx = Context {
+            request: &request,
+            namespace: None,
+            types: &types,
+        };
+        let mut errors = Vec::new();
+        let mut sink = |p: &Value, e| errors.push((fails_closed(p), e));
+        plugin.run_all(&invocations, &mut a, &cx, &mut sink);
+        assert!(!a.reinvocation.should_reinvoke());
+        // A webhook after the policy sets the label and asks for a second pass.
+        if let Some(obj) = a.object.as_mut() {
+            obj["metadata"]["labels"]["env"] = json!("prod");
+        }
+        a.reinvocation.set_should_reinvoke();
+        a.reinvocation.set_is_reinvoke();
+        plugin.run_all(&invocations, &mut a, &cx, &mut sink);
+        let annotations = a
+            .object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/annotations"));
+        assert_eq!(annotations.cloned(), expected, "{reinvocation}");
+        assert!(errors.is_empty());
+    }
 }

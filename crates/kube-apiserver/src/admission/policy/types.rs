@@ -97,6 +97,11 @@ impl TypeCache {
     /// be read or has no usable schema are untyped.
     pub async fn types(&self, stores: &Stores, a: &Attributes) -> Types {
         let (group, version, kind) = (&a.kind.group, &a.kind.version, &a.kind.kind);
+        // A subresource of a kind of its own (a Scale) is typed and
+        // defaulted as that kind, not as the resource's.
+        if group == "autoscaling" && kind == "Scale" && !a.subresource.is_empty() {
+            return Types::builtin(group, version, kind, None);
+        }
         if let Some(store) = stores.store(&a.resource.group, &a.resource.resource) {
             return Types::builtin(group, version, kind, Some(store));
         }

@@ -1,8 +1,10 @@
 //! MutatingAdmissionWebhook and ValidatingAdmissionWebhook
 //! (admissionregistration.k8s.io/v1): requests matching a webhook's rules
 //! and selectors are sent to it as an AdmissionReview; mutating webhooks
-//! run one after another and may answer with a JSON patch, validating ones
-//! run concurrently and may only refuse.
+//! run one after another and may answer with a JSON patch (those with
+//! `reinvocationPolicy: IfNeeded` are called again in admission's second
+//! pass when a later change went past them), validating ones run
+//! concurrently and may only refuse.
 
 mod client;
 mod conditions;
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use apimachinery::status::{ApiError, StatusReason};
 use apiserver::admission::{
-    Attributes, Handler, MutationInterface, Operation, ValidationInterface,
+    Attributes, Handler, HookReinvocation, MutationInterface, Operation, ValidationInterface,
 };
 use async_trait::async_trait;
 use base64::Engine;
@@ -30,22 +32,28 @@ const VALIDATING: (&str, &str) = (
     "validatingwebhookconfigurations",
 );
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+/// The plugin's name, under which its reinvocation state is kept.
+const MUTATING_PLUGIN: &str = "MutatingAdmissionWebhook";
 
 /// The webhooks of every configuration of one kind, configurations in name
-/// order (as upstream sorts them), each webhook with its configuration.
+/// order (as upstream sorts them), each with a key naming it among them
+/// (`<configuration>/<index>`, as upstream's webhook UID).
 async fn webhooks(
     stores: &Stores,
     (group, resource): (&str, &str),
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<Vec<(String, Value)>, ApiError> {
     let mut configs = stores.list(group, resource, None).await?;
     configs.sort_by(|a, b| text(a, "/metadata/name").cmp(&text(b, "/metadata/name")));
     Ok(configs
         .iter()
         .flat_map(|c| {
+            let config = text(c, "/metadata/name").unwrap_or_default();
             c.get("webhooks")
                 .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(i, hook)| (format!("{config}/{i}"), hook.clone()))
         })
         .collect())
 }
@@ -75,6 +83,16 @@ impl Dispatcher {
     /// selectors and match conditions. Dry runs are refused for webhooks
     /// with side effects.
     async fn should_call(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
+        if !self.matches(webhook, a).await? {
+            return Ok(false);
+        }
+        dry_run_check(webhook, a)?;
+        Ok(true)
+    }
+
+    /// Whether the request is one `webhook` is for: its rules, selectors
+    /// and match conditions.
+    async fn matches(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
         if !matching::is_admissible(a.operation)
             || !matching::rules_match(webhook, a, namespaced(a))
             || !matching::object_selector_matches(webhook, a)
@@ -98,7 +116,6 @@ impl Dispatcher {
                 }
             }
         }
-        dry_run_check(webhook, a)?;
         Ok(true)
     }
 }
@@ -284,11 +301,10 @@ impl MutatingWebhook {
         }
     }
 
-    /// Runs one webhook; returns whether it changed the object.
+    /// Calls one webhook the request is for; returns whether it changed
+    /// the object.
     async fn run(&self, webhook: &Value, a: &mut Attributes) -> Result<bool, ApiError> {
-        if !self.dispatcher.should_call(webhook, a).await? {
-            return Ok(false);
-        }
+        dry_run_check(webhook, a)?;
         let Outcome::Allowed(response) = call(webhook, a, &self.dispatcher.stores).await? else {
             return Ok(false);
         };
@@ -302,6 +318,32 @@ impl MutatingWebhook {
             ))
         })
     }
+
+    /// Calls the webhooks in order (in the second pass, only those to be
+    /// reinvoked), recording which ask to be called again after a change.
+    async fn run_all(
+        &self,
+        a: &mut Attributes,
+        state: &mut HookReinvocation,
+    ) -> Result<(), ApiError> {
+        let hooks = webhooks(&self.dispatcher.stores, MUTATING).await?;
+        let is_reinvoke = a.reinvocation.is_reinvoke();
+        for (key, hook) in &hooks {
+            if !self.dispatcher.matches(hook, a).await?
+                || (is_reinvoke && !state.should_reinvoke(key))
+            {
+                continue;
+            }
+            if self.run(hook, a).await? {
+                state.require_reinvoking_previously_invoked();
+                a.reinvocation.set_should_reinvoke();
+            }
+            if text(hook, "/reinvocationPolicy") == Some("IfNeeded") {
+                state.invoked_reinvocable(key.clone());
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Handler for MutatingWebhook {
@@ -313,28 +355,12 @@ impl Handler for MutatingWebhook {
 #[async_trait]
 impl MutationInterface for MutatingWebhook {
     async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
-        let hooks = webhooks(&self.dispatcher.stores, MUTATING).await?;
-        // Index of the last webhook that changed the object.
-        let mut last_change = None;
-        let mut reinvoke = Vec::new();
-        for (i, hook) in hooks.iter().enumerate() {
-            if self.run(hook, a).await? {
-                last_change = Some(i);
-            }
-            if text(hook, "/reinvocationPolicy") == Some("IfNeeded") {
-                reinvoke.push(i);
-            }
-        }
-        // A webhook asking for it runs once more when a later one changed
-        // the object after it.
-        for i in reinvoke {
-            if last_change.is_some_and(|c| c > i) {
-                if let Some(hook) = hooks.get(i) {
-                    self.run(hook, a).await?;
-                }
-            }
-        }
-        Ok(())
+        let mut state = a.reinvocation.take(MUTATING_PLUGIN);
+        state.begin(a.reinvocation.is_reinvoke(), a.object.as_ref());
+        let result = self.run_all(a, &mut state).await;
+        state.end(a.object.as_ref());
+        a.reinvocation.put(MUTATING_PLUGIN, state);
+        result
     }
 }
 
@@ -362,7 +388,7 @@ impl ValidationInterface for ValidatingWebhook {
         let d = &self.dispatcher;
         let hooks = webhooks(&d.stores, VALIDATING).await?;
         let mut selected = Vec::new();
-        for hook in &hooks {
+        for (_, hook) in &hooks {
             if d.should_call(hook, a).await? {
                 selected.push(hook);
             }
