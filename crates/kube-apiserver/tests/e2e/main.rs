@@ -26,6 +26,7 @@ mod http_errors;
 mod image_policy;
 mod kubectl_basics;
 mod kubectl_versions;
+mod kubelet_connect;
 mod legacy_sa_tokens;
 mod legacy_token_audit;
 mod mutating_policy;

@@ -1,0 +1,387 @@
+//! The subresources that reach kubelets, against a fake kubelet in the
+//! test (HTTPS with client certificates): `kubectl logs` (container
+//! choice, `--tail`, errors before any connection), an exec upgrade
+//! relayed byte for byte, node proxying, and discovery.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::harness::TestServer;
+
+/// A CA and the PEM files of a serving or client certificate it signed.
+struct Pki {
+    ca_pem: String,
+    ca_key: rcgen::KeyPair,
+    ca_params: rcgen::CertificateParams,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_pem = ca_params.self_signed(&ca_key).expect("ca").pem();
+        Pki {
+            ca_pem,
+            ca_key,
+            ca_params,
+        }
+    }
+
+    /// (certificate PEM, key PEM) for `names` (SANs) and common name `cn`.
+    fn issue(&self, names: Vec<String>, cn: &str) -> (String, String) {
+        let issuer = rcgen::Issuer::from_params(&self.ca_params, &self.ca_key);
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(names).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &issuer).expect("cert");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+fn pem_certs(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .map(|c| c.expect("cert"))
+        .collect()
+}
+
+fn pem_key(pem: &str) -> rustls::pki_types::PrivateKeyDer<'static> {
+    rustls_pemfile::private_key(&mut pem.as_bytes())
+        .expect("key")
+        .expect("a key")
+}
+
+/// This host's address on its default route, when it has one: node
+/// proxying refuses loopback addresses, as upstream does.
+fn routable_address() -> Option<IpAddr> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    socket.connect((Ipv4Addr::new(192, 0, 2, 1), 53)).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// Answers a kubelet request: logs echo their container and query, exec
+/// upgrades and echoes bytes, `/healthz` says ok.
+async fn kubelet(
+    mut req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    if let Some(rest) = path.strip_prefix("/containerLogs/") {
+        let text = format!("log of {rest}\nquery {query}\n");
+        return Ok(hyper::Response::new(Full::new(Bytes::from(text))));
+    }
+    if path.starts_with("/exec/") && req.headers().contains_key("upgrade") {
+        let upgrade = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let Ok(upgraded) = upgrade.await else { return };
+            let mut io = TokioIo::new(upgraded);
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = io.read(&mut buf).await {
+                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let resp = hyper::Response::builder()
+            .status(101)
+            .header("connection", "Upgrade")
+            .header("upgrade", "SPDY/3.1")
+            .header("x-kubelet-path", format!("{path}?{query}"))
+            .body(Full::new(Bytes::new()))
+            .expect("response");
+        return Ok(resp);
+    }
+    let (code, body) = match path.as_str() {
+        "/healthz" => (200, "ok".to_owned()),
+        _ => (404, format!("no {path}")),
+    };
+    let resp = hyper::Response::builder()
+        .status(code)
+        .body(Full::new(Bytes::from(body)))
+        .expect("response");
+    Ok(resp)
+}
+
+/// Starts the fake kubelet on all addresses; it serves a certificate of
+/// `pki` for `names` and requires a client certificate `pki` signed.
+fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
+    let (cert, key) = pki.issue(names, "kubelet");
+    let mut roots = rustls::RootCertStore::empty();
+    for c in pem_certs(&pki.ca_pem) {
+        roots.add(c).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .expect("verifier");
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(pem_certs(&cert), pem_key(&key))
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service_fn(kubelet))
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+    });
+    port
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+/// Sends `head` (a request without body) to the server over TLS as the
+/// admin and returns the response head and the open connection.
+fn raw_request(
+    s: &TestServer,
+    head: &str,
+) -> (
+    String,
+    rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+) {
+    let pki = s.dir.path().join("pki");
+    let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("pki file");
+    let mut roots = rustls::RootCertStore::empty();
+    for c in pem_certs(&read("ca.crt")) {
+        roots.add(c).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_client_auth_cert(pem_certs(&read("admin.crt")), pem_key(&read("admin.key")))
+        .expect("client config");
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).expect("tls");
+    let tcp = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    tls.write_all(head.as_bytes()).expect("send");
+    let mut response = Vec::new();
+    let mut byte = [0u8; 1];
+    while !response.ends_with(b"\r\n\r\n") {
+        let n = tls.read(&mut byte).expect("read head");
+        assert!(
+            n > 0,
+            "connection closed: {}",
+            String::from_utf8_lossy(&response)
+        );
+        response.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&response).into_owned(), tls)
+}
+
+fn exec_head(port: u16, pod: &str, upgrade: bool) -> String {
+    let upgrade = if upgrade {
+        "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
+    } else {
+        ""
+    };
+    format!(
+        "POST /api/v1/namespaces/default/pods/{pod}/exec?command=cat&command=-n&stdin=true&stdout=true HTTP/1.1\r\n\
+         Host: 127.0.0.1:{port}\r\n{upgrade}Content-Length: 0\r\n\r\n"
+    )
+}
+
+const PODS: &str = "
+apiVersion: v1
+kind: Pod
+metadata: {name: two}
+spec:
+  nodeName: n1
+  containers: [{name: app, image: busybox}, {name: sidecar, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: one}
+spec:
+  nodeName: n1
+  containers: [{name: app, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec:
+  containers: [{name: app, image: busybox}]
+";
+
+/// Creates a Node whose status (written through `nodes/status`, as a
+/// kubelet does) reports the fake kubelet's address and port.
+fn add_node(s: &TestServer, name: &str, address: &str, port: u16) {
+    s.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\n"
+    ));
+    let status = serde_json::json!({"status": {
+        "addresses": [{"type": "InternalIP", "address": address}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}});
+    let patch = status.to_string();
+    s.ok(&[
+        "patch",
+        "node",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+#[test]
+fn logs_exec_and_node_proxy_reach_the_kubelet() {
+    let pki = Pki::new();
+    let mut names = vec!["127.0.0.1".to_owned()];
+    let routable = routable_address();
+    names.extend(routable.map(|ip| ip.to_string()));
+    let port = start_kubelet(&pki, names);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cert, key) = pki.issue(Vec::new(), "kube-apiserver-kubelet-client");
+    let flags = [
+        format!(
+            "--kubelet-client-certificate={}",
+            write(dir.path(), "c.crt", &cert).display()
+        ),
+        format!(
+            "--kubelet-client-key={}",
+            write(dir.path(), "c.key", &key).display()
+        ),
+        format!(
+            "--kubelet-certificate-authority={}",
+            write(dir.path(), "ca.crt", &pki.ca_pem).display()
+        ),
+    ];
+    let s = TestServer::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>());
+    add_node(&s, "n1", "127.0.0.1", port);
+    s.apply_yaml(PODS);
+
+    // Logs: the only container, a named one with --tail, errors before connecting.
+    let out = s.ok(&["logs", "one"]);
+    assert!(out.starts_with("log of default/one/app\n"), "{out}");
+    let out = s.ok(&["logs", "two", "-c", "sidecar", "--tail=3", "--timestamps"]);
+    assert!(out.contains("log of default/two/sidecar"), "{out}");
+    assert!(out.contains("query tailLines=3&timestamps=true"), "{out}");
+    let err = s.fails(&["logs", "two", "-c", "nope"]);
+    assert!(
+        err.contains("container nope is not valid for pod two"),
+        "{err}"
+    );
+    let err = s.fails(&["get", "--raw", "/api/v1/namespaces/default/pods/two/log"]);
+    assert!(
+        err.contains(
+            "a container name must be specified for pod two, choose one of: [app sidecar]"
+        ),
+        "{err}"
+    );
+    let err = s.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/one/log?tailLines=-1",
+    ]);
+    assert!(err.contains("must be greater than or equal to 0"), "{err}");
+    let err = s.fails(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/one/log?sinceSeconds=1&sinceTime=2026-01-01T00:00:00Z",
+    ]);
+    assert!(
+        err.contains("at most one of `sinceTime` or `sinceSeconds` may be specified"),
+        "{err}"
+    );
+    assert_eq!(
+        s.ok(&["logs", "pending"]),
+        "",
+        "an unscheduled pod has no log yet"
+    );
+
+    // Exec: the upgrade is relayed to the kubelet and bytes flow both ways.
+    let (head, mut conn) = raw_request(&s, &exec_head(s.port, "one", true));
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let head_lower = head.to_ascii_lowercase();
+    assert!(
+        head_lower.contains(
+            "x-kubelet-path: /exec/default/one/app?input=1&output=1&command=cat&command=-n"
+        ),
+        "{head}"
+    );
+    conn.write_all(b"hello kubelet").expect("write");
+    let mut echoed = [0u8; 13];
+    conn.read_exact(&mut echoed).expect("echo");
+    assert_eq!(&echoed, b"hello kubelet");
+    let (head, _) = raw_request(&s, &exec_head(s.port, "one", false));
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    let (head, _) = raw_request(&s, &exec_head(s.port, "pending", true));
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    let err = s.fails(&["exec", "pending", "--", "true"]);
+    assert!(
+        err.contains("pod pending does not have a host assigned"),
+        "{err}"
+    );
+
+    // Node proxy refuses loopback kubelets, and reaches a routable one.
+    let err = s.fails(&["get", "--raw", "/api/v1/nodes/n1/proxy/healthz"]);
+    assert!(err.contains("address not allowed"), "{err}");
+    if let Some(ip) = routable {
+        add_node(&s, "n2", &ip.to_string(), port);
+        assert_eq!(
+            s.ok(&["get", "--raw", "/api/v1/nodes/n2/proxy/healthz"]),
+            "ok"
+        );
+    }
+
+    // Discovery lists the subresources with upstream's verbs.
+    let api: serde_json::Value =
+        serde_json::from_str(&s.ok(&["get", "--raw", "/api/v1"])).expect("json");
+    let verbs = |name: &str| {
+        api["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == name))
+            .map(|r| r["verbs"].clone())
+    };
+    assert_eq!(verbs("pods/log"), Some(serde_json::json!(["get"])));
+    assert_eq!(
+        verbs("pods/exec"),
+        Some(serde_json::json!(["create", "get"]))
+    );
+    assert_eq!(
+        verbs("nodes/proxy"),
+        Some(serde_json::json!([
+            "create", "delete", "get", "patch", "update"
+        ]))
+    );
+}
