@@ -34,6 +34,9 @@ impl TokenAuthenticator for OneToken {
         if token == "broken" {
             return Err(AuthError::Token("token has expired".into()));
         }
+        if token == self.token {
+            crate::audit::add_authentication_annotation("test/token-of", self.user);
+        }
         Ok((token == self.token).then(|| TokenResponse {
             user: UserInfo {
                 name: self.user.into(),
@@ -142,6 +145,25 @@ async fn successes_are_cached_and_failures_are_not() {
     }
     // One call for the good token, three for the bad one.
     assert_eq!(counted.calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn audit_annotations_of_authenticators_are_replayed_on_cache_hits() {
+    let counted = OneToken::new("good", "alice", false);
+    let authn = Authentication::new(true, api())
+        .with_token_authenticator(counted.clone())
+        .with_success_cache(Duration::from_secs(10));
+    for _ in 0..2 {
+        let ctx = Arc::new(crate::audit::AuditContext::default());
+        let authenticated =
+            crate::audit::authenticating(ctx.clone(), authn.authenticate_token("good", &[]));
+        assert!(authenticated.await.is_ok());
+        assert_eq!(
+            ctx.annotations(),
+            vec![("test/token-of".to_owned(), "alice".to_owned())]
+        );
+    }
+    assert_eq!(counted.calls.load(Ordering::SeqCst), 1);
 }
 
 #[test]
