@@ -12,11 +12,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
-#[test]
-fn namespaces_must_exist_and_system_ones_stay() {
-    let s = TestServer::start();
+fn namespaces_must_exist_and_system_ones_stay(s: &TestServer) {
     let err = s.fails(&["create", "configmap", "c", "-n", "missing"]);
     assert!(err.contains("namespaces \"missing\" not found"), "{err}");
     let err = s.fails(&["delete", "namespace", "kube-system"]);
@@ -44,9 +42,8 @@ fn namespaces_must_exist_and_system_ones_stay() {
     assert!(err.contains("namespaces \"missing\" not found"), "{err}");
 }
 
-#[test]
-fn disabling_namespace_lifecycle_lets_content_into_missing_namespaces() {
-    let s = TestServer::start_with(&["--disable-admission-plugins=NamespaceLifecycle"]);
+fn disabling_namespace_lifecycle_lets_content_into_missing_namespaces(backend: Backend) {
+    let s = backend.start_with(&["--disable-admission-plugins=NamespaceLifecycle"]);
     s.ok(&["create", "configmap", "c", "-n", "missing"]);
     s.ok(&["delete", "namespace", "kube-public"]);
 }
@@ -84,9 +81,7 @@ fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
-#[test]
-fn pods_get_service_account_credentials_limit_defaults_and_quota() {
-    let s = TestServer::start();
+fn pods_get_service_account_credentials_limit_defaults_and_quota(s: &TestServer) {
     s.ok(&["create", "namespace", "apps"]);
     // A pod naming an account that does not exist is refused.
     let robot = POD
@@ -123,14 +118,14 @@ fn pods_get_service_account_credentials_limit_defaults_and_quota() {
         serde_json::from_str::<Value>(&out).unwrap_or(Value::Null)["status"].clone()
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while quota_status(&s)["used"]["pods"] != "0" && std::time::Instant::now() < deadline {
+    while quota_status(s)["used"]["pods"] != "0" && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(
-        quota_status(&s),
+        quota_status(s),
         json!({"hard": {"pods": "1"}, "used": {"pods": "0"}})
     );
-    let p = json_of(&pod(&s, "one"));
+    let p = json_of(&pod(s, "one"));
     assert_eq!(p["spec"]["serviceAccountName"], "default");
     let volume = p["spec"]["volumes"][0]["name"].as_str().unwrap_or_default();
     assert!(volume.starts_with("kube-api-access-"), "{p}");
@@ -154,7 +149,7 @@ fn pods_get_service_account_credentials_limit_defaults_and_quota() {
     let tolerations = p["spec"]["tolerations"].as_array().map(Vec::len);
     assert_eq!(tolerations, Some(2), "DefaultTolerationSeconds: {p}");
 
-    let out = pod(&s, "two");
+    let out = pod(s, "two");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("pods \"two\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"),
@@ -166,7 +161,7 @@ fn pods_get_service_account_credentials_limit_defaults_and_quota() {
     assert_eq!(quota["status"]["used"]["pods"], "1", "{quota}");
     assert_eq!(quota["status"]["hard"]["pods"], "1", "{quota}");
     s.ok(&["delete", "pod", "one", "-n", "apps", "--wait=false"]);
-    json_of(&pod(&s, "three"));
+    json_of(&pod(s, "three"));
 }
 
 /// The test's webhook: `/validate` refuses objects labelled `deny`,
@@ -256,9 +251,7 @@ fn start_webhook() -> (SocketAddr, String) {
     (addr, ca_cert.pem())
 }
 
-#[test]
-fn webhooks_deny_and_patch_objects() {
-    let s = TestServer::start();
+fn webhooks_deny_and_patch_objects(s: &TestServer) {
     let (addr, ca) = start_webhook();
     let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
     let hook = |kind: &str, name: &str, path: &str| {
@@ -299,9 +292,7 @@ fn webhooks_deny_and_patch_objects() {
     assert!(cm["metadata"]["labels"]["mutated"].is_null(), "{cm}");
 }
 
-#[test]
-fn an_unreachable_webhook_fails_closed_unless_ignored() {
-    let s = TestServer::start();
+fn an_unreachable_webhook_fails_closed_unless_ignored(s: &TestServer) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -340,9 +331,7 @@ fn csr_yaml(name: &str, org: &str) -> String {
     )
 }
 
-#[test]
-fn client_certificates_for_system_masters_are_refused() {
-    let s = TestServer::start();
+fn client_certificates_for_system_masters_are_refused(s: &TestServer) {
     let out = s.kubectl_stdin(
         &["create", "-f", "-"],
         &csr_yaml("masters", "system:masters"),
@@ -359,3 +348,12 @@ fn client_certificates_for_system_masters_are_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+crate::harness::on_both_backends!(
+    namespaces_must_exist_and_system_ones_stay,
+    pods_get_service_account_credentials_limit_defaults_and_quota,
+    webhooks_deny_and_patch_objects,
+    an_unreachable_webhook_fails_closed_unless_ignored,
+    client_certificates_for_system_masters_are_refused;
+    backend: disabling_namespace_lifecycle_lets_content_into_missing_namespaces
+);

@@ -8,7 +8,7 @@
 
 use std::process::Output;
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -23,9 +23,7 @@ fn forbidden(out: &Output, message: &str) {
     );
 }
 
-#[test]
-fn the_default_ingress_class_is_set_on_ingresses_that_name_none() {
-    let server = TestServer::start();
+fn the_default_ingress_class_is_set_on_ingresses_that_name_none(server: &TestServer) {
     server.apply_yaml(
         "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: main\n  \
          annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}\n\
@@ -52,11 +50,9 @@ fn the_default_ingress_class_is_set_on_ingresses_that_name_none() {
     assert_eq!(class("named"), "other");
 }
 
-#[test]
-fn enabled_plugins_pull_images_always_and_deny_external_ips() {
-    let server = TestServer::start_with(&[
-        "--enable-admission-plugins=AlwaysPullImages,DenyServiceExternalIPs",
-    ]);
+fn enabled_plugins_pull_images_always_and_deny_external_ips(backend: Backend) {
+    let server =
+        backend.start_with(&["--enable-admission-plugins=AlwaysPullImages,DenyServiceExternalIPs"]);
     server.apply_yaml(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\n\
          spec:\n  containers: [{name: c, image: nginx, imagePullPolicy: IfNotPresent}]\n  \
@@ -81,9 +77,8 @@ fn enabled_plugins_pull_images_always_and_deny_external_ips() {
     );
 }
 
-#[test]
-fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels() {
-    let server = TestServer::start_with(&[
+fn node_restriction_keeps_a_kubelet_to_its_own_node_and_labels(backend: Backend) {
+    let server = backend.start_with(&[
         "--authorization-mode=RBAC",
         "--enable-admission-plugins=NodeRestriction",
     ]);
@@ -190,13 +185,12 @@ fn csr_request() -> String {
     base64::engine::general_purpose::STANDARD.encode(pem)
 }
 
-#[test]
-fn approving_a_csr_needs_approve_on_its_signer() {
+fn approving_a_csr_needs_approve_on_its_signer(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let tokens = files.path().join("tokens.csv");
     std::fs::write(&tokens, "alice-token-0123456789,alice,1001\n").expect("token file");
     let flag = format!("--token-auth-file={}", tokens.display());
-    let server = TestServer::start_with(&["--authorization-mode=RBAC", &flag]);
+    let server = backend.start_with(&["--authorization-mode=RBAC", &flag]);
     // Alice may write approvals, but not approve for the signer.
     server.apply_yaml(&format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\n\
@@ -230,9 +224,7 @@ fn approving_a_csr_needs_approve_on_its_signer() {
     assert_eq!(conditions, "Approved=True");
 }
 
-#[test]
-fn pods_created_on_a_node_carry_its_topology_labels() {
-    let server = TestServer::start();
+fn pods_created_on_a_node_carry_its_topology_labels(server: &TestServer) {
     server.apply_yaml(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  \
          labels: {topology.k8s.io/zone: z1, topology.k8s.io/region: r1, other: x}\n---\n\
@@ -247,8 +239,7 @@ fn pods_created_on_a_node_carry_its_topology_labels() {
     );
 }
 
-#[test]
-fn event_rate_limit_refuses_events_beyond_the_burst() {
+fn event_rate_limit_refuses_events_beyond_the_burst(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let limits = files.path().join("limits.yaml");
     let admission = files.path().join("admission.yaml");
@@ -265,7 +256,7 @@ fn event_rate_limit_refuses_events_beyond_the_burst() {
     )
     .expect("admission config");
     let config = format!("--admission-control-config-file={}", admission.display());
-    let server = TestServer::start_with(&["--enable-admission-plugins=EventRateLimit", &config]);
+    let server = backend.start_with(&["--enable-admission-plugins=EventRateLimit", &config]);
     // Eight events in one kubectl run come faster than one token a second
     // refills the two of the burst, so some are refused.
     let events: String = (1..=8)
@@ -288,3 +279,12 @@ fn event_rate_limit_refuses_events_beyond_the_burst() {
     let created = String::from_utf8_lossy(&out.stdout).lines().count();
     assert!((2..8).contains(&created), "{created} events created");
 }
+
+crate::harness::on_both_backends!(
+    the_default_ingress_class_is_set_on_ingresses_that_name_none,
+    pods_created_on_a_node_carry_its_topology_labels;
+    backend: enabled_plugins_pull_images_always_and_deny_external_ips,
+    node_restriction_keeps_a_kubelet_to_its_own_node_and_labels,
+    approving_a_csr_needs_approve_on_its_signer,
+    event_rate_limit_refuses_events_beyond_the_burst
+);

@@ -51,12 +51,10 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-#[test]
-fn deny_refuses_and_warn_warns() {
-    let s = TestServer::start();
+fn deny_refuses_and_warn_warns(s: &TestServer) {
     s.apply_yaml(&policy("max-replicas", "object.spec.replicas <= 5", ""));
     s.apply_yaml(&binding("max-replicas-deny", "max-replicas", "Deny", ""));
-    let out = deployment(&s, "big", 6);
+    let out = deployment(s, "big", 6);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
@@ -66,7 +64,7 @@ fn deny_refuses_and_warn_warns() {
         ),
         "{err}"
     );
-    assert!(deployment(&s, "small", 3).status.success());
+    assert!(deployment(s, "small", 3).status.success());
     // Updates are held to the policy too.
     let err = s.fails(&["scale", "deployment", "small", "--replicas=7"]);
     assert!(err.contains("denied request"), "{err}");
@@ -77,7 +75,7 @@ fn deny_refuses_and_warn_warns() {
         "max-replicas-deny",
     ]);
     s.apply_yaml(&binding("max-replicas-warn", "max-replicas", "Warn", ""));
-    let out = deployment(&s, "warned", 6);
+    let out = deployment(s, "warned", 6);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -89,9 +87,7 @@ fn deny_refuses_and_warn_warns() {
     );
 }
 
-#[test]
-fn params_come_from_a_config_map() {
-    let s = TestServer::start();
+fn params_come_from_a_config_map(s: &TestServer) {
     s.ok(&["create", "configmap", "limits", "--from-literal=max=2"]);
     let kind = "paramKind: {apiVersion: v1, kind: ConfigMap}";
     s.apply_yaml(&policy(
@@ -105,39 +101,37 @@ fn params_come_from_a_config_map() {
         "Deny",
         "paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}",
     ));
-    let err = stderr(&deployment(&s, "three", 3));
+    let err = stderr(&deployment(s, "three", 3));
     assert!(
         err.contains(
             "ValidatingAdmissionPolicy 'limited' with binding 'limited-binding' denied request"
         ),
         "{err}"
     );
-    assert!(deployment(&s, "two", 2).status.success());
+    assert!(deployment(s, "two", 2).status.success());
     // Without its parameter the binding refuses, as its action says.
     s.ok(&["delete", "configmap", "limits"]);
-    let err = stderr(&deployment(&s, "one", 1));
+    let err = stderr(&deployment(s, "one", 1));
     assert!(
         err.contains("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
         "{err}"
     );
 }
 
-#[test]
-fn failure_policy_decides_on_broken_expressions() {
-    let s = TestServer::start();
+fn failure_policy_decides_on_broken_expressions(s: &TestServer) {
     s.apply_yaml(&policy(
         "broken",
         "object.spec.nosuchfield > 1",
         "failurePolicy: Ignore",
     ));
     s.apply_yaml(&binding("broken-binding", "broken", "Deny", ""));
-    assert!(deployment(&s, "passes", 1).status.success());
+    assert!(deployment(s, "passes", 1).status.success());
     s.apply_yaml(&policy(
         "broken",
         "object.spec.nosuchfield > 1",
         "failurePolicy: Fail",
     ));
-    let err = stderr(&deployment(&s, "refused", 1));
+    let err = stderr(&deployment(s, "refused", 1));
     assert!(
         err.contains(
             "ValidatingAdmissionPolicy 'broken' with binding 'broken-binding' denied request: \
@@ -146,3 +140,9 @@ fn failure_policy_decides_on_broken_expressions() {
         "{err}"
     );
 }
+
+crate::harness::on_both_backends!(
+    deny_refuses_and_warn_warns,
+    params_come_from_a_config_map,
+    failure_policy_decides_on_broken_expressions
+);

@@ -4,15 +4,15 @@
 //! `--encryption-provider-config` secrets reach storage (a real etcd, or the
 //! embedded store opened after the server stopped) as
 //! `k8s:enc:<provider>:v1:<key>:…` while kubectl reads them in plain form,
-//! across key rotation and a switch back to identity.
+//! across key rotation and a switch back to identity. Each scenario runs on
+//! both backends except automatic reload, which needs etcd: reading the
+//! embedded store restarts the server, which reloads the file anyway.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use storage::{Kv, RangeRequest};
-use storage_etcd::testing::EtcdServer;
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, Served};
 
 const POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -60,12 +60,11 @@ fn find<'a>(events: &'a [Value], verb: &str, resource: &str, name: &str) -> &'a 
         .unwrap_or_else(|| panic!("no {verb} {resource}/{name} event in {events:#?}"))
 }
 
-#[test]
-fn audit_log_records_kubectl_requests_at_the_policy_levels() {
+fn audit_log_records_kubectl_requests_at_the_policy_levels(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let policy = write(files.path(), "policy.yaml", POLICY);
     let log = files.path().join("logs/audit.log");
-    let s = TestServer::start_with(&[
+    let s = backend.start_with(&[
         &format!("--audit-policy-file={}", policy.display()),
         &format!("--audit-log-path={}", log.display()),
         "--audit-log-maxsize=1",
@@ -189,45 +188,26 @@ fn aescbc(keys: &[(&str, &str)]) -> String {
 
 const IDENTITY: &str = "      - identity: {}\n";
 
-async fn raw(kv: &dyn Kv, key: &str) -> Vec<u8> {
-    let resp = kv
-        .range(RangeRequest {
-            key: key.into(),
-            ..Default::default()
-        })
-        .await
-        .expect("range");
-    resp.kvs
-        .into_iter()
-        .next()
-        .map(|kv| kv.value.to_vec())
-        .unwrap_or_else(|| panic!("{key} not stored"))
+/// The stored value of `key`, which must exist.
+fn raw(s: &mut Served, key: &str) -> Vec<u8> {
+    s.stored(key).unwrap_or_else(|| panic!("{key} not stored"))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-#[test]
-fn secrets_are_encrypted_in_etcd_and_keys_rotate() {
-    let rt = runtime();
-    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
-    let kv = rt.block_on(etcd.kv()).expect("etcd client");
+fn secrets_are_encrypted_at_rest_and_keys_rotate(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let config = write(
         files.path(),
         "enc.yaml",
         &encryption_config(&(aescbc(&[("key1", KEY1)]) + IDENTITY)),
     );
-    let args = [
-        format!("--etcd-servers={}", etcd.client_url()),
-        format!("--encryption-provider-config={}", config.display()),
-    ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut s = TestServer::start_with(&args);
+    let mut s = backend.start_with(&[&format!(
+        "--encryption-provider-config={}",
+        config.display()
+    )]);
     s.ok(&[
         "create",
         "secret",
@@ -236,20 +216,17 @@ fn secrets_are_encrypted_in_etcd_and_keys_rotate() {
         "--from-literal=password=hunter2",
     ]);
     s.ok(&["create", "configmap", "plain", "--from-literal=k=visible"]);
-    let stored = rt.block_on(raw(&kv, "/registry/secrets/default/s1"));
+    let stored = raw(&mut s, "/registry/secrets/default/s1");
     assert!(
         stored.starts_with(b"k8s:enc:aescbc:v1:key1:"),
         "{:?}",
         String::from_utf8_lossy(&stored[..stored.len().min(40)])
     );
     for plain in [&b"hunter2"[..], b"aHVudGVyMg==", b"\"kind\""] {
-        assert!(!stored.windows(plain.len()).any(|w| w == plain));
+        assert!(!contains(&stored, plain));
     }
-    let cm = rt.block_on(raw(&kv, "/registry/configmaps/default/plain"));
-    assert!(
-        cm.windows(7).any(|w| w == b"visible"),
-        "configmaps stay plain"
-    );
+    let cm = raw(&mut s, "/registry/configmaps/default/plain");
+    assert!(contains(&cm, b"visible"), "configmaps stay plain");
     let password = ["get", "secret", "s1", "-o", "jsonpath={.data.password}"];
     assert_eq!(s.ok(&password), "aHVudGVyMg==");
 
@@ -262,7 +239,7 @@ fn secrets_are_encrypted_in_etcd_and_keys_rotate() {
     s.restart();
     assert_eq!(s.ok(&password), "aHVudGVyMg==");
     s.ok(&["label", "secret", "s1", "rotated=yes"]);
-    let stored = rt.block_on(raw(&kv, "/registry/secrets/default/s1"));
+    let stored = raw(&mut s, "/registry/secrets/default/s1");
     assert!(stored.starts_with(b"k8s:enc:aescbc:v1:key2:"));
 
     // Identity first: encrypted data still reads, new writes are plain.
@@ -280,13 +257,13 @@ fn secrets_are_encrypted_in_etcd_and_keys_rotate() {
         "s2",
         "--from-literal=password=open",
     ]);
-    let stored = rt.block_on(raw(&kv, "/registry/secrets/default/s2"));
+    let stored = raw(&mut s, "/registry/secrets/default/s2");
     // Plain (JSON or protobuf, per --storage-media-type): the name is readable.
     assert!(
         !stored.starts_with(b"k8s:enc:"),
         "identity stores plain data"
     );
-    assert!(stored.windows(2).any(|w| w == b"s2"));
+    assert!(contains(&stored, b"s2"));
 
     // Without the key that wrote s1, reading it fails.
     write(
@@ -302,12 +279,11 @@ fn secrets_are_encrypted_in_etcd_and_keys_rotate() {
     );
 }
 
-#[test]
-fn embedded_store_holds_encrypted_secrets() {
+fn secretbox_encrypts_secrets(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let providers = format!("      - secretbox:\n          keys:\n            - name: box\n              secret: {KEY2}\n");
     let config = write(files.path(), "enc.yaml", &encryption_config(&providers));
-    let mut s = TestServer::start_with(&[&format!(
+    let mut s = backend.start_with(&[&format!(
         "--encryption-provider-config={}",
         config.display()
     )]);
@@ -322,24 +298,16 @@ fn embedded_store_holds_encrypted_secrets() {
         s.ok(&["get", "secret", "boxed", "-o", "jsonpath={.data.token}"]),
         "dDBwczNjcmV0"
     );
-    assert!(s.terminate().success());
-    let dir = s.dir.path().join("storage");
-    let rt = runtime();
-    let kv = storage_embedded::EmbeddedKv::open(&dir).expect("open the stopped server's store");
-    let stored = rt.block_on(raw(&kv, "/registry/secrets/default/boxed"));
+    let stored = raw(&mut s, "/registry/secrets/default/boxed");
     assert!(stored.starts_with(b"k8s:enc:secretbox:v1:box:"));
-    assert!(!stored.windows(12).any(|w| w == b"dDBwczNjcmV0"));
+    assert!(!contains(&stored, b"t0ps3cret") && !contains(&stored, b"dDBwczNjcmV0"));
 }
 
 #[test]
 fn automatic_reload_switches_providers_without_a_restart() {
-    let rt = runtime();
-    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
-    let kv = rt.block_on(etcd.kv()).expect("etcd client");
     let files = tempfile::tempdir().expect("temp dir");
     let config = write(files.path(), "enc.yaml", &encryption_config(IDENTITY));
-    let s = TestServer::start_with(&[
-        &format!("--etcd-servers={}", etcd.client_url()),
+    let mut s = Backend::Etcd.start_with(&[
         &format!("--encryption-provider-config={}", config.display()),
         "--encryption-provider-config-automatic-reload",
     ]);
@@ -350,7 +318,7 @@ fn automatic_reload_switches_providers_without_a_restart() {
         "before",
         "--from-literal=a=b",
     ]);
-    let before = rt.block_on(raw(&kv, "/registry/secrets/default/before"));
+    let before = raw(&mut s, "/registry/secrets/default/before");
     assert!(!before.starts_with(b"k8s:enc:"));
     write(
         files.path(),
@@ -365,10 +333,7 @@ fn automatic_reload_switches_providers_without_a_restart() {
         let name = format!("after-{attempt}");
         s.ok(&["create", "secret", "generic", &name, "--from-literal=a=b"]);
         let key = format!("/registry/secrets/default/{name}");
-        if rt
-            .block_on(raw(&kv, &key))
-            .starts_with(b"k8s:enc:aescbc:v1:key1:")
-        {
+        if raw(&mut s, &key).starts_with(b"k8s:enc:aescbc:v1:key1:") {
             break;
         }
         assert!(
@@ -388,3 +353,9 @@ fn automatic_reload_switches_providers_without_a_restart() {
         "Yg=="
     );
 }
+
+crate::harness::on_both_backends!(
+    backend: audit_log_records_kubectl_requests_at_the_policy_levels,
+    secrets_are_encrypted_at_rest_and_keys_rotate,
+    secretbox_encrypts_secrets
+);

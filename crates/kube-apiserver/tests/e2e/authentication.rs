@@ -16,7 +16,7 @@ use std::process::Output;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, Served, TestServer};
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
 const BOOTSTRAP_TOKEN: &str = "abcdef.0123456789abcdef";
@@ -57,20 +57,19 @@ fn token_file(dir: &Path) -> PathBuf {
     path
 }
 
-fn start_rbac_server(files: &tempfile::TempDir) -> TestServer {
+fn start_rbac_server(backend: Backend, files: &tempfile::TempDir) -> Served {
     let tokens = token_file(files.path());
     let flag = format!("--token-auth-file={}", tokens.display());
-    TestServer::start_with(&[
+    backend.start_with(&[
         "--authorization-mode=RBAC",
         "--enable-bootstrap-token-auth",
         &flag,
     ])
 }
 
-#[test]
-fn static_tokens_bad_tokens_and_impersonation() {
+fn static_tokens_bad_tokens_and_impersonation(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
-    let server = start_rbac_server(&files);
+    let server = start_rbac_server(backend, &files);
     let whoami = json_of(&with_token(
         &server,
         Some(ALICE_TOKEN),
@@ -129,9 +128,8 @@ fn static_tokens_bad_tokens_and_impersonation() {
     assert!(anonymous.status.success(), "{}", stderr(&anonymous));
 }
 
-#[test]
-fn anonymous_auth_false_refuses_requests_without_credentials() {
-    let server = TestServer::start_with(&["--anonymous-auth=false"]);
+fn anonymous_auth_false_refuses_requests_without_credentials(backend: Backend) {
+    let server = backend.start_with(&["--anonymous-auth=false"]);
     // Basic credentials, which no authenticator reads, keep kubectl from
     // prompting for a user name.
     let out = with_token(
@@ -158,10 +156,9 @@ fn jwt_part(token: &str, index: usize) -> Value {
     serde_json::from_slice(&bytes).expect("json")
 }
 
-#[test]
-fn service_account_tokens_from_kubectl_create_token() {
+fn service_account_tokens_from_kubectl_create_token(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
-    let server = start_rbac_server(&files);
+    let server = start_rbac_server(backend, &files);
     // No controller creates the default service account here.
     let _ = server.kubectl(&["create", "serviceaccount", "default", "-n", "default"]);
     let token = server.ok(&["create", "token", "default", "-n", "default"]);
@@ -232,10 +229,9 @@ fn service_account_tokens_from_kubectl_create_token() {
     assert!(stderr(&gone).contains("Unauthorized"), "{}", stderr(&gone));
 }
 
-#[test]
-fn issuer_discovery_documents_publish_the_signing_key() {
+fn issuer_discovery_documents_publish_the_signing_key(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
-    let server = start_rbac_server(&files);
+    let server = start_rbac_server(backend, &files);
     let config: Value =
         serde_json::from_str(&server.ok(&["get", "--raw", "/.well-known/openid-configuration"]))
             .expect("json");
@@ -276,10 +272,9 @@ fn issuer_discovery_documents_publish_the_signing_key() {
     );
 }
 
-#[test]
-fn bootstrap_tokens_authenticate_while_their_secret_allows() {
+fn bootstrap_tokens_authenticate_while_their_secret_allows(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
-    let server = start_rbac_server(&files);
+    let server = start_rbac_server(backend, &files);
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
@@ -318,3 +313,11 @@ fn bootstrap_tokens_authenticate_while_their_secret_allows() {
     );
     assert!(stdout(&wrong).is_empty());
 }
+
+crate::harness::on_both_backends!(
+    backend: anonymous_auth_false_refuses_requests_without_credentials,
+    static_tokens_bad_tokens_and_impersonation,
+    service_account_tokens_from_kubectl_create_token,
+    issuer_discovery_documents_publish_the_signing_key,
+    bootstrap_tokens_authenticate_while_their_secret_allows
+);

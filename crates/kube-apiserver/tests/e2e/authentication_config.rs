@@ -10,7 +10,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::authentication::https_server;
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 /// Runs kubectl without client certificate, with a bearer token if given.
 fn as_client(server: &TestServer, token: Option<&str>, args: &[&str]) -> Output {
@@ -95,14 +95,13 @@ fn now() -> u64 {
         .as_secs()
 }
 
-#[test]
-fn jwt_authenticators_map_claims_with_cel_and_enforce_rules() {
+fn jwt_authenticators_map_claims_with_cel_and_enforce_rules(backend: Backend) {
     let (issuer, ca, sign) = provider();
     let files = tempfile::tempdir().expect("temp dir");
     let path = files.path().join("authn.yaml");
     std::fs::write(&path, config(&issuer, &ca)).expect("config");
     let flag = format!("--authentication-config={}", path.display());
-    let server = TestServer::start_with(&[&flag]);
+    let server = backend.start_with(&[&flag]);
 
     let now = now();
     let token = sign(json!({"iss": issuer, "aud": "kubernetes", "sub": "alice",
@@ -184,3 +183,7 @@ jwt:
         "{err}"
     );
 }
+
+crate::harness::on_both_backends!(
+    backend: jwt_authenticators_map_claims_with_cel_and_enforce_rules
+);

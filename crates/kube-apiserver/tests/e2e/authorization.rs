@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, Served, TestServer};
 
 const WRITER: &str = r#"
 apiVersion: rbac.authorization.k8s.io/v1
@@ -45,13 +45,12 @@ rules:
   verbs: ["get", "list", "watch"]
 "#;
 
-fn rbac_server() -> TestServer {
-    TestServer::start_with(&["--authorization-mode=RBAC"])
+fn rbac_server(backend: Backend) -> Served {
+    backend.start_with(&["--authorization-mode=RBAC"])
 }
 
-#[test]
-fn escalation_is_refused_unless_held_or_bindable() {
-    let s = rbac_server();
+fn escalation_is_refused_unless_held_or_bindable(backend: Backend) {
+    let s = rbac_server(backend);
     s.apply_yaml(WRITER);
     s.ok(&[
         "create",
@@ -156,9 +155,8 @@ fn view_has_secrets(s: &TestServer) -> bool {
         .is_some_and(|rules| rules.iter().any(|r| r["resources"][0] == "secrets"))
 }
 
-#[test]
-fn aggregation_extends_view_with_labelled_roles() {
-    let s = rbac_server();
+fn aggregation_extends_view_with_labelled_roles(backend: Backend) {
+    let s = rbac_server(backend);
     s.ok(&[
         "create",
         "rolebinding",
@@ -206,3 +204,8 @@ fn aggregation_extends_view_with_labelled_roles() {
     }
     assert_eq!(can_i(&["list", "secrets"]), "no");
 }
+
+crate::harness::on_both_backends!(
+    backend: escalation_is_refused_unless_held_or_bindable,
+    aggregation_extends_view_with_labelled_roles
+);

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::harness::TestServer;
+use crate::harness::Backend;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -44,9 +44,8 @@ fn objects(node_dir: &Path) -> PathBuf {
     path
 }
 
-#[test]
-fn kubelets_reach_what_their_pods_use_and_their_own_node() {
-    let server = TestServer::start_with(&["--authorization-mode=Node,RBAC"]);
+fn kubelets_reach_what_their_pods_use_and_their_own_node(backend: Backend) {
+    let server = backend.start_with(&["--authorization-mode=Node,RBAC"]);
     let file = objects(server.dir.path());
     server.ok(&["create", "-f", &file.display().to_string()]);
     let n1 = server.client_cert("system:node:n1", "system:nodes");
@@ -122,3 +121,7 @@ fn kubelets_reach_what_their_pods_use_and_their_own_node() {
     ]);
     assert!(rules.contains("\"serviceaccounts/token\""), "{rules}");
 }
+
+crate::harness::on_both_backends!(
+    backend: kubelets_reach_what_their_pods_use_and_their_own_node
+);

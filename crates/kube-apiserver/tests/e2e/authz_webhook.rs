@@ -14,7 +14,7 @@ use base64::Engine;
 use crate::authentication::https_server;
 use serde_json::{json, Value};
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 /// alice, bob and carol, each with a bearer token.
 fn token_file(dir: &Path) -> PathBuf {
@@ -95,12 +95,11 @@ fn kubeconfig(dir: &Path, port: u16, ca: &str) -> PathBuf {
     path
 }
 
-#[test]
-fn webhook_mode_allows_denies_and_caches() {
+fn webhook_mode_allows_denies_and_caches(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let (port, ca, calls, seen) = start_webhook();
     let config = kubeconfig(files.path(), port, &ca);
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         "--authorization-mode=Webhook,RBAC",
         &format!("--authorization-webhook-config-file={}", config.display()),
         "--authorization-webhook-version=v1",
@@ -146,8 +145,7 @@ fn webhook_mode_allows_denies_and_caches() {
     assert_eq!(calls.load(Ordering::SeqCst), before);
 }
 
-#[test]
-fn authorization_config_chains_match_conditions_and_failure_policies() {
+fn authorization_config_chains_match_conditions_and_failure_policies(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let (port, ca, calls, _) = start_webhook();
     let hook = kubeconfig(files.path(), port, &ca);
@@ -163,7 +161,7 @@ fn authorization_config_chains_match_conditions_and_failure_policies() {
     );
     let path = files.path().join("authz.yaml");
     std::fs::write(&path, config).expect("config");
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         &format!("--authorization-config={}", path.display()),
         &format!("--token-auth-file={}", token_file(files.path()).display()),
     ]);
@@ -261,3 +259,8 @@ fn bad_authorization_configuration_stops_startup() {
     let stderr = startup_error(&[&data_dir, &flag, "--authorization-webhook-version=v1"]);
     assert!(stderr.contains("can not be specified when"), "{stderr}");
 }
+
+crate::harness::on_both_backends!(
+    backend: webhook_mode_allows_denies_and_caches,
+    authorization_config_chains_match_conditions_and_failure_policies
+);

@@ -1,21 +1,21 @@
 //! KMS v2 encryption at rest through the binary: `kms-test-plugin` (built
 //! beside `kube-apiserver` by `cargo build --workspace --bins`) serves the
-//! KMS v2 gRPC API on a unix socket; secrets reach the embedded store as
-//! `k8s:enc:kms:v2:<provider>:` and upstream's EncryptedObject, read back
-//! across a restart, the plugin's health is `/healthz` and `/readyz`'s
-//! `kms-providers` check, and with the plugin down reads and writes fail
-//! with 500 InternalError while nothing is stored in the clear; automatic
-//! reload moves a running server onto the plugin.
+//! KMS v2 gRPC API on a unix socket; secrets reach storage (the embedded
+//! store or etcd) as `k8s:enc:kms:v2:<provider>:` and upstream's
+//! EncryptedObject, read back across a restart, the plugin's health is
+//! `/healthz` and `/readyz`'s `kms-providers` check, and with the plugin
+//! down reads and writes fail with 500 InternalError while nothing is
+//! stored in the clear; automatic reload moves a running server onto the
+//! plugin (on etcd only: reading the embedded store restarts the server,
+//! which reloads the file anyway).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use storage::{Kv, RangeRequest};
-use storage_etcd::testing::EtcdServer;
 
-use crate::harness::TestServer;
+use crate::harness::Backend;
 
 const PREFIX: &[u8] = b"k8s:enc:kms:v2:test-kms:";
 
@@ -77,31 +77,11 @@ fn config(dir: &Path, socket: &Path) -> PathBuf {
     write_config(dir, &(kms_provider(socket) + IDENTITY))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// The stored value of `key` in a stopped server's embedded store.
-fn stored(data_dir: &Path, key: &str) -> Option<Vec<u8>> {
-    let kv = storage_embedded::EmbeddedKv::open(&data_dir.join("storage")).expect("open the store");
-    let resp = runtime()
-        .block_on(kv.range(RangeRequest {
-            key: key.into(),
-            ..Default::default()
-        }))
-        .expect("range");
-    resp.kvs.into_iter().next().map(|kv| kv.value.to_vec())
-}
-
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-#[test]
-fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
+fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let socket = files.path().join("kms.sock");
     let plugin = Plugin::start(&socket, "key-1");
@@ -109,7 +89,7 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
         "--encryption-provider-config={}",
         config(files.path(), &socket).display()
     );
-    let mut s = TestServer::start_with(&[&flag]);
+    let mut s = backend.start_with(&[&flag]);
     s.ok(&[
         "create",
         "secret",
@@ -133,9 +113,8 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
     s.restart();
     assert_eq!(s.ok(&password), "aHVudGVyMg==");
     s.ok(&["label", "secret", "s1", "restarted=yes"]);
-    assert!(s.terminate().success());
 
-    let raw = stored(s.dir.path(), "/registry/secrets/default/s1").expect("s1 stored");
+    let raw = s.stored("/registry/secrets/default/s1").expect("s1 stored");
     assert!(
         raw.starts_with(PREFIX),
         "{:?}",
@@ -160,20 +139,7 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
     // With the plugin down the server starts unready and fails reads and
     // writes with 500 InternalError.
     drop(plugin);
-    let mut server = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
-        .arg(format!("--data-dir={}", s.dir.path().display()))
-        .arg(format!("--secure-port={}", s.port))
-        .arg("--bind-address=127.0.0.1")
-        .arg(&flag)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !s.kubectl(&["get", "--raw", "/livez"]).status.success() {
-        assert!(Instant::now() < deadline, "server did not come up");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.restart_until_live();
     s.fails(&["get", "--raw", "/readyz/kms-providers"]);
     let err = s.fails(&["get", "secret", "s1"]);
     assert!(
@@ -185,34 +151,16 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin() {
         err.contains("Internal error occurred") && err.contains("got unexpected nil transformer"),
         "{err}"
     );
-    let _ = server.kill();
-    let _ = server.wait();
-    assert_eq!(stored(s.dir.path(), "/registry/secrets/default/s2"), None);
+    assert_eq!(s.stored("/registry/secrets/default/s2"), None);
 }
 
 #[test]
 fn automatic_reload_moves_to_a_kms_v2_plugin() {
-    let rt = runtime();
-    let etcd = rt.block_on(EtcdServer::start()).expect("etcd starts");
-    let kv = rt.block_on(etcd.kv()).expect("etcd client");
-    let raw = |key: &str| {
-        rt.block_on(kv.range(RangeRequest {
-            key: key.into(),
-            ..Default::default()
-        }))
-        .expect("range")
-        .kvs
-        .into_iter()
-        .next()
-        .map(|kv| kv.value.to_vec())
-        .unwrap_or_default()
-    };
     let files = tempfile::tempdir().expect("temp dir");
     let socket = files.path().join("kms.sock");
     let _plugin = Plugin::start(&socket, "key-7");
     let config = write_config(files.path(), IDENTITY);
-    let s = TestServer::start_with(&[
-        &format!("--etcd-servers={}", etcd.client_url()),
+    let mut s = Backend::Etcd.start_with(&[
         &format!("--encryption-provider-config={}", config.display()),
         "--encryption-provider-config-automatic-reload",
     ]);
@@ -233,7 +181,8 @@ fn automatic_reload_moves_to_a_kms_v2_plugin() {
         attempt += 1;
         let name = format!("after-{attempt}");
         s.ok(&["create", "secret", "generic", &name, "--from-literal=a=b"]);
-        if raw(&format!("/registry/secrets/default/{name}")).starts_with(PREFIX) {
+        let key = format!("/registry/secrets/default/{name}");
+        if s.stored(&key).is_some_and(|v| v.starts_with(PREFIX)) {
             break;
         }
         assert!(
@@ -242,7 +191,9 @@ fn automatic_reload_moves_to_a_kms_v2_plugin() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let stored = raw(&format!("/registry/secrets/default/after-{attempt}"));
+    let stored = s
+        .stored(&format!("/registry/secrets/default/after-{attempt}"))
+        .expect("stored");
     let object = kms::object::decode(Bytes::copy_from_slice(&stored[PREFIX.len()..]))
         .expect("an EncryptedObject");
     assert_eq!(object.key_id, "key-7");
@@ -256,3 +207,5 @@ fn automatic_reload_moves_to_a_kms_v2_plugin() {
         );
     }
 }
+
+crate::harness::on_both_backends!(backend: secrets_are_envelope_encrypted_by_a_kms_v2_plugin);

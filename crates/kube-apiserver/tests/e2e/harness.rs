@@ -13,6 +13,9 @@ pub struct TestServer {
     pub port: u16,
     pub kubeconfig: PathBuf,
     extra_args: Vec<String>,
+    /// What a (re)start waits for: `/readyz`, or `/livez` for a server
+    /// that is meant to come up unready.
+    wait_path: &'static str,
 }
 
 fn free_port() -> u16 {
@@ -40,6 +43,7 @@ impl TestServer {
             port,
             kubeconfig,
             extra_args,
+            wait_path: "/readyz",
         };
         server.wait_ready();
         server
@@ -49,14 +53,17 @@ impl TestServer {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if self.kubeconfig.exists() {
-                let out = self.kubectl(&["get", "--raw", "/readyz"]);
+                let out = self.kubectl(&["get", "--raw", self.wait_path]);
                 if out.status.success() {
                     return;
                 }
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("server did not become ready on port {}", self.port);
+        panic!(
+            "server on port {} did not answer {}",
+            self.port, self.wait_path
+        );
     }
 
     /// Writes a client certificate for `cn` in `org` signed by the server's CA;
@@ -180,6 +187,14 @@ impl TestServer {
         self.wait_ready();
     }
 
+    /// Like [`TestServer::restart`], waiting only for `/livez`: for a server
+    /// that cannot become ready (a health check is meant to fail). Later
+    /// restarts wait the same way.
+    pub fn restart_until_live(&mut self) {
+        self.wait_path = "/livez";
+        self.restart();
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
@@ -209,45 +224,162 @@ impl Drop for TestServer {
     }
 }
 
-/// A server on a real etcd started for it; both stop when this is dropped.
-pub struct OnEtcd {
-    pub server: TestServer,
-    _etcd: storage_etcd::testing::EtcdServer,
-    _runtime: tokio::runtime::Runtime,
+/// The storage a test server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded store in the data dir (no storage flags).
+    Embedded,
+    /// A real etcd started for the server (`--etcd-servers`).
+    Etcd,
 }
 
-/// Starts a real etcd on free loopback ports and the server on it.
-pub fn start_on_etcd() -> OnEtcd {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let etcd = runtime
-        .block_on(storage_etcd::testing::EtcdServer::start())
-        .expect("etcd starts");
-    let servers = format!("--etcd-servers={}", etcd.client_url());
-    OnEtcd {
-        server: TestServer::start_with(&[&servers]),
-        _etcd: etcd,
-        _runtime: runtime,
+impl Backend {
+    pub fn start(self) -> Served {
+        self.start_with(&[])
+    }
+
+    /// Starts a server on this backend with `args` besides the storage flags.
+    pub fn start_with(self, args: &[&str]) -> Served {
+        match self {
+            Backend::Embedded => Served {
+                server: TestServer::start_with(args),
+                etcd: None,
+            },
+            Backend::Etcd => {
+                let etcd = EtcdProcess::start();
+                let servers = format!("--etcd-servers={}", etcd.server.client_url());
+                let mut all = vec![servers.as_str()];
+                all.extend_from_slice(args);
+                Served {
+                    server: TestServer::start_with(&all),
+                    etcd: Some(etcd),
+                }
+            }
+        }
     }
 }
 
-/// Runs each scenario `fn name(s: &TestServer)` as two tests: on the
-/// embedded store and on a real etcd.
+/// A real etcd with a client of its own, for reading raw stored values.
+struct EtcdProcess {
+    kv: storage_etcd::EtcdKv,
+    // Dropped after the client: etcd stops when this goes.
+    server: storage_etcd::testing::EtcdServer,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl EtcdProcess {
+    fn start() -> EtcdProcess {
+        let runtime = runtime();
+        let server = runtime
+            .block_on(storage_etcd::testing::EtcdServer::start())
+            .expect("etcd starts");
+        let kv = runtime.block_on(server.kv()).expect("etcd client");
+        EtcdProcess {
+            kv,
+            server,
+            runtime,
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Reads `key` from a key-value store.
+async fn range(kv: &dyn storage::Kv, key: &str) -> Option<Vec<u8>> {
+    let request = storage::RangeRequest {
+        key: key.into(),
+        ..Default::default()
+    };
+    let response = kv.range(request).await.expect("range");
+    response.kvs.into_iter().next().map(|kv| kv.value.to_vec())
+}
+
+/// A server on one backend; on etcd it owns (and stops on drop) the etcd it
+/// was started on. Derefs to the [`TestServer`].
+pub struct Served {
+    pub server: TestServer,
+    // After the server: etcd outlives the server that uses it.
+    etcd: Option<EtcdProcess>,
+}
+
+impl Served {
+    /// The raw value stored under `key` (e.g. `/registry/secrets/ns/name`).
+    /// etcd is read while the server runs; the embedded store admits one
+    /// process at a time, so there the server is stopped for the read and
+    /// started again (waiting as its last start did).
+    pub fn stored(&mut self, key: &str) -> Option<Vec<u8>> {
+        match &self.etcd {
+            Some(etcd) => etcd.runtime.block_on(range(&etcd.kv, key)),
+            None => {
+                let _ = self.server.terminate();
+                let dir = self.server.dir.path().join("storage");
+                let value = runtime().block_on(async {
+                    let kv = storage_embedded::EmbeddedKv::open(&dir)
+                        .expect("open the stopped server's store");
+                    let value = range(&kv, key).await;
+                    // The database stays locked until the writer lets go.
+                    kv.close().await;
+                    value
+                });
+                self.server.restart();
+                value
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Served {
+    type Target = TestServer;
+
+    fn deref(&self) -> &TestServer {
+        &self.server
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut TestServer {
+        &mut self.server
+    }
+}
+
+/// Starts a real etcd on free loopback ports and the server on it.
+pub fn start_on_etcd() -> Served {
+    Backend::Etcd.start()
+}
+
+/// Runs each scenario as two tests, one on the embedded store and one on a
+/// real etcd: `fn name(s: &TestServer)` gets a server without other flags;
+/// those listed after `backend:` are `fn name(backend: Backend)` and start
+/// their own servers (for flags, restarts or raw stored values).
 macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
+    (backend: $($started:ident),* $(,)?) => {
+        $crate::harness::on_both_backends!(; backend: $($started),*);
+    };
+    ($($name:ident),* $(,)? $(; backend: $($started:ident),* $(,)?)?) => {
         mod embedded {
             $(#[test]
             fn $name() {
                 super::$name(&$crate::harness::TestServer::start());
             })*
+            $($(#[test]
+            fn $started() {
+                super::$started($crate::harness::Backend::Embedded);
+            })*)?
         }
         mod etcd {
             $(#[test]
             fn $name() {
-                super::$name(&$crate::harness::start_on_etcd().server);
+                super::$name(&$crate::harness::start_on_etcd());
             })*
+            $($(#[test]
+            fn $started() {
+                super::$started($crate::harness::Backend::Etcd);
+            })*)?
         }
     };
 }

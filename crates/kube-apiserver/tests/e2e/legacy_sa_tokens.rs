@@ -77,12 +77,10 @@ fn whoami(server: &TestServer, token: &str) -> Result<Value, String> {
     }
 }
 
-#[test]
-fn secret_tokens_are_filled_used_tracked_and_revoked() {
-    let server = TestServer::start();
+fn secret_tokens_are_filled_used_tracked_and_revoked(server: &TestServer) {
     server.ok(&["create", "serviceaccount", "builder"]);
     server.apply_yaml(&secret_yaml("builder-token", "builder", ""));
-    let filled = wait_token(&server, "builder-token");
+    let filled = wait_token(server, "builder-token");
     assert_eq!(decoded(&filled, "namespace"), "default");
     let ca = std::fs::read_to_string(server.dir.path().join("pki").join("ca.crt")).expect("ca");
     assert_eq!(decoded(&filled, "ca.crt"), ca);
@@ -93,7 +91,7 @@ fn secret_tokens_are_filled_used_tracked_and_revoked() {
     );
     let token = decoded(&filled, "token");
 
-    let who = whoami(&server, &token).expect("the token authenticates");
+    let who = whoami(server, &token).expect("the token authenticates");
     assert_eq!(
         who["status"]["userInfo"]["username"],
         "system:serviceaccount:default:builder"
@@ -108,7 +106,7 @@ fn secret_tokens_are_filled_used_tracked_and_revoked() {
         ])
     );
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-    let labels = &secret(&server, "builder-token")["metadata"]["labels"];
+    let labels = &secret(server, "builder-token")["metadata"]["labels"];
     assert_eq!(
         labels["kubernetes.io/legacy-token-last-used"],
         today.as_str()
@@ -120,8 +118,8 @@ fn secret_tokens_are_filled_used_tracked_and_revoked() {
         "builder",
         "kubernetes.io/legacy-token-invalid-since: \"2024-01-01\"",
     ));
-    let marked = decoded(&wait_token(&server, "marked-token"), "token");
-    let refused = whoami(&server, &marked).expect_err("a marked token is refused");
+    let marked = decoded(&wait_token(server, "marked-token"), "token");
+    let refused = whoami(server, &marked).expect_err("a marked token is refused");
     assert!(refused.contains("Unauthorized"), "{refused}");
     server.ok(&[
         "label",
@@ -129,13 +127,13 @@ fn secret_tokens_are_filled_used_tracked_and_revoked() {
         "marked-token",
         "kubernetes.io/legacy-token-invalid-since-",
     ]);
-    whoami(&server, &marked).expect("unmarked, the token works again");
+    whoami(server, &marked).expect("unmarked, the token works again");
 
     // Deleting the secret revokes the token once the success cache (10s,
     // as upstream) has expired.
     server.ok(&["delete", "secret", "builder-token"]);
     std::thread::sleep(Duration::from_secs(11));
-    let refused = whoami(&server, &token).expect_err("a deleted secret's token is refused");
+    let refused = whoami(server, &token).expect_err("a deleted secret's token is refused");
     assert!(refused.contains("Unauthorized"), "{refused}");
 
     // Deleting the account deletes its remaining token secrets.
@@ -154,9 +152,7 @@ fn secret_tokens_are_filled_used_tracked_and_revoked() {
     }
 }
 
-#[test]
-fn token_secrets_of_missing_accounts_are_deleted() {
-    let server = TestServer::start();
+fn token_secrets_of_missing_accounts_are_deleted(server: &TestServer) {
     server.apply_yaml(&secret_yaml("orphan-token", "nobody", ""));
     let deadline = Instant::now() + Duration::from_secs(20);
     while server
@@ -171,3 +167,8 @@ fn token_secrets_of_missing_accounts_are_deleted() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+crate::harness::on_both_backends!(
+    secret_tokens_are_filled_used_tracked_and_revoked,
+    token_secrets_of_missing_accounts_are_deleted
+);

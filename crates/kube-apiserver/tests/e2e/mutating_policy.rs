@@ -50,9 +50,7 @@ fn jsonpath(s: &TestServer, args: &[&str], path: &str) -> String {
     s.ok(&all)
 }
 
-#[test]
-fn apply_configurations_label_pods_and_set_pull_policies() {
-    let s = TestServer::start();
+fn apply_configurations_label_pods_and_set_pull_policies(s: &TestServer) {
     s.apply_yaml(&policy(
         "pull-always",
         "",
@@ -66,22 +64,20 @@ fn apply_configurations_label_pods_and_set_pull_policies() {
     ));
     s.ok(&["run", "web", "--image=nginx:1.27", "--labels=app=web"]);
     let pod = ["get", "pod", "web"];
-    assert_eq!(jsonpath(&s, &pod, "{.metadata.labels.mutated}"), "true");
-    assert_eq!(jsonpath(&s, &pod, "{.metadata.labels.app}"), "web");
+    assert_eq!(jsonpath(s, &pod, "{.metadata.labels.mutated}"), "true");
+    assert_eq!(jsonpath(s, &pod, "{.metadata.labels.app}"), "web");
     assert_eq!(
-        jsonpath(&s, &pod, "{.spec.containers[0].imagePullPolicy}"),
+        jsonpath(s, &pod, "{.spec.containers[0].imagePullPolicy}"),
         "Always"
     );
     // The container keeps its other fields: the list merges by name.
     assert_eq!(
-        jsonpath(&s, &pod, "{.spec.containers[0].image}"),
+        jsonpath(s, &pod, "{.spec.containers[0].image}"),
         "nginx:1.27"
     );
 }
 
-#[test]
-fn deployments_get_a_template_label_from_a_param() {
-    let s = TestServer::start();
+fn deployments_get_a_template_label_from_a_param(s: &TestServer) {
     s.ok(&[
         "create",
         "configmap",
@@ -110,7 +106,7 @@ spec:
     s.ok(&["create", "deployment", "api", "--image=nginx"]);
     assert_eq!(
         jsonpath(
-            &s,
+            s,
             &["get", "deployment", "api"],
             "{.spec.template.metadata.labels.owner}"
         ),
@@ -118,9 +114,7 @@ spec:
     );
 }
 
-#[test]
-fn json_patches_add_labels_and_failures_follow_the_failure_policy() {
-    let s = TestServer::start();
+fn json_patches_add_labels_and_failures_follow_the_failure_policy(s: &TestServer) {
     s.apply_yaml(&policy(
         "stamp",
         "",
@@ -135,7 +129,7 @@ fn json_patches_add_labels_and_failures_follow_the_failure_policy() {
     s.ok(&["create", "configmap", "settings", "--from-literal=a=b"]);
     assert_eq!(
         jsonpath(
-            &s,
+            s,
             &["get", "configmap", "settings"],
             "{.metadata.labels.example\\.com/stamped}"
         ),
@@ -169,14 +163,12 @@ fn json_patches_add_labels_and_failures_follow_the_failure_policy() {
     ));
     s.ok(&["create", "secret", "generic", "token", "--from-literal=a=b"]);
     assert_eq!(
-        jsonpath(&s, &["get", "secret", "token"], "{.metadata.labels}"),
+        jsonpath(s, &["get", "secret", "token"], "{.metadata.labels}"),
         ""
     );
 }
 
-#[test]
-fn invalid_policies_are_refused_with_field_errors() {
-    let s = TestServer::start();
+fn invalid_policies_are_refused_with_field_errors(s: &TestServer) {
     let out = s.kubectl_stdin(
         &["apply", "-f", "-"],
         r#"apiVersion: admissionregistration.k8s.io/v1
@@ -237,9 +229,7 @@ spec:
                     port: {type: integer}
 "#;
 
-#[test]
-fn custom_resources_merge_by_their_schema() {
-    let s = TestServer::start();
+fn custom_resources_merge_by_their_schema(s: &TestServer) {
     s.apply_yaml(WIDGET_CRD);
     s.ok(&[
         "wait",
@@ -264,7 +254,7 @@ fn custom_resources_merge_by_their_schema() {
     // The list-map keeps the created entry and gains the policy's.
     assert_eq!(
         jsonpath(
-            &s,
+            s,
             &["get", "widget", "w1"],
             "{range .spec.ports[*]}{.name}={.port} {end}"
         ),
@@ -291,3 +281,11 @@ fn custom_resources_merge_by_their_schema() {
         "{err}"
     );
 }
+
+crate::harness::on_both_backends!(
+    apply_configurations_label_pods_and_set_pull_policies,
+    deployments_get_a_template_label_from_a_param,
+    json_patches_add_labels_and_failures_follow_the_failure_policy,
+    invalid_policies_are_refused_with_field_errors,
+    custom_resources_merge_by_their_schema
+);

@@ -3,9 +3,7 @@
 
 use crate::harness::TestServer;
 
-#[test]
-fn deleting_a_namespace_deletes_its_content_first() {
-    let s = TestServer::start();
+fn deleting_a_namespace_deletes_its_content_first(s: &TestServer) {
     s.ok(&["create", "namespace", "team"]);
     s.ok(&[
         "create",
@@ -41,9 +39,7 @@ fn deleting_a_namespace_deletes_its_content_first() {
     assert_eq!(left.trim(), "", "content survived the namespace: {left}");
 }
 
-#[test]
-fn a_terminating_namespace_shows_its_phase_while_content_is_held() {
-    let s = TestServer::start();
+fn a_terminating_namespace_shows_its_phase_while_content_is_held(s: &TestServer) {
     s.ok(&["create", "namespace", "slow"]);
     s.apply_yaml(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: slow, finalizers: [example.com/hold]}\n",
@@ -63,3 +59,8 @@ fn a_terminating_namespace_shows_its_phase_while_content_is_held() {
     ]);
     s.ok(&["wait", "--for=delete", "namespace/slow", "--timeout=30s"]);
 }
+
+crate::harness::on_both_backends!(
+    deleting_a_namespace_deletes_its_content_first,
+    a_terminating_namespace_shows_its_phase_while_content_is_held
+);

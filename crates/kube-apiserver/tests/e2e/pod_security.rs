@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 const BASELINE_PRIVILEGED: &str = "violates PodSecurity \"baseline:latest\": privileged";
 
@@ -36,11 +36,9 @@ fn label(s: &TestServer, ns: &str, label: &str) -> String {
     stderr_of(s, &["label", "ns", ns, label, "--overwrite"])
 }
 
-#[test]
-fn enforce_refuses_violating_pods_and_invalid_labels() {
-    let s = TestServer::start();
+fn enforce_refuses_violating_pods_and_invalid_labels(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-b"]);
-    label(&s, "psa-b", "pod-security.kubernetes.io/enforce=baseline");
+    label(s, "psa-b", "pod-security.kubernetes.io/enforce=baseline");
     let err = s.fails(&[
         "run",
         "priv",
@@ -57,7 +55,7 @@ fn enforce_refuses_violating_pods_and_invalid_labels() {
     );
     s.fails(&["get", "pod", "priv", "-n", "psa-b"]);
     // A pod within the level is created, without warnings.
-    let warnings = stderr_of(&s, &["run", "plain", "-n", "psa-b", "--image=nginx"]);
+    let warnings = stderr_of(s, &["run", "plain", "-n", "psa-b", "--image=nginx"]);
     assert!(!warnings.contains("Warning"), "{warnings}");
     // Labels with unknown levels or versions are refused.
     let err = s.fails(&[
@@ -87,12 +85,10 @@ fn enforce_refuses_violating_pods_and_invalid_labels() {
     );
 }
 
-#[test]
-fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates() {
-    let s = TestServer::start();
+fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-w"]);
-    label(&s, "psa-w", "pod-security.kubernetes.io/warn=restricted");
-    let warnings = stderr_of(&s, &["run", "web", "-n", "psa-w", "--image=nginx"]);
+    label(s, "psa-w", "pod-security.kubernetes.io/warn=restricted");
+    let warnings = stderr_of(s, &["run", "web", "-n", "psa-w", "--image=nginx"]);
     assert!(
         warnings.contains(&format!(
             "Warning: would violate PodSecurity \"restricted:latest\": {}",
@@ -102,11 +98,11 @@ fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates() {
     );
     s.ok(&["get", "pod", "web", "-n", "psa-w"]);
     // Updates that do not change images are not evaluated again.
-    let warnings = stderr_of(&s, &["label", "pod", "web", "-n", "psa-w", "tier=front"]);
+    let warnings = stderr_of(s, &["label", "pod", "web", "-n", "psa-w", "tier=front"]);
     assert!(!warnings.contains("PodSecurity"), "{warnings}");
     // A pinned older version evaluates that version's checks.
-    label(&s, "psa-w", "pod-security.kubernetes.io/warn-version=v1.21");
-    let warnings = stderr_of(&s, &["run", "old", "-n", "psa-w", "--image=nginx"]);
+    label(s, "psa-w", "pod-security.kubernetes.io/warn-version=v1.21");
+    let warnings = stderr_of(s, &["run", "old", "-n", "psa-w", "--image=nginx"]);
     assert!(
         warnings.contains(
             "would violate PodSecurity \"restricted:v1.21\": allowPrivilegeEscalation != false"
@@ -119,13 +115,11 @@ fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates() {
     );
 }
 
-#[test]
-fn workloads_in_an_enforcing_namespace_are_created_with_warnings() {
-    let s = TestServer::start();
+fn workloads_in_an_enforcing_namespace_are_created_with_warnings(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-r"]);
-    label(&s, "psa-r", "pod-security.kubernetes.io/enforce=restricted");
+    label(s, "psa-r", "pod-security.kubernetes.io/enforce=restricted");
     let warnings = stderr_of(
-        &s,
+        s,
         &[
             "create",
             "deployment",
@@ -144,7 +138,7 @@ fn workloads_in_an_enforcing_namespace_are_created_with_warnings() {
     );
     s.ok(&["get", "deployment", "web", "-n", "psa-r"]);
     let warnings = stderr_of(
-        &s,
+        s,
         &[
             "create",
             "cronjob",
@@ -170,22 +164,20 @@ fn workloads_in_an_enforcing_namespace_are_created_with_warnings() {
     );
 }
 
-#[test]
-fn a_stricter_enforce_label_warns_about_existing_pods() {
-    let s = TestServer::start();
+fn a_stricter_enforce_label_warns_about_existing_pods(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-l"]);
     for name in ["a", "b"] {
         s.ok(&["run", name, "-n", "psa-l", "--image=nginx"]);
     }
     s.ok(&["run", "p", "-n", "psa-l", "--image=nginx", "--privileged"]);
-    let warnings = label(&s, "psa-l", "pod-security.kubernetes.io/enforce=baseline");
+    let warnings = label(s, "psa-l", "pod-security.kubernetes.io/enforce=baseline");
     assert!(
         warnings.contains(
             "Warning: existing pods in namespace \"psa-l\" violate the new PodSecurity enforce level \"baseline:latest\"\nWarning: p: privileged\n"
         ),
         "{warnings}"
     );
-    let warnings = label(&s, "psa-l", "pod-security.kubernetes.io/enforce=restricted");
+    let warnings = label(s, "psa-l", "pod-security.kubernetes.io/enforce=restricted");
     let plain = "allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile";
     assert!(
         warnings.contains(&format!(
@@ -195,7 +187,7 @@ Warning: a (and 1 other pod): {plain}\nWarning: p: privileged, {plain}\n"
         "{warnings}"
     );
     // Relaxing the level checks nothing.
-    let warnings = label(&s, "psa-l", "pod-security.kubernetes.io/enforce=baseline");
+    let warnings = label(s, "psa-l", "pod-security.kubernetes.io/enforce=baseline");
     assert!(!warnings.contains("Warning"), "{warnings}");
 }
 
@@ -222,13 +214,12 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-#[test]
-fn configured_defaults_exemptions_and_audit_annotations() {
+fn configured_defaults_exemptions_and_audit_annotations(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let config = write(files.path(), "admission.yaml", ADMISSION_CONFIG);
     let policy = write(files.path(), "audit.yaml", AUDIT_POLICY);
     let log = files.path().join("audit.log");
-    let s = TestServer::start_with(&[
+    let s = backend.start_with(&[
         &format!("--admission-control-config-file={config}"),
         &format!("--audit-policy-file={policy}"),
         &format!("--audit-log-path={}", log.display()),
@@ -353,3 +344,11 @@ fn an_invalid_configuration_stops_startup() {
         "{stderr}"
     );
 }
+
+crate::harness::on_both_backends!(
+    enforce_refuses_violating_pods_and_invalid_labels,
+    warn_prints_upstreams_warnings_and_ignores_insignificant_updates,
+    workloads_in_an_enforcing_namespace_are_created_with_warnings,
+    a_stricter_enforce_label_warns_about_existing_pods;
+    backend: configured_defaults_exemptions_and_audit_annotations
+);

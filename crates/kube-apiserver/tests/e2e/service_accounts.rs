@@ -21,12 +21,10 @@ fn wait_for_default_account(s: &TestServer, namespace: &str) {
     }
 }
 
-#[test]
-fn namespaces_get_a_default_service_account_and_pods_run_as_it() {
-    let s = TestServer::start();
-    wait_for_default_account(&s, "default");
+fn namespaces_get_a_default_service_account_and_pods_run_as_it(s: &TestServer) {
+    wait_for_default_account(s, "default");
     s.ok(&["create", "namespace", "team"]);
-    wait_for_default_account(&s, "team");
+    wait_for_default_account(s, "team");
     s.ok(&["run", "web", "-n", "team", "--image=nginx"]);
     let account = [
         "get",
@@ -40,11 +38,9 @@ fn namespaces_get_a_default_service_account_and_pods_run_as_it() {
     assert_eq!(s.ok(&account), "default");
 }
 
-#[test]
-fn a_deleted_default_service_account_comes_back() {
-    let s = TestServer::start();
+fn a_deleted_default_service_account_comes_back(s: &TestServer) {
     s.ok(&["create", "namespace", "team"]);
-    wait_for_default_account(&s, "team");
+    wait_for_default_account(s, "team");
     let uid = |s: &TestServer| {
         s.ok(&[
             "get",
@@ -56,8 +52,13 @@ fn a_deleted_default_service_account_comes_back() {
             "jsonpath={.metadata.uid}",
         ])
     };
-    let before = uid(&s);
+    let before = uid(s);
     s.ok(&["delete", "serviceaccount", "default", "-n", "team"]);
-    wait_for_default_account(&s, "team");
-    assert_ne!(uid(&s), before, "a new account, not the old one");
+    wait_for_default_account(s, "team");
+    assert_ne!(uid(s), before, "a new account, not the old one");
 }
+
+crate::harness::on_both_backends!(
+    namespaces_get_a_default_service_account_and_pods_run_as_it,
+    a_deleted_default_service_account_comes_back
+);

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 /// Writes a CA and client certificates it issued for `names`; returns
 /// the CA file and each certificate's (certificate, key) files.
@@ -76,13 +76,12 @@ fn whoami(server: &TestServer, cert: &Path, key: &Path, headers: &[&str]) -> (u1
     )
 }
 
-#[test]
-fn front_proxies_assert_users_in_headers() {
+fn front_proxies_assert_users_in_headers(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let (ca, issued) = front_proxy_pki(files.path(), &["front-proxy-client", "intruder"]);
     let (cert, key) = &issued[0];
     let ca_flag = format!("--requestheader-client-ca-file={}", ca.display());
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         &ca_flag,
         "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User",
@@ -118,3 +117,7 @@ fn front_proxies_assert_users_in_headers() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["status"]["userInfo"]["username"], "kubernetes-admin");
 }
+
+crate::harness::on_both_backends!(
+    backend: front_proxies_assert_users_in_headers
+);

@@ -8,10 +8,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::{https_server, json_of, stderr, with_token};
-use crate::harness::TestServer;
+use crate::harness::Backend;
 
-#[test]
-fn oidc_id_tokens_authenticate_with_mapped_claims() {
+fn oidc_id_tokens_authenticate_with_mapped_claims(backend: Backend) {
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
     let point = key.public_key_raw().to_vec();
     let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
@@ -42,7 +41,7 @@ fn oidc_id_tokens_authenticate_with_mapped_claims() {
         "--oidc-signing-algs=ES256".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start_with(&flags);
+    let server = backend.start_with(&flags);
 
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -76,3 +75,7 @@ fn oidc_id_tokens_authenticate_with_mapped_claims() {
         assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
     }
 }
+
+crate::harness::on_both_backends!(
+    backend: oidc_id_tokens_authenticate_with_mapped_claims
+);

@@ -10,7 +10,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::{https_server, json_of, stderr, with_token};
-use crate::harness::TestServer;
+use crate::harness::Backend;
 
 /// The webhook's answer to a TokenReview.
 fn answer(body: &[u8]) -> Value {
@@ -23,8 +23,7 @@ fn answer(body: &[u8]) -> Value {
     json!({"apiVersion": review["apiVersion"], "kind": "TokenReview", "status": status})
 }
 
-#[test]
-fn webhook_tokens_authenticate_and_answers_are_cached() {
+fn webhook_tokens_authenticate_and_answers_are_cached(backend: Backend) {
     let (port, ca, calls) = https_server::start(Arc::new(|_, body| answer(body)));
     let files = tempfile::tempdir().expect("temp dir");
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
@@ -38,7 +37,7 @@ fn webhook_tokens_authenticate_and_answers_are_cached() {
         "--authentication-token-webhook-config-file={}",
         path.display()
     );
-    let server = TestServer::start_with(&[&flag, "--authentication-token-webhook-version=v1"]);
+    let server = backend.start_with(&[&flag, "--authentication-token-webhook-version=v1"]);
 
     let whoami = json_of(&with_token(
         &server,
@@ -61,3 +60,7 @@ fn webhook_tokens_authenticate_and_answers_are_cached() {
     with_token(&server, Some("other-token"), &["auth", "whoami"]);
     assert_eq!(calls.load(Ordering::SeqCst), before);
 }
+
+crate::harness::on_both_backends!(
+    backend: webhook_tokens_authenticate_and_answers_are_cached
+);
