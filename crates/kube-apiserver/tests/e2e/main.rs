@@ -33,6 +33,7 @@ mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_v2;
 mod pod_security;
+mod pod_spec_validation;
 mod pod_subresources;
 mod rbac;
 mod runtime_config;

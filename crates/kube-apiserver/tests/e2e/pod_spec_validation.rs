@@ -1,0 +1,270 @@
+//! Pod spec validation through kubectl: manifests with the mistakes users
+//! make (a bad port, a probe with two handlers, limits below requests, a
+//! mount of a missing volume) are refused with upstream's messages, and
+//! realistic pods and workloads, as kubectl builds them, are accepted.
+
+use crate::harness::TestServer;
+
+fn refused(s: &TestServer, yaml: &str) -> String {
+    let out = s.kubectl_stdin(&["create", "-f", "-"], yaml);
+    assert!(!out.status.success(), "created: {yaml}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_has(err: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+}
+
+const BAD_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: bad}
+spec:
+  containers:
+  - name: app
+    image: nginx
+    ports: [{containerPort: 0}, {containerPort: 80, protocol: TPC}]
+    livenessProbe:
+      exec: {command: [cat, /ok]}
+      httpGet: {path: /, port: 80}
+    resources:
+      requests: {cpu: "2", memory: 64Mi}
+      limits: {cpu: 500m, memory: 64Mi}
+    volumeMounts: [{name: data, mountPath: /data}]
+"#;
+
+#[test]
+fn user_mistakes_are_refused_with_upstream_messages() {
+    let s = TestServer::start();
+    let err = refused(&s, BAD_POD);
+    assert_has(
+        &err,
+        &[
+            "The Pod \"bad\" is invalid:",
+            "spec.containers[0].ports[0].containerPort: Required value",
+            "spec.containers[0].ports[1].protocol: Unsupported value: \"TPC\": supported values: \"SCTP\", \"TCP\", \"UDP\"",
+            "spec.containers[0].volumeMounts[0].name: Not found: \"data\"",
+            "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 500m",
+            "spec.containers[0].livenessProbe.httpGet: Forbidden: may not specify more than 1 handler type",
+        ],
+    );
+
+    let port = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: nginx, ports: [{containerPort: 70000}]}]\n";
+    assert_has(
+        &refused(&s, port),
+        &["The Pod \"p\" is invalid: spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"],
+    );
+
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      restartPolicy: Always\n      containers: [{name: c, image: busybox}]\n";
+    assert_has(
+        &refused(&s, job),
+        &["spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""],
+    );
+
+    let rc = "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc}\nspec:\n  selector: {app: web}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: c, image: nginx, env: [{name: A, valueFrom: {}}]}]\n";
+    assert_has(
+        &refused(&s, rc),
+        &[
+            "spec.template.metadata.labels: Invalid value: {\"app\":\"db\"}: `selector` does not match template `labels`",
+            "spec.template.spec.containers[0].env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+        ],
+    );
+
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      volumes: [{name: v}]\n      containers: [{name: c, image: nginx, readinessProbe: {periodSeconds: 5}}]\n";
+    assert_has(
+        &refused(&s, deploy),
+        &[
+            "spec.template.spec.volumes[0]: Required value: must specify a volume type",
+            "spec.template.spec.containers[0].readinessProbe: Required value: must specify a handler type",
+        ],
+    );
+
+    let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  schedule: every minute\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers: [{name: c, image: busybox}]\n";
+    assert_has(
+        &refused(&s, cron),
+        &["spec.schedule: Invalid value: \"every minute\": expected exactly 5 fields, found 2: [every minute]"],
+    );
+}
+
+const GOOD_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  serviceAccountName: default
+  securityContext: {runAsNonRoot: true, runAsUser: 1000, fsGroup: 2000, seccompProfile: {type: RuntimeDefault}}
+  initContainers:
+  - {name: init, image: busybox, command: ["sh", "-c", "true"]}
+  containers:
+  - name: app
+    image: nginx:1.25
+    ports: [{name: http, containerPort: 8080}]
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: PASSWORD, valueFrom: {secretKeyRef: {name: db, key: password, optional: true}}}
+    envFrom: [{configMapRef: {name: settings, optional: true}}]
+    resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: "1", memory: 128Mi}}
+    livenessProbe: {httpGet: {path: /healthz, port: http}, initialDelaySeconds: 5, periodSeconds: 10}
+    readinessProbe: {tcpSocket: {port: 8080}, successThreshold: 2}
+    startupProbe: {exec: {command: [cat, /tmp/started]}, failureThreshold: 30}
+    lifecycle: {preStop: {exec: {command: [nginx, -s, quit]}}}
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    volumeMounts:
+    - {name: token, mountPath: /var/run/secrets/tokens, readOnly: true}
+    - {name: cache, mountPath: /cache}
+    - {name: podinfo, mountPath: /etc/podinfo}
+  volumes:
+  - name: token
+    projected:
+      sources:
+      - serviceAccountToken: {path: token, expirationSeconds: 3600, audience: vault}
+      - configMap: {name: kube-root-ca.crt, items: [{key: ca.crt, path: ca.crt}]}
+      - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}
+  - {name: cache, emptyDir: {sizeLimit: 1Gi}}
+  - name: podinfo
+    downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}
+  tolerations: [{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 60}]
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm: {labelSelector: {matchLabels: {app: web}}, topologyKey: kubernetes.io/hostname}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}}
+"#;
+
+const WORKLOADS: &str = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, image: postgres:16, ports: [{containerPort: 5432}], volumeMounts: [{name: data, mountPath: /var/lib/postgresql}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      hostNetwork: true
+      tolerations: [{operator: Exists}]
+      containers:
+      - {name: agent, image: agent, ports: [{containerPort: 9100, hostPort: 9100}]}
+      volumes: [{name: proc, hostPath: {path: /proc, type: Directory}}]
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers: [{name: c, image: nginx}]
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: tmpl}
+template:
+  metadata: {labels: {app: t}}
+  spec:
+    containers: [{name: c, image: nginx}]
+"#;
+
+#[test]
+fn realistic_pods_and_workloads_are_accepted() {
+    let s = TestServer::start();
+    s.apply_yaml(GOOD_POD);
+    s.apply_yaml(WORKLOADS);
+    s.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--port=80",
+        "--replicas=2",
+    ]);
+    s.ok(&[
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/5 * * * *",
+        "--",
+        "date",
+    ]);
+    s.ok(&[
+        "create",
+        "job",
+        "once",
+        "--image=busybox",
+        "--",
+        "echo",
+        "hi",
+    ]);
+    s.ok(&[
+        "run",
+        "solo",
+        "--image=nginx",
+        "--port=80",
+        "--env=A=B",
+        "--labels=app=solo",
+    ]);
+    s.ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"]);
+    s.ok(&[
+        "set",
+        "resources",
+        "deployment/web",
+        "--limits=cpu=200m,memory=512Mi",
+    ]);
+    let err = s.fails(&[
+        "set",
+        "resources",
+        "deployment/web",
+        "--requests=cpu=1",
+        "--limits=cpu=500m",
+    ]);
+    assert_has(
+        &err,
+        &["spec.template.spec.containers[0].resources.requests: Invalid value: \"1\": must be less than or equal to cpu limit of 500m"],
+    );
+}
+
+#[test]
+fn persistent_volume_sources_are_fixed() {
+    let s = TestServer::start();
+    s.apply_yaml("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  hostPath: {path: /data}\n");
+    s.ok(&[
+        "patch",
+        "pv",
+        "pv",
+        "-p",
+        r#"{"spec":{"capacity":{"storage":"2Gi"}}}"#,
+    ]);
+    let err = s.fails(&[
+        "patch",
+        "pv",
+        "pv",
+        "-p",
+        r#"{"spec":{"hostPath":{"path":"/other"}}}"#,
+    ]);
+    assert_has(
+        &err,
+        &["The PersistentVolume \"pv\" is invalid: spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation"],
+    );
+}
