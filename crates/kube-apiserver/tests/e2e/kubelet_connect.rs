@@ -3,13 +3,19 @@
 //! choice, `--tail`, errors before any connection), an exec upgrade
 //! relayed byte for byte, node proxying, and discovery.
 
-use std::io::{Read, Write};
+use std::convert::Infallible;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use futures::StreamExt;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -70,16 +76,41 @@ fn routable_address() -> Option<IpAddr> {
     (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
-/// Answers a kubelet request: logs echo their container and query, exec
-/// upgrades and echoes bytes, `/healthz` says ok.
+type KubeletBody = BoxBody<Bytes, Infallible>;
+
+fn answer(code: u16, body: String) -> hyper::Response<KubeletBody> {
+    hyper::Response::builder()
+        .status(code)
+        .body(Full::new(Bytes::from(body)).boxed())
+        .expect("response")
+}
+
+/// Answers a kubelet request: logs echo their container and query (and
+/// with `follow` send one line, then hold the stream open), exec upgrades
+/// and echoes bytes, `/healthz` says ok. Logs and exec need the client
+/// certificate the server was given; `/healthz` does not (it also stands
+/// in for a pod or service endpoint).
 async fn kubelet(
     mut req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
+    authenticated: bool,
+) -> Result<hyper::Response<KubeletBody>, Infallible> {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
+    if path == "/healthz" {
+        return Ok(answer(200, "ok".to_owned()));
+    }
+    if !authenticated {
+        return Ok(answer(401, "Unauthorized".to_owned()));
+    }
     if let Some(rest) = path.strip_prefix("/containerLogs/") {
-        let text = format!("log of {rest}\nquery {query}\n");
-        return Ok(hyper::Response::new(Full::new(Bytes::from(text))));
+        if query.contains("follow=true") {
+            let first = Frame::data(Bytes::from("line 1\n"));
+            let lines = futures::stream::once(async move { Ok::<_, Infallible>(first) })
+                .chain(futures::stream::pending());
+            let resp = hyper::Response::new(BodyExt::boxed(StreamBody::new(lines)));
+            return Ok(resp);
+        }
+        return Ok(answer(200, format!("log of {rest}\nquery {query}\n")));
     }
     if path.starts_with("/exec/") && req.headers().contains_key("upgrade") {
         let upgrade = hyper::upgrade::on(&mut req);
@@ -98,23 +129,15 @@ async fn kubelet(
             .header("connection", "Upgrade")
             .header("upgrade", "SPDY/3.1")
             .header("x-kubelet-path", format!("{path}?{query}"))
-            .body(Full::new(Bytes::new()))
+            .body(Full::new(Bytes::new()).boxed())
             .expect("response");
         return Ok(resp);
     }
-    let (code, body) = match path.as_str() {
-        "/healthz" => (200, "ok".to_owned()),
-        _ => (404, format!("no {path}")),
-    };
-    let resp = hyper::Response::builder()
-        .status(code)
-        .body(Full::new(Bytes::from(body)))
-        .expect("response");
-    Ok(resp)
+    Ok(answer(404, format!("no {path}")))
 }
 
 /// Starts the fake kubelet on all addresses; it serves a certificate of
-/// `pki` for `names` and requires a client certificate `pki` signed.
+/// `pki` for `names` and checks client certificates against `pki`.
 fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
     let (cert, key) = pki.issue(names, "kubelet");
     let mut roots = rustls::RootCertStore::empty();
@@ -126,6 +149,7 @@ fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
         Arc::new(roots),
         provider.clone(),
     )
+    .allow_unauthenticated()
     .build()
     .expect("verifier");
     let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -148,8 +172,10 @@ fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
+                    let authenticated = tls.get_ref().1.peer_certificates().is_some();
+                    let service = service_fn(move |req| kubelet(req, authenticated));
                     let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service_fn(kubelet))
+                        .serve_connection(TokioIo::new(tls), service)
                         .with_upgrades()
                         .await;
                 });
@@ -165,19 +191,20 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-/// Sends `head` (a request without body) to the server over TLS as the
-/// admin and returns the response head and the open connection.
+/// Sends `head` (a request without body) to the server over TLS with a
+/// client certificate (PEM files) and returns the response head and the
+/// open connection.
 fn raw_request(
     s: &TestServer,
+    (cert, key): &(PathBuf, PathBuf),
     head: &str,
 ) -> (
     String,
     rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
 ) {
-    let pki = s.dir.path().join("pki");
-    let read = |name: &str| std::fs::read_to_string(pki.join(name)).expect("pki file");
+    let read = |path: &Path| std::fs::read_to_string(path).expect("pki file");
     let mut roots = rustls::RootCertStore::empty();
-    for c in pem_certs(&read("ca.crt")) {
+    for c in pem_certs(&read(&s.dir.path().join("pki").join("ca.crt"))) {
         roots.add(c).expect("root");
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -185,12 +212,12 @@ fn raw_request(
         .with_safe_default_protocol_versions()
         .expect("versions")
         .with_root_certificates(roots)
-        .with_client_auth_cert(pem_certs(&read("admin.crt")), pem_key(&read("admin.key")))
+        .with_client_auth_cert(pem_certs(&read(cert)), pem_key(&read(key)))
         .expect("client config");
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
     let conn = rustls::ClientConnection::new(Arc::new(config), name).expect("tls");
     let tcp = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     let mut tls = rustls::StreamOwned::new(conn, tcp);
     tls.write_all(head.as_bytes()).expect("send");
@@ -208,14 +235,14 @@ fn raw_request(
     (String::from_utf8_lossy(&response).into_owned(), tls)
 }
 
-fn exec_head(port: u16, pod: &str, upgrade: bool) -> String {
+fn exec_head(port: u16, method: &str, pod: &str, upgrade: bool) -> String {
     let upgrade = if upgrade {
         "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
     } else {
         ""
     };
     format!(
-        "POST /api/v1/namespaces/default/pods/{pod}/exec?command=cat&command=-n&stdin=true&stdout=true HTTP/1.1\r\n\
+        "{method} /api/v1/namespaces/default/pods/{pod}/exec?command=cat&command=-n&stdin=true&stdout=true HTTP/1.1\r\n\
          Host: 127.0.0.1:{port}\r\n{upgrade}Content-Length: 0\r\n\r\n"
     )
 }
@@ -263,34 +290,17 @@ fn add_node(s: &TestServer, name: &str, address: &str, port: u16) {
     ]);
 }
 
-#[test]
-fn logs_exec_and_node_proxy_reach_the_kubelet() {
-    let pki = Pki::new();
-    let mut names = vec!["127.0.0.1".to_owned()];
-    let routable = routable_address();
-    names.extend(routable.map(|ip| ip.to_string()));
-    let port = start_kubelet(&pki, names);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (cert, key) = pki.issue(Vec::new(), "kube-apiserver-kubelet-client");
-    let flags = [
-        format!(
-            "--kubelet-client-certificate={}",
-            write(dir.path(), "c.crt", &cert).display()
-        ),
-        format!(
-            "--kubelet-client-key={}",
-            write(dir.path(), "c.key", &key).display()
-        ),
-        format!(
-            "--kubelet-certificate-authority={}",
-            write(dir.path(), "ca.crt", &pki.ca_pem).display()
-        ),
-    ];
-    let s = TestServer::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>());
-    add_node(&s, "n1", "127.0.0.1", port);
-    s.apply_yaml(PODS);
+fn raw(s: &TestServer, path: &str) -> Result<String, String> {
+    let out = s.kubectl(&["get", "--raw", path]);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
+    }
+}
 
-    // Logs: the only container, a named one with --tail, errors before connecting.
+fn check_logs(s: &TestServer) {
     let out = s.ok(&["logs", "one"]);
     assert!(out.starts_with("log of default/one/app\n"), "{out}");
     let out = s.ok(&["logs", "two", "-c", "sidecar", "--tail=3", "--timestamps"]);
@@ -301,70 +311,106 @@ fn logs_exec_and_node_proxy_reach_the_kubelet() {
         err.contains("container nope is not valid for pod two"),
         "{err}"
     );
-    let err = s.fails(&["get", "--raw", "/api/v1/namespaces/default/pods/two/log"]);
-    assert!(
-        err.contains(
-            "a container name must be specified for pod two, choose one of: [app sidecar]"
-        ),
-        "{err}"
-    );
-    let err = s.fails(&[
-        "get",
-        "--raw",
-        "/api/v1/namespaces/default/pods/one/log?tailLines=-1",
-    ]);
+    let logs = "/api/v1/namespaces/default/pods";
+    let err = raw(s, &format!("{logs}/two/log")).unwrap_err();
+    let choose = "a container name must be specified for pod two, choose one of: [app sidecar]";
+    assert!(err.contains(choose), "{err}");
+    let err = raw(s, &format!("{logs}/one/log?tailLines=-1")).unwrap_err();
     assert!(err.contains("must be greater than or equal to 0"), "{err}");
-    let err = s.fails(&[
-        "get",
-        "--raw",
-        "/api/v1/namespaces/default/pods/one/log?sinceSeconds=1&sinceTime=2026-01-01T00:00:00Z",
-    ]);
-    assert!(
-        err.contains("at most one of `sinceTime` or `sinceSeconds` may be specified"),
-        "{err}"
-    );
-    assert_eq!(
-        s.ok(&["logs", "pending"]),
-        "",
-        "an unscheduled pod has no log yet"
-    );
+    let both = "sinceSeconds=1&sinceTime=2026-01-01T00:00:00Z";
+    let err = raw(s, &format!("{logs}/one/log?{both}")).unwrap_err();
+    let exclusive = "at most one of `sinceTime` or `sinceSeconds` may be specified";
+    assert!(err.contains(exclusive), "{err}");
+    let out = s.ok(&["logs", "pending"]);
+    assert_eq!(out, "", "an unscheduled pod has no log yet");
+}
 
-    // Exec: the upgrade is relayed to the kubelet and bytes flow both ways.
-    let (head, mut conn) = raw_request(&s, &exec_head(s.port, "one", true));
+/// `kubectl logs -f` prints the kubelet's first line while the kubelet
+/// still holds the stream open: nothing on the way buffers it.
+fn check_follow(s: &TestServer) {
+    let mut child = Command::new("kubectl")
+        .args(["logs", "-f", "one"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(15));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(line.as_deref(), Ok("line 1\n"));
+}
+
+fn check_exec(s: &TestServer) {
+    let admin = s.dir.path().join("pki");
+    let admin = (admin.join("admin.crt"), admin.join("admin.key"));
+    let (head, mut conn) = raw_request(s, &admin, &exec_head(s.port, "POST", "one", true));
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    let head_lower = head.to_ascii_lowercase();
-    assert!(
-        head_lower.contains(
-            "x-kubelet-path: /exec/default/one/app?input=1&output=1&command=cat&command=-n"
-        ),
-        "{head}"
-    );
+    let kubelet_path =
+        "x-kubelet-path: /exec/default/one/app?input=1&output=1&command=cat&command=-n";
+    assert!(head.to_ascii_lowercase().contains(kubelet_path), "{head}");
     conn.write_all(b"hello kubelet").expect("write");
     let mut echoed = [0u8; 13];
     conn.read_exact(&mut echoed).expect("echo");
     assert_eq!(&echoed, b"hello kubelet");
-    let (head, _) = raw_request(&s, &exec_head(s.port, "one", false));
+    let (head, _) = raw_request(s, &admin, &exec_head(s.port, "POST", "one", false));
     assert!(head.starts_with("HTTP/1.1 400"), "{head}");
-    let (head, _) = raw_request(&s, &exec_head(s.port, "pending", true));
+    let (head, _) = raw_request(s, &admin, &exec_head(s.port, "POST", "pending", true));
     assert!(head.starts_with("HTTP/1.1 400"), "{head}");
     let err = s.fails(&["exec", "pending", "--", "true"]);
     assert!(
         err.contains("pod pending does not have a host assigned"),
         "{err}"
     );
+}
 
-    // Node proxy refuses loopback kubelets, and reaches a routable one.
-    let err = s.fails(&["get", "--raw", "/api/v1/nodes/n1/proxy/healthz"]);
+/// Node, pod and service proxying to routable addresses (loopback ones
+/// are refused, as upstream refuses them).
+fn check_proxies(s: &TestServer, port: u16, routable: Option<IpAddr>) {
+    let err = raw(s, "/api/v1/nodes/n1/proxy/healthz").unwrap_err();
     assert!(err.contains("address not allowed"), "{err}");
-    if let Some(ip) = routable {
-        add_node(&s, "n2", &ip.to_string(), port);
-        assert_eq!(
-            s.ok(&["get", "--raw", "/api/v1/nodes/n2/proxy/healthz"]),
-            "ok"
-        );
-    }
+    let Some(ip) = routable else { return };
+    add_node(s, "n2", &ip.to_string(), port);
+    assert_eq!(raw(s, "/api/v1/nodes/n2/proxy/healthz"), Ok("ok".into()));
+    let status = serde_json::json!({"status": {"podIP": ip.to_string(), "podIPs": [{"ip": ip.to_string()}]}});
+    let patch = status.to_string();
+    s.ok(&[
+        "patch",
+        "pod",
+        "one",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+    let pod_proxy = format!("/api/v1/namespaces/default/pods/https:one:{port}/proxy/healthz");
+    assert_eq!(raw(s, &pod_proxy), Ok("ok".into()));
+    s.apply_yaml(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec:\n  ports: [{{name: https, port: 443}}]\n---\n\
+         apiVersion: v1\nkind: Endpoints\nmetadata: {{name: web}}\nsubsets:\n\
+         - addresses: [{{ip: \"{ip}\", targetRef: {{kind: Pod, name: one, namespace: default}}}}]\n\
+         \x20 ports: [{{name: https, port: {port}}}]\n---\n\
+         apiVersion: v1\nkind: Service\nmetadata: {{name: empty}}\nspec:\n  ports: [{{port: 80}}]\n---\n\
+         apiVersion: v1\nkind: Endpoints\nmetadata: {{name: empty}}\n"
+    ));
+    let svc_proxy = "/api/v1/namespaces/default/services/https:web:443/proxy/healthz";
+    assert_eq!(raw(s, svc_proxy), Ok("ok".into()));
+    let err = raw(s, "/api/v1/namespaces/default/services/empty/proxy/").unwrap_err();
+    assert!(
+        err.contains("no endpoints available for service \"empty\""),
+        "{err}"
+    );
+}
 
-    // Discovery lists the subresources with upstream's verbs.
+fn check_discovery(s: &TestServer) {
     let api: serde_json::Value =
         serde_json::from_str(&s.ok(&["get", "--raw", "/api/v1"])).expect("json");
     let verbs = |name: &str| {
@@ -373,15 +419,78 @@ fn logs_exec_and_node_proxy_reach_the_kubelet() {
             .and_then(|r| r.iter().find(|r| r["name"] == name))
             .map(|r| r["verbs"].clone())
     };
+    let all = serde_json::json!(["create", "delete", "get", "patch", "update"]);
     assert_eq!(verbs("pods/log"), Some(serde_json::json!(["get"])));
     assert_eq!(
         verbs("pods/exec"),
         Some(serde_json::json!(["create", "get"]))
     );
     assert_eq!(
-        verbs("nodes/proxy"),
-        Some(serde_json::json!([
-            "create", "delete", "get", "patch", "update"
-        ]))
+        verbs("pods/portforward"),
+        Some(serde_json::json!(["create", "get"]))
     );
+    assert_eq!(verbs("nodes/proxy"), Some(all.clone()));
+    assert_eq!(verbs("services/proxy"), Some(all));
+}
+
+#[test]
+fn logs_exec_and_proxies_reach_the_kubelet() {
+    let pki = Pki::new();
+    let routable = routable_address();
+    let mut names = vec!["127.0.0.1".to_owned()];
+    names.extend(routable.map(|ip| ip.to_string()));
+    let port = start_kubelet(&pki, names);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (cert, key) = pki.issue(Vec::new(), "kube-apiserver-kubelet-client");
+    let flags = [
+        ("client-certificate", write(dir.path(), "c.crt", &cert)),
+        ("client-key", write(dir.path(), "c.key", &key)),
+        (
+            "certificate-authority",
+            write(dir.path(), "ca.crt", &pki.ca_pem),
+        ),
+    ]
+    .map(|(flag, path)| format!("--kubelet-{flag}={}", path.display()));
+    let s = TestServer::start_with(&flags.iter().map(String::as_str).collect::<Vec<_>>());
+    add_node(&s, "n1", "127.0.0.1", port);
+    s.apply_yaml(PODS);
+    check_logs(&s);
+    check_follow(&s);
+    check_exec(&s);
+    check_proxies(&s, port, routable);
+    check_discovery(&s);
+}
+
+/// With `AuthorizePodWebsocketUpgradeCreatePermission` (on by default), a
+/// websocket's GET to `pods/exec` needs `create` as a SPDY POST does.
+#[test]
+fn websocket_exec_needs_create_permission() {
+    let s = TestServer::start_with(&["--authorization-mode=RBAC"]);
+    s.apply_yaml(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: exec-get}\n\
+         rules: [{apiGroups: [\"\"], resources: [pods/exec], verbs: [get]}]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: exec-get}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: exec-get}\n\
+         subjects: [{kind: User, name: viewer, apiGroup: rbac.authorization.k8s.io}]\n",
+    );
+    let viewer = s.client_cert("viewer", "viewers");
+    let (head, _) = raw_request(&s, &viewer, &exec_head(s.port, "GET", "web", true));
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    s.ok(&[
+        "create",
+        "role",
+        "exec-create",
+        "--verb=create",
+        "--resource=pods/exec",
+    ]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "exec-create",
+        "--role=exec-create",
+        "--user=viewer",
+    ]);
+    // Allowed now: the request goes on to find the (absent) pod.
+    let (head, _) = raw_request(&s, &viewer, &exec_head(s.port, "GET", "web", true));
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
 }
