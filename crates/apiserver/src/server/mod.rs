@@ -85,6 +85,9 @@ pub struct GenericApiServer {
     /// (group, version) → resources; the core group is "".
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
+    /// Stores serving a resource at a second version over the storage of
+    /// its preferred one (left out of [`GenericApiServer::stores`]).
+    converted: Vec<Arc<Store>>,
     connecters: HashMap<(String, String), GroupVersionConnecters>,
     /// Group versions added and removed at run time.
     dynamic: DynamicGroups,
@@ -105,6 +108,7 @@ impl CompletedConfig {
             config: self.clone(),
             groups: HashMap::new(),
             virtuals: HashMap::new(),
+            converted: Vec::new(),
             connecters: HashMap::new(),
             dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: HashMap::new(),
@@ -265,12 +269,36 @@ impl GenericApiServer {
         self.health_checks.push(check);
     }
 
-    /// Every store this server serves.
+    /// Every resource this server stores, once: a resource also served at
+    /// a converted version appears with its preferred version's store, so
+    /// controllers see each object once.
     pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.all_stores()
+            .into_iter()
+            .filter(|s| !self.converted.iter().any(|c| Arc::ptr_eq(c, s)))
+            .collect()
+    }
+
+    /// Every store this server serves, converted versions included (each
+    /// is admitted on its own).
+    pub fn all_stores(&self) -> Vec<Arc<Store>> {
         self.groups
             .values()
             .flat_map(|g| g.values().cloned())
             .collect()
+    }
+
+    /// Serves resources at another version over the storage of their
+    /// preferred version (`autoscaling/v1` HorizontalPodAutoscalers over
+    /// v2's), as [`Self::install_group_version`] does.
+    pub fn install_converted_version(
+        &mut self,
+        group: &str,
+        version: &str,
+        stores: Vec<Arc<Store>>,
+    ) {
+        self.converted.extend(stores.iter().cloned());
+        self.install_group_version(group, version, stores, Vec::new());
     }
 
     /// The store serving a resource, for hooks and controllers.

@@ -3,7 +3,8 @@
 //! hands each served version its own (upstream's conversion in the CRD
 //! storage codec). Strategy `None` rewrites `apiVersion`; `Webhook` asks the
 //! CRD's conversion webhook (see [`super::webhook`]); a failed conversion
-//! is a 500 naming the webhook, and nothing is stored.
+//! is a 500 naming the webhook, and nothing is stored. Built-in kinds served
+//! at a second version use the same storage with an in-process converter.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,9 @@ pub enum Converter {
     /// Only `apiVersion` changes.
     None,
     Webhook(WebhookConverter),
+    /// An in-process conversion of a built-in kind between its versions
+    /// (`autoscaling/v1` ↔ `v2` HorizontalPodAutoscalers).
+    Builtin(fn(Value, &str) -> std::result::Result<Value, String>),
     /// The CRD's webhook configuration is unusable.
     Broken(String),
 }
@@ -52,6 +56,13 @@ impl Converter {
                 .convert(objects, api_version)
                 .await
                 .map_err(|e| StorageError::callback(ApiError::internal_error(e))),
+            Converter::Builtin(convert) => objects
+                .into_iter()
+                .map(|o| {
+                    convert(o, api_version)
+                        .map_err(|e| StorageError::callback(ApiError::internal_error(e)))
+                })
+                .collect(),
             Converter::Broken(message) => Err(StorageError::callback(ApiError::internal_error(
                 message.clone(),
             ))),

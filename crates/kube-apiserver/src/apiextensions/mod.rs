@@ -6,7 +6,7 @@
 
 mod conditions;
 pub mod controller;
-mod conversion;
+pub mod conversion;
 pub mod crd;
 mod finalizer;
 mod jsonpath;

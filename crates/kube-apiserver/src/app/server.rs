@@ -21,7 +21,7 @@ use crate::apiextensions;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::openapi_v2;
-use crate::controlplane::reviews;
+use crate::controlplane::{autoscaling_v1, reviews};
 use crate::controlplane::StorageFactory;
 use crate::options::CompletedOptions;
 use crate::registry::services::ServiceAllocator;
@@ -205,7 +205,8 @@ pub fn create_server_chain(
         .chain(&named)
         .filter_map(|group| group.first())
         .map(|b| (b.info.group.as_str(), b.info.version.as_str()))
-        .chain(REVIEW_GROUPS);
+        .chain(REVIEW_GROUPS)
+        .chain([autoscaling_v1::GROUP_VERSION]);
     let enabled = ApiEnablement::resolve(&opts.runtime_config, served)?;
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
@@ -224,6 +225,10 @@ pub fn create_server_chain(
     openapi_groups.push(install(&mut kube, factory, core, &enabled));
     for group in named {
         openapi_groups.push(install(&mut kube, factory, group, &enabled));
+    }
+    let (group, version) = autoscaling_v1::GROUP_VERSION;
+    if enabled.resource_enabled(group, version, "horizontalpodautoscalers") {
+        openapi_groups.push(autoscaling_v1::install(&mut kube, &factory.prefix));
     }
     crate::registry::binding::install(&mut kube);
     crate::registry::eviction::install(&mut kube);
@@ -262,7 +267,10 @@ pub fn create_server_chain(
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());
-    super::admission::install(&stores, opts, &config.authorization)?;
+    let mut admitted = extensions.all_stores();
+    admitted.extend(kube.all_stores());
+    admitted.extend(aggregator.all_stores());
+    super::admission::install(&admitted, opts, &config.authorization)?;
     if let Some(chain) = stores.first().and_then(|s| s.admission()) {
         custom_resources.set_admission(chain);
     }

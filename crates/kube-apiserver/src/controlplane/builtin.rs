@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::openapi::SchemaFn;
 use super::typed::Typed;
 use crate::registry::admission_policies as policies;
+use crate::registry::autoscaling as hpa;
 use crate::registry::certificate_approval;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validation;
@@ -247,6 +248,15 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
     ]
 }
 
+/// `autoscaling/v1` HorizontalPodAutoscalers, served over the storage of
+/// `autoscaling/v2` (see [`super::autoscaling_v1`]).
+pub fn horizontal_pod_autoscalers_v1() -> Builtin {
+    builtin::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>(
+        hpa::horizontal_pod_autoscalers_v1(),
+        all(&["hpa"]),
+    )
+}
+
 /// The named groups, each with its resources at their GA version.
 pub fn named_groups() -> Vec<Vec<Builtin>> {
     vec![
@@ -258,7 +268,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<apps::StatefulSet>(workloads::statefulsets(), scalable(&["sts"])),
         ],
         vec![builtin::<autoscaling::HorizontalPodAutoscaler>(
-            ResourceStrategy::spec_status(),
+            hpa::horizontal_pod_autoscalers(),
             all(&["hpa"]),
         )],
         vec![

@@ -2,6 +2,7 @@
 //! is assembled over storage (upstream's `pkg/controlplane` and its REST
 //! storage providers).
 
+pub mod autoscaling_v1;
 pub mod builtin;
 pub mod openapi;
 pub mod openapi_v2;

@@ -13,13 +13,33 @@ fn default_template(obj: &mut Value) {
     }
 }
 
+/// Upstream's defaults of an update strategy: type `RollingUpdate` when
+/// unset, and for that type each missing rolling-update parameter (an
+/// empty `strategy: {}`, as clients send it, is filled in too).
+fn default_update_strategy(spec: &mut Value, key: &str, rolling: Value) {
+    default_field(spec, key, json!({}));
+    let Some(strategy) = spec.get_mut(key).filter(|s| s.is_object()) else {
+        return;
+    };
+    default_field(strategy, "type", json!("RollingUpdate"));
+    if strategy["type"] != "RollingUpdate" {
+        return;
+    }
+    default_field(strategy, "rollingUpdate", json!({}));
+    if let (Some(params), Value::Object(defaults)) = (strategy.get_mut("rollingUpdate"), rolling) {
+        for (name, value) in defaults {
+            default_field(params, &name, value);
+        }
+    }
+}
+
 fn deployment_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
         default_field(spec, "replicas", json!(1));
-        default_field(
+        default_update_strategy(
             spec,
             "strategy",
-            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+            json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
         );
         default_field(spec, "revisionHistoryLimit", json!(10));
         default_field(spec, "progressDeadlineSeconds", json!(600));
@@ -38,11 +58,7 @@ fn statefulset_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
         default_field(spec, "replicas", json!(1));
         default_field(spec, "podManagementPolicy", json!("OrderedReady"));
-        default_field(
-            spec,
-            "updateStrategy",
-            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
-        );
+        default_update_strategy(spec, "updateStrategy", json!({"partition": 0}));
         default_field(spec, "revisionHistoryLimit", json!(10));
         default_field(
             spec,
@@ -55,10 +71,10 @@ fn statefulset_defaults(obj: &mut Value) {
 
 fn daemonset_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
-        default_field(
+        default_update_strategy(
             spec,
             "updateStrategy",
-            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            json!({"maxUnavailable": 1, "maxSurge": 0}),
         );
         default_field(spec, "revisionHistoryLimit", json!(10));
     }
@@ -363,6 +379,34 @@ mod tests {
         assert_eq!(
             d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
             "IfNotPresent"
+        );
+    }
+
+    #[test]
+    fn empty_update_strategies_are_filled_in() {
+        let mut d = json!({"spec": {"strategy": {}}});
+        deployment_defaults(&mut d);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        let mut d = json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2}}}});
+        deployment_defaults(&mut d);
+        assert_eq!(
+            d["spec"]["strategy"]["rollingUpdate"],
+            json!({"maxSurge": 2, "maxUnavailable": "25%"})
+        );
+        let mut d = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        deployment_defaults(&mut d);
+        assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+        let mut ds = json!({"spec": {"updateStrategy": {"type": "OnDelete"}}});
+        daemonset_defaults(&mut ds);
+        assert_eq!(ds["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+        let mut sts = json!({"spec": {"updateStrategy": {}}});
+        statefulset_defaults(&mut sts);
+        assert_eq!(
+            sts["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
         );
     }
 

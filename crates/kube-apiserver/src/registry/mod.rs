@@ -5,6 +5,7 @@
 
 pub mod admission_policies;
 pub mod apps;
+pub mod autoscaling;
 pub mod binding;
 pub mod certificate_approval;
 pub mod core;

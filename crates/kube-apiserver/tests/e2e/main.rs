@@ -13,6 +13,7 @@ mod authorization;
 mod authz_config_reload;
 mod authz_node;
 mod authz_webhook;
+mod autoscaling_versions;
 mod cbor;
 mod crd;
 mod crd_apply;

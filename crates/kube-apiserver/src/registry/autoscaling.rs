@@ -1,0 +1,92 @@
+//! Strategies of HorizontalPodAutoscalers at `autoscaling/v2` (the storage
+//! version) and `autoscaling/v1`: upstream's defaults of each version.
+
+use serde_json::{json, Value};
+
+use super::core::default_field;
+use super::ResourceStrategy;
+
+/// v2: one replica at least, the CPU target at 80% when no metric is
+/// given, and a behavior's unset rules filled in as upstream does.
+fn v2_defaults(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    default_field(spec, "minReplicas", json!(1));
+    if spec["metrics"].as_array().is_none_or(Vec::is_empty) {
+        spec["metrics"] = json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}]);
+    }
+    if let Some(behavior) = spec.get_mut("behavior").filter(|b| b.is_object()) {
+        default_rules(
+            behavior,
+            "scaleUp",
+            0,
+            json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15}]),
+        );
+        default_rules(
+            behavior,
+            "scaleDown",
+            300,
+            json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]),
+        );
+    }
+}
+
+fn default_rules(behavior: &mut Value, key: &str, window: i64, policies: Value) {
+    default_field(behavior, key, json!({}));
+    let Some(rules) = behavior.get_mut(key).filter(|r| r.is_object()) else {
+        return;
+    };
+    default_field(rules, "stabilizationWindowSeconds", json!(window));
+    default_field(rules, "selectPolicy", json!("Max"));
+    default_field(rules, "policies", policies);
+}
+
+fn v1_defaults(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec") {
+        default_field(spec, "minReplicas", json!(1));
+    }
+}
+
+pub fn horizontal_pod_autoscalers() -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: v2_defaults,
+        ..ResourceStrategy::spec_status()
+    }
+}
+
+pub fn horizontal_pod_autoscalers_v1() -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: v1_defaults,
+        ..ResourceStrategy::spec_status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v2_defaults_follow_upstream() {
+        let mut hpa =
+            json!({"spec": {"maxReplicas": 3, "behavior": {"scaleDown": {"selectPolicy": "Min"}}}});
+        v2_defaults(&mut hpa);
+        let spec = &hpa["spec"];
+        assert_eq!(spec["minReplicas"], 1);
+        assert_eq!(
+            spec["metrics"][0]["resource"]["target"]["averageUtilization"],
+            80
+        );
+        assert_eq!(spec["behavior"]["scaleDown"]["selectPolicy"], "Min");
+        assert_eq!(
+            spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
+            300
+        );
+        assert_eq!(spec["behavior"]["scaleUp"]["policies"][0]["value"], 4);
+        let mut bare = json!({"spec": {"maxReplicas": 3}});
+        v2_defaults(&mut bare);
+        assert!(bare["spec"].get("behavior").is_none());
+    }
+}
