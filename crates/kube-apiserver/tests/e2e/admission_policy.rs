@@ -65,9 +65,17 @@ fn deny_refuses_and_warn_warns(s: &TestServer) {
         "{err}"
     );
     assert!(deployment(s, "small", 3).status.success());
-    // Updates are held to the policy too.
-    let err = s.fails(&["scale", "deployment", "small", "--replicas=7"]);
+    // Updates are held to the policy too (those of the scale subresource
+    // only by policies matching `deployments/scale`).
+    let err = s.fails(&[
+        "patch",
+        "deployment",
+        "small",
+        "-p",
+        r#"{"spec":{"replicas":7}}"#,
+    ]);
     assert!(err.contains("denied request"), "{err}");
+    s.ok(&["scale", "deployment", "small", "--replicas=7"]);
 
     s.ok(&[
         "delete",
