@@ -116,8 +116,24 @@ impl CompletedConfig {
             delegate: delegate.unprotected_handler(),
             post_start_hooks: delegate.post_start_hooks(),
             pre_shutdown_hooks: delegate.pre_shutdown_hooks(),
-            health_checks: delegate.health_checks(),
+            health_checks: self.health_checks_with(delegate.health_checks()),
         }
+    }
+
+    /// The configuration's checks, then those of the delegate the
+    /// configuration does not have by name (each server of a chain shares
+    /// the storage checks; upstream keeps one of each).
+    fn health_checks_with(
+        &self,
+        delegated: Vec<Arc<dyn HealthCheck>>,
+    ) -> Vec<Arc<dyn HealthCheck>> {
+        let mut checks = self.health_checks.clone();
+        for check in delegated {
+            if !checks.iter().any(|c| c.name() == check.name()) {
+                checks.push(check);
+            }
+        }
+        checks
     }
 }
 

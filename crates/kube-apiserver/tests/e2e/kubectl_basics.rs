@@ -45,6 +45,11 @@ fn system_namespaces_and_kubernetes_service_exist() {
         "{ready}"
     );
     assert!(ready.ends_with("readyz check passed\n"), "{ready}");
+    // The storage check, once, in every health endpoint and on its own.
+    assert_eq!(ready.matches("[+]etcd ok").count(), 1, "{ready}");
+    for endpoint in ["/readyz/etcd", "/livez/etcd", "/healthz/etcd"] {
+        assert_eq!(s.ok(&["get", "--raw", endpoint]), "ok");
+    }
 }
 
 #[test]
