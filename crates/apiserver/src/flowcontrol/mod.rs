@@ -22,6 +22,7 @@ mod dropped;
 pub mod metrics;
 mod queueset;
 mod rules;
+mod shuffle;
 mod width;
 
 use std::collections::HashMap;

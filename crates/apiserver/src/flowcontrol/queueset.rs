@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::borrowing::{Integrator, IntegratorResults};
+use super::shuffle::deal;
 use super::width::{SeatSeconds, WorkEstimate};
 use apimachinery::request_info::RequestInfo;
 
@@ -136,6 +137,13 @@ struct Queue {
     initial_seats_sum: usize,
     max_seats_sum: usize,
     total_work_sum: SeatSeconds,
+}
+
+/// What becomes of an arriving request.
+enum Admission {
+    Run(u64),
+    Wait(u64, oneshot::Receiver<()>),
+    Reject(Rejection),
 }
 
 /// Seats still held after a request finished.
@@ -385,6 +393,55 @@ impl State {
             }
         }
         best.0
+    }
+
+    /// Runs a request at once, queues it, or rejects it.
+    fn admit(&mut self, flow_hash: u64, work: Work, meta: Arc<RequestMeta>) -> Admission {
+        let now = Instant::now();
+        self.sync_time(now);
+        let id = self.next_id;
+        self.next_id += 1;
+        let arrival = SystemTime::now();
+        let queuing = match self.overflow {
+            Overflow::Queue {
+                hand_size,
+                queue_length_limit,
+                ..
+            } if self.limit.is_some() && !self.queues.is_empty() => {
+                Some((hand_size, queue_length_limit))
+            }
+            _ => None,
+        };
+        let Some((hand_size, queue_length_limit)) = queuing else {
+            if !self.can_accommodate(work.seats()) {
+                self.totals.rejected += 1;
+                return Admission::Reject(Rejection::ConcurrencyLimit);
+            }
+            self.start(id, meta, work, arrival);
+            self.note_demand(now);
+            return Admission::Run(id);
+        };
+        let queue = self.pick_queue(flow_hash, hand_size);
+        let full = self.limit.is_some_and(|l| self.seats_in_use >= l);
+        if full && self.queues[queue].waiting.len() >= queue_length_limit {
+            self.totals.rejected += 1;
+            return Admission::Reject(Rejection::QueueFull);
+        }
+        let (wake, woken) = oneshot::channel();
+        let arrival_r = self.current_r;
+        let waiting = Waiting {
+            id,
+            meta,
+            work,
+            arrival,
+            arrival_r,
+            wake,
+        };
+        self.push_waiting(queue, waiting);
+        self.bound_next_dispatch(queue);
+        self.note_demand(now);
+        self.dispatch_all(now);
+        Admission::Wait(id, woken)
     }
 
     fn dispatch_all(&mut self, now: Instant) {
@@ -679,55 +736,10 @@ impl QueueSet {
             seats: work.seats(),
             gauge: None,
         };
-        let (id, woken) = {
-            let mut state = self.lock();
-            let now = Instant::now();
-            state.sync_time(now);
-            let id = state.next_id;
-            state.next_id += 1;
-            let arrival = SystemTime::now();
-            let queuing = match state.overflow {
-                Overflow::Queue {
-                    hand_size,
-                    queue_length_limit,
-                    ..
-                } if state.limit.is_some() && !state.queues.is_empty() => {
-                    Some((hand_size, queue_length_limit))
-                }
-                _ => None,
-            };
-            let Some((hand_size, queue_length_limit)) = queuing else {
-                if !state.can_accommodate(work.seats()) {
-                    state.totals.rejected += 1;
-                    return Err(Rejection::ConcurrencyLimit);
-                }
-                state.start(id, meta, work, arrival);
-                state.note_demand(now);
-                return Ok(seat(id));
-            };
-            let queue = state.pick_queue(flow_hash, hand_size);
-            let full = state.limit.is_some_and(|l| state.seats_in_use >= l);
-            if full && state.queues[queue].waiting.len() >= queue_length_limit {
-                state.totals.rejected += 1;
-                return Err(Rejection::QueueFull);
-            }
-            let (wake, woken) = oneshot::channel();
-            let arrival_r = state.current_r;
-            state.push_waiting(
-                queue,
-                Waiting {
-                    id,
-                    meta,
-                    work,
-                    arrival,
-                    arrival_r,
-                    wake,
-                },
-            );
-            state.bound_next_dispatch(queue);
-            state.note_demand(now);
-            state.dispatch_all(now);
-            (id, woken)
+        let (id, woken) = match self.lock().admit(flow_hash, work, meta) {
+            Admission::Run(id) => return Ok(seat(id)),
+            Admission::Reject(rejection) => return Err(rejection),
+            Admission::Wait(id, woken) => (id, woken),
         };
         let mut pending = Pending {
             set: self,
@@ -773,27 +785,6 @@ impl Drop for Pending<'_> {
             state.dispatch_all(now);
         }
     }
-}
-
-/// Deals `hand_size` distinct queues out of `count`, the flow's hash
-/// picking each card among those left (upstream's shuffle sharding dealer).
-fn deal(flow_hash: u64, hand_size: usize, count: usize) -> Vec<usize> {
-    let mut remaining = flow_hash;
-    let mut hand: Vec<usize> = Vec::with_capacity(hand_size);
-    for left in (count.saturating_sub(hand_size.min(count)) + 1..=count).rev() {
-        let mut card = (remaining % left as u64) as usize;
-        remaining /= left as u64;
-        // Count past the cards already dealt, as a real deck would.
-        let mut taken = hand.clone();
-        taken.sort_unstable();
-        for t in taken {
-            if card >= t {
-                card += 1;
-            }
-        }
-        hand.push(card);
-    }
-    hand
 }
 
 #[cfg(test)]

@@ -279,17 +279,3 @@ async fn shrinking_the_queues_keeps_waiters() {
     }
     assert_eq!(set.digest().seats_in_use, 0);
 }
-
-#[test]
-fn hands_are_distinct_queues() {
-    for flow in 0..200u64 {
-        let hand = deal(flow.wrapping_mul(0x9e37_79b9_7f4a_7c15), 6, 64);
-        assert_eq!(hand.len(), 6);
-        assert!(hand.iter().all(|&q| q < 64));
-        let mut unique = hand.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!(unique.len(), 6, "{hand:?}");
-    }
-    assert_eq!(deal(7, 8, 3).len(), 3);
-}
