@@ -208,6 +208,12 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate(backend: Backend) {
         "--encryption-provider-config={}",
         config.display()
     )]);
+    let before = s.ok(&[
+        "get",
+        "secrets",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+    ]);
     s.ok(&[
         "create",
         "secret",
@@ -215,6 +221,18 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate(backend: Backend) {
         "s1",
         "--from-literal=password=hunter2",
     ]);
+    // Watchers (served from the watch cache or storage) get it decrypted.
+    let watch = s.ok(&[
+        "get",
+        "--raw",
+        &format!(
+            "/api/v1/namespaces/default/secrets?watch=1&timeoutSeconds=1&resourceVersion={before}"
+        ),
+    ]);
+    assert!(
+        watch.contains("\"type\":\"ADDED\"") && watch.contains("aHVudGVyMg=="),
+        "{watch}"
+    );
     s.ok(&["create", "configmap", "plain", "--from-literal=k=visible"]);
     let stored = raw(&mut s, "/registry/secrets/default/s1");
     assert!(

@@ -1,6 +1,8 @@
 //! Starts the built `kube-apiserver` binary the way a user does (a temp
 //! data dir, a free loopback port, no other flags) and drives it with the
-//! real kubectl and raw HTTPS requests.
+//! real kubectl and raw HTTPS requests. [`Backend`] starts it on the
+//! embedded store or on a real etcd started for it, and
+//! [`on_both_backends!`] turns a scenario into one test per backend.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
