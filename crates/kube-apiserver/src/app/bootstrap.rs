@@ -323,3 +323,29 @@ pub fn install_authentication_info(server: &mut GenericApiServer, client_ca: Opt
         }),
     );
 }
+
+/// Upstream's legacy token tracking: `kube-system/kube-apiserver-legacy-service-account-token-tracking`
+/// records the date since which the use of legacy service-account tokens
+/// is tracked (created once; an existing one is kept).
+pub fn install_legacy_token_tracking(server: &mut GenericApiServer) {
+    let Some(configmaps) = store_of(server, "", "configmaps") else {
+        return;
+    };
+    server.add_post_start_hook(
+        "start-legacy-token-tracking-controller",
+        hook(move || {
+            let configmaps = configmaps.clone();
+            async move {
+                let since = chrono::Utc::now().format("%Y-%m-%d").to_string();
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "kube-apiserver-legacy-service-account-token-tracking",
+                        "namespace": "kube-system"},
+                    "data": {"since": since}});
+                match configmaps.create(cm, &WriteOptions::default()).await {
+                    Ok(_) | Err(ApiError { code: 409, .. }) => Ok(()),
+                    Err(e) => Err(e.message),
+                }
+            }
+        }),
+    );
+}

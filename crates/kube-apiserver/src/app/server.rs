@@ -250,6 +250,7 @@ pub fn create_server_chain(
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     bootstrap::install_authentication_info(&mut kube, client_ca);
+    bootstrap::install_legacy_token_tracking(&mut kube);
     if let Some(rbac) = super::authorization::rbac(&config.authorization) {
         rbac_bootstrap::install(&mut kube, &rbac);
     }

@@ -45,6 +45,17 @@ fn system_namespaces_and_kubernetes_service_exist() {
         "{ready}"
     );
     assert!(ready.ends_with("readyz check passed\n"), "{ready}");
+    let since = s.ok(&[
+        "get",
+        "configmap",
+        "-n",
+        "kube-system",
+        "kube-apiserver-legacy-service-account-token-tracking",
+        "-o",
+        "jsonpath={.data.since}",
+    ]);
+    assert_eq!(since, chrono::Utc::now().format("%Y-%m-%d").to_string());
+    assert!(ready.contains("[+]poststarthook/start-legacy-token-tracking-controller ok"));
     // The storage check, once, in every health endpoint and on its own.
     assert_eq!(ready.matches("[+]etcd ok").count(), 1, "{ready}");
     for endpoint in ["/readyz/etcd", "/livez/etcd", "/healthz/etcd"] {
