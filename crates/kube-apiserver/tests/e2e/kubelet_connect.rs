@@ -370,6 +370,33 @@ fn check_exec(s: &TestServer) {
         err.contains("pod pending does not have a host assigned"),
         "{err}"
     );
+    check_exec_admission(s, &admin);
+}
+
+/// Connect requests are admitted (operation CONNECT, the PodExecOptions
+/// as the object) before anything connects.
+fn check_exec_admission(s: &TestServer, admin: &(PathBuf, PathBuf)) {
+    s.apply_yaml(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+         metadata: {name: no-cat}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n\
+         \x20   resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [CONNECT], resources: [pods/exec]}]\n\
+         \x20 validations: [{expression: \"object.command[0] != 'cat'\", message: no cat}]\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {name: no-cat}\nspec: {policyName: no-cat, validationActions: [Deny]}\n",
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (head, _) = raw_request(s, admin, &exec_head(s.port, "POST", "one", true));
+        // A failed validation is Invalid (422) unless the policy says otherwise.
+        if head.starts_with("HTTP/1.1 422") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "exec still admitted: {head}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Node, pod and service proxying to routable addresses (loopback ones

@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
+use apiserver::admission::{Attributes, GroupVersionKind, Operation, RequestContext};
 use apiserver::endpoints::connect::{ConnectHandler, ConnectRequest, ConnectResource};
+use apiserver::filters::authentication::UserInfo;
 use apiserver::filters::authorization::Authorization;
 use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
@@ -201,6 +203,47 @@ fn validate_container(container: &str, pod: &Value) -> Result<String, ApiError> 
             )))
         }
     }
+}
+
+/// Runs the admission chain on a CONNECT of `info`'s subresource with its
+/// options object (upstream admits connect requests before connecting;
+/// webhooks may match `CONNECT` on `pods/exec` and the like).
+async fn admit_connect(
+    store: &Store,
+    info: &RequestInfo,
+    user: Arc<UserInfo>,
+    kind: &str,
+    mut options: Value,
+) -> Result<(), ApiError> {
+    let Some(chain) = store.admission() else {
+        return Ok(());
+    };
+    options["kind"] = Value::String(kind.to_owned());
+    options["apiVersion"] = Value::String("v1".to_owned());
+    let namespace = Some(info.namespace.as_str()).filter(|ns| !ns.is_empty());
+    let mut attrs = Attributes::new(
+        &store.info,
+        Operation::Connect,
+        Some(options),
+        None,
+        &info.subresource,
+        namespace,
+        &info.name,
+        false,
+        RequestContext::new(user),
+    );
+    attrs.kind = GroupVersionKind {
+        group: String::new(),
+        version: "v1".to_owned(),
+        kind: kind.to_owned(),
+    };
+    let context = attrs.request.clone();
+    context
+        .scope(async {
+            chain.admit(&mut attrs).await?;
+            chain.validate(&attrs).await
+        })
+        .await
 }
 
 /// Upstream's conversion of a boolean query parameter: absent is false,

@@ -5,12 +5,14 @@
 //! of the service's endpoints. A name may carry a scheme and a port,
 //! `https:web:8443`. Any method is forwarded, upgrades included.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::endpoints::connect::ConnectRequest;
 use apiserver::endpoints::proxy::{self, Location, Transport};
+use apiserver::registry::Store;
 use axum::body::Body;
 use http::Response;
 use serde_json::Value;
@@ -92,6 +94,19 @@ fn location(req: &ConnectRequest, https: bool, host: String, port: u16) -> Locat
     }
 }
 
+/// Admits the CONNECT with its proxy options (`{"path": …}`). The
+/// future holds what it needs of the request, not the request (whose body
+/// is not `Sync`).
+fn admit<'a>(
+    store: &'a Store,
+    req: &ConnectRequest,
+    kind: &'a str,
+) -> impl Future<Output = Result<(), ApiError>> + Send + 'a {
+    let (info, user) = (req.info.clone(), req.user.clone());
+    let options = serde_json::json!({"path": req.subpath().unwrap_or_default()});
+    async move { super::admit_connect(store, &info, user, kind, options).await }
+}
+
 async fn forward(
     transport: &Transport,
     location: Location,
@@ -107,6 +122,7 @@ pub(super) async fn pod(
     req: ConnectRequest,
 ) -> Result<Response<Body>, ApiError> {
     let info = req.info.clone();
+    admit(&ctx.pods, &req, "PodProxyOptions").await?;
     let target = split_scheme_name_port(&info.name)
         .ok_or_else(|| ApiError::bad_request(format!("invalid pod request {:?}", info.name)))?;
     let namespace = Some(info.namespace.as_str()).filter(|ns| !ns.is_empty());
@@ -160,6 +176,7 @@ pub(super) async fn node(
     req: ConnectRequest,
 ) -> Result<Response<Body>, ApiError> {
     let info = req.info.clone();
+    admit(&ctx.nodes, &req, "NodeProxyOptions").await?;
     let target = split_scheme_name_port(&info.name)
         .ok_or_else(|| ApiError::bad_request(format!("invalid node request {:?}", info.name)))?;
     let kubelet = ctx.client.node_connection(&ctx.nodes, target.name).await?;
@@ -231,6 +248,7 @@ pub(super) async fn service(
         return Err(ApiError::service_unavailable("services are not served"));
     };
     let info = req.info.clone();
+    admit(services, &req, "ServiceProxyOptions").await?;
     let (id, namespace) = (info.name.as_str(), info.namespace.as_str());
     let target = split_scheme_name_port(id)
         .ok_or_else(|| ApiError::bad_request(format!("invalid service request {id:?}")))?;

@@ -15,6 +15,7 @@ use apiserver::filters::authentication::UserInfo;
 use apiserver::filters::authorization::{attributes, forbidden, Decision};
 use axum::body::Body;
 use http::Response;
+use serde_json::{json, Value};
 
 use super::{query_bool, query_string, text, validate_container, Context};
 
@@ -62,6 +63,28 @@ fn port_query(req: &ConnectRequest) -> Result<String, ApiError> {
     Ok(encode_query([("port", ports.join(",").as_str())]))
 }
 
+/// The options object admission sees (PodExecOptions, …).
+fn options(req: &ConnectRequest, kind: Kind) -> (&'static str, Value) {
+    let ports = || -> Vec<i64> {
+        let values = req.query_values("ports");
+        values.iter().filter_map(|p| p.parse().ok()).collect()
+    };
+    let streams = || {
+        json!({"stdin": query_bool(req, "stdin"), "stdout": query_bool(req, "stdout"),
+            "stderr": query_bool(req, "stderr"), "tty": query_bool(req, "tty"),
+            "container": query_string(req, "container")})
+    };
+    match kind {
+        Kind::Exec => {
+            let mut options = streams();
+            options["command"] = json!(req.query_values("command"));
+            ("PodExecOptions", options)
+        }
+        Kind::Attach => ("PodAttachOptions", streams()),
+        Kind::PortForward => ("PodPortForwardOptions", json!({"ports": ports()})),
+    }
+}
+
 /// Upstream authorizes a websocket's GET to these subresources as the
 /// `create` a SPDY client's POST is (`AuthorizePodWebsocketUpgradeCreatePermission`).
 async fn ensure_create_allowed(
@@ -91,6 +114,8 @@ pub(super) async fn serve(
     kind: Kind,
 ) -> Result<Response<Body>, ApiError> {
     let (info, user) = (req.info.clone(), req.user.clone());
+    let (options_kind, options) = options(&req, kind);
+    super::admit_connect(&ctx.pods, &info, user.clone(), options_kind, options).await?;
     ensure_create_allowed(&ctx, &info, &user).await?;
     let pod = super::get_pod(&ctx, &info).await?;
     let (namespace, name) = (
