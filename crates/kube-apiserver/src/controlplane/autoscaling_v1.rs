@@ -273,13 +273,12 @@ fn metric_spec_to_v2(m: &Value) -> Value {
     json!({"type": ty, lower_first(ty): body})
 }
 
-fn metric_spec_to_v1(m: &Value) -> Value {
-    let ty = m["type"].as_str().unwrap_or("");
-    let key = lower_first(ty);
-    let v2 = &m[key.as_str()];
-    let target = &v2["target"];
+/// The v1 alpha identity of a v2 metric source (`type`'s member `v2`):
+/// the resource name and container, or the metric name, its selector and
+/// the described object; `None` for an unknown type.
+fn v1_identity(ty: &str, v2: &Value) -> Option<Map<String, Value>> {
     let metric = &v2["metric"];
-    let mut out = match ty {
+    Some(match ty {
         "Resource" | "ContainerResource" => {
             renamed(v2, &[("name", "name"), ("container", "container")])
         }
@@ -293,7 +292,17 @@ fn metric_spec_to_v1(m: &Value) -> Value {
             metric,
             &[("name", "metricName"), ("selector", "metricSelector")],
         ),
-        _ => return m.clone(),
+        _ => return None,
+    })
+}
+
+fn metric_spec_to_v1(m: &Value) -> Value {
+    let ty = m["type"].as_str().unwrap_or("");
+    let key = lower_first(ty);
+    let v2 = &m[key.as_str()];
+    let target = &v2["target"];
+    let Some(mut out) = v1_identity(ty, v2) else {
+        return m.clone();
     };
     let (value_key, average_key) = match ty {
         "Object" => ("targetValue", "averageValue"),
@@ -354,22 +363,8 @@ fn metric_status_to_v1(m: &Value) -> Value {
     let ty = m["type"].as_str().unwrap_or("");
     let key = lower_first(ty);
     let v2 = &m[key.as_str()];
-    let metric = &v2["metric"];
-    let mut out = match ty {
-        "Resource" | "ContainerResource" => {
-            renamed(v2, &[("name", "name"), ("container", "container")])
-        }
-        "Pods" => renamed(metric, &[("name", "metricName"), ("selector", "selector")]),
-        "Object" => {
-            let mut o = renamed(metric, &[("name", "metricName"), ("selector", "selector")]);
-            o.extend(renamed(v2, &[("describedObject", "target")]));
-            o
-        }
-        "External" => renamed(
-            metric,
-            &[("name", "metricName"), ("selector", "metricSelector")],
-        ),
-        _ => return m.clone(),
+    let Some(mut out) = v1_identity(ty, v2) else {
+        return m.clone();
     };
     let average = if ty == "Object" {
         "averageValue"
