@@ -21,8 +21,8 @@ use crate::apiextensions;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::openapi_v2;
-use crate::controlplane::{autoscaling_v1, reviews};
 use crate::controlplane::StorageFactory;
+use crate::controlplane::{autoscaling_v1, reviews};
 use crate::options::CompletedOptions;
 use crate::registry::services::ServiceAllocator;
 

@@ -300,9 +300,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
     let unsupported = messages(&completed.unsupported());
     assert_eq!(
         unsupported,
-        vec![
-            "--audit-log-compress: not supported yet by this server".to_string(),
-        ]
+        vec!["--audit-log-compress: not supported yet by this server".to_string(),]
     );
     assert!(
         completed.validate().is_empty(),
