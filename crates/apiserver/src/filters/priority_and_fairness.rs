@@ -8,6 +8,7 @@
 //! initialized, and counts towards the cost of writes while it streams.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
@@ -62,8 +63,14 @@ pub async fn filter(
         Held::new(apf.waiting_requests.get_or_create(&labels).clone(), 1),
         Held::new(apf.waiting_seats.get_or_create(&labels).clone(), seats),
     );
+    let arrived = Instant::now();
     let seat = class.acquire(estimate, control.wait_limit()).await;
     drop(waiting);
+    let [pl, fs] = &labels;
+    let executes = if seat.is_ok() { "true" } else { "false" };
+    apf.wait_duration
+        .get_or_create(&[pl.clone(), fs.clone(), ("execute", executes.to_owned())])
+        .observe(arrived.elapsed().as_secs_f64());
     let mut response = match seat {
         Ok(mut seat) => {
             apf.dispatched.get_or_create(&labels).inc();
@@ -74,17 +81,22 @@ pub async fn filter(
             } else {
                 None
             };
+            let started = Instant::now();
             let response = next.run(req).await;
             drop((executing, seat));
+            let kind = if is_watch { "watch" } else { "regular" };
+            apf.execution_duration
+                .get_or_create(&[pl.clone(), fs.clone(), ("type", kind.to_owned())])
+                .observe(started.elapsed().as_secs_f64());
             match watch {
                 Some(watch) => counted_until_done(response, watch),
                 None => response,
             }
         }
         Err(rejection) => {
-            let [pl, fs] = labels;
+            let reason = ("reason", rejection.reason().to_owned());
             apf.rejected
-                .get_or_create(&[pl, fs, ("reason", rejection.reason().to_owned())])
+                .get_or_create(&[pl.clone(), fs.clone(), reason])
                 .inc();
             too_many_requests(control.note_rejected(&class.priority_level))
         }

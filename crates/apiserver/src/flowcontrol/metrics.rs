@@ -27,6 +27,15 @@ fn work_estimate_histogram() -> Histogram {
     Histogram::new(WORK_ESTIMATE_BUCKETS)
 }
 
+/// Upstream's buckets of waiting and execution times (seconds).
+const DURATION_BUCKETS: [f64; 13] = [
+    0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
+];
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
 /// The labels of a level's series.
 pub fn level_labels(level: &str) -> LevelLabels {
     [("priority_level", level.to_owned())]
@@ -50,6 +59,10 @@ pub struct ApfMetrics {
     pub waiting_requests: Family<FlowLabels, Gauge>,
     pub waiting_seats: Family<FlowLabels, Gauge>,
     pub work_estimated_seats: HistogramFamily<FlowLabels>,
+    /// By level, schema and whether the request went on to run.
+    pub wait_duration: HistogramFamily<[(&'static str, String); 3]>,
+    /// By level, schema and type (`regular` or `watch`).
+    pub execution_duration: HistogramFamily<[(&'static str, String); 3]>,
     pub nominal_seats: Family<LevelLabels, Gauge>,
     pub lower_limit_seats: Family<LevelLabels, Gauge>,
     pub upper_limit_seats: Family<LevelLabels, Gauge>,
@@ -72,6 +85,8 @@ impl Default for ApfMetrics {
             waiting_requests: Family::default(),
             waiting_seats: Family::default(),
             work_estimated_seats: Family::new_with_constructor(work_estimate_histogram),
+            wait_duration: Family::new_with_constructor(duration_histogram),
+            execution_duration: Family::new_with_constructor(duration_histogram),
             nominal_seats: Family::default(),
             lower_limit_seats: Family::default(),
             upper_limit_seats: Family::default(),
@@ -125,6 +140,16 @@ impl ApfMetrics {
             "work_estimated_seats",
             "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
             self.work_estimated_seats.clone(),
+        );
+        r.register(
+            "request_wait_duration_seconds",
+            "Length of time a request spent waiting in its queue",
+            self.wait_duration.clone(),
+        );
+        r.register(
+            "request_execution_seconds",
+            "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem",
+            self.execution_duration.clone(),
         );
         self.register_limits(r);
     }

@@ -482,6 +482,13 @@ spec:
         metrics.contains("apiserver_flowcontrol_seat_fair_frac "),
         "{metrics}"
     );
+    // Waits and runs are timed.
+    for series in [
+        "apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level=\"exempt\",flow_schema=\"exempt\",execute=\"true\"}",
+        "apiserver_flowcontrol_request_execution_seconds_count{priority_level=\"exempt\",flow_schema=\"exempt\",type=\"regular\"}",
+    ] {
+        assert!(metrics.contains(series), "{series} missing from {metrics}");
+    }
     // Requests are counted in seats as they run.
     assert!(
         metrics
