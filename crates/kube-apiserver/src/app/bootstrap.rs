@@ -3,6 +3,7 @@
 //! and its endpoints, the system priority classes, the apiserver identity
 //! Lease, and the aggregator's APIServices for the built-in group versions.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -285,22 +286,87 @@ pub fn install_object_counter(
     );
 }
 
-/// Publishes the client CA in `kube-system/extension-apiserver-authentication`
-/// for extension API servers and webhooks to trust (upstream's cluster
-/// authentication info controller), keeping it current across restarts.
-pub fn install_authentication_info(server: &mut GenericApiServer, client_ca: Option<String>) {
-    let (Some(configmaps), Some(ca)) = (store_of(server, "", "configmaps"), client_ca) else {
+/// The front proxy's settings as `kube-system/extension-apiserver-authentication`
+/// publishes them for aggregated API servers: the CA file's path and the
+/// header lists (JSON arrays, as upstream writes them).
+pub struct RequestHeaderInfo {
+    ca_file: PathBuf,
+    lists: Vec<(&'static str, String)>,
+}
+
+impl RequestHeaderInfo {
+    /// `None` unless `--requestheader-client-ca-file` is set.
+    pub fn from_options(opts: &CompletedOptions) -> Option<Self> {
+        let flags = &opts.options.flags;
+        let ca_file = flags.path("requestheader-client-ca-file").ok().flatten()?;
+        let mut lists = Vec::new();
+        for (key, flag) in [
+            (
+                "requestheader-username-headers",
+                "requestheader-username-headers",
+            ),
+            ("requestheader-group-headers", "requestheader-group-headers"),
+            (
+                "requestheader-extra-headers-prefix",
+                "requestheader-extra-headers-prefix",
+            ),
+            ("requestheader-allowed-names", "requestheader-allowed-names"),
+            ("requestheader-uid-headers", "requestheader-uid-headers"),
+        ] {
+            let values = flags.list(flag).unwrap_or_default();
+            if key == "requestheader-uid-headers" && values.is_empty() {
+                continue;
+            }
+            lists.push((key, Value::from(values).to_string()));
+        }
+        Some(RequestHeaderInfo { ca_file, lists })
+    }
+
+    async fn data(&self) -> Result<Vec<(&'static str, String)>, String> {
+        let ca = tokio::fs::read_to_string(&self.ca_file)
+            .await
+            .map_err(|e| format!("reading {}: {e}", self.ca_file.display()))?;
+        let mut data = vec![("requestheader-client-ca-file", ca)];
+        data.extend(self.lists.iter().cloned());
+        Ok(data)
+    }
+}
+
+/// Publishes how clients authenticate (`client-ca-file`, and the front
+/// proxy's `requestheader-*` settings) in
+/// `kube-system/extension-apiserver-authentication`, as upstream's
+/// cluster authentication info controller does.
+pub fn install_authentication_info(
+    server: &mut GenericApiServer,
+    client_ca: Option<String>,
+    request_header: Option<RequestHeaderInfo>,
+) {
+    let Some(configmaps) = store_of(server, "", "configmaps") else {
         return;
     };
+    if client_ca.is_none() && request_header.is_none() {
+        return;
+    }
+    let request_header = request_header.map(Arc::new);
     server.add_post_start_hook(
         "start-cluster-authentication-info-controller",
         hook(move || {
-            let (configmaps, ca) = (configmaps.clone(), ca.clone());
+            let (configmaps, ca) = (configmaps.clone(), client_ca.clone());
+            let request_header = request_header.clone();
             async move {
+                let mut data = serde_json::Map::new();
+                if let Some(ca) = ca {
+                    data.insert("client-ca-file".into(), Value::String(ca));
+                }
+                if let Some(rh) = request_header {
+                    for (key, value) in rh.data().await? {
+                        data.insert(key.into(), Value::String(value));
+                    }
+                }
                 let name = "extension-apiserver-authentication";
                 let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": name, "namespace": "kube-system"},
-                    "data": {"client-ca-file": ca}});
+                    "data": data});
                 let body = Arc::new(cm.clone());
                 match configmaps.create(cm, &WriteOptions::default()).await {
                     Err(ApiError { code: 409, .. }) => {

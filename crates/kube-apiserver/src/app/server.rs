@@ -249,7 +249,8 @@ pub fn create_server_chain(
     super::namespaces::install(&mut kube);
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
-    bootstrap::install_authentication_info(&mut kube, client_ca);
+    let request_header = bootstrap::RequestHeaderInfo::from_options(opts);
+    bootstrap::install_authentication_info(&mut kube, client_ca, request_header);
     bootstrap::install_legacy_token_tracking(&mut kube);
     if let Some(rbac) = super::authorization::rbac(&config.authorization) {
         rbac_bootstrap::install(&mut kube, &rbac);

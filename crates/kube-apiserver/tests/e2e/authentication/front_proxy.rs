@@ -116,6 +116,35 @@ fn front_proxies_assert_users_in_headers(backend: Backend) {
     );
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["status"]["userInfo"]["username"], "kubernetes-admin");
+    // Published for aggregated API servers, as upstream does.
+    let published = server.ok(&[
+        "get",
+        "configmap",
+        "-n",
+        "kube-system",
+        "extension-apiserver-authentication",
+        "-o",
+        "json",
+    ]);
+    let data = &serde_json::from_str::<Value>(&published).expect("json")["data"];
+    let ca_pem = std::fs::read_to_string(&ca).expect("ca");
+    assert_eq!(data["requestheader-client-ca-file"], ca_pem.as_str());
+    assert_eq!(
+        data["requestheader-allowed-names"],
+        r#"["front-proxy-client"]"#
+    );
+    assert_eq!(
+        data["requestheader-username-headers"],
+        r#"["X-Remote-User"]"#
+    );
+    assert_eq!(data["requestheader-group-headers"], r#"["X-Remote-Group"]"#);
+    assert_eq!(
+        data["requestheader-extra-headers-prefix"],
+        r#"["X-Remote-Extra-"]"#
+    );
+    assert!(data["client-ca-file"]
+        .as_str()
+        .is_some_and(|c| c.contains("BEGIN CERTIFICATE")));
 }
 
 crate::harness::on_both_backends!(
