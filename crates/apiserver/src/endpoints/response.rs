@@ -140,7 +140,10 @@ pub fn list(
                 kind: &info.list_kind,
                 api_version: &info.api_version(),
                 metadata: list_metadata(list),
-                items: &list.items,
+                items: ListItems {
+                    items: &list.items,
+                    type_meta: strategy.list_items_keep_type_meta(),
+                },
             },
             neg.encoding,
             neg.pretty,
@@ -180,7 +183,48 @@ struct ListBody<'a> {
     kind: &'a str,
     api_version: &'a str,
     metadata: Value,
+    items: ListItems<'a>,
+}
+
+/// A list's items as upstream writes them: typed (built-in) items without
+/// `apiVersion` and `kind`, which only the list carries; custom resources'
+/// items with them. Serialized from the shared objects, without copies.
+struct ListItems<'a> {
     items: &'a [Arc<Value>],
+    type_meta: bool,
+}
+
+impl Serialize for ListItems<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if self.type_meta {
+            return self.items.serialize(serializer);
+        }
+        let mut seq = serializer.serialize_seq(Some(self.items.len()))?;
+        for item in self.items {
+            seq.serialize_element(&WithoutTypeMeta(item))?;
+        }
+        seq.end()
+    }
+}
+
+struct WithoutTypeMeta<'a>(&'a Value);
+
+impl Serialize for WithoutTypeMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let fields = map
+            .iter()
+            .filter(|(k, _)| *k != "apiVersion" && *k != "kind");
+        let mut out = serializer.serialize_map(None)?;
+        for (k, v) in fields {
+            out.serialize_entry(k, v)?;
+        }
+        out.end()
+    }
 }
 
 /// A `meta.k8s.io/v1` Table of the given objects.

@@ -96,6 +96,13 @@ pub trait Strategy: Send + Sync + 'static {
         GcPolicy::DeleteDependents
     }
 
+    /// Whether the items of a list response keep `apiVersion` and `kind`:
+    /// upstream's typed lists leave them to the list, custom resources'
+    /// (unstructured) lists keep them.
+    fn list_items_keep_type_meta(&self) -> bool {
+        false
+    }
+
     /// Whether a delete that removed the object answers with the object
     /// rather than a success Status (upstream's `ReturnDeletedObject`,
     /// set for pods, services, service accounts and a few others).

@@ -173,6 +173,10 @@ fn non_metadata_changed(new: &Value, old: &Value) -> bool {
 }
 
 impl Strategy for CustomResourceStrategy {
+    fn list_items_keep_type_meta(&self) -> bool {
+        true
+    }
+
     /// Prunes fields the schema does not specify; they are the unknown
     /// fields `fieldValidation` reports.
     fn decode(&self, mut obj: Value) -> Result<Decoded, String> {

@@ -56,6 +56,12 @@ fn system_namespaces_and_kubernetes_service_exist() {
     ]);
     assert_eq!(since, chrono::Utc::now().format("%Y-%m-%d").to_string());
     assert!(ready.contains("[+]poststarthook/start-legacy-token-tracking-controller ok"));
+    // Typed lists leave apiVersion and kind to the list, as upstream.
+    let list: serde_json::Value =
+        serde_json::from_str(&s.ok(&["get", "--raw", "/api/v1/namespaces"])).expect("json");
+    assert_eq!(list["kind"], "NamespaceList");
+    assert!(list["items"][0].get("kind").is_none(), "{list}");
+    assert!(list["items"][0].get("apiVersion").is_none(), "{list}");
     // The storage check, once, in every health endpoint and on its own.
     assert_eq!(ready.matches("[+]etcd ok").count(), 1, "{ready}");
     for endpoint in ["/readyz/etcd", "/livez/etcd", "/healthz/etcd"] {
