@@ -519,9 +519,10 @@ async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
     }
 }
 
-/// Binds the RBAC authorizer to the RBAC stores of `server` and installs
-/// the bootstrap hook.
-pub fn install(server: &mut GenericApiServer, rbac: &Arc<RbacAuthorizer>) {
+/// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
+/// `server`, and installs the bootstrap hook (upstream creates the default
+/// policy whatever the authorization modes).
+pub fn install(server: &mut GenericApiServer, rbac: Option<&Arc<RbacAuthorizer>>) {
     let store = |resource: &str| server.store(GROUP, "v1", resource);
     let (Some(roles), Some(role_bindings), Some(cluster_roles), Some(cluster_role_bindings)) = (
         store("roles"),
@@ -529,15 +530,19 @@ pub fn install(server: &mut GenericApiServer, rbac: &Arc<RbacAuthorizer>) {
         store("clusterroles"),
         store("clusterrolebindings"),
     ) else {
-        tracing::warn!("the RBAC resources are not served: RBAC allows nothing");
+        if rbac.is_some() {
+            tracing::warn!("the RBAC resources are not served: RBAC allows nothing");
+        }
         return;
     };
-    rbac.bind(Arc::new(RbacStores {
-        roles: roles.clone(),
-        role_bindings: role_bindings.clone(),
-        cluster_roles: cluster_roles.clone(),
-        cluster_role_bindings: cluster_role_bindings.clone(),
-    }));
+    if let Some(rbac) = rbac {
+        rbac.bind(Arc::new(RbacStores {
+            roles: roles.clone(),
+            role_bindings: role_bindings.clone(),
+            cluster_roles: cluster_roles.clone(),
+            cluster_role_bindings: cluster_role_bindings.clone(),
+        }));
+    }
     let stores = Arc::new([cluster_roles, cluster_role_bindings, roles, role_bindings]);
     server.add_post_start_hook(
         "rbac/bootstrap-roles",

@@ -252,9 +252,9 @@ pub fn create_server_chain(
     let request_header = bootstrap::RequestHeaderInfo::from_options(opts);
     bootstrap::install_authentication_info(&mut kube, client_ca, request_header);
     bootstrap::install_legacy_token_tracking(&mut kube);
-    if let Some(rbac) = super::authorization::rbac(&config.authorization) {
-        rbac_bootstrap::install(&mut kube, &rbac);
-    }
+    // Upstream bootstraps the RBAC policy whatever the authorization modes.
+    let rbac = super::authorization::rbac(&config.authorization);
+    rbac_bootstrap::install(&mut kube, rbac.as_ref());
     super::authorization::install(&mut kube, &config.authorization, &config.metrics);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);

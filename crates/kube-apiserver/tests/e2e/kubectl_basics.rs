@@ -56,6 +56,19 @@ fn system_namespaces_and_kubernetes_service_exist() {
     ]);
     assert_eq!(since, chrono::Utc::now().format("%Y-%m-%d").to_string());
     assert!(ready.contains("[+]poststarthook/start-legacy-token-tracking-controller ok"));
+    // The default RBAC policy exists whatever the authorization mode.
+    assert!(
+        ready.contains("[+]poststarthook/rbac/bootstrap-roles ok"),
+        "{ready}"
+    );
+    s.ok(&[
+        "get",
+        "clusterrole",
+        "cluster-admin",
+        "admin",
+        "edit",
+        "view",
+    ]);
     // Typed lists leave apiVersion and kind to the list, as upstream.
     let list: serde_json::Value =
         serde_json::from_str(&s.ok(&["get", "--raw", "/api/v1/namespaces"])).expect("json");
