@@ -18,6 +18,32 @@ pub trait HealthCheck: Send + Sync {
     fn livez(&self) -> bool {
         true
     }
+    /// Whether only `/readyz` runs it (upstream's `etcd-readiness`).
+    fn readyz_only(&self) -> bool {
+        false
+    }
+}
+
+/// `check`, run by `/readyz` only.
+pub fn readyz_only(check: Arc<dyn HealthCheck>) -> Arc<dyn HealthCheck> {
+    Arc::new(ReadyzOnly(check))
+}
+
+struct ReadyzOnly(Arc<dyn HealthCheck>);
+
+impl HealthCheck for ReadyzOnly {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn check(&self) -> BoxFuture<'_, Result<(), String>> {
+        self.0.check()
+    }
+    fn livez(&self) -> bool {
+        false
+    }
+    fn readyz_only(&self) -> bool {
+        true
+    }
 }
 
 /// A check from a name and a closure.

@@ -24,7 +24,7 @@ use tower::util::BoxCloneSyncService;
 pub use config::{CompletedConfig, Config};
 pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery};
 pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
-pub use healthz::{FnCheck, HealthCheck};
+pub use healthz::{readyz_only, FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
 pub use run::PreparedServer;
 

@@ -38,16 +38,19 @@ impl GenericApiServer {
         let shutting_down = Arc::new(AtomicBool::new(false));
         let hooks = self.post_start_hooks.clone();
         let hook_checks: Vec<Arc<dyn HealthCheck>> = hooks.iter().map(|h| h.check()).collect();
-        let mut base = vec![healthz::ping(), log_check()];
-        base.extend(self.health_checks.iter().cloned());
-        let mut healthz_checks = base.clone();
-        healthz_checks.extend(hook_checks.iter().cloned());
+        let mut readyz_checks = vec![healthz::ping(), log_check()];
+        readyz_checks.extend(self.health_checks.iter().cloned());
+        readyz_checks.extend(hook_checks.iter().cloned());
+        let healthz_checks: Vec<_> = readyz_checks
+            .iter()
+            .filter(|c| !c.readyz_only())
+            .cloned()
+            .collect();
         let livez_checks = healthz_checks
             .iter()
             .filter(|c| c.livez())
             .cloned()
             .collect();
-        let mut readyz_checks = healthz_checks.clone();
         readyz_checks.push(shutdown_check(shutting_down.clone()));
         for (endpoint, checks) in [
             ("healthz", healthz_checks),

@@ -9,7 +9,8 @@ use std::time::Duration;
 use apiserver::authentication::Authentication;
 use apiserver::endpoints::virtual_create::VirtualResource;
 use apiserver::server::{
-    CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer, NotFoundDelegate,
+    readyz_only, CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer,
+    NotFoundDelegate,
 };
 use serde_json::json;
 use storage::Kv;
@@ -63,10 +64,26 @@ pub fn generic_config(
 ) -> Result<CompletedConfig, ChainError> {
     let o = &opts.options;
     let modes = super::authorization::modes(opts)?;
+    let storage = kv.clone();
     let etcd_check = FnCheck::new("etcd", move || {
-        let kv = kv.clone();
+        let kv = storage.clone();
         Box::pin(async move { kv.health().await.map_err(|e| e.to_string()) })
     });
+    // Readiness asks the same question within `--etcd-readycheck-timeout`.
+    let ready_timeout = o
+        .flags
+        .duration("etcd-readycheck-timeout")
+        .map(|d| d.to_std())
+        .unwrap_or(Duration::from_secs(2));
+    let etcd_readiness = readyz_only(FnCheck::new("etcd-readiness", move || {
+        let kv = kv.clone();
+        Box::pin(async move {
+            match tokio::time::timeout(ready_timeout, kv.health()).await {
+                Ok(result) => result.map_err(|e| e.to_string()),
+                Err(_) => Err("timed out".to_owned()),
+            }
+        })
+    }));
     Ok(Config {
         request_timeout: o.generic.request_timeout.to_std(),
         min_request_timeout: Duration::from_secs(o.generic.min_request_timeout.unsigned_abs()),
@@ -77,7 +94,7 @@ pub fn generic_config(
         livez_grace_period: o.generic.livez_grace_period.to_std(),
         shutdown_delay: o.generic.shutdown_delay_duration.to_std(),
         external_address: external_address(opts),
-        health_checks: vec![etcd_check],
+        health_checks: vec![etcd_check, etcd_readiness],
         authentication,
         authorization_modes: modes,
         version: version_info(),

@@ -57,6 +57,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "etcd-cafile",
     "etcd-certfile",
     "etcd-healthcheck-timeout",
+    "etcd-readycheck-timeout",
     "etcd-compaction-interval",
     "etcd-count-metric-poll-period",
     "etcd-keyfile",

@@ -77,9 +77,18 @@ fn system_namespaces_and_kubernetes_service_exist() {
     assert!(list["items"][0].get("apiVersion").is_none(), "{list}");
     // The storage check, once, in every health endpoint and on its own.
     assert_eq!(ready.matches("[+]etcd ok").count(), 1, "{ready}");
-    for endpoint in ["/readyz/etcd", "/livez/etcd", "/healthz/etcd"] {
+    for endpoint in [
+        "/readyz/etcd",
+        "/livez/etcd",
+        "/healthz/etcd",
+        "/readyz/etcd-readiness",
+    ] {
         assert_eq!(s.ok(&["get", "--raw", endpoint]), "ok");
     }
+    // Readiness of storage is asked by /readyz only.
+    assert!(ready.contains("[+]etcd-readiness ok"), "{ready}");
+    let live = s.ok(&["get", "--raw", "/livez?verbose"]);
+    assert!(!live.contains("etcd-readiness"), "{live}");
 }
 
 #[test]
