@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::conditions;
 use super::controller::Snapshot;
 use super::serving;
-use crate::controlplane::openapi::add_paths;
+use crate::controlplane::openapi_v2::add_v3_resource_paths;
 
 /// The paths and schemas of one document.
 type DocumentParts = (Map<String, Value>, Map<String, Value>);
@@ -42,7 +42,7 @@ pub fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
             let (paths, schemas) = docs
                 .entry(format!("apis/{}/{}", info.group, info.version))
                 .or_default();
-            add_paths(paths, &info, &format!("#/components/schemas/{}", kind.name));
+            add_v3_resource_paths(paths, &info, &kind.name, &list.name);
             schemas.insert(kind.name, kind.schema);
             schemas.insert(list.name, list.schema);
         }

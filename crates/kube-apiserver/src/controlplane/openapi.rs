@@ -1,22 +1,24 @@
-//! OpenAPI v3 documents (`/openapi/v3` and `/openapi/v3/<group-version>`),
-//! generated from the k8s-openapi type definitions. kubectl reads them to
-//! learn that the server validates fields itself (the `fieldValidation`
+//! OpenAPI v3 documents (`/openapi/v3` and `/openapi/v3/<group-version>`):
+//! the paths and definitions of the v2 document (see `openapi_v2`) in
+//! upstream's v3 form, one document per group version with the schemas
+//! its paths use, built on first request. kubectl reads them to learn
+//! that the server validates fields itself (the `fieldValidation`
 //! parameter on PATCH operations) and for `kubectl explain`. Custom
 //! resources' documents follow their CRDs (see [`CustomDocs`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use apiserver::registry::ResourceInfo;
 use apiserver::server::GenericApiServer;
 use bytes::Bytes;
 use http::StatusCode;
-use schemars::generate::SchemaSettings;
 use schemars::SchemaGenerator;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use sha2::{Digest, Sha512};
 use tokio::sync::watch;
 
+use super::openapi_v2;
 use crate::apiextensions;
 use crate::apiextensions::controller::Snapshot;
 
@@ -29,130 +31,93 @@ pub struct ResourceSchema {
     pub schema: SchemaFn,
 }
 
+/// A resource that is only created (computed, never stored): its group,
+/// resource, kind, scope and schema.
+type Computed = (&'static str, &'static str, &'static str, bool, SchemaFn);
+
+/// The create-only resources upstream serves beside the stored ones:
+/// pod bindings and the review resources.
+const COMPUTED: [Computed; 7] = [
+    ("", "bindings", "Binding", true, |g| {
+        g.subschema_for::<k8s_openapi::api::core::v1::Binding>()
+    }),
+    (
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        false,
+        |g| g.subschema_for::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(),
+    ),
+    (
+        "authentication.k8s.io",
+        "tokenreviews",
+        "TokenReview",
+        false,
+        |g| g.subschema_for::<k8s_openapi::api::authentication::v1::TokenReview>(),
+    ),
+    (
+        "authorization.k8s.io",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        true,
+        |g| g.subschema_for::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(),
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        false,
+        |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        false,
+        |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
+    ),
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        false,
+        |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(),
+    ),
+];
+
+/// The computed create-only resources, as the documents describe them.
+pub(crate) fn computed_resources() -> Vec<ResourceSchema> {
+    COMPUTED
+        .iter()
+        .map(
+            |&(group, resource, kind, namespaced, schema)| ResourceSchema {
+                info: ResourceInfo {
+                    group: group.into(),
+                    version: "v1".into(),
+                    resource: resource.into(),
+                    singular: kind.to_lowercase(),
+                    kind: kind.into(),
+                    list_kind: format!("{kind}List"),
+                    namespaced,
+                    short_names: Vec::new(),
+                    categories: Vec::new(),
+                    verbs: vec!["create".into()],
+                    has_status: false,
+                    has_scale: false,
+                    storage_root: resource.into(),
+                },
+                schema,
+            },
+        )
+        .collect()
+}
+
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("api/{version}")
     } else {
         format!("apis/{group}/{version}")
     }
-}
-
-fn query_param(name: &str, description: &str) -> Value {
-    json!({"name": name, "in": "query", "description": description,
-        "schema": {"type": "string", "uniqueItems": true}})
-}
-
-fn write_params() -> Vec<Value> {
-    vec![
-        query_param("dryRun", "When present, indicates that modifications should not be persisted."),
-        query_param("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes."),
-        query_param("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: Ignore, Warn (default), Strict."),
-    ]
-}
-
-fn list_params() -> Vec<Value> {
-    [
-        "continue",
-        "fieldSelector",
-        "labelSelector",
-        "limit",
-        "resourceVersion",
-        "resourceVersionMatch",
-        "timeoutSeconds",
-        "watch",
-    ]
-    .iter()
-    .map(|p| query_param(p, ""))
-    .collect()
-}
-
-fn operation(
-    info: &ResourceInfo,
-    action: &str,
-    params: Vec<Value>,
-    schema_ref: &str,
-    body: bool,
-) -> Value {
-    let gvk = json!({"group": info.group, "version": info.version, "kind": info.kind});
-    let content = json!({"application/json": {"schema": {"$ref": schema_ref}}});
-    let mut op = json!({
-        "operationId": format!("{action}{}", info.kind),
-        "x-kubernetes-action": action,
-        "x-kubernetes-group-version-kind": gvk,
-        "parameters": params,
-        "responses": {"200": {"description": "OK", "content": content}},
-    });
-    if body {
-        op["requestBody"] = json!({"content": content, "required": true});
-    }
-    op
-}
-
-pub(crate) fn add_paths(paths: &mut Map<String, Value>, info: &ResourceInfo, schema_ref: &str) {
-    let base = format!("/{}", gv_path(&info.group, &info.version));
-    let collection = if info.namespaced {
-        format!("{base}/namespaces/{{namespace}}/{}", info.resource)
-    } else {
-        format!("{base}/{}", info.resource)
-    };
-    let list_ref = format!("{schema_ref}List");
-    paths.insert(
-        collection.clone(),
-        json!({
-            "get": operation(info, "list", list_params(), &list_ref, false),
-            "post": operation(info, "post", write_params(), schema_ref, true),
-            "delete": operation(info, "deletecollection", list_params(), schema_ref, false),
-        }),
-    );
-    let mut patch_params = write_params();
-    patch_params.push(query_param(
-        "force",
-        "Force is going to \"force\" Apply requests.",
-    ));
-    paths.insert(
-        format!("{collection}/{{name}}"),
-        json!({
-            "get": operation(info, "get", vec![], schema_ref, false),
-            "put": operation(info, "put", write_params(), schema_ref, true),
-            "patch": operation(info, "patch", patch_params, schema_ref, true),
-            "delete": operation(info, "delete", vec![query_param("dryRun", "")], schema_ref, false),
-        }),
-    );
-}
-
-/// The OpenAPI v3 document of one group version.
-pub fn group_version_document(resources: &[ResourceSchema]) -> Value {
-    let mut generator = SchemaSettings::openapi3().into_generator();
-    let mut paths = Map::new();
-    let mut kinds = Vec::new();
-    for r in resources {
-        let schema = (r.schema)(&mut generator);
-        let schema_ref = schema
-            .get("$ref")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        add_paths(&mut paths, &r.info, &schema_ref);
-        kinds.push((schema_ref, r.info.clone()));
-    }
-    let mut schemas = generator.take_definitions(true);
-    for (schema_ref, info) in kinds {
-        let name = schema_ref.trim_start_matches("#/components/schemas/");
-        if let Some(Value::Object(schema)) = schemas.get_mut(name) {
-            schema.insert(
-                "x-kubernetes-group-version-kind".into(),
-                json!([{"group": info.group, "version": info.version, "kind": info.kind}]),
-            );
-            // Upstream does not mark metadata as required.
-            schema.remove("required");
-        }
-    }
-    json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.37.0"},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    })
 }
 
 fn hash(bytes: &[u8]) -> String {
@@ -171,13 +136,6 @@ fn json_response(body: Bytes) -> http::Response<axum::body::Body> {
         http::HeaderValue::from_static("application/json"),
     );
     resp
-}
-
-fn json_handler(body: Bytes) -> apiserver::server::PathHandler {
-    Arc::new(move |_req| {
-        let body = body.clone();
-        Box::pin(async move { json_response(body) })
-    })
 }
 
 /// Encoded documents with the hash their index entry carries.
@@ -222,6 +180,41 @@ fn not_found() -> http::Response<axum::body::Body> {
     resp
 }
 
+/// The built-in documents, encoded on first use.
+struct BuiltinDocs {
+    groups: Vec<Vec<ResourceSchema>>,
+    built: OnceLock<Arc<Documents>>,
+}
+
+impl BuiltinDocs {
+    /// The documents (blocking: builds them on first use).
+    fn get(&self) -> Arc<Documents> {
+        self.built
+            .get_or_init(|| {
+                let docs = openapi_v2::v3_documents(&self.groups)
+                    .into_iter()
+                    .map(|(path, doc)| {
+                        let body = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+                        (path, (hash(&body), body))
+                    })
+                    .collect();
+                Arc::new(docs)
+            })
+            .clone()
+    }
+
+    /// The documents, built off the async runtime.
+    async fn current(self: Arc<Self>) -> Arc<Documents> {
+        if let Some(docs) = self.built.get() {
+            return docs.clone();
+        }
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.get())
+            .await
+            .unwrap_or_default()
+    }
+}
+
 /// Serves `/openapi/v3` and one document per group version: the built-in
 /// ones fixed, the custom resource ones as the CRDs in `crds` say.
 pub fn install(
@@ -229,31 +222,48 @@ pub fn install(
     groups: Vec<Vec<ResourceSchema>>,
     crds: watch::Receiver<Snapshot>,
 ) {
-    let mut index = BTreeMap::new();
-    for resources in groups {
-        let Some(first) = resources.first() else {
-            continue;
-        };
-        let path = gv_path(&first.info.group, &first.info.version);
-        let doc = group_version_document(&resources);
-        let body = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-        let url = format!("/openapi/v3/{path}?hash={}", hash(&body));
-        index.insert(path.clone(), json!({"serverRelativeURL": url}));
-        server.handle_path(&format!("/openapi/v3/{path}"), json_handler(body));
+    let mut served: Vec<String> = groups
+        .iter()
+        .filter_map(|g| g.first())
+        .chain(&computed_resources())
+        .map(|r| gv_path(&r.info.group, &r.info.version))
+        .collect();
+    served.sort();
+    served.dedup();
+    let builtin = Arc::new(BuiltinDocs {
+        groups,
+        built: OnceLock::new(),
+    });
+    for path in served {
+        let docs = builtin.clone();
+        let key = path.clone();
+        server.handle_path(
+            &format!("/openapi/v3/{path}"),
+            Arc::new(move |_req| {
+                let (docs, key) = (docs.clone(), key.clone());
+                Box::pin(async move {
+                    let found = docs.current().await.get(&key).map(|(_, b)| b.clone());
+                    found.map_or_else(not_found, json_response)
+                })
+            }),
+        );
     }
     let custom = Arc::new(CustomDocs::new(crds));
     let index_docs = custom.clone();
     server.handle_path(
         "/openapi/v3",
         Arc::new(move |_req| {
-            let mut paths = index.clone();
-            for (path, (hash, _)) in index_docs.current().iter() {
-                let url = format!("/openapi/v3/{path}?hash={hash}");
-                paths.insert(path.clone(), json!({"serverRelativeURL": url}));
-            }
-            let body =
-                Bytes::from(serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default());
-            Box::pin(async move { json_response(body) })
+            let (builtin, custom) = (builtin.clone(), index_docs.clone());
+            Box::pin(async move {
+                let mut paths = BTreeMap::new();
+                let builtin = builtin.current().await;
+                for (path, (hash, _)) in builtin.iter().chain(custom.current().iter()) {
+                    let url = format!("/openapi/v3/{path}?hash={hash}");
+                    paths.insert(path.clone(), json!({ "serverRelativeURL": url }));
+                }
+                let body = serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default();
+                json_response(Bytes::from(body))
+            })
         }),
     );
     server.handle_prefix(

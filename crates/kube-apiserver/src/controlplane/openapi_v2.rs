@@ -14,6 +14,10 @@ mod custom;
 mod definitions;
 mod paths;
 mod proto;
+mod roots;
+mod shared;
+mod subresources;
+mod v3;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -128,12 +132,14 @@ struct Spec {
     custom: Mutex<Option<(Snapshot, Arc<Encoded>)>>,
 }
 
-fn document(definitions: Map<String, Value>, paths: Map<String, Value>) -> Value {
+fn document(definitions: Map<String, Value>, mut paths: Map<String, Value>) -> Value {
+    let parameters = shared::deduplicate(&mut paths);
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": "v1.37.0"},
         "paths": paths,
         "definitions": definitions,
+        "parameters": parameters,
         "securityDefinitions": {"BearerToken": {
             "description": "Bearer Token authentication", "in": "header",
             "name": "authorization", "type": "apiKey"}},
@@ -141,15 +147,95 @@ fn document(definitions: Map<String, Value>, paths: Map<String, Value>) -> Value
     })
 }
 
+/// The definitions and paths (v2 form) of the built-in `resources` and
+/// the non-resource paths.
+fn build_parts(resources: &[Resource]) -> (Map<String, Value>, Map<String, Value>) {
+    let (definitions, names) = definitions::build(resources);
+    let mut paths = Map::new();
+    let mut group_versions = Vec::new();
+    for (r, n) in resources.iter().zip(&names) {
+        paths::add(&mut paths, &r.info, &n.kind, &n.list);
+        let gv = (r.info.group.as_str(), r.info.version.as_str());
+        if !group_versions.contains(&gv) {
+            group_versions.push(gv);
+        }
+    }
+    roots::add(&mut paths, &group_versions);
+    paths.sort_keys();
+    (definitions, paths)
+}
+
+/// The served built-in resources of `groups` and the computed ones.
+fn resources(groups: &[Vec<ResourceSchema>]) -> Vec<Resource> {
+    groups
+        .iter()
+        .flatten()
+        .map(|r| Resource {
+            info: r.info.clone(),
+            schema: r.schema,
+        })
+        .chain(
+            super::openapi::computed_resources()
+                .into_iter()
+                .map(|r| Resource {
+                    info: r.info,
+                    schema: r.schema,
+                }),
+        )
+        .collect()
+}
+
+/// The OpenAPI v3 documents of the built-in group versions of `groups`,
+/// by path (`api/v1`, `apis/<group>/<version>`): each with its paths and
+/// the schemas they use, in upstream's v3 form.
+pub(crate) fn v3_documents(groups: &[Vec<ResourceSchema>]) -> Vec<(String, Value)> {
+    let (definitions, paths) = build_parts(&resources(groups));
+    let schemas: Map<String, Value> = definitions
+        .iter()
+        .map(|(name, def)| (name.clone(), v3::schema(name, def)))
+        .collect();
+    let mut by_gv: std::collections::BTreeMap<String, Map<String, Value>> = Default::default();
+    for (path, item) in &paths {
+        let mut segments = path.split('/').skip(1);
+        let gv = match (segments.next(), segments.next(), segments.next()) {
+            (Some("api"), Some(v), Some(_)) if !v.is_empty() => format!("api/{v}"),
+            (Some("apis"), Some(g), Some(v)) if !v.is_empty() => format!("apis/{g}/{v}"),
+            _ => continue,
+        };
+        by_gv
+            .entry(gv)
+            .or_default()
+            .insert(path.clone(), v3::path_item(item));
+    }
+    by_gv
+        .into_iter()
+        .map(|(gv, paths)| {
+            let doc = v3::document(paths, &schemas);
+            (gv, doc)
+        })
+        .collect()
+}
+
+/// Adds the v3 paths of a resource whose kind and list kind schemas are
+/// named (custom resources).
+pub(crate) fn add_v3_resource_paths(
+    paths: &mut Map<String, Value>,
+    info: &ResourceInfo,
+    kind: &str,
+    list: &str,
+) {
+    let mut v2 = Map::new();
+    paths::add(&mut v2, info, kind, list);
+    roots::add_group_version(&mut v2, &info.group, &info.version);
+    for (path, item) in v2 {
+        paths.insert(path, v3::path_item(&item));
+    }
+}
+
 impl Spec {
     fn builtin(&self) -> &Builtin {
         self.builtin.get_or_init(|| {
-            let (definitions, names) = definitions::build(&self.resources);
-            let mut paths = Map::new();
-            for (r, n) in self.resources.iter().zip(&names) {
-                paths::add(&mut paths, &r.info, &n.kind, &n.list);
-            }
-            paths.sort_keys();
+            let (definitions, paths) = build_parts(&self.resources);
             let encoded = Arc::new(Encoded::new(&document(definitions.clone(), paths.clone())));
             Builtin {
                 definitions,
@@ -318,16 +404,8 @@ pub fn install(
     groups: &[Vec<ResourceSchema>],
     crds: watch::Receiver<Snapshot>,
 ) {
-    let resources = groups
-        .iter()
-        .flatten()
-        .map(|r| Resource {
-            info: r.info.clone(),
-            schema: r.schema,
-        })
-        .collect();
     let spec = Arc::new(Spec {
-        resources,
+        resources: resources(groups),
         crds,
         builtin: OnceLock::new(),
         custom: Mutex::new(None),

@@ -33,6 +33,7 @@ mod legacy_sa_tokens;
 mod legacy_token_audit;
 mod mutating_policy;
 mod namespace_lifecycle;
+mod openapi_conformance;
 mod openapi_v2;
 mod pod_security;
 mod pod_spec_validation;

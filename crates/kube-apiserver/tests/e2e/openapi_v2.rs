@@ -10,7 +10,7 @@ use crate::harness::TestServer;
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
 /// A GET over HTTPS with the admin certificate: status, headers, body.
-fn get(s: &TestServer, path: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
+pub(crate) fn get(s: &TestServer, path: &str, headers: &[&str]) -> (u16, String, Vec<u8>) {
     let pki = s.dir.path().join("pki");
     let head = s.dir.path().join("headers.txt");
     let mut cmd = Command::new("curl");

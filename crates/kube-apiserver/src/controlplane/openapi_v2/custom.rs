@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::definitions::{strip_v3, PREFIX};
-use super::paths;
+use super::{paths, roots};
 use crate::apiextensions::controller::Snapshot;
 use crate::apiextensions::serving;
 
@@ -37,6 +37,8 @@ pub(super) fn add(
                 continue;
             }
             paths::add(paths, &info, &kind.name, &list.name);
+            roots::add_group_version(paths, &info.group, &info.version);
+            roots::add_group(paths, &info.group);
             for def in [kind, list] {
                 let mut schema = def.schema;
                 rewrite_refs(&mut schema);

@@ -9,12 +9,16 @@
 use std::collections::BTreeMap;
 
 use apiserver::registry::ResourceInfo;
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::core::v1::Binding;
+use k8s_openapi::api::policy::v1::Eviction;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     APIGroup, APIGroupList, APIResourceList, APIVersions, DeleteOptions, ListMeta, Patch, Status,
     WatchEvent,
 };
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use k8s_openapi::apimachinery::pkg::version::Info;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 use structured_merge::schema::{FieldDef, ListKind, TypeDef, TypeRef};
@@ -28,6 +32,116 @@ pub(super) const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Watch
 pub(super) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 pub(super) const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+const CORE_EVENT: &str = "io.k8s.api.core.v1.Event";
+
+/// The meta kinds served as themselves (discovery documents, Status).
+const META_KINDS: [(&str, &str); 5] = [
+    ("APIGroup", "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup"),
+    (
+        "APIGroupList",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList",
+    ),
+    (
+        "APIResourceList",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+    ),
+    (
+        "APIVersions",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions",
+    ),
+    ("Status", STATUS),
+];
+
+/// Upstream's `+union` markers: the definition, its discriminator field
+/// (if any) and the union's members with their discriminator values.
+type Union = (
+    &'static str,
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+);
+const UNIONS: [Union; 6] = [
+    (
+        "io.k8s.api.core.v1.AppArmorProfile",
+        Some("type"),
+        &[("localhostProfile", "LocalhostProfile")],
+    ),
+    (
+        "io.k8s.api.core.v1.PodSchedulingGroup",
+        None,
+        &[("podGroupName", "PodGroupName")],
+    ),
+    (
+        "io.k8s.api.core.v1.SeccompProfile",
+        Some("type"),
+        &[("localhostProfile", "LocalhostProfile")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.LimitResponse",
+        Some("type"),
+        &[("queuing", "Queuing")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        Some("type"),
+        &[("exempt", "Exempt"), ("limited", "Limited")],
+    ),
+    (
+        "io.k8s.api.flowcontrol.v1.Subject",
+        Some("kind"),
+        &[
+            ("group", "Group"),
+            ("serviceAccount", "ServiceAccount"),
+            ("user", "User"),
+        ],
+    ),
+];
+
+/// Lists of types outside the structured-merge tables that upstream marks
+/// `+listType=atomic`.
+const ATOMIC_LISTS: [(&str, &str); 9] = [
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup",
+        "serverAddressByClientCIDRs",
+    ),
+    ("io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup", "versions"),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList",
+        "groups",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIResource",
+        "categories",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIResource",
+        "shortNames",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
+        "resources",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions",
+        "serverAddressByClientCIDRs",
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions",
+        "versions",
+    ),
+    (
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec",
+        "caBundle",
+    ),
+];
+
+/// Fields upstream marks `+mapType=granular` explicitly.
+const GRANULAR: [(&str, &str); 2] = [
+    (
+        "io.k8s.api.core.v1.PersistentVolumeClaimStatus",
+        "allocatedResourceStatuses",
+    ),
+    ("io.k8s.api.core.v1.PersistentVolumeSpec", "claimRef"),
+];
 
 /// Keywords of OpenAPI v3 that v2 has no place for.
 const V3_ONLY: [&str; 5] = ["oneOf", "anyOf", "allOf", "not", "nullable"];
@@ -71,17 +185,29 @@ pub(super) fn build(resources: &[Resource]) -> (Map<String, Value>, Vec<Names>) 
     generator.subschema_for::<APIGroupList>();
     generator.subschema_for::<APIResourceList>();
     generator.subschema_for::<APIVersions>();
+    generator.subschema_for::<Binding>();
+    generator.subschema_for::<Eviction>();
+    generator.subschema_for::<TokenRequest>();
+    generator.subschema_for::<Info>();
     let mut defs = generator.take_definitions(false);
     for (r, n) in resources.iter().zip(&names) {
-        defs.insert(n.list.clone(), list_definition(&r.info, &n.kind));
+        if lists(&r.info) {
+            defs.insert(n.list.clone(), list_definition(&r.info, &n.kind));
+        }
     }
     for (name, schema) in defs.iter_mut() {
         to_v2(name, schema);
         add_merge_metadata(name, schema);
+        add_upstream_markers(name, schema);
     }
     add_group_version_kinds(&mut defs, resources, &names);
     defs.sort_keys();
     (defs, names)
+}
+
+/// Whether a resource is listed (create-only ones have no list kind).
+fn lists(info: &ResourceInfo) -> bool {
+    info.verbs.iter().any(|v| v == "list")
 }
 
 /// `io.k8s.api.core.v1.Pod` + `PodList` → `io.k8s.api.core.v1.PodList`.
@@ -179,7 +305,12 @@ fn add_merge_metadata(name: &str, schema: &mut Value) {
     let Some(props) = map.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
+    // Upstream's list kinds say nothing of their items' list type.
+    let list_kind = name.ends_with("List");
     for field in &def.fields {
+        if list_kind && field.name == "items" {
+            continue;
+        }
         if let Some(Value::Object(prop)) = props.get_mut(&field.name) {
             field_extensions(field, prop);
         }
@@ -229,6 +360,39 @@ fn field_extensions(field: &FieldDef, prop: &mut Map<String, Value>) {
     }
 }
 
+/// The markers of upstream's Go types that the structured-merge tables
+/// do not carry: unions, explicitly granular maps and the atomic lists of
+/// the types outside them.
+fn add_upstream_markers(name: &str, schema: &mut Value) {
+    for (def, discriminator, members) in UNIONS {
+        if def != name {
+            continue;
+        }
+        let mut union = json!({
+            "fields-to-discriminateBy": members.iter().map(|(f, v)| (f.to_string(), json!(v))).collect::<Map<_, _>>(),
+        });
+        if let Some(d) = discriminator {
+            union["discriminator"] = d.into();
+        }
+        schema["x-kubernetes-unions"] = json!([union]);
+    }
+    let marked = GRANULAR
+        .iter()
+        .map(|f| (f, "x-kubernetes-map-type", "granular"))
+        .chain(
+            ATOMIC_LISTS
+                .iter()
+                .map(|f| (f, "x-kubernetes-list-type", "atomic")),
+        );
+    for ((def, field), key, value) in marked {
+        if *def == name {
+            if let Some(prop) = schema.pointer_mut(&format!("/properties/{field}")) {
+                prop[key] = value.into();
+            }
+        }
+    }
+}
+
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
     json!({"group": group, "kind": kind, "version": version})
 }
@@ -244,19 +408,30 @@ fn add_group_version_kinds(defs: &mut Map<String, Value>, resources: &[Resource]
             .entry(&n.kind)
             .or_default()
             .push(gvk(g, v, &r.info.kind));
-        kinds
-            .entry(&n.list)
-            .or_default()
-            .push(gvk(g, v, &r.info.list_kind));
+        if lists(&r.info) {
+            kinds
+                .entry(&n.list)
+                .or_default()
+                .push(gvk(g, v, &r.info.list_kind));
+        }
         if !group_versions.contains(&(g, v)) {
             group_versions.push((g, v));
         }
     }
-    for n in names {
-        // k8s-openapi requires a resource's metadata (and some specs);
-        // upstream's definitions of the served kinds require nothing.
-        if let Some(Value::Object(def)) = defs.get_mut(&n.kind) {
-            def.remove("required");
+    for (name, def) in defs.iter_mut() {
+        // k8s-openapi requires every object's metadata; upstream only the
+        // core Event's.
+        if name == CORE_EVENT {
+            continue;
+        }
+        let Some(required) = def.get_mut("required").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        required.retain(|field| field != "metadata");
+        if required.is_empty() {
+            if let Some(def) = def.as_object_mut() {
+                def.remove("required");
+            }
         }
     }
     for (g, v) in group_versions {
@@ -269,18 +444,29 @@ fn add_group_version_kinds(defs: &mut Map<String, Value>, resources: &[Resource]
             .or_default()
             .push(gvk(g, v, "WatchEvent"));
     }
-    kinds
-        .entry(STATUS)
-        .or_default()
-        .push(gvk("", "v1", "Status"));
+    for (kind, def) in META_KINDS {
+        kinds.entry(def).or_default().push(gvk("", "v1", kind));
+    }
+    for (g, v, kind, def) in super::subresources::KINDS {
+        kinds.entry(def).or_default().push(gvk(g, v, kind));
+    }
     kinds
         .entry(SCALE)
         .or_default()
         .push(gvk("autoscaling", "v1", "Scale"));
-    for (name, list) in kinds {
+    for (name, mut list) in kinds {
         let Some(Value::Object(def)) = defs.get_mut(name) else {
             continue;
         };
+        // A kind served twice (bindings and pods/binding) is listed once.
+        let mut seen = Vec::with_capacity(list.len());
+        list.retain(|gvk| {
+            let new = !seen.contains(gvk);
+            if new {
+                seen.push(gvk.clone());
+            }
+            new
+        });
         def.insert("x-kubernetes-group-version-kind".into(), Value::Array(list));
     }
 }

@@ -26,7 +26,7 @@ const PATCH_TYPES: [&str; 5] = [
     "application/apply-patch+yaml",
     "application/apply-patch+cbor",
 ];
-const LIST_PARAMS: [(&str, &str, &str); 10] = [
+const LIST_PARAMS: [(&str, &str, &str); 11] = [
     (
         "allowWatchBookmarks",
         "boolean",
@@ -66,6 +66,11 @@ const LIST_PARAMS: [(&str, &str, &str); 10] = [
         "sendInitialEvents",
         "boolean",
         "Whether a watch starts with synthetic events of the current state.",
+    ),
+    (
+        "shardSelector",
+        "string",
+        "A CEL shardRange() expression restricting the returned objects to hash ranges (alpha).",
     ),
     (
         "timeoutSeconds",
@@ -117,13 +122,12 @@ const DELETE_PARAMS: [(&str, &str, &str); 5] = [
     ),
 ];
 
-fn query(&(name, ty, description): &(&str, &str, &str)) -> Value {
-    let mut p = json!({"description": description, "in": "query", "name": name, "type": ty});
-    p["uniqueItems"] = true.into();
-    p
+pub(super) fn query(&(name, ty, description): &(&str, &str, &str)) -> Value {
+    json!({"description": description, "in": "query", "name": name, "type": ty,
+        "uniqueItems": true})
 }
 
-fn path_param(name: &str, description: &str) -> Value {
+pub(super) fn path_param(name: &str, description: &str) -> Value {
     json!({"description": description, "in": "path", "name": name, "required": true,
         "type": "string", "uniqueItems": true})
 }
@@ -137,8 +141,16 @@ fn body(schema: &str, required: bool) -> Value {
     p
 }
 
+fn pretty() -> Value {
+    query(&(
+        "pretty",
+        "string",
+        "If 'true', the output is pretty printed.",
+    ))
+}
+
 /// `rbac.authorization.k8s.io` → `RbacAuthorization`, core → `Core`.
-fn group_camel(group: &str) -> String {
+pub(super) fn group_camel(group: &str) -> String {
     if group.is_empty() {
         return "Core".into();
     }
@@ -146,65 +158,164 @@ fn group_camel(group: &str) -> String {
     trimmed.split(['.', '-']).map(capitalize).collect()
 }
 
-fn capitalize(word: &str) -> String {
+pub(super) fn capitalize(word: &str) -> String {
     let mut chars = word.chars();
     chars
         .next()
         .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
-/// `rbacAuthorization_v1`, `core_v1`.
-fn tag(info: &ResourceInfo) -> String {
-    let camel = group_camel(&info.group);
+/// `rbacAuthorization`, `core`: the tag of a group's operations.
+pub(super) fn group_tag(group: &str) -> String {
+    let camel = group_camel(group);
     let mut chars = camel.chars();
-    let lower: String = chars
+    chars
         .next()
-        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect());
-    format!("{lower}_{}", info.version)
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
+/// The resources whose deletion answers with the deleted object
+/// (upstream's `ReturnDeletedObject` stores).
+const RETURNS_DELETED: [(&str, &str); 16] = [
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("", "pods"),
+    ("", "podtemplates"),
+    ("", "resourcequotas"),
+    ("", "serviceaccounts"),
+    ("", "services"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    ("resource.k8s.io", "resourceslices"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "volumeattachments"),
+    ("storage.k8s.io", "volumeattributesclasses"),
+];
+
+/// What an operation takes and answers, which decides its media types.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Media {
+    /// Objects in the API's encodings.
+    Object,
+    /// Lists, which can also be watched.
+    List,
+    /// A stream the server proxies (exec, attach, portforward, proxy).
+    Connect,
+    /// A container's log: text or the API's encodings.
+    Log,
 }
 
 /// What differs between the operations of one resource.
-struct Op<'a> {
-    method: &'static str,
-    action: &'static str,
-    id: String,
-    params: Vec<Value>,
-    responses: Vec<(&'static str, &'a str)>,
-    gvk: Value,
+pub(super) struct Op {
+    pub method: &'static str,
+    pub action: &'static str,
+    pub id: String,
+    pub params: Vec<Value>,
+    pub responses: Vec<(&'static str, Value)>,
+    pub gvk: Value,
+    pub media: Media,
 }
 
-struct Builder<'a> {
-    info: &'a ResourceInfo,
+/// `{"$ref": …}` responses of `codes` with the named definition.
+pub(super) fn refs(codes: &[&'static str], def: &str) -> Vec<(&'static str, Value)> {
+    codes
+        .iter()
+        .map(|code| (*code, json!({"$ref": format!("{PREFIX}{def}")})))
+        .collect()
+}
+
+/// A response that is a plain string (connect and log).
+pub(super) fn string_response() -> Vec<(&'static str, Value)> {
+    vec![("200", json!({"type": "string"}))]
+}
+
+pub(super) struct Builder<'a> {
+    pub info: &'a ResourceInfo,
     kind_def: &'a str,
     list_def: &'a str,
     gv: String,
     tag: String,
 }
 
+/// Moves the parameters every operation of a path item shares (but the
+/// body) to the path item, as kube-openapi does.
+fn hoist_common(item: &mut Map<String, Value>) {
+    let ops: Vec<&Vec<Value>> = item
+        .values()
+        .filter_map(|op| op["parameters"].as_array())
+        .collect();
+    let Some((first, rest)) = ops.split_first() else {
+        return;
+    };
+    let mut common: Vec<Value> = first
+        .iter()
+        .filter(|p| p["in"] != "body" && rest.iter().all(|ps| ps.contains(p)))
+        .cloned()
+        .collect();
+    for op in item.values_mut() {
+        if let Some(params) = op["parameters"].as_array_mut() {
+            params.retain(|p| !common.contains(p));
+        }
+        if op["parameters"].as_array().is_some_and(Vec::is_empty) {
+            if let Some(op) = op.as_object_mut() {
+                op.remove("parameters");
+            }
+        }
+    }
+    common.sort_by(|a, b| {
+        (a["name"].as_str(), a["in"].as_str()).cmp(&(b["name"].as_str(), b["in"].as_str()))
+    });
+    item.insert("parameters".into(), Value::Array(common));
+}
+
 impl Builder<'_> {
-    fn id(&self, verb: &str, namespaced: bool, suffix: &str) -> String {
+    pub fn id(&self, verb: &str, namespaced: bool, suffix: &str) -> String {
         let scope = if namespaced { "Namespaced" } else { "" };
         format!("{verb}{}{scope}{}{suffix}", self.gv, self.info.kind)
     }
 
-    fn gvk(&self) -> Value {
+    /// `connectCoreV1GetNamespacedPodExec`.
+    pub fn connect_id(&self, method: &str, namespaced: bool, suffix: &str) -> String {
+        let scope = if namespaced { "Namespaced" } else { "" };
+        let kind = &self.info.kind;
+        format!(
+            "connect{}{}{scope}{kind}{suffix}",
+            self.gv,
+            capitalize(method)
+        )
+    }
+
+    pub fn kind_def(&self) -> &str {
+        self.kind_def
+    }
+
+    pub fn gvk(&self) -> Value {
         json!({"group": self.info.group, "kind": self.info.kind, "version": self.info.version})
     }
 
     fn operation(&self, op: Op) -> Value {
-        let consumes: Vec<&str> = if op.method == "patch" {
+        let consumes: Vec<&str> = if op.method == "patch" && op.media != Media::Connect {
             PATCH_TYPES.to_vec()
         } else {
             vec!["*/*"]
         };
-        let mut produces = PRODUCES.to_vec();
-        if matches!(op.action, "list" | "watch" | "watchlist") {
-            produces.extend([
-                "application/json;stream=watch",
-                "application/vnd.kubernetes.protobuf;stream=watch",
-                "application/cbor-seq",
-            ]);
-        }
+        let produces = match op.media {
+            Media::Object => PRODUCES.to_vec(),
+            Media::List => {
+                let mut p = PRODUCES.to_vec();
+                p.extend([
+                    "application/json;stream=watch",
+                    "application/vnd.kubernetes.protobuf;stream=watch",
+                    "application/cbor-seq",
+                ]);
+                p
+            }
+            Media::Connect => vec!["*/*"],
+            Media::Log => std::iter::once("text/plain").chain(PRODUCES).collect(),
+        };
         let mut responses = Map::new();
         for (code, schema) in op.responses {
             let description = match code {
@@ -212,12 +323,24 @@ impl Builder<'_> {
                 "202" => "Accepted",
                 _ => "OK",
             };
-            responses.insert(code.into(), json!({"description": description, "schema": {"$ref": format!("{PREFIX}{schema}")}}));
+            responses.insert(
+                code.into(),
+                json!({"description": description, "schema": schema}),
+            );
         }
         responses.insert("401".into(), json!({"description": "Unauthorized"}));
+        let what = if op.media == Media::Connect {
+            format!(
+                "connect {} requests to {}",
+                op.method.to_uppercase(),
+                self.info.kind
+            )
+        } else {
+            format!("{} {}", op.action, self.info.kind)
+        };
         json!({
             "consumes": consumes,
-            "description": format!("{} {}", op.action, self.info.kind),
+            "description": what,
             "operationId": op.id,
             "parameters": op.params,
             "produces": produces,
@@ -229,27 +352,32 @@ impl Builder<'_> {
         })
     }
 
-    fn path_item(&self, ops: Vec<Op>, path_params: Vec<Value>) -> Value {
+    /// The path item of `ops`, each taking `path_params` (and `pretty`
+    /// but when proxying); `None` when there is no operation.
+    pub fn path_item(&self, ops: Vec<Op>, path_params: &[Value]) -> Option<Value> {
+        if ops.is_empty() {
+            return None;
+        }
         let mut item = Map::new();
-        for op in ops {
+        for mut op in ops {
+            let mut params = path_params.to_vec();
+            if op.media != Media::Connect {
+                params.push(pretty());
+            }
+            params.append(&mut op.params);
+            op.params = params;
             let method = op.method;
             item.insert(method.into(), self.operation(op));
         }
-        let mut params = path_params;
-        params.push(query(&(
-            "pretty",
-            "string",
-            "If 'true', the output is pretty printed.",
-        )));
-        item.insert("parameters".into(), Value::Array(params));
-        Value::Object(item)
+        hoist_common(&mut item);
+        Some(Value::Object(item))
     }
 
     fn has(&self, verb: &str) -> bool {
         self.info.verbs.iter().any(|v| v == verb)
     }
 
-    fn write_params(&self, body_schema: &str, patch: bool) -> Vec<Value> {
+    pub fn write_params(&self, body_schema: &str, patch: bool) -> Vec<Value> {
         let mut params = vec![
             body(body_schema, true),
             query(&DRY_RUN),
@@ -266,7 +394,21 @@ impl Builder<'_> {
         params
     }
 
-    fn collection_ops(&self, ns: bool) -> Vec<Op<'_>> {
+    /// A POST creating `def` (of kind `gvk`), as collections and the
+    /// create-only subresources take.
+    pub fn create_op(&self, id: String, def: &str, gvk: Value) -> Op {
+        Op {
+            method: "post",
+            action: "post",
+            id,
+            params: self.write_params(def, false),
+            responses: refs(&["200", "201", "202"], def),
+            gvk,
+            media: Media::Object,
+        }
+    }
+
+    fn collection_ops(&self, ns: bool) -> Vec<Op> {
         let mut ops = Vec::new();
         if self.has("list") {
             ops.push(Op {
@@ -274,23 +416,13 @@ impl Builder<'_> {
                 action: "list",
                 id: self.id("list", ns, ""),
                 params: LIST_PARAMS.iter().map(query).collect(),
-                responses: vec![("200", self.list_def)],
+                responses: refs(&["200"], self.list_def),
                 gvk: self.gvk(),
+                media: Media::List,
             });
         }
         if self.has("create") {
-            ops.push(Op {
-                method: "post",
-                action: "post",
-                id: self.id("create", ns, ""),
-                params: self.write_params(self.kind_def, false),
-                responses: vec![
-                    ("200", self.kind_def),
-                    ("201", self.kind_def),
-                    ("202", self.kind_def),
-                ],
-                gvk: self.gvk(),
-            });
+            ops.push(self.create_op(self.id("create", ns, ""), self.kind_def, self.gvk()));
         }
         if self.has("deletecollection") {
             let mut params = vec![body(DELETE_OPTIONS, false)];
@@ -310,24 +442,26 @@ impl Builder<'_> {
                     1,
                 ),
                 params,
-                responses: vec![("200", STATUS)],
+                responses: refs(&["200"], STATUS),
                 gvk: self.gvk(),
+                media: Media::Object,
             });
         }
         ops
     }
 
-    fn item_ops(&self, ns: bool) -> Vec<Op<'_>> {
+    fn item_ops(&self, ns: bool) -> Vec<Op> {
         let mut ops = Vec::new();
-        let (kind, gvk) = (self.kind_def, self.gvk());
+        let kind = self.kind_def;
         if self.has("get") {
             ops.push(Op {
                 method: "get",
                 action: "get",
                 id: self.id("read", ns, ""),
                 params: vec![],
-                responses: vec![("200", kind)],
-                gvk: gvk.clone(),
+                responses: refs(&["200"], kind),
+                gvk: self.gvk(),
+                media: Media::Object,
             });
         }
         if self.has("update") {
@@ -336,8 +470,9 @@ impl Builder<'_> {
                 action: "put",
                 id: self.id("replace", ns, ""),
                 params: self.write_params(kind, false),
-                responses: vec![("200", kind), ("201", kind)],
-                gvk: gvk.clone(),
+                responses: refs(&["200", "201"], kind),
+                gvk: self.gvk(),
+                media: Media::Object,
             });
         }
         if self.has("patch") {
@@ -346,45 +481,49 @@ impl Builder<'_> {
                 action: "patch",
                 id: self.id("patch", ns, ""),
                 params: self.write_params(PATCH, true),
-                responses: vec![("200", kind), ("201", kind)],
-                gvk: gvk.clone(),
+                responses: refs(&["200", "201"], kind),
+                gvk: self.gvk(),
+                media: Media::Object,
             });
         }
         if self.has("delete") {
             let mut params = vec![body(DELETE_OPTIONS, false)];
             params.extend(DELETE_PARAMS.iter().map(query));
+            let key = (self.info.group.as_str(), self.info.resource.as_str());
+            let answer = if RETURNS_DELETED.contains(&key) {
+                kind
+            } else {
+                STATUS
+            };
             ops.push(Op {
                 method: "delete",
                 action: "delete",
                 id: self.id("delete", ns, ""),
                 params,
-                responses: vec![("200", STATUS), ("202", STATUS)],
-                gvk,
+                responses: refs(&["200", "202"], answer),
+                gvk: self.gvk(),
+                media: Media::Object,
             });
         }
         ops
     }
 
-    /// get/put/patch of a subresource (`status` on the kind, `scale` on
-    /// autoscaling/v1 Scale).
-    fn subresource_ops<'s>(
-        &'s self,
-        ns: bool,
-        suffix: &str,
-        schema: &'s str,
-        gvk: Value,
-    ) -> Vec<Op<'s>> {
+    /// get/put/patch of a subresource that reads and writes `schema`
+    /// (`status` and the like on the kind, `scale` on autoscaling/v1
+    /// Scale).
+    pub fn subresource_ops(&self, ns: bool, suffix: &str, schema: &str, gvk: Value) -> Vec<Op> {
         let one = |method, action, verb: &str, params| Op {
             method,
             action,
             id: self.id(verb, ns, suffix),
             params,
-            responses: vec![("200", schema), ("201", schema)],
+            responses: refs(&["200", "201"], schema),
             gvk: gvk.clone(),
+            media: Media::Object,
         };
         vec![
             Op {
-                responses: vec![("200", schema)],
+                responses: refs(&["200"], schema),
                 ..one("get", "get", "read", vec![])
             },
             one("put", "put", "replace", self.write_params(schema, false)),
@@ -406,7 +545,7 @@ pub(super) fn add(
         kind_def,
         list_def,
         gv: format!("{}{}", group_camel(&info.group), capitalize(&info.version)),
-        tag: tag(info),
+        tag: format!("{}_{}", group_tag(&info.group), info.version),
     };
     let root = if info.group.is_empty() {
         format!("/api/{}", info.version)
@@ -415,74 +554,63 @@ pub(super) fn add(
     };
     let ns = info.namespaced;
     let scope = if ns { "/namespaces/{namespace}" } else { "" };
-    let scope_params = || {
-        if ns {
-            vec![path_param(
-                "namespace",
-                "object name and auth scope, such as for teams and projects",
-            )]
-        } else {
-            vec![]
+    let scope_params: &[Value] = &if ns {
+        vec![path_param(
+            "namespace",
+            "object name and auth scope, such as for teams and projects",
+        )]
+    } else {
+        vec![]
+    };
+    let mut name_params = vec![path_param("name", &format!("name of the {}", info.kind))];
+    name_params.extend_from_slice(scope_params);
+    let mut insert = |path: String, item: Option<Value>| {
+        if let Some(item) = item {
+            paths.insert(path, item);
         }
     };
-    let name_params = || {
-        let mut p = vec![path_param("name", &format!("name of the {}", info.kind))];
-        p.extend(scope_params());
-        p
-    };
     let collection = format!("{root}{scope}/{}", info.resource);
-    paths.insert(
+    insert(
         collection.clone(),
-        b.path_item(b.collection_ops(ns), scope_params()),
+        b.path_item(b.collection_ops(ns), scope_params),
     );
-    paths.insert(
-        format!("{collection}/{{name}}"),
-        b.path_item(b.item_ops(ns), name_params()),
-    );
+    let item = format!("{collection}/{{name}}");
+    insert(item.clone(), b.path_item(b.item_ops(ns), &name_params));
     if info.has_status {
         let ops = b.subresource_ops(ns, "Status", kind_def, b.gvk());
-        paths.insert(
-            format!("{collection}/{{name}}/status"),
-            b.path_item(ops, name_params()),
-        );
+        insert(format!("{item}/status"), b.path_item(ops, &name_params));
     }
     if info.has_scale {
-        let ops = b.subresource_ops(
-            ns,
-            "Scale",
-            SCALE,
-            json!({"group": "autoscaling", "kind": "Scale", "version": "v1"}),
-        );
-        paths.insert(
-            format!("{collection}/{{name}}/scale"),
-            b.path_item(ops, name_params()),
-        );
+        let gvk = json!({"group": "autoscaling", "kind": "Scale", "version": "v1"});
+        let ops = b.subresource_ops(ns, "Scale", SCALE, gvk);
+        insert(format!("{item}/scale"), b.path_item(ops, &name_params));
+    }
+    for (path, item) in super::subresources::paths(&b, &item, &name_params) {
+        insert(path, Some(item));
     }
     if !b.has("watch") {
         return;
     }
-    let watch_params = || LIST_PARAMS.iter().map(query);
-    let watch = |id: String, action, extra: Vec<Value>| {
+    let watch = |id: String, action, path_params: &[Value]| {
         let op = Op {
             method: "get",
             action,
             id,
-            params: vec![],
-            responses: vec![("200", WATCH_EVENT)],
+            params: LIST_PARAMS.iter().map(query).collect(),
+            responses: refs(&["200"], WATCH_EVENT),
             gvk: b.gvk(),
+            media: Media::List,
         };
-        let mut params = extra;
-        params.extend(watch_params());
-        b.path_item(vec![op], params)
+        b.path_item(vec![op], path_params)
     };
     let watch_root = format!("{root}/watch{scope}/{}", info.resource);
-    paths.insert(
+    insert(
         watch_root.clone(),
-        watch(b.id("watch", ns, "List"), "watchlist", scope_params()),
+        watch(b.id("watch", ns, "List"), "watchlist", scope_params),
     );
-    paths.insert(
+    insert(
         format!("{watch_root}/{{name}}"),
-        watch(b.id("watch", ns, ""), "watch", name_params()),
+        watch(b.id("watch", ns, ""), "watch", &name_params),
     );
     if ns {
         let all = |verb: &str, suffix: &str| format!("{verb}{}{}{suffix}", b.gv, info.kind);
@@ -490,19 +618,18 @@ pub(super) fn add(
             method: "get",
             action: "list",
             id: all("list", "ForAllNamespaces"),
-            params: vec![],
-            responses: vec![("200", list_def)],
+            params: LIST_PARAMS.iter().map(query).collect(),
+            responses: refs(&["200"], list_def),
             gvk: b.gvk(),
+            media: Media::List,
         };
-        let mut list_params: Vec<Value> = watch_params().collect();
-        list_params.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        paths.insert(
+        insert(
             format!("{root}/{}", info.resource),
-            b.path_item(vec![list], list_params),
+            b.path_item(vec![list], &[]),
         );
-        paths.insert(
+        insert(
             format!("{root}/watch/{}", info.resource),
-            watch(all("watch", "ListForAllNamespaces"), "watchlist", vec![]),
+            watch(all("watch", "ListForAllNamespaces"), "watchlist", &[]),
         );
     }
 }

@@ -130,6 +130,9 @@ pub(super) fn document(doc: &Value) -> Vec<u8> {
     if let Some(defs) = obj.get("definitions") {
         w.message(9, |w| w.named(1, Some(defs), schema));
     }
+    if let Some(params) = obj.get("parameters") {
+        w.message(10, |w| w.named(1, Some(params), parameter));
+    }
     for requirement in obj
         .get("security")
         .and_then(Value::as_array)
@@ -230,21 +233,24 @@ fn parameters_item(w: &mut Writer, v: &Value) {
         w.message(2, |w| w.string(1, Some(reference)));
         return;
     }
-    w.message(1, |w| {
-        if v.get("in").and_then(Value::as_str) == Some("body") {
-            w.message(1, |w| {
-                for (tag, key) in [(1, "description"), (2, "name"), (3, "in")] {
-                    w.string(tag, v.get(key));
-                }
-                w.boolean(4, v.get("required"));
-                if let Some(s) = v.get("schema") {
-                    w.message(5, |w| schema(w, s));
-                }
-            });
-        } else {
-            w.message(2, |w| non_body_parameter(w, v));
-        }
-    });
+    w.message(1, |w| parameter(w, v));
+}
+
+/// `Parameter { BodyParameter body_parameter = 1; NonBodyParameter non_body_parameter = 2; }`.
+fn parameter(w: &mut Writer, v: &Value) {
+    if v.get("in").and_then(Value::as_str) == Some("body") {
+        w.message(1, |w| {
+            for (tag, key) in [(1, "description"), (2, "name"), (3, "in")] {
+                w.string(tag, v.get(key));
+            }
+            w.boolean(4, v.get("required"));
+            if let Some(s) = v.get("schema") {
+                w.message(5, |w| schema(w, s));
+            }
+        });
+    } else {
+        w.message(2, |w| non_body_parameter(w, v));
+    }
 }
 
 /// The query and form sub-schemas have `allow_empty_value` at 5, which

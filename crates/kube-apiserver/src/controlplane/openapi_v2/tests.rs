@@ -186,11 +186,17 @@ fn patch_operations_offer_field_validation() {
         json!({"group": "", "kind": "Pod", "version": "v1"})
     );
     let params = patch["parameters"].as_array().unwrap();
+    // kubectl 1.27 and 1.28 look for fieldValidation on the operation.
     assert!(params
         .iter()
         .any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
+    // The Patch body is generic, so shared.
+    let shared = params[0]["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/parameters/"))
+        .unwrap();
     assert_eq!(
-        params[0]["schema"]["$ref"],
+        doc["parameters"][shared]["schema"]["$ref"],
         "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
     );
     assert_eq!(item["parameters"][0]["name"], "name");
@@ -217,6 +223,72 @@ fn patch_operations_offer_field_validation() {
     assert_eq!(
         scale["responses"]["200"]["schema"]["$ref"],
         "#/definitions/io.k8s.api.autoscaling.v1.Scale"
+    );
+}
+
+#[test]
+fn subresources_and_discovery_paths_are_published() {
+    let doc = doc();
+    let paths = &doc["paths"];
+    let pod = "/api/v1/namespaces/{namespace}/pods/{name}";
+    let exec = &paths[&format!("{pod}/exec")];
+    assert_eq!(
+        exec["post"]["operationId"],
+        "connectCoreV1PostNamespacedPodExec"
+    );
+    assert_eq!(exec["get"]["x-kubernetes-action"], "connect");
+    assert_eq!(exec["get"]["produces"], json!(["*/*"]));
+    // The query parameters common to GET and POST sit on the path.
+    let names: Vec<String> = exec["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| match p["$ref"].as_str() {
+            Some(r) => doc["parameters"][r.trim_start_matches("#/parameters/")]["name"].to_string(),
+            None => p["name"].to_string(),
+        })
+        .collect();
+    assert!(names.contains(&"\"command\"".to_owned()), "{names:?}");
+    let proxy = &paths[&format!("{pod}/proxy/{{path}}")];
+    assert_eq!(
+        proxy["head"]["operationId"],
+        "connectCoreV1HeadNamespacedPodProxyWithPath"
+    );
+    let log = &paths[&format!("{pod}/log")]["get"];
+    assert_eq!(log["operationId"], "readCoreV1NamespacedPodLog");
+    assert_eq!(log["produces"][0], "text/plain");
+    let eviction = &paths[&format!("{pod}/eviction")]["post"];
+    assert_eq!(eviction["operationId"], "createCoreV1NamespacedPodEviction");
+    assert_eq!(
+        eviction["x-kubernetes-group-version-kind"]["group"],
+        "policy"
+    );
+    assert_eq!(
+        paths[&format!("{pod}/ephemeralcontainers")]["patch"]["operationId"],
+        "patchCoreV1NamespacedPodEphemeralcontainers"
+    );
+    // Pods answer deletes with the pod, Deployments with a Status.
+    assert_eq!(
+        paths[pod]["delete"]["responses"]["200"]["schema"]["$ref"],
+        "#/definitions/io.k8s.api.core.v1.Pod"
+    );
+    assert_eq!(
+        paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["delete"]["responses"]
+            ["200"]["schema"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+    );
+    assert_eq!(
+        paths["/apis/apps/v1/"]["get"]["operationId"],
+        "getAppsV1APIResources"
+    );
+    assert_eq!(
+        paths["/apis/apps/"]["get"]["operationId"],
+        "getAppsAPIGroup"
+    );
+    assert_eq!(paths["/api/"]["get"]["operationId"], "getCoreAPIVersions");
+    assert_eq!(
+        doc["definitions"]["io.k8s.api.policy.v1.Eviction"]["x-kubernetes-group-version-kind"],
+        json!([{"group": "policy", "kind": "Eviction", "version": "v1"}])
     );
 }
 

@@ -1,0 +1,162 @@
+//! The paths that are not resources, as upstream's document lists them:
+//! the discovery documents (`/api/`, `/apis/`, `/apis/<group>/`,
+//! `/apis/<group>/<version>/`, `/api/v1/`), `/version/` and the
+//! service-account issuer's OpenID documents.
+
+use serde_json::{json, Map, Value};
+
+use super::definitions::PREFIX;
+use super::paths::{capitalize, group_camel, group_tag};
+
+const DISCOVERY: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+const GROUP_VERSION: [&str; 4] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+    "application/cbor",
+];
+const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
+pub(super) const VERSION_INFO: &str = "io.k8s.apimachinery.pkg.version.Info";
+
+/// One GET operation answering `schema`.
+struct Get<'a> {
+    id: String,
+    tag: String,
+    description: &'a str,
+    consumes: Option<&'a [&'a str]>,
+    produces: &'a [&'a str],
+    schema: Value,
+}
+
+impl Get<'_> {
+    fn item(self) -> Value {
+        let mut op = json!({
+            "description": self.description,
+            "operationId": self.id,
+            "produces": self.produces,
+            "responses": {
+                "200": {"description": "OK", "schema": self.schema},
+                "401": {"description": "Unauthorized"},
+            },
+            "schemes": ["https"],
+            "tags": [self.tag],
+        });
+        if let Some(consumes) = self.consumes {
+            op["consumes"] = json!(consumes);
+        }
+        json!({ "get": op })
+    }
+}
+
+fn definition(name: &str) -> Value {
+    json!({"$ref": format!("{PREFIX}{name}")})
+}
+
+/// `/apis/<group>/<version>/` (or `/api/v1/`): the version's resources.
+pub(super) fn add_group_version(paths: &mut Map<String, Value>, group: &str, version: &str) {
+    let path = if group.is_empty() {
+        format!("/api/{version}/")
+    } else {
+        format!("/apis/{group}/{version}/")
+    };
+    let get = Get {
+        id: format!(
+            "get{}{}APIResources",
+            group_camel(group),
+            capitalize(version)
+        ),
+        tag: format!("{}_{version}", group_tag(group)),
+        description: "get available resources",
+        consumes: Some(&GROUP_VERSION),
+        produces: &GROUP_VERSION,
+        schema: definition(&format!("{META}APIResourceList")),
+    };
+    paths.insert(path, get.item());
+}
+
+/// `/apis/<group>/`: the group and its versions.
+pub(super) fn add_group(paths: &mut Map<String, Value>, group: &str) {
+    let get = Get {
+        id: format!("get{}APIGroup", group_camel(group)),
+        tag: group_tag(group),
+        description: "get information of a group",
+        consumes: Some(&DISCOVERY),
+        produces: &DISCOVERY,
+        schema: definition(&format!("{META}APIGroup")),
+    };
+    paths.insert(format!("/apis/{group}/"), get.item());
+}
+
+/// Every non-resource path of a server serving `group_versions`.
+pub(super) fn add(paths: &mut Map<String, Value>, group_versions: &[(&str, &str)]) {
+    for (group, version) in group_versions {
+        add_group_version(paths, group, version);
+        if !group.is_empty() {
+            add_group(paths, group);
+        }
+    }
+    let fixed = [
+        (
+            "/api/",
+            Get {
+                id: "getCoreAPIVersions".into(),
+                tag: "core".into(),
+                description: "get available API versions",
+                consumes: Some(&DISCOVERY),
+                produces: &DISCOVERY,
+                schema: definition(&format!("{META}APIVersions")),
+            },
+        ),
+        (
+            "/apis/",
+            Get {
+                id: "getAPIVersions".into(),
+                tag: "apis".into(),
+                description: "get available API versions",
+                consumes: Some(&DISCOVERY),
+                produces: &DISCOVERY,
+                schema: definition(&format!("{META}APIGroupList")),
+            },
+        ),
+        (
+            "/version/",
+            Get {
+                id: "getCodeVersion".into(),
+                tag: "version".into(),
+                description: "get the version information for this server",
+                consumes: Some(&["application/json"]),
+                produces: &["application/json"],
+                schema: definition(VERSION_INFO),
+            },
+        ),
+        (
+            "/.well-known/openid-configuration/",
+            Get {
+                id: "getServiceAccountIssuerOpenIDConfiguration".into(),
+                tag: "WellKnown".into(),
+                description: "get service account issuer OpenID configuration",
+                consumes: None,
+                produces: &["application/json"],
+                schema: json!({"type": "string"}),
+            },
+        ),
+        (
+            "/openid/v1/jwks/",
+            Get {
+                id: "getServiceAccountIssuerOpenIDKeyset".into(),
+                tag: "openid".into(),
+                description: "get service account issuer OpenID JSON Web Key Set",
+                consumes: None,
+                produces: &["application/jwk-set+json"],
+                schema: json!({"type": "string"}),
+            },
+        ),
+    ];
+    for (path, get) in fixed {
+        paths.insert(path.into(), get.item());
+    }
+}
