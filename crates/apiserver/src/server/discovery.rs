@@ -5,19 +5,30 @@
 //!
 //! The registry is shared by the three servers of the chain: each registers
 //! the groups it serves, and the outermost server answers `/apis` for all.
+//!
+//! Documents are written as upstream negotiates them: JSON, YAML, protobuf,
+//! and CBOR while the `CBORServingAndStorage` gate is on; aggregated
+//! discovery in JSON or CBOR with the `g=apidiscovery.k8s.io;v=v2;
+//! as=APIGroupDiscoveryList` parameters, with an ETag.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
+use axum::body::Body;
 use base64::Engine;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 
+use crate::endpoints::negotiation::{self, cbor_enabled, Encoding};
+use crate::endpoints::response;
 use crate::registry::ResourceInfo;
 
 /// Media type parameters of an aggregated discovery request/response.
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const AGGREGATED_V2_CBOR: &str =
+    "application/cbor;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// One group version and the resources it serves.
 #[derive(Debug, Clone)]
@@ -359,6 +370,103 @@ fn aggregated_version(gv: &GroupVersionDiscovery) -> Value {
     json!({"version": gv.version, "resources": resources, "freshness": "Current"})
 }
 
+/// The encoding of aggregated discovery the Accept header asks for
+/// (ranges by quality, then in order): JSON or CBOR with the
+/// `apidiscovery.k8s.io/v2` parameters; `None` when no range asks for it.
+pub fn aggregated_encoding(headers: &HeaderMap) -> Option<Encoding> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
+    let mut ranges: Vec<(f32, Encoding)> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let essence = parts.next()?.to_ascii_lowercase();
+            let (mut g, mut v, mut kind, mut q) = (None, None, None, 1.0);
+            for param in parts {
+                match param.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                    Some(("g", value)) => g = Some(value),
+                    Some(("v", value)) => v = Some(value),
+                    Some(("as", value)) => kind = Some(value),
+                    Some(("q", value)) => q = value.parse().unwrap_or(0.0),
+                    _ => {}
+                }
+            }
+            let wanted = g == Some("apidiscovery.k8s.io")
+                && v == Some("v2")
+                && kind == Some("APIGroupDiscoveryList");
+            let encoding = match essence.as_str() {
+                "application/json" => Encoding::Json,
+                "application/cbor" if cbor_enabled() => Encoding::Cbor,
+                _ => return None,
+            };
+            (wanted && q > 0.0).then_some((q, encoding))
+        })
+        .collect();
+    // Stable: equal qualities keep the client's order.
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    ranges.first().map(|(_, e)| *e)
+}
+
+/// Upstream's ETag of aggregated discovery: the SHA-512 of its JSON.
+fn etag(json: &[u8]) -> String {
+    let hex: String = Sha512::digest(json)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    format!("\"{hex}\"")
+}
+
+/// Aggregated discovery `doc` in `encoding`, or 304 when the client's
+/// `If-None-Match` names the current ETag.
+pub fn aggregated_response(headers: &HeaderMap, doc: &Value, encoding: Encoding) -> Response<Body> {
+    let json = response::encode(doc, Encoding::Json, false);
+    let tag = etag(&json);
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == tag));
+    let mut resp = if fresh {
+        let mut resp = Response::new(Body::empty());
+        *resp.status_mut() = StatusCode::NOT_MODIFIED;
+        resp
+    } else {
+        let (body, content_type) = match encoding {
+            Encoding::Cbor => (
+                response::encode(doc, Encoding::Cbor, false),
+                AGGREGATED_V2_CBOR,
+            ),
+            _ => (json, AGGREGATED_V2),
+        };
+        let mut resp = response::respond(StatusCode::OK, body, Encoding::Json);
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        resp
+    };
+    let h = resp.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    if let Ok(tag) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, tag);
+    }
+    resp
+}
+
+/// A discovery document (`/api`, `/apis`, a group, a group version) in
+/// the encoding the client accepts; 406 when it accepts none.
+pub fn document_response(headers: &HeaderMap, doc: &Value) -> Response<Body> {
+    let negotiated = match negotiation::negotiate(headers, None, false, true) {
+        Ok(n) => n,
+        Err(e) => return response::error(&e, Encoding::Json),
+    };
+    let body = if negotiated.encoding == Encoding::Protobuf && doc.get("apiVersion").is_none() {
+        // /api's APIVersions has no apiVersion in JSON; protobuf needs it.
+        let mut typed = doc.clone();
+        typed["apiVersion"] = json!("v1");
+        response::encode(&typed, Encoding::Protobuf, false)
+    } else {
+        response::encode(doc, negotiated.encoding, negotiated.pretty)
+    };
+    response::respond(StatusCode::OK, body, negotiated.encoding)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +554,82 @@ mod tests {
                 .map(str::len),
             Some(12)
         );
+    }
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_str(value).expect("header"),
+        );
+        h
+    }
+
+    async fn body(resp: Response<Body>) -> Vec<u8> {
+        axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .map(|b| b.to_vec())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn aggregated_discovery_negotiates_json_and_cbor_with_an_etag() {
+        let kubectl =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_encoding(&accept(kubectl)), Some(Encoding::Json));
+        assert_eq!(aggregated_encoding(&accept("application/json")), None);
+        assert_eq!(aggregated_encoding(&HeaderMap::new()), None);
+        let cbor = "application/cbor;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        // Without the gate a CBOR range is not served.
+        assert_eq!(aggregated_encoding(&accept(cbor)), None);
+
+        let reg = DiscoveryRegistry::default();
+        reg.add(GroupVersionDiscovery {
+            group: "apps".into(),
+            version: "v1".into(),
+            resources: vec![info("apps", "deployments", "Deployment")],
+            subresources: Vec::new(),
+        });
+        let doc = reg.aggregated(false);
+        let resp = aggregated_response(&accept(kubectl), &doc, Encoding::Cbor);
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], AGGREGATED_V2_CBOR);
+        let tag = resp.headers()[header::ETAG].clone();
+        let decoded = kube_cbor::decode(&body(resp).await).expect("CBOR body");
+        assert_eq!(decoded, doc);
+
+        let mut conditional = accept(kubectl);
+        conditional.insert(header::IF_NONE_MATCH, tag.clone());
+        let resp = aggregated_response(&conditional, &doc, Encoding::Json);
+        assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(resp.headers()[header::ETAG], tag);
+        assert!(body(resp).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn documents_are_written_in_the_accepted_encoding() {
+        let reg = DiscoveryRegistry::default();
+        reg.add(GroupVersionDiscovery {
+            group: "".into(),
+            version: "v1".into(),
+            resources: vec![info("", "pods", "Pod")],
+            subresources: Vec::new(),
+        });
+        let versions = reg.api_versions("10.0.0.1:6443");
+        let resp = document_response(&accept("application/yaml"), &versions);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/yaml");
+        let yaml = String::from_utf8(body(resp).await).unwrap_or_default();
+        assert!(yaml.contains("kind: APIVersions"), "{yaml}");
+
+        let resp = document_response(&accept(protobuf_codec::CONTENT_TYPE), &versions);
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            protobuf_codec::CONTENT_TYPE
+        );
+        let proto = body(resp).await;
+        assert!(proto.starts_with(b"k8s\0"), "{proto:?}");
+
+        let resp = document_response(&accept("text/html"), &versions);
+        assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
     }
 }

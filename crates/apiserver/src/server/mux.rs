@@ -11,12 +11,11 @@ use std::time::Duration;
 use apimachinery::request_info::{RequestInfo, RequestInfoResolver};
 use apimachinery::status::{ApiError, StatusReason};
 use axum::body::Body;
-use http::{header, HeaderValue, Request, Response, StatusCode};
-use serde_json::Value;
+use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
-use super::discovery::{self, AGGREGATED_V2};
+use super::discovery;
 use super::dynamic::DynamicGroups;
 use super::{
     CompletedConfig, GroupVersionConnecters, GroupVersionStores, GroupVersionVirtuals, Handler,
@@ -216,20 +215,30 @@ impl Mux {
         let path = req.uri().path().trim_end_matches('/');
         let registry = &self.config.discovery;
         let segments: Vec<&str> = path.split('/').skip(1).collect();
-        let aggregated = accepts_aggregated(req);
+        let aggregated = discovery::aggregated_encoding(req.headers());
         let doc = match segments.as_slice() {
-            ["api"] if self.serves_group("") => {
-                if aggregated {
-                    return Some(aggregated_response(registry.aggregated(true)));
+            ["api"] if self.serves_group("") => match aggregated {
+                Some(encoding) => {
+                    let doc = registry.aggregated(true);
+                    return Some(discovery::aggregated_response(
+                        req.headers(),
+                        &doc,
+                        encoding,
+                    ));
                 }
-                registry.api_versions(&self.config.external_address)
-            }
-            ["apis"] => {
-                if aggregated {
-                    return Some(aggregated_response(registry.aggregated(false)));
+                None => registry.api_versions(&self.config.external_address),
+            },
+            ["apis"] => match aggregated {
+                Some(encoding) => {
+                    let doc = registry.aggregated(false);
+                    return Some(discovery::aggregated_response(
+                        req.headers(),
+                        &doc,
+                        encoding,
+                    ));
                 }
-                registry.api_group_list()
-            }
+                None => registry.api_group_list(),
+            },
             ["api", version] if self.serves("", version) => {
                 discovery::resource_list(&registry.group_version("", version)?)
             }
@@ -239,36 +248,6 @@ impl Mux {
             }
             _ => return None,
         };
-        Some(json_response(&doc))
+        Some(discovery::document_response(req.headers(), &doc))
     }
-}
-
-fn json_response(doc: &Value) -> Response<Body> {
-    response::respond(
-        StatusCode::OK,
-        response::encode(doc, Encoding::Json, false),
-        Encoding::Json,
-    )
-}
-
-fn accepts_aggregated(req: &Request<Body>) -> bool {
-    req.headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| {
-            accept.split(',').any(|range| {
-                range.contains("g=apidiscovery.k8s.io")
-                    && range.contains("v=v2;")
-                    && range.contains("as=APIGroupDiscoveryList")
-            })
-        })
-}
-
-fn aggregated_response(doc: Value) -> Response<Body> {
-    let mut resp = json_response(&doc);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(AGGREGATED_V2),
-    );
-    resp
 }

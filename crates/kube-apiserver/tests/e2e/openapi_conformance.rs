@@ -393,3 +393,95 @@ fn kubectl_explain_reads_the_documents() {
     let repeated: Vec<_> = ids.iter().filter(|(_, n)| **n > 1).collect();
     assert!(repeated.is_empty(), "{repeated:?}");
 }
+
+const AGGREGATED: &str = "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+fn header<'a>(headers: &'a str, name: &str) -> Option<&'a str> {
+    headers
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .map(str::trim)
+}
+
+#[test]
+fn discovery_is_served_in_cbor_when_the_gate_is_on() {
+    let s = TestServer::start_with(&["--feature-gates=CBORServingAndStorage=true"]);
+    for (path, kind) in [
+        ("/api", "APIVersions"),
+        ("/apis", "APIGroupList"),
+        ("/apis/apps", "APIGroup"),
+        ("/apis/apps/v1", "APIResourceList"),
+        ("/api/v1", "APIResourceList"),
+    ] {
+        let (code, headers, body) = get(&s, path, &["Accept: application/cbor"]);
+        assert_eq!(code, 200, "{path}");
+        assert_eq!(header(&headers, "content-type"), Some("application/cbor"));
+        let doc = kube_cbor::decode(&body).expect("CBOR document");
+        assert_eq!(doc["kind"], kind, "{path}");
+        let (_, _, json) = get(&s, path, &["Accept: application/json"]);
+        let json: Value = serde_json::from_slice(&json).expect("JSON document");
+        assert_eq!(doc, json, "{path}: CBOR and JSON say the same");
+    }
+    let (_, _, body) = get(&s, "/apis/apps/v1", &["Accept: application/cbor"]);
+    let resources = kube_cbor::decode(&body).expect("CBOR document");
+    assert!(resources["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["name"] == "deployments/scale"));
+
+    let accept = format!("Accept: application/cbor;{AGGREGATED},application/json");
+    let (code, headers, body) = get(&s, "/apis", &[&accept]);
+    assert_eq!(code, 200);
+    assert_eq!(
+        header(&headers, "content-type"),
+        Some(format!("application/cbor;{}", AGGREGATED.to_lowercase()).as_str())
+    );
+    let aggregated = kube_cbor::decode(&body).expect("CBOR aggregated discovery");
+    assert_eq!(aggregated["kind"], "APIGroupDiscoveryList");
+    assert_eq!(aggregated["apiVersion"], "apidiscovery.k8s.io/v2");
+    assert!(aggregated["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|g| g["metadata"]["name"] == "apps"));
+    let (_, json_headers, json) = get(
+        &s,
+        "/apis",
+        &[&format!("Accept: application/json;{AGGREGATED}")],
+    );
+    let json: Value = serde_json::from_slice(&json).expect("aggregated JSON");
+    assert_eq!(aggregated, json);
+    // One ETag for both encodings; a current one answers 304.
+    let etag = header(&headers, "etag").expect("etag").to_uppercase();
+    assert_eq!(
+        header(&json_headers, "etag").map(str::to_uppercase),
+        Some(etag.clone())
+    );
+    let (code, _, body) = get(&s, "/apis", &[&accept, &format!("If-None-Match: {etag}")]);
+    assert_eq!(code, 304);
+    assert!(body.is_empty());
+
+    // kubectl still reads discovery.
+    s.ok(&["api-resources", "--api-group=apps"]);
+}
+
+#[test]
+fn discovery_is_not_served_in_cbor_without_the_gate() {
+    let s = TestServer::start();
+    let (code, _, _) = get(&s, "/apis", &["Accept: application/cbor"]);
+    assert_eq!(code, 406);
+    let accept = format!("Accept: application/cbor;{AGGREGATED},application/json");
+    let (code, headers, body) = get(&s, "/apis", &[&accept]);
+    assert_eq!(code, 200);
+    assert_eq!(header(&headers, "content-type"), Some("application/json"));
+    let doc: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(doc["kind"], "APIGroupList");
+    let (code, headers, body) = get(&s, "/api", &["Accept: application/vnd.kubernetes.protobuf"]);
+    assert_eq!(code, 200);
+    assert_eq!(
+        header(&headers, "content-type"),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    assert!(body.starts_with(b"k8s\0"));
+}
