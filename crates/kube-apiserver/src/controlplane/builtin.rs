@@ -213,13 +213,13 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
         builtin::<core::Node>(core_types::nodes(), short(&["no"])),
         builtin::<core::PersistentVolumeClaim>(
-            core_types::persistent_volume_claims(),
+            returns_deleted(core_types::persistent_volume_claims()),
             short(&["pvc"]),
         ),
         builtin::<core::PersistentVolume>(
             ResourceStrategy {
                 validate_update: validation::update_volumes::validate_pv_update,
-                ..status()
+                ..returns_deleted(status())
             },
             short(&["pv"]),
         ),
@@ -238,7 +238,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             }),
             scalable(&["rc"]),
         ),
-        builtin::<core::ResourceQuota>(status(), short(&["quota"])),
+        builtin::<core::ResourceQuota>(returns_deleted(status()), short(&["quota"])),
         builtin::<core::Secret>(core_types::secrets(), PLAIN),
         builtin::<core::ServiceAccount>(
             returns_deleted(core_types::service_accounts()),
@@ -315,7 +315,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
             builtin::<storage::StorageClass>(returns_deleted(plain()), short(&["sc"])),
             builtin::<storage::VolumeAttachment>(returns_deleted(status()), PLAIN),
-            builtin::<storage::VolumeAttributesClass>(plain(), short(&["vac"])),
+            builtin::<storage::VolumeAttributesClass>(returns_deleted(plain()), short(&["vac"])),
         ],
         vec![
             builtin::<flowcontrol::FlowSchema>(status(), PLAIN),
@@ -340,10 +340,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["ev"]),
         )],
         vec![
-            builtin::<resource::DeviceClass>(plain(), PLAIN),
-            builtin::<resource::ResourceClaim>(status(), PLAIN),
-            builtin::<resource::ResourceClaimTemplate>(plain(), PLAIN),
-            builtin::<resource::ResourceSlice>(plain(), PLAIN),
+            builtin::<resource::DeviceClass>(returns_deleted(plain()), PLAIN),
+            builtin::<resource::ResourceClaim>(returns_deleted(status()), PLAIN),
+            builtin::<resource::ResourceClaimTemplate>(returns_deleted(plain()), PLAIN),
+            builtin::<resource::ResourceSlice>(returns_deleted(plain()), PLAIN),
         ],
     ]
 }

@@ -175,7 +175,8 @@ pub(super) fn group_tag(group: &str) -> String {
 }
 
 /// The resources whose deletion answers with the deleted object
-/// (upstream's `ReturnDeletedObject` stores).
+/// (upstream's `ReturnDeletedObject` stores; their strategies say the same,
+/// see `returns_deleted` in `controlplane/builtin.rs`).
 const RETURNS_DELETED: [(&str, &str); 16] = [
     ("", "persistentvolumeclaims"),
     ("", "persistentvolumes"),
