@@ -136,19 +136,18 @@ fn kms_writes_and_reads_show_in_the_encryption_metrics() {
     );
 
     // A restarted server has a new DEK: reading old values asks the
-    // plugin once.
+    // plugin (once per concurrent first read: the controllers starting up
+    // may read secrets at the same moment as this request).
     s.restart();
     s.ok(&["get", "secrets", "-o", "name"]);
     let metrics = s.ok(&["get", "--raw", "/metrics"]);
-    assert_eq!(
-        value(
-            &metrics,
-            "apiserver_storage_envelope_transformation_cache_misses_total "
-        ),
-        Some(1.0),
-        "{metrics}"
+    let misses = value(
+        &metrics,
+        "apiserver_storage_envelope_transformation_cache_misses_total ",
     );
-    assert_eq!(value(&metrics, &calls("Decrypt")), Some(1.0), "{metrics}");
+    assert!(misses.is_some_and(|m| m >= 1.0), "{metrics}");
+    // Each miss asked the plugin to decrypt the DEK.
+    assert_eq!(value(&metrics, &calls("Decrypt")), misses, "{metrics}");
     let reads = format!("apiserver_storage_transformation_operations_total{{resource=\"secrets\",transformation_type=\"from_storage\",transformer_prefix=\"{PROVIDER_PREFIX}\",status=\"OK\"}}");
     assert!(
         value(&metrics, &reads).is_some_and(|v| v >= 3.0),
