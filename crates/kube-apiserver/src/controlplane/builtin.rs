@@ -23,6 +23,7 @@ use super::typed::Typed;
 use crate::registry::admission_policies as policies;
 use crate::registry::autoscaling as hpa;
 use crate::registry::certificate_approval;
+use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validation;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
@@ -129,6 +130,10 @@ impl<K> Kind for K where
 
 fn builtin<K: Kind>(strategy: ResourceStrategy, extra: Extra) -> Builtin {
     let has_status = strategy.status;
+    let strategy = match printers::for_kind(K::GROUP, K::VERSION, K::KIND) {
+        Some(printer) => strategy.printed(printer.columns, printer.row),
+        None => strategy,
+    };
     builtin_with::<K>(Arc::new(strategy), has_status, extra)
 }
 

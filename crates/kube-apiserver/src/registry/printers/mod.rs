@@ -1,9 +1,40 @@
-//! Cell helpers for the printer columns of built-in resources (what
-//! `kubectl get` shows, as upstream's `pkg/printers/internalversion`).
+//! Printer columns of built-in resources: what `kubectl get` shows, as
+//! upstream's `pkg/printers/internalversion`. Each submodule registers the
+//! printers of a few groups (like upstream's `AddHandlers`), found by
+//! [`for_kind`]; the cell helpers below are shared by them and by the
+//! strategies that set their printers directly (pods, workloads).
+
+mod core;
+mod extensions;
+mod networking;
+mod rbac_storage;
 
 use serde_json::{json, Value};
 
 pub use apiserver::registry::table::{age_cell, name_cell, TableColumn, AGE_COLUMN, NAME_COLUMN};
+
+/// The columns and row of one kind at one group version.
+pub struct Printer {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub columns: fn() -> Vec<TableColumn>,
+    pub row: fn(&Value) -> Vec<Value>,
+}
+
+/// The printer registered for a kind, if upstream prints more than the
+/// default name and age columns for it.
+pub fn for_kind(group: &str, version: &str, kind: &str) -> Option<&'static Printer> {
+    [
+        core::PRINTERS,
+        networking::PRINTERS,
+        rbac_storage::PRINTERS,
+        extensions::PRINTERS,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.group == group && p.version == version && p.kind == kind)
+}
 
 pub const fn string(name: &'static str, description: &'static str) -> TableColumn {
     TableColumn::new(name, "string", description)
