@@ -199,6 +199,13 @@ pub trait Strategy: Send + Sync + 'static {
         ScalePaths::default()
     }
 
+    /// The `Warning` sent with every answer about the resource when its
+    /// version is deprecated (upstream's `APILifecycleDeprecated` types,
+    /// e.g. "v1 Endpoints is deprecated in v1.33+; use …").
+    fn deprecation_warning(&self) -> Option<&str> {
+        None
+    }
+
     /// Columns of `kubectl get` (Table output). The default is upstream's
     /// default table: name and creation time.
     fn table_columns(&self) -> Vec<TableColumn> {

@@ -28,6 +28,7 @@ pub use healthz::{readyz_only, FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
 pub use run::PreparedServer;
 
+use crate::endpoints::computed_read::ComputedResource;
 use crate::endpoints::connect::ConnectResource;
 use crate::endpoints::virtual_create::VirtualResource;
 use crate::registry::{ResourceInfo, Store};
@@ -79,6 +80,9 @@ pub type GroupVersionVirtuals = BTreeMap<String, Arc<VirtualResource>>;
 /// Connect subresources of one group version, by `resource/subresource`.
 pub type GroupVersionConnecters = BTreeMap<String, Arc<ConnectResource>>;
 
+/// Read-only computed resources of one group version, by plural name.
+pub type GroupVersionComputed = BTreeMap<String, Arc<ComputedResource>>;
+
 pub struct GenericApiServer {
     pub name: String,
     config: CompletedConfig,
@@ -89,6 +93,7 @@ pub struct GenericApiServer {
     /// its preferred one (left out of [`GenericApiServer::stores`]).
     converted: Vec<Arc<Store>>,
     connecters: HashMap<(String, String), GroupVersionConnecters>,
+    computed: HashMap<(String, String), GroupVersionComputed>,
     /// Group versions added and removed at run time.
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
@@ -110,6 +115,7 @@ impl CompletedConfig {
             virtuals: HashMap::new(),
             converted: Vec::new(),
             connecters: HashMap::new(),
+            computed: HashMap::new(),
             dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: HashMap::new(),
             prefix_paths: Vec::new(),
@@ -253,6 +259,24 @@ impl GenericApiServer {
             .insert(resource.info.resource.clone(), Arc::new(resource));
     }
 
+    /// Serves a computed, read-only resource (get and list) in a group
+    /// version already installed (e.g. the core group's
+    /// `componentstatuses`) and lists it there.
+    pub fn install_computed_resource(
+        &mut self,
+        group: &str,
+        version: &str,
+        resource: ComputedResource,
+    ) {
+        self.config
+            .discovery
+            .add_resource(group, version, resource.info.clone());
+        self.computed
+            .entry((group.to_owned(), version.to_owned()))
+            .or_default()
+            .insert(resource.info.resource.clone(), Arc::new(resource));
+    }
+
     /// The group versions this server serves at run time: changes to the
     /// returned handle take effect at once, in routing and discovery.
     pub fn dynamic_groups(&self) -> DynamicGroups {
@@ -337,7 +361,8 @@ impl DelegationTarget for GenericApiServer {
             self.delegate.clone(),
             self.config.clone(),
         )
-        .with_connecters(self.connecters.clone());
+        .with_connecters(self.connecters.clone())
+        .with_computed(self.computed.clone());
         mux.into_handler()
     }
 

@@ -18,9 +18,10 @@ use tower::ServiceExt;
 use super::discovery;
 use super::dynamic::DynamicGroups;
 use super::{
-    CompletedConfig, GroupVersionConnecters, GroupVersionStores, GroupVersionVirtuals, Handler,
-    PathHandler,
+    CompletedConfig, GroupVersionComputed, GroupVersionConnecters, GroupVersionStores,
+    GroupVersionVirtuals, Handler, PathHandler,
 };
+use crate::endpoints::computed_read;
 use crate::endpoints::connect::{self, ConnectResource};
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
 use crate::endpoints::negotiation::Encoding;
@@ -45,6 +46,7 @@ pub struct Mux {
     groups: HashMap<(String, String), GroupVersionStores>,
     virtuals: HashMap<(String, String), GroupVersionVirtuals>,
     connecters: HashMap<(String, String), GroupVersionConnecters>,
+    computed: HashMap<(String, String), GroupVersionComputed>,
     dynamic: DynamicGroups,
     paths: HashMap<String, PathHandler>,
     prefix_paths: Vec<(String, PathHandler)>,
@@ -71,6 +73,7 @@ impl Mux {
             groups,
             virtuals,
             connecters: HashMap::new(),
+            computed: HashMap::new(),
             dynamic,
             paths,
             prefix_paths,
@@ -86,6 +89,15 @@ impl Mux {
         connecters: HashMap<(String, String), GroupVersionConnecters>,
     ) -> Self {
         self.connecters = connecters;
+        self
+    }
+
+    /// Serves these computed read-only resources (`componentstatuses`).
+    pub fn with_computed(
+        mut self,
+        computed: HashMap<(String, String), GroupVersionComputed>,
+    ) -> Self {
+        self.computed = computed;
         self
     }
 
@@ -124,6 +136,11 @@ impl Mux {
             if let Some(c) = self.connecter(&key, &info) {
                 let (parts, body) = req.into_parts();
                 return connect::serve(c, info.clone(), parts, body).await;
+            }
+            let computed = self.computed.get(&key).and_then(|c| c.get(&info.resource));
+            if let Some(c) = computed.filter(|_| info.subresource.is_empty()) {
+                let (parts, _) = req.into_parts();
+                return computed_read::serve(c, &info, parts).await;
             }
             if let Some(v) = self.virtual_resource(&key, &info) {
                 let (parts, body) = req.into_parts();
@@ -207,7 +224,14 @@ impl Mux {
             subresource: non_empty(&info.subresource),
         };
         let (parts, body) = req.into_parts();
-        handlers::serve(store.clone(), request, parts, body, &self.handler_config).await
+        let mut resp =
+            handlers::serve(store.clone(), request, parts, body, &self.handler_config).await;
+        if let Some(message) = store.strategy.deprecation_warning() {
+            let mut warnings = Warnings::default();
+            warnings.add(message);
+            warnings.apply(resp.headers_mut());
+        }
+        resp
     }
 
     /// Discovery documents for the groups this server serves.

@@ -24,7 +24,7 @@ use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::openapi_v2;
 use crate::controlplane::StorageFactory;
 use crate::controlplane::{autoscaling_v1, reviews};
-use crate::options::CompletedOptions;
+use crate::options::{CompletedOptions, StorageBackend};
 use crate::registry::services::ServiceAllocator;
 
 #[derive(Debug, thiserror::Error)]
@@ -246,6 +246,11 @@ pub fn create_server_chain(
     let (group, version) = autoscaling_v1::GROUP_VERSION;
     if enabled.resource_enabled(group, version, "horizontalpodautoscalers") {
         openapi_groups.push(autoscaling_v1::install(&mut kube, &factory.prefix));
+    }
+    if enabled.resource_enabled("", "v1", "componentstatuses") {
+        let etcd = matches!(opts.storage, StorageBackend::Etcd { .. }).then(|| factory.kv.clone());
+        let statuses = crate::registry::componentstatus::resource(etcd);
+        kube.install_computed_resource("", "v1", statuses);
     }
     crate::registry::binding::install(&mut kube);
     crate::registry::eviction::install(&mut kube);

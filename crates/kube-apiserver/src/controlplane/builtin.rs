@@ -212,7 +212,15 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
     });
     vec![
         builtin::<core::ConfigMap>(core_types::configmaps(), short(&["cm"])),
-        builtin::<core::Endpoints>(plain(), short(&["ep"])),
+        builtin::<core::Endpoints>(
+            ResourceStrategy {
+                deprecation: Some(
+                    "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+                ),
+                ..plain()
+            },
+            short(&["ep"]),
+        ),
         builtin::<core::Event>(core_types::events(), short(&["ev"])),
         builtin::<core::LimitRange>(plain(), short(&["limits"])),
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),

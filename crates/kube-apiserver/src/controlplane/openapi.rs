@@ -31,21 +31,39 @@ pub struct ResourceSchema {
     pub schema: SchemaFn,
 }
 
-/// A resource that is only created (computed, never stored): its group,
-/// resource, kind, scope and schema.
-type Computed = (&'static str, &'static str, &'static str, bool, SchemaFn);
+/// A resource that is computed, never stored: its group, resource, kind,
+/// scope, verbs and schema.
+type Computed = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+    SchemaFn,
+);
 
-/// The create-only resources upstream serves beside the stored ones:
-/// pod bindings and the review resources.
-const COMPUTED: [Computed; 7] = [
-    ("", "bindings", "Binding", true, |g| {
+const CREATE: &[&str] = &["create"];
+
+/// The computed resources upstream serves beside the stored ones: pod
+/// bindings, the review resources and component statuses.
+const COMPUTED: [Computed; 8] = [
+    ("", "bindings", "Binding", true, CREATE, |g| {
         g.subschema_for::<k8s_openapi::api::core::v1::Binding>()
     }),
+    (
+        "",
+        "componentstatuses",
+        "ComponentStatus",
+        false,
+        &["get", "list"],
+        |g| g.subschema_for::<k8s_openapi::api::core::v1::ComponentStatus>(),
+    ),
     (
         "authentication.k8s.io",
         "selfsubjectreviews",
         "SelfSubjectReview",
         false,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(),
     ),
     (
@@ -53,6 +71,7 @@ const COMPUTED: [Computed; 7] = [
         "tokenreviews",
         "TokenReview",
         false,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authentication::v1::TokenReview>(),
     ),
     (
@@ -60,6 +79,7 @@ const COMPUTED: [Computed; 7] = [
         "localsubjectaccessreviews",
         "LocalSubjectAccessReview",
         true,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(),
     ),
     (
@@ -67,6 +87,7 @@ const COMPUTED: [Computed; 7] = [
         "selfsubjectaccessreviews",
         "SelfSubjectAccessReview",
         false,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
     ),
     (
@@ -74,6 +95,7 @@ const COMPUTED: [Computed; 7] = [
         "selfsubjectrulesreviews",
         "SelfSubjectRulesReview",
         false,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
     ),
     (
@@ -81,16 +103,17 @@ const COMPUTED: [Computed; 7] = [
         "subjectaccessreviews",
         "SubjectAccessReview",
         false,
+        CREATE,
         |g| g.subschema_for::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(),
     ),
 ];
 
-/// The computed create-only resources, as the documents describe them.
+/// The computed resources, as the documents describe them.
 pub(crate) fn computed_resources() -> Vec<ResourceSchema> {
     COMPUTED
         .iter()
         .map(
-            |&(group, resource, kind, namespaced, schema)| ResourceSchema {
+            |&(group, resource, kind, namespaced, verbs, schema)| ResourceSchema {
                 info: ResourceInfo {
                     group: group.into(),
                     version: "v1".into(),
@@ -101,7 +124,7 @@ pub(crate) fn computed_resources() -> Vec<ResourceSchema> {
                     namespaced,
                     short_names: Vec::new(),
                     categories: Vec::new(),
-                    verbs: vec!["create".into()],
+                    verbs: verbs.iter().map(|v| v.to_string()).collect(),
                     has_status: false,
                     has_scale: false,
                     storage_root: resource.into(),

@@ -118,6 +118,9 @@ where
     fn selectable_field_names(&self) -> &'static [&'static str] {
         self.inner.selectable_field_names()
     }
+    fn deprecation_warning(&self) -> Option<&str> {
+        self.inner.deprecation_warning()
+    }
     fn table_columns(&self) -> Vec<TableColumn> {
         self.inner.table_columns()
     }

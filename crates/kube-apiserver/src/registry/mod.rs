@@ -8,6 +8,7 @@ pub mod apps;
 pub mod autoscaling;
 pub mod binding;
 pub mod certificate_approval;
+pub mod componentstatus;
 pub mod core;
 pub mod eviction;
 pub mod kubelet_connect;
@@ -65,6 +66,8 @@ pub struct ResourceStrategy {
     pub returns_deleted_object: bool,
     /// Subresources updated like status (`pods/ephemeralcontainers`, …).
     pub subresources: &'static [UpdateSubresource],
+    /// The warning sent with every answer when the version is deprecated.
+    pub deprecation: Option<&'static str>,
 }
 
 fn no_op(_: &mut Value) {}
@@ -103,6 +106,7 @@ impl Default for ResourceStrategy {
             gc_policy: GcPolicy::DeleteDependents,
             returns_deleted_object: false,
             subresources: &[],
+            deprecation: None,
         }
     }
 }
@@ -199,6 +203,10 @@ impl Strategy for ResourceStrategy {
 
     fn returns_deleted_object(&self) -> bool {
         self.returns_deleted_object
+    }
+
+    fn deprecation_warning(&self) -> Option<&str> {
+        self.deprecation
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

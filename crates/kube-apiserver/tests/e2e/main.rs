@@ -15,6 +15,7 @@ mod authz_node;
 mod authz_webhook;
 mod autoscaling_versions;
 mod cbor;
+mod component_statuses;
 mod crd;
 mod crd_apply;
 mod crd_conversion;

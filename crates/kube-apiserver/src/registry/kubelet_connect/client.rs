@@ -147,6 +147,12 @@ impl ServerCertVerifier for AnyServerCertificate {
     }
 }
 
+/// A client configuration accepting any server certificate, without a
+/// client certificate (upstream's probes of local components).
+pub fn insecure_tls_config() -> Result<rustls::ClientConfig, KubeletClientError> {
+    tls_config(None, None)
+}
+
 /// A client configuration trusting `roots`, or any certificate when None.
 fn tls_config(
     roots: Option<rustls::RootCertStore>,
