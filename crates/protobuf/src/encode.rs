@@ -80,6 +80,29 @@ pub(crate) fn encode_object(
     Ok(())
 }
 
+/// Appends the body of list message `idx`: its `metadata` and one `items`
+/// entry per item, in field order, as [`encode_object`] writes a list.
+pub(crate) fn encode_list_body<'a>(
+    idx: usize,
+    metadata: &Value,
+    items: impl Iterator<Item = &'a Value> + Clone,
+    buf: &mut Vec<u8>,
+) -> Result<(), ProtobufError> {
+    let desc = &MESSAGES[idx];
+    for f in desc.fields {
+        match f.json {
+            "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
+            "items" => {
+                for item in items.clone() {
+                    encode_value(desc, f, item, buf, 0)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Writes one value of field `f` (a single value, list item or map value).
 fn encode_value(
     desc: &MessageDesc,

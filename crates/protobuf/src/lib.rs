@@ -233,6 +233,34 @@ pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError
     Ok(())
 }
 
+/// Encodes a list of `list_kind` from its metadata and items, as
+/// [`encode`] would encode the assembled list, without assembling it: the
+/// items are read where they are (a store's shared objects).
+pub fn encode_list<'a>(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    items: impl Iterator<Item = &'a Value> + Clone,
+) -> Result<Vec<u8>, ProtobufError> {
+    let desc = lookup(api_version, list_kind).ok_or_else(|| ProtobufError::UnknownKind {
+        api_version: api_version.to_owned(),
+        kind: list_kind.to_owned(),
+    })?;
+    let mut buf = Vec::with_capacity(4096);
+    buf.extend_from_slice(MAGIC);
+    put_nested(&mut buf, 1, |b| {
+        put_bytes(b, 1, api_version.as_bytes());
+        put_bytes(b, 2, list_kind.as_bytes());
+        Ok::<(), ProtobufError>(())
+    })?;
+    put_nested(&mut buf, 2, |b| {
+        encode::encode_list_body(desc.message, metadata, items, b)
+    })?;
+    put_bytes(&mut buf, 3, b"");
+    put_bytes(&mut buf, 4, b"");
+    Ok(buf)
+}
+
 /// The `metav1.WatchEvent` message: `type` and the object as a nested
 /// protobuf body (JSON when the object's kind has no protobuf encoding).
 fn encode_watch_body(

@@ -445,3 +445,27 @@ fn zeros_go_writes_are_left_out_as_upstream_serves_them() {
         })
     );
 }
+
+#[test]
+fn lists_encoded_from_their_parts_match_the_assembled_list() {
+    let items: Vec<Value> = (0..200)
+        .map(|i| {
+            json!({"metadata": {"name": format!("cm-{i}"), "namespace": "default",
+                "resourceVersion": format!("{}", 100 + i)},
+                "data": {"key": "v".repeat(i * 3)}})
+        })
+        .collect();
+    let metadata = json!({"resourceVersion": "400", "continue": "token"});
+    let assembled = json!({"apiVersion": "v1", "kind": "ConfigMapList",
+        "metadata": metadata, "items": items});
+    let whole = encode(&assembled).expect("encode the assembled list");
+    let parts = protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, items.iter())
+        .expect("encode from parts");
+    assert!(parts == whole, "the two encodings differ");
+    let back = decode(&parts).expect("decode");
+    assert_eq!(back["metadata"], metadata);
+    assert_eq!(back["items"].as_array().map(Vec::len), Some(200));
+    assert_eq!(back["items"][199]["data"], items[199]["data"]);
+    let unknown = protobuf_codec::encode_list("v1", "NoSuchList", &metadata, items.iter());
+    assert!(unknown.is_err());
+}

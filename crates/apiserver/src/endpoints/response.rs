@@ -37,8 +37,8 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool
             }
             Bytes::from(bytes)
         }
-        // Values here are JSON trees and always serialize; keep a valid body anyway.
-        Err(e) => Bytes::from(format!("{{\"kind\":\"Status\",\"message\":{e:?}}}")),
+        // Values here are JSON trees and always serialize.
+        Err(e) => encoding_failed(&e),
     }
 }
 
@@ -79,6 +79,10 @@ pub fn object(
     let body = match neg.shape {
         // Straight from the stored tree, without a serde round through a copy.
         Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode(obj)),
+        Shape::Object if neg.encoding == Encoding::Protobuf => match protobuf_codec::encode(obj) {
+            Ok(bytes) => Bytes::from(bytes),
+            Err(e) => encoding_failed(&e.to_string()),
+        },
         Shape::Object => encode(obj.as_ref(), neg.encoding, neg.pretty),
         Shape::PartialMetadata => encode(&partial_metadata(obj), neg.encoding, neg.pretty),
         Shape::Table(include) => {
@@ -127,6 +131,7 @@ pub fn list(
     strategy: &dyn Strategy,
 ) -> Response<Body> {
     let body = match neg.shape {
+        Shape::Object if neg.encoding == Encoding::Protobuf => protobuf_list(list, info),
         Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode_list(
             &[
                 ("kind", &Value::from(info.list_kind.as_str())),
@@ -175,6 +180,27 @@ pub fn list(
         }
     };
     respond(StatusCode::OK, body, neg.encoding)
+}
+
+/// A protobuf list written straight from the shared items (no copy of the
+/// list as a JSON tree first).
+fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Bytes {
+    let items = list.items.iter().map(AsRef::as_ref);
+    let encoded = protobuf_codec::encode_list(
+        &info.api_version(),
+        &info.list_kind,
+        &list_metadata(list),
+        items,
+    );
+    match encoded {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(e) => encoding_failed(&e.to_string()),
+    }
+}
+
+/// Stored objects always encode; keep a valid body anyway.
+fn encoding_failed(message: &str) -> Bytes {
+    Bytes::from(format!("{{\"kind\":\"Status\",\"message\":{message:?}}}"))
 }
 
 #[derive(Serialize)]
