@@ -7,7 +7,7 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use apiserver::registry::{ResourceInfo, Store};
 use serde_json::Value;
-use storage::{GetOptions, ListOptions, Object};
+use storage::{GetOptions, ListOptions, Object, ReadVersion};
 
 #[derive(Clone, Default)]
 pub struct Stores {
@@ -58,7 +58,10 @@ impl Stores {
         }
     }
 
-    /// Every object of a resource (in one namespace when given).
+    /// Every object of a resource (in one namespace when given), from the
+    /// watch cache as upstream's plugins read their informers' listers: a
+    /// consistent list would wait for the cache to catch up with writes of
+    /// other resources on every admitted request.
     pub async fn list(
         &self,
         group: &str,
@@ -68,7 +71,11 @@ impl Stores {
         let Some(store) = self.store(group, resource) else {
             return Ok(Vec::new());
         };
-        Ok(store.list(namespace, ListOptions::default()).await?.items)
+        let opts = ListOptions {
+            version: ReadVersion::Any,
+            ..ListOptions::default()
+        };
+        Ok(store.list(namespace, opts).await?.items)
     }
 }
 
