@@ -59,6 +59,7 @@ pub struct Metrics {
     storage_objects: Family<[(&'static str, String); 1], Gauge>,
     resource_objects: Family<[(&'static str, String); 2], Gauge>,
     watch_events: Family<[(&'static str, String); 3], Counter>,
+    deprecated_apis: Family<[(&'static str, String); 5], Gauge>,
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
     /// Reloads of `--authorization-config`.
     pub authorization_config: config_reload::ConfigReloadMetrics,
@@ -89,6 +90,7 @@ impl Metrics {
             storage_objects: Family::default(),
             resource_objects: Family::default(),
             watch_events: Family::default(),
+            deprecated_apis: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
             authorization_config: Default::default(),
             apf: Default::default(),
@@ -142,6 +144,11 @@ impl Metrics {
             self.watch_events.clone(),
         );
         registry.register(
+            "apiserver_requested_deprecated_apis",
+            "Deprecated APIs requested since the server started (1 per API), by group, version, resource, subresource and removed_release",
+            self.deprecated_apis.clone(),
+        );
+        registry.register(
             "etcd_request_duration_seconds",
             "Storage request latency in seconds, by operation, group and resource",
             self.etcd_durations.clone(),
@@ -163,6 +170,26 @@ impl Metrics {
         } else {
             &self.inflight_read_only
         }
+    }
+
+    /// Records that a deprecated API was requested
+    /// (`apiserver_requested_deprecated_apis`; no removal release is
+    /// planned for the deprecated GA kinds, so `removed_release` is empty).
+    pub fn requested_deprecated_api(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+    ) {
+        let labels = [
+            ("group", group.to_owned()),
+            ("version", version.to_owned()),
+            ("resource", resource.to_owned()),
+            ("subresource", subresource.to_owned()),
+            ("removed_release", String::new()),
+        ];
+        self.deprecated_apis.get_or_create(&labels).set(1);
     }
 
     /// Sets the number of stored objects of one resource

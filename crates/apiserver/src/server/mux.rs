@@ -139,6 +139,9 @@ impl Mux {
             }
             let computed = self.computed.get(&key).and_then(|c| c.get(&info.resource));
             if let Some(c) = computed.filter(|_| info.subresource.is_empty()) {
+                if c.warning.is_some() {
+                    self.note_deprecated(&info);
+                }
                 let (parts, _) = req.into_parts();
                 return computed_read::serve(c, &info, parts).await;
             }
@@ -227,11 +230,21 @@ impl Mux {
         let mut resp =
             handlers::serve(store.clone(), request, parts, body, &self.handler_config).await;
         if let Some(message) = store.strategy.deprecation_warning() {
+            self.note_deprecated(info);
             let mut warnings = Warnings::default();
             warnings.add(message);
             warnings.apply(resp.headers_mut());
         }
         resp
+    }
+
+    fn note_deprecated(&self, info: &RequestInfo) {
+        self.config.metrics.requested_deprecated_api(
+            &info.api_group,
+            &info.api_version,
+            &info.resource,
+            &info.subresource,
+        );
     }
 
     /// Discovery documents for the groups this server serves.

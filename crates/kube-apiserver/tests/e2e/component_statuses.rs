@@ -75,6 +75,18 @@ fn endpoints_are_deprecated(s: &TestServer) {
         ),
         "{stderr}"
     );
+    let metrics = s.ok(&["get", "--raw", "/metrics"]);
+    let series = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("apiserver_requested_deprecated_apis{")
+                && l.contains("resource=\"endpoints\"")
+        })
+        .unwrap_or_else(|| panic!("no deprecated-API series for endpoints"));
+    assert!(
+        series.contains("version=\"v1\"") && series.ends_with(" 1"),
+        "{series}"
+    );
     // EndpointSlices are not deprecated.
     let out = s.kubectl(&["get", "endpointslices", "-A"]);
     assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
