@@ -85,8 +85,22 @@ impl Query {
                 "specifying resource version is not allowed when using continue",
             ));
         }
+        let send_initial_events = match self.get("sendInitialEvents") {
+            None => None,
+            Some(v) => Some(v.parse::<bool>().map_err(|_| {
+                ApiError::bad_request(format!("invalid value for sendInitialEvents: {v:?}"))
+            })?),
+        };
+        if watch {
+            watch_list_errors(rv_match, send_initial_events, continue_token, &mut errors);
+        } else if send_initial_events.is_some() {
+            errors.push(FieldError::forbidden(
+                &Path::new("sendInitialEvents"),
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
         let version = match (rv_match, rv) {
-            (_, _) if watch => ReadVersion::MostRecent,
+            (_, _) if watch => watch_version(rv)?,
             ("", "") => ReadVersion::MostRecent,
             ("", "0") => ReadVersion::Any,
             // A paginated list at a given version reads exactly that version.
@@ -132,9 +146,59 @@ impl Query {
             watch,
             watch_from: if watch { parse_watch_rv(rv)? } else { 0 },
             allow_bookmarks: self.flag("allowWatchBookmarks"),
+            send_initial_events,
             timeout_seconds: self.int("timeoutSeconds")?,
         })
     }
+}
+
+/// Upstream's rules for `resourceVersionMatch` and `sendInitialEvents` on
+/// a watch (the streaming list of the WatchList feature, on by default).
+fn watch_list_errors(
+    rv_match: &str,
+    send_initial_events: Option<bool>,
+    continue_token: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) {
+    let path = Path::new("resourceVersionMatch");
+    if send_initial_events.is_some() && rv_match != "NotOlderThan" {
+        errors.push(FieldError::forbidden(
+            &path,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if rv_match.is_empty() {
+        return;
+    }
+    if send_initial_events.is_none() {
+        errors.push(FieldError::forbidden(
+            &path,
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if rv_match != "NotOlderThan" {
+        errors.push(FieldError::not_supported(
+            &path,
+            json!(rv_match),
+            &["NotOlderThan"],
+        ));
+    }
+    if continue_token.is_some() {
+        errors.push(FieldError::forbidden(
+            &path,
+            "resourceVersionMatch is forbidden when continue is provided",
+        ));
+    }
+}
+
+/// The snapshot a watch's initial events come from: unset is the most
+/// recent state, "0" any state, a revision one not older than it.
+fn watch_version(rv: &str) -> Result<ReadVersion, ApiError> {
+    Ok(match rv {
+        "" => ReadVersion::MostRecent,
+        "0" => ReadVersion::Any,
+        rv => ReadVersion::NotOlderThan(parse_rv(rv)?),
+    })
 }
 
 fn parse_rv(rv: &str) -> Result<i64, ApiError> {
@@ -169,6 +233,9 @@ pub struct ListParams {
     /// For watches: send events after this revision (0: current state first).
     pub watch_from: i64,
     pub allow_bookmarks: bool,
+    /// For watches: upstream's `sendInitialEvents` (a streaming list when
+    /// true; only what follows `resourceVersion` when false).
+    pub send_initial_events: Option<bool>,
     pub timeout_seconds: Option<i64>,
 }
 
@@ -212,6 +279,36 @@ mod tests {
                 .expect_err("bad")
                 .code,
             422
+        );
+    }
+
+    #[test]
+    fn watch_lists_follow_upstream_rules() {
+        let ok = list("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+            .expect("a streaming list");
+        assert_eq!(ok.send_initial_events, Some(true));
+        assert_eq!(ok.version, ReadVersion::MostRecent);
+        let at = list(
+            "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=9",
+        );
+        assert_eq!(at.map(|l| l.version), Ok(ReadVersion::NotOlderThan(9)));
+        for bad in [
+            "watch=1&sendInitialEvents=true",
+            "watch=1&resourceVersionMatch=NotOlderThan",
+            "watch=1&sendInitialEvents=false&resourceVersionMatch=Exact&resourceVersion=5",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=5",
+        ] {
+            assert_eq!(list(bad).expect_err(bad).code, 422, "{bad}");
+        }
+        let err = list("watch=1&sendInitialEvents=true").expect_err("no match");
+        assert!(err
+            .message
+            .contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        assert_eq!(
+            list("watch=1&sendInitialEvents=maybe")
+                .expect_err("bad")
+                .code,
+            400
         );
     }
 

@@ -1,5 +1,9 @@
 //! Watch responses: a chunked stream of `{"type":…,"object":…}` events
-//! (upstream's watch server), ended by the request's timeout.
+//! (upstream's watch server), ended by the request's timeout. A watch with
+//! `sendInitialEvents=true` is a streaming list (upstream's WatchList): the
+//! objects of a snapshot as ADDED events, a BOOKMARK annotated
+//! `k8s.io/initial-events-end` at the snapshot's revision, then the changes
+//! after it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +15,7 @@ use futures::StreamExt;
 use http::{header, HeaderValue, Response, StatusCode};
 use rand::Rng;
 use serde_json::{json, Value};
-use storage::{WatchEvent, WatchOptions};
+use storage::{ListOptions, WatchEvent, WatchOptions};
 
 use super::handlers::{list_options, HandlerConfig};
 use super::negotiation::{Encoding, Negotiated};
@@ -38,18 +42,46 @@ pub async fn serve(
             format!("{},{by_name}", params.field_selector)
         };
     }
-    let predicate = list_options(store, &params)?.predicate;
+    let options = list_options(store, &params)?;
+    let predicate = options.predicate.clone();
+    let (initial, watch_from) = match params.send_initial_events {
+        None => (Vec::new(), params.watch_from),
+        Some(true) => {
+            let snapshot = store
+                .list(
+                    ns,
+                    ListOptions {
+                        limit: None,
+                        ..options
+                    },
+                )
+                .await?;
+            let mut events: Vec<Sent> = snapshot
+                .items
+                .into_iter()
+                .map(|o| Sent::Event(WatchEvent::Added(o)))
+                .collect();
+            if params.allow_bookmarks {
+                events.push(Sent::InitialEventsEnd(snapshot.resource_version));
+            }
+            (events, snapshot.resource_version)
+        }
+        // Only what follows the revision; unset or "0" is "from now".
+        Some(false) if params.watch_from > 0 => (Vec::new(), params.watch_from),
+        Some(false) => (Vec::new(), current_revision(store, ns).await?),
+    };
     let events = store
         .watch(
             ns,
             WatchOptions {
-                resource_version: params.watch_from,
+                resource_version: watch_from,
                 predicate,
                 recursive: true,
                 allow_bookmarks: params.allow_bookmarks,
             },
         )
         .await?;
+    let events = futures::stream::iter(initial).chain(events.map(Sent::Event));
     let timeout = watch_timeout(params.timeout_seconds, config.min_request_timeout);
     let encoding = neg.encoding;
     let store = store.clone();
@@ -77,6 +109,16 @@ pub async fn serve(
     Ok(resp)
 }
 
+/// The revision a watch "from now" starts after.
+async fn current_revision(store: &Store, ns: Option<&str>) -> Result<i64, ApiError> {
+    let probe = ListOptions {
+        limit: Some(1),
+        recursive: true,
+        ..ListOptions::default()
+    };
+    Ok(store.list(ns, probe).await?.resource_version)
+}
+
 /// `timeoutSeconds` when given, else a random time between
 /// `--min-request-timeout` and twice that, so watches do not all end at once.
 fn watch_timeout(timeout_seconds: Option<i64>, min: Duration) -> Duration {
@@ -89,6 +131,9 @@ fn watch_timeout(timeout_seconds: Option<i64>, min: Duration) -> Duration {
     }
 }
 
+/// Upstream's annotation on the bookmark that ends a streaming list.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
 #[derive(serde::Serialize)]
 struct Frame<'a> {
     #[serde(rename = "type")]
@@ -96,13 +141,31 @@ struct Frame<'a> {
     object: &'a Value,
 }
 
-fn frame(store: &Store, event: WatchEvent, encoding: Encoding) -> Bytes {
+/// What the stream sends: storage's events, and the bookmark that ends a
+/// streaming list's initial events.
+enum Sent {
+    Event(WatchEvent),
+    InitialEventsEnd(i64),
+}
+
+fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
     let owned;
     let (kind, object): (&str, &Value) = match &event {
-        WatchEvent::Added(o) => ("ADDED", o),
-        WatchEvent::Modified(o) => ("MODIFIED", o),
-        WatchEvent::Deleted(o) => ("DELETED", o),
-        WatchEvent::Bookmark(rv) => {
+        Sent::Event(WatchEvent::Added(o)) => ("ADDED", o),
+        Sent::Event(WatchEvent::Modified(o)) => ("MODIFIED", o),
+        Sent::Event(WatchEvent::Deleted(o)) => ("DELETED", o),
+        Sent::InitialEventsEnd(rv) => {
+            owned = json!({
+                "kind": store.info.kind,
+                "apiVersion": store.info.api_version(),
+                "metadata": {
+                    "resourceVersion": rv.to_string(),
+                    "annotations": {INITIAL_EVENTS_END: "true"},
+                },
+            });
+            ("BOOKMARK", &owned)
+        }
+        Sent::Event(WatchEvent::Bookmark(rv)) => {
             owned = json!({
                 "kind": store.info.kind,
                 "apiVersion": store.info.api_version(),
@@ -110,7 +173,7 @@ fn frame(store: &Store, event: WatchEvent, encoding: Encoding) -> Bytes {
             });
             ("BOOKMARK", &owned)
         }
-        WatchEvent::Error(e) => {
+        Sent::Event(WatchEvent::Error(e)) => {
             owned = interpret(e.clone(), &store.info, "").to_status_json();
             ("ERROR", &owned)
         }

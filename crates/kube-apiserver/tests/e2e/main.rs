@@ -52,3 +52,4 @@ mod spec_validation;
 mod storage_encoding;
 mod update_validation;
 mod watch_and_lifecycle;
+mod watch_list;
