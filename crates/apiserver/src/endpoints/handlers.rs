@@ -43,6 +43,8 @@ pub struct HandlerConfig {
     pub min_request_timeout: Duration,
     /// Where watch events are counted.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Whether the WatchList gate allows `sendInitialEvents`.
+    pub watch_list: bool,
 }
 
 pub async fn serve(
@@ -158,6 +160,9 @@ async fn dispatch(
         "list" => list(store, ns, query, neg).await,
         "watch" => {
             let params = query.list_options()?;
+            if params.send_initial_events.is_some() && !config.watch_list {
+                return Err(watch::watch_list_disabled());
+            }
             watch::serve(store, ns, req.name.as_deref(), params, neg, config).await
         }
         "create" => create(store, ns, &parts.headers, body, query, neg, warnings).await,

@@ -109,6 +109,15 @@ pub async fn serve(
     Ok(resp)
 }
 
+/// The answer to `sendInitialEvents` when the WatchList gate is off.
+pub fn watch_list_disabled() -> ApiError {
+    let error = apimachinery::field_errors::FieldError::forbidden(
+        &apimachinery::field_errors::Path::new("sendInitialEvents"),
+        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+    );
+    ApiError::invalid("meta.k8s.io", "ListOptions", "", &[error])
+}
+
 /// The revision a watch "from now" starts after.
 async fn current_revision(store: &Store, ns: Option<&str>) -> Result<i64, ApiError> {
     let probe = ListOptions {

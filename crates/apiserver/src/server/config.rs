@@ -53,6 +53,9 @@ pub struct Config {
     pub cors_allowed_origins: Vec<String>,
     /// `--strict-transport-security-directives`.
     pub hsts_directives: Vec<String>,
+    /// The WatchList feature gate: watches may be streaming lists
+    /// (`sendInitialEvents`).
+    pub watch_list: bool,
 }
 
 /// A setting that cannot be turned into a working server.

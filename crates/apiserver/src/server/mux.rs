@@ -68,6 +68,7 @@ impl Mux {
         let handler_config = HandlerConfig {
             min_request_timeout: config.min_request_timeout.max(Duration::from_secs(1)),
             metrics: config.metrics.clone(),
+            watch_list: config.watch_list,
         };
         Mux {
             groups,

@@ -101,6 +101,7 @@ pub fn generic_config(
         discovery: DiscoveryRegistry::default(),
         cors_allowed_origins: o.generic.cors_allowed_origins.clone(),
         hsts_directives: o.generic.strict_transport_security_directives.clone(),
+        watch_list: opts.feature_gates.get("WatchList") != Some(&false),
         audit: super::audit::auditor(opts)?,
     }
     .complete()?)

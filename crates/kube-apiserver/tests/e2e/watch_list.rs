@@ -118,3 +118,19 @@ crate::harness::on_both_backends!(
     without_initial_events_only_changes_follow,
     parameter_rules_are_upstreams
 );
+
+#[test]
+fn the_watch_list_gate_turns_streaming_lists_off() {
+    let s = TestServer::start_with(&["--feature-gates=WatchList=false"]);
+    let path = format!("{NS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+    let err = s.fails(&["get", "--raw", &path]);
+    assert!(
+        err.contains(
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        ),
+        "{err}"
+    );
+    // Plain watches are unaffected.
+    let events = watch_events(&s, "resourceVersion=0", 1);
+    assert!(events.iter().all(|e| e["type"] == "ADDED"), "{events:?}");
+}

@@ -383,6 +383,7 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         discovery: DiscoveryRegistry::default(),
         cors_allowed_origins: Vec::new(),
         hsts_directives: Vec::new(),
+        watch_list: true,
         audit: None,
     }
     .complete()
