@@ -235,6 +235,24 @@ fn namespace_finalizers_pending(ns: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
+/// Every namespace carries its name as the `kubernetes.io/metadata.name`
+/// label (set on every write, so generated names and edits keep it), as
+/// upstream's namespace strategy does; namespace selectors rely on it.
+fn namespace_name_label(ns: &mut Value) {
+    let Some(name) = ns.pointer("/metadata/name").and_then(Value::as_str) else {
+        return;
+    };
+    let name = json!(name);
+    let Some(meta) = ns.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = name;
+}
+
 fn namespace_on_delete(ns: &mut Value) {
     ns["status"]["phase"] = json!("Terminating");
 }
@@ -265,6 +283,7 @@ pub fn namespaces() -> ResourceStrategy {
         on_create: namespace_on_create,
         holds_deletion: namespace_finalizers_pending,
         on_delete: namespace_on_delete,
+        canonicalize: namespace_name_label,
         name: apimachinery::validation::name_is_dns_label,
         field_names: &["status.phase"],
         fields: namespace_fields,

@@ -68,6 +68,8 @@ pub struct ResourceStrategy {
     pub subresources: &'static [UpdateSubresource],
     /// The warning sent with every answer when the version is deprecated.
     pub deprecation: Option<&'static str>,
+    /// Normalizes an object before every write (after validation).
+    pub canonicalize: Mutate,
 }
 
 fn no_op(_: &mut Value) {}
@@ -107,6 +109,7 @@ impl Default for ResourceStrategy {
             returns_deleted_object: false,
             subresources: &[],
             deprecation: None,
+            canonicalize: no_op,
         }
     }
 }
@@ -207,6 +210,10 @@ impl Strategy for ResourceStrategy {
 
     fn deprecation_warning(&self) -> Option<&str> {
         self.deprecation
+    }
+
+    fn canonicalize(&self, obj: &mut Value) {
+        (self.canonicalize)(obj)
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

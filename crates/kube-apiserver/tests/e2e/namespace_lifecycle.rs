@@ -60,7 +60,41 @@ fn a_terminating_namespace_shows_its_phase_while_content_is_held(s: &TestServer)
     s.ok(&["wait", "--for=delete", "namespace/slow", "--timeout=30s"]);
 }
 
+/// Upstream labels every namespace with its name, and keeps the label.
+fn namespaces_carry_their_name_label(s: &TestServer) {
+    let label = |ns: &str| {
+        s.ok(&[
+            "get",
+            "ns",
+            ns,
+            "-o",
+            "jsonpath={.metadata.labels.kubernetes\\.io/metadata\\.name}",
+        ])
+    };
+    assert_eq!(label("default"), "default");
+    assert_eq!(label("kube-system"), "kube-system");
+    s.ok(&["create", "namespace", "labelled"]);
+    assert_eq!(label("labelled"), "labelled");
+    s.ok(&[
+        "label",
+        "namespace",
+        "labelled",
+        "kubernetes.io/metadata.name-",
+    ]);
+    assert_eq!(label("labelled"), "labelled");
+    let selected = s.ok(&[
+        "get",
+        "ns",
+        "-l",
+        "kubernetes.io/metadata.name=labelled",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(selected.trim(), "namespace/labelled");
+}
+
 crate::harness::on_both_backends!(
+    namespaces_carry_their_name_label,
     deleting_a_namespace_deletes_its_content_first,
     a_terminating_namespace_shows_its_phase_while_content_is_held
 );
