@@ -47,24 +47,22 @@ impl TableColumn {
     }
 }
 
-pub const NAME_COLUMN: TableColumn =
-    TableColumn::new("Name", "string", "Name must be unique within a namespace.").format("name");
+/// Upstream's `ObjectMeta` documentation of `name` and `creationTimestamp`,
+/// which its tables give as the descriptions of these columns.
+pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+pub const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-pub const AGE_COLUMN: TableColumn = TableColumn::new(
-    "Age",
-    "string",
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
-);
+pub const NAME_COLUMN: TableColumn =
+    TableColumn::new("Name", "string", NAME_DESCRIPTION).format("name");
+
+pub const AGE_COLUMN: TableColumn =
+    TableColumn::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION);
 
 /// Upstream's default table for resources without printers of their own.
 pub fn default_columns() -> Vec<TableColumn> {
     vec![
         NAME_COLUMN,
-        TableColumn::new(
-            "Created At",
-            "date",
-            "CreationTimestamp is a timestamp representing the server time when this object was created.",
-        ),
+        TableColumn::new("Created At", "date", CREATION_TIMESTAMP_DESCRIPTION),
     ]
 }
 

@@ -1,10 +1,9 @@
 //! Strategies of the workload resources (apps/v1, batch/v1): upstream's
-//! defaults and printer columns.
+//! defaults and validation (their printers are in `printers/workloads.rs`).
 
 use serde_json::{json, Value};
 
 use super::core::{default_field, default_pod_spec};
-use super::printers::*;
 use super::ResourceStrategy;
 
 fn default_template(obj: &mut Value) {
@@ -109,203 +108,6 @@ fn cronjob_defaults(obj: &mut Value) {
     }
 }
 
-fn containers_column() -> TableColumn {
-    string("Containers", "Names of each container in the template.").wide()
-}
-
-fn images_column() -> TableColumn {
-    string(
-        "Images",
-        "Images referenced by each container in the template.",
-    )
-    .wide()
-}
-
-fn selector_column() -> TableColumn {
-    string("Selector", "Label selector for pods.").wide()
-}
-
-const CONTAINERS: &str = "/spec/template/spec/containers";
-
-fn deployment_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Ready", "Number of the pod with ready state"),
-        integer("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-        integer("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
-        AGE_COLUMN,
-        containers_column(),
-        images_column(),
-        selector_column(),
-    ]
-}
-
-fn deployment_row(d: &Value) -> Vec<Value> {
-    vec![
-        name_cell(d),
-        json!(format!(
-            "{}/{}",
-            int(d, "/status/readyReplicas"),
-            int(d, "/spec/replicas")
-        )),
-        json!(int(d, "/status/updatedReplicas")),
-        json!(int(d, "/status/availableReplicas")),
-        age_cell(d),
-        join(d, CONTAINERS, "name"),
-        join(d, CONTAINERS, "image"),
-        selector(d, "/spec/selector"),
-    ]
-}
-
-fn replicaset_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        integer("Desired", "Number of desired pods."),
-        integer("Current", "Number of actual pods."),
-        integer("Ready", "Number of ready pods."),
-        AGE_COLUMN,
-        containers_column(),
-        images_column(),
-        selector_column(),
-    ]
-}
-
-fn replicaset_row(r: &Value) -> Vec<Value> {
-    vec![
-        name_cell(r),
-        json!(int(r, "/spec/replicas")),
-        json!(int(r, "/status/replicas")),
-        json!(int(r, "/status/readyReplicas")),
-        age_cell(r),
-        join(r, CONTAINERS, "name"),
-        join(r, CONTAINERS, "image"),
-        selector(r, "/spec/selector"),
-    ]
-}
-
-fn statefulset_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Ready", "Number of the pod with ready state"),
-        AGE_COLUMN,
-        containers_column(),
-        images_column(),
-    ]
-}
-
-fn statefulset_row(s: &Value) -> Vec<Value> {
-    vec![
-        name_cell(s),
-        json!(format!(
-            "{}/{}",
-            int(s, "/status/readyReplicas"),
-            int(s, "/spec/replicas")
-        )),
-        age_cell(s),
-        join(s, CONTAINERS, "name"),
-        join(s, CONTAINERS, "image"),
-    ]
-}
-
-fn daemonset_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        integer("Desired", "The total number of nodes that should be running the daemon pod."),
-        integer("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod."),
-        integer("Ready", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
-        integer("Up-to-date", "The total number of nodes that are running updated daemon pod"),
-        integer("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available."),
-        string("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node."),
-        AGE_COLUMN,
-        containers_column(),
-        images_column(),
-        selector_column(),
-    ]
-}
-
-fn daemonset_row(d: &Value) -> Vec<Value> {
-    vec![
-        name_cell(d),
-        json!(int(d, "/status/desiredNumberScheduled")),
-        json!(int(d, "/status/currentNumberScheduled")),
-        json!(int(d, "/status/numberReady")),
-        json!(int(d, "/status/updatedNumberScheduled")),
-        json!(int(d, "/status/numberAvailable")),
-        map_selector(d, "/spec/template/spec/nodeSelector"),
-        age_cell(d),
-        join(d, CONTAINERS, "name"),
-        join(d, CONTAINERS, "image"),
-        selector(d, "/spec/selector"),
-    ]
-}
-
-fn job_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Status", "Status of the job."),
-        string("Completions", "The completion status of the job"),
-        string("Duration", "Time required to complete the job."),
-        AGE_COLUMN,
-        containers_column(),
-        images_column(),
-        selector_column(),
-    ]
-}
-
-fn job_row(j: &Value) -> Vec<Value> {
-    let completions = match j.pointer("/spec/completions").and_then(Value::as_i64) {
-        Some(n) => format!("{}/{n}", int(j, "/status/succeeded")),
-        None => format!(
-            "{}/1 of {}",
-            int(j, "/status/succeeded"),
-            int(j, "/spec/parallelism")
-        ),
-    };
-    let status = if int(j, "/status/active") > 0 {
-        "Running"
-    } else {
-        "Pending"
-    };
-    vec![
-        name_cell(j),
-        json!(status),
-        json!(completions),
-        json!(""),
-        age_cell(j),
-        join(j, CONTAINERS, "name"),
-        join(j, CONTAINERS, "image"),
-        selector(j, "/spec/selector"),
-    ]
-}
-
-fn cronjob_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Schedule", "The schedule in Cron format"),
-        string("Timezone", "The time zone for the given schedule"),
-        string("Suspend", "Whether to suspend subsequent executions"),
-        integer("Active", "A list of pointers to currently running jobs."),
-        string(
-            "Last Schedule",
-            "Information when was the last time the job was successfully scheduled.",
-        ),
-        AGE_COLUMN,
-    ]
-}
-
-fn cronjob_row(c: &Value) -> Vec<Value> {
-    let suspend = c.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
-    vec![
-        name_cell(c),
-        json!(text(c, "/spec/schedule")),
-        or_none(c, "/spec/timeZone"),
-        json!(if suspend { "True" } else { "False" }),
-        json!(count(c, "/status/active")),
-        or_none(c, "/status/lastScheduleTime"),
-        age_cell(c),
-    ]
-}
-
 fn workload(defaults: fn(&mut Value)) -> ResourceStrategy {
     ResourceStrategy {
         defaults,
@@ -319,7 +121,6 @@ pub fn deployments() -> ResourceStrategy {
         validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(deployment_defaults)
     }
-    .printed(deployment_columns, deployment_row)
 }
 
 pub fn replicasets() -> ResourceStrategy {
@@ -328,7 +129,6 @@ pub fn replicasets() -> ResourceStrategy {
         validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(replicaset_defaults)
     }
-    .printed(replicaset_columns, replicaset_row)
 }
 
 pub fn statefulsets() -> ResourceStrategy {
@@ -337,7 +137,6 @@ pub fn statefulsets() -> ResourceStrategy {
         validate_update: super::validation::update_workloads::validate_statefulset_update,
         ..workload(statefulset_defaults)
     }
-    .printed(statefulset_columns, statefulset_row)
 }
 
 pub fn daemonsets() -> ResourceStrategy {
@@ -346,7 +145,6 @@ pub fn daemonsets() -> ResourceStrategy {
         validate_update: super::validation::update_workloads::validate_selector_update,
         ..workload(daemonset_defaults)
     }
-    .printed(daemonset_columns, daemonset_row)
 }
 
 pub fn jobs() -> ResourceStrategy {
@@ -355,7 +153,6 @@ pub fn jobs() -> ResourceStrategy {
         validate_update: super::validation::update_workloads::validate_job_update,
         ..workload(job_defaults)
     }
-    .printed(job_columns, job_row)
 }
 
 pub fn cronjobs() -> ResourceStrategy {
@@ -363,7 +160,6 @@ pub fn cronjobs() -> ResourceStrategy {
         validate: super::validation::workloads::validate_cronjob,
         ..workload(cronjob_defaults)
     }
-    .printed(cronjob_columns, cronjob_row)
 }
 
 #[cfg(test)]
@@ -408,17 +204,5 @@ mod tests {
             sts["spec"]["updateStrategy"],
             json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
         );
-    }
-
-    #[test]
-    fn deployment_rows() {
-        let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
-            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
-        let row = deployment_row(&d);
-        assert_eq!(row[1], "2/3");
-        assert_eq!(row[2], 3);
-        assert_eq!(row[7], "app=web");
     }
 }

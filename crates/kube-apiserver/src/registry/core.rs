@@ -89,66 +89,6 @@ fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
-fn pod_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Ready", "The aggregate readiness state of this pod for accepting traffic."),
-        string("Status", "The aggregate status of the containers in this pod."),
-        string("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
-        AGE_COLUMN,
-        string("IP", "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.").wide(),
-        string("Node", "NodeName is a request to schedule this pod onto a specific node.").wide(),
-        string("Nominated Node", "nominatedNodeName is set when this pod preempts other pods on the node.").wide(),
-        string("Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness.").wide(),
-    ]
-}
-
-fn pod_row(pod: &Value) -> Vec<Value> {
-    let total = count(pod, "/spec/containers");
-    let statuses = pod
-        .pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let ready = statuses
-        .iter()
-        .filter(|s| s["ready"] == json!(true))
-        .count();
-    let restarts: i64 = statuses
-        .iter()
-        .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
-        .sum();
-    let waiting = statuses
-        .iter()
-        .find_map(|s| s.pointer("/state/waiting/reason").and_then(Value::as_str));
-    let status = if pod.pointer("/metadata/deletionTimestamp").is_some() {
-        "Terminating"
-    } else if let Some(reason) = waiting {
-        reason
-    } else {
-        match text(pod, "/status/reason") {
-            "" => text(pod, "/status/phase"),
-            reason => reason,
-        }
-    };
-    let gates = count(pod, "/spec/readinessGates");
-    vec![
-        name_cell(pod),
-        json!(format!("{ready}/{total}")),
-        json!(status),
-        json!(restarts.to_string()),
-        age_cell(pod),
-        or_none(pod, "/status/podIP"),
-        or_none(pod, "/spec/nodeName"),
-        or_none(pod, "/status/nominatedNodeName"),
-        if gates == 0 {
-            json!("<none>")
-        } else {
-            json!(format!("0/{gates}"))
-        },
-    ]
-}
-
 const POD_FIELDS: &[&str] = &[
     "spec.nodeName",
     "spec.restartPolicy",
@@ -216,7 +156,6 @@ pub fn pods() -> ResourceStrategy {
         subresources: super::pod_subresources::POD,
         ..Default::default()
     }
-    .printed(pod_columns, pod_row)
 }
 
 fn namespace_on_create(obj: &mut Value) {
@@ -257,22 +196,6 @@ fn namespace_on_delete(ns: &mut Value) {
     ns["status"]["phase"] = json!("Terminating");
 }
 
-fn namespace_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Status", "The status of the namespace"),
-        AGE_COLUMN,
-    ]
-}
-
-fn namespace_row(ns: &Value) -> Vec<Value> {
-    vec![
-        name_cell(ns),
-        json!(text(ns, "/status/phase")),
-        age_cell(ns),
-    ]
-}
-
 fn namespace_fields(ns: &Value, fields: &mut BTreeMap<String, String>) {
     fields.insert("status.phase".into(), text(ns, "/status/phase").to_owned());
 }
@@ -290,20 +213,6 @@ pub fn namespaces() -> ResourceStrategy {
         subresources: super::pod_subresources::NAMESPACE,
         ..Default::default()
     }
-    .printed(namespace_columns, namespace_row)
-}
-
-fn configmap_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        integer("Data", "Number of data entries"),
-        AGE_COLUMN,
-    ]
-}
-
-fn configmap_row(cm: &Value) -> Vec<Value> {
-    let n = count(cm, "/data") + count(cm, "/binaryData");
-    vec![name_cell(cm), json!(n), age_cell(cm)]
 }
 
 pub fn configmaps() -> ResourceStrategy {
@@ -311,7 +220,6 @@ pub fn configmaps() -> ResourceStrategy {
         validate_update: super::validation::update::validate_configmap_update,
         ..Default::default()
     }
-    .printed(configmap_columns, configmap_row)
 }
 
 fn secret_defaults(obj: &mut Value) {
@@ -345,20 +253,6 @@ fn merge_string_data(obj: &mut Value) {
     }
 }
 
-fn secret_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Type", "The type of the secret"),
-        integer("Data", "The number of entries in the secret"),
-        AGE_COLUMN,
-    ]
-}
-
-fn secret_row(s: &Value) -> Vec<Value> {
-    let n = count(s, "/data");
-    vec![name_cell(s), json!(text(s, "/type")), json!(n), age_cell(s)]
-}
-
 fn secret_fields(s: &Value, fields: &mut BTreeMap<String, String>) {
     fields.insert("type".into(), text(s, "/type").to_owned());
 }
@@ -371,66 +265,10 @@ pub fn secrets() -> ResourceStrategy {
         fields: secret_fields,
         ..Default::default()
     }
-    .printed(secret_columns, secret_row)
-}
-
-fn service_account_columns() -> Vec<TableColumn> {
-    vec![NAME_COLUMN, integer("Secrets", "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount."), AGE_COLUMN]
-}
-
-fn service_account_row(sa: &Value) -> Vec<Value> {
-    vec![name_cell(sa), json!(count(sa, "/secrets")), age_cell(sa)]
 }
 
 pub fn service_accounts() -> ResourceStrategy {
-    ResourceStrategy::default().printed(service_account_columns, service_account_row)
-}
-
-fn node_columns() -> Vec<TableColumn> {
-    vec![
-        NAME_COLUMN,
-        string("Status", "The status of the node"),
-        string("Roles", "The roles of the node"),
-        AGE_COLUMN,
-        string("Version", "Kubelet Version reported by the node."),
-    ]
-}
-
-fn node_row(node: &Value) -> Vec<Value> {
-    let ready = node
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-        .map(|c| {
-            if c["status"] == "True" {
-                "Ready"
-            } else {
-                "NotReady"
-            }
-        })
-        .unwrap_or("Unknown");
-    let roles: Vec<String> = node
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|l| {
-            l.keys()
-                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let roles = if roles.is_empty() {
-        "<none>".to_owned()
-    } else {
-        roles.join(",")
-    };
-    vec![
-        name_cell(node),
-        json!(ready),
-        json!(roles),
-        age_cell(node),
-        json!(text(node, "/status/nodeInfo/kubeletVersion")),
-    ]
+    ResourceStrategy::default()
 }
 
 fn node_fields(node: &Value, fields: &mut BTreeMap<String, String>) {
@@ -445,7 +283,6 @@ pub fn nodes() -> ResourceStrategy {
         fields: node_fields,
         ..Default::default()
     }
-    .printed(node_columns, node_row)
 }
 
 fn service_defaults(svc: &mut Value) {
@@ -583,54 +420,6 @@ fn event_fields(ev: &Value, fields: &mut BTreeMap<String, String>) {
     }
 }
 
-fn event_columns() -> Vec<TableColumn> {
-    vec![
-        string("Last Seen", "Time when this Event was last observed."),
-        string("Type", "Type of this event (Normal, Warning), new types could be added in the future."),
-        string("Reason", "The reason this event is generated. 'reason' should be short and unique; it should be in UpperCamelCase format (starting with a capital letter)."),
-        string("Object", "The object that this event is about."),
-        string("Subobject", "The subobject (a field path) of the object that this event is about.").wide(),
-        string("Source", "The component reporting this event.").wide(),
-        string("Message", "A human-readable description of the status of this operation."),
-        string("First Seen", "The time at which the most recent occurrence of this event was recorded.").wide(),
-        integer("Count", "The number of times this event has occurred.").wide(),
-        NAME_COLUMN.wide(),
-    ]
-}
-
-fn event_row(ev: &Value) -> Vec<Value> {
-    let since = |pointer: &str| {
-        let probe = json!({"metadata": {"creationTimestamp": ev.pointer(pointer).cloned().unwrap_or(Value::Null)}});
-        age_cell(&probe)
-    };
-    let last_seen = if ev.pointer("/lastTimestamp").is_some_and(|t| !t.is_null()) {
-        since("/lastTimestamp")
-    } else {
-        since("/eventTime")
-    };
-    let object = format!(
-        "{}/{}",
-        text(ev, "/involvedObject/kind").to_lowercase(),
-        text(ev, "/involvedObject/name")
-    );
-    let source = match text(ev, "/source/component") {
-        "" => text(ev, "/reportingComponent").to_owned(),
-        component => component.to_owned(),
-    };
-    vec![
-        last_seen,
-        json!(text(ev, "/type")),
-        json!(text(ev, "/reason")),
-        json!(object),
-        json!(text(ev, "/involvedObject/fieldPath")),
-        json!(source),
-        json!(text(ev, "/message").trim()),
-        since("/firstTimestamp"),
-        json!(int(ev, "/count")),
-        name_cell(ev),
-    ]
-}
-
 pub fn events() -> ResourceStrategy {
     ResourceStrategy {
         gc_policy: GcPolicy::Unsupported,
@@ -638,7 +427,6 @@ pub fn events() -> ResourceStrategy {
         fields: event_fields,
         ..Default::default()
     }
-    .printed(event_columns, event_row)
 }
 
 /// Resources whose status is a subresource but that print the default table.
@@ -699,17 +487,6 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(pod["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
-    }
-
-    #[test]
-    fn pod_rows_print_readiness_and_phase() {
-        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{}, {}]},
-            "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false}]}});
-        let row = pod_row(&pod);
-        assert_eq!(row[1], "1/2");
-        assert_eq!(row[2], "Running");
-        assert_eq!(row[3], "2");
-        assert_eq!(row[5], "<none>");
     }
 
     #[test]

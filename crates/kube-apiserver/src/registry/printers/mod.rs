@@ -8,6 +8,7 @@ mod core;
 mod extensions;
 mod networking;
 mod rbac_storage;
+mod workloads;
 
 use serde_json::{json, Value};
 
@@ -30,6 +31,7 @@ pub fn for_kind(group: &str, version: &str, kind: &str) -> Option<&'static Print
         networking::PRINTERS,
         rbac_storage::PRINTERS,
         extensions::PRINTERS,
+        workloads::PRINTERS,
     ]
     .into_iter()
     .flatten()
