@@ -311,24 +311,21 @@ fn service_defaults(svc: &mut Value) {
 fn service_columns() -> Vec<TableColumn> {
     vec![
         NAME_COLUMN,
-        string("Type", "The type of the service"),
-        string("Cluster-IP", "The cluster IP of the service"),
-        string("External-IP", "The external IP of the service"),
-        string("Port(s)", "The ports of the service"),
+        string("Type", "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types"),
+        string("Cluster-IP", "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies"),
+        string("External-IP", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system."),
+        string("Port(s)", "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies"),
         AGE_COLUMN,
-        string(
-            "Selector",
-            "Route service traffic to pods with label keys and values matching this selector.",
-        )
-        .wide(),
+        string("Selector", "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/").wide(),
     ]
 }
 
+/// `port/protocol`, or `port:nodePort/protocol`, comma-joined.
 fn service_ports(svc: &Value) -> String {
     let ports = svc
         .pointer("/spec/ports")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     if ports.is_empty() {
         return "<none>".into();
@@ -339,42 +336,50 @@ fn service_ports(svc: &Value) -> String {
             let port = int(p, "/port");
             let proto = text(p, "/protocol");
             match int(p, "/nodePort") {
-                0 => format!("{port}/{proto}"),
-                node => format!("{port}:{node}/{proto}"),
+                node if node > 0 => format!("{port}:{node}/{proto}"),
+                _ => format!("{port}/{proto}"),
             }
         })
         .collect::<Vec<_>>()
         .join(",")
 }
 
-fn service_row(svc: &Value) -> Vec<Value> {
-    let service_type = text(svc, "/spec/type");
-    let external = match service_type {
-        "ExternalName" => text(svc, "/spec/externalName").to_owned(),
+/// Upstream's `getServiceExternalIP`: external IPs for ClusterIP and
+/// NodePort, load balancer ingress then external IPs (or `<pending>`) for
+/// LoadBalancer, the external name for ExternalName.
+fn service_external_ip(svc: &Value) -> String {
+    let external_ips: Vec<&str> = svc
+        .pointer("/spec/externalIPs")
+        .and_then(Value::as_array)
+        .map(|ips| ips.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match text(svc, "/spec/type") {
+        "ClusterIP" | "NodePort" if external_ips.is_empty() => "<none>".to_owned(),
+        "ClusterIP" | "NodePort" => external_ips.join(","),
         "LoadBalancer" => {
-            let ingress = join(svc, "/status/loadBalancer/ingress", "ip");
-            match ingress.as_str() {
-                Some("<none>") | None => "<pending>".to_owned(),
-                Some(ips) => ips.to_owned(),
+            let ingress = load_balancer_addresses(svc, "/status/loadBalancer/ingress");
+            match (ingress.is_empty(), external_ips.is_empty()) {
+                (true, true) => "<pending>".to_owned(),
+                (true, false) => external_ips.join(","),
+                (false, true) => ingress,
+                (false, false) => format!("{ingress},{}", external_ips.join(",")),
             }
         }
-        _ => svc
-            .pointer("/spec/externalIPs")
-            .and_then(Value::as_array)
-            .map(|ips| {
-                ips.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "<none>".to_owned()),
-    };
+        "ExternalName" => text(svc, "/spec/externalName").to_owned(),
+        _ => "<unknown>".to_owned(),
+    }
+}
+
+fn service_row(svc: &Value) -> Vec<Value> {
+    let cluster_ip = svc
+        .pointer("/spec/clusterIPs/0")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
     vec![
         name_cell(svc),
-        json!(service_type),
-        or_none(svc, "/spec/clusterIP"),
-        json!(external),
+        json!(text(svc, "/spec/type")),
+        json!(cluster_ip),
+        json!(service_external_ip(svc)),
         json!(service_ports(svc)),
         age_cell(svc),
         map_selector(svc, "/spec/selector"),

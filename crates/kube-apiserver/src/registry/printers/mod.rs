@@ -86,38 +86,32 @@ pub fn join(obj: &Value, pointer: &str, field: &str) -> Value {
     }
 }
 
-/// A label selector printed as upstream's `metav1.FormatLabelSelector`
-/// (matchLabels only, which covers the workloads).
+/// A label selector printed as upstream's `metav1.FormatLabelSelector`:
+/// requirements sorted by key, set values sorted, `<none>` for a missing or
+/// empty selector, `<error>` for a malformed expression.
 pub fn selector(obj: &Value, pointer: &str) -> Value {
     let Some(sel) = obj.pointer(pointer) else {
         return json!("<none>");
     };
-    let mut parts: Vec<String> = sel
+    let mut parts: Vec<(&str, String)> = sel
         .get("matchLabels")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .map(|(k, v)| (k.as_str(), format!("{k}={}", v.as_str().unwrap_or(""))))
                 .collect()
         })
         .unwrap_or_default();
-    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-        for e in exprs {
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let key = text(e, "/key");
-            match text(e, "/operator") {
-                "In" => parts.push(format!("{key} in ({})", values.join(","))),
-                "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
-                "Exists" => parts.push(key.to_owned()),
-                "DoesNotExist" => parts.push(format!("!{key}")),
-                _ => {}
-            }
+    let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+    for e in exprs.into_iter().flatten() {
+        match requirement(e) {
+            Some(part) => parts.push((text(e, "/key"), part)),
+            None => return json!("<error>"),
         }
     }
+    // Stable, as upstream's sort of so few requirements is.
+    parts.sort_by(|a, b| a.0.cmp(b.0));
+    let parts: Vec<String> = parts.into_iter().map(|(_, p)| p).collect();
     if parts.is_empty() {
         json!("<none>")
     } else {
@@ -125,20 +119,64 @@ pub fn selector(obj: &Value, pointer: &str) -> Value {
     }
 }
 
+/// One `matchExpressions` entry as upstream's `Requirement.String()`, or
+/// `None` when upstream would refuse it.
+fn requirement(e: &Value) -> Option<String> {
+    let key = text(e, "/key");
+    let mut values: Vec<&str> = e
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    values.sort_unstable();
+    let set = |op: &str| (!values.is_empty()).then(|| format!("{key} {op} ({})", values.join(",")));
+    match text(e, "/operator") {
+        "In" => set("in"),
+        "NotIn" => set("notin"),
+        "Exists" => values.is_empty().then(|| key.to_owned()),
+        "DoesNotExist" => values.is_empty().then(|| format!("!{key}")),
+        _ => None,
+    }
+}
+
 /// A flat `key=value` map (service selectors, node selectors).
 pub fn map_selector(obj: &Value, pointer: &str) -> Value {
-    let parts: Vec<String> = obj
+    let mut pairs: Vec<(&String, &str)> = obj
         .pointer(pointer)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .map(|(k, v)| (k, v.as_str().unwrap_or("")))
                 .collect()
         })
         .unwrap_or_default();
+    // Upstream's `labels.FormatLabels` sorts by key.
+    pairs.sort_unstable();
+    let parts: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if parts.is_empty() {
         json!("<none>")
     } else {
         json!(parts.join(","))
     }
+}
+
+/// A load balancer status's ingress points (`ingress[].ip`, else
+/// `.hostname`), sorted and deduplicated as upstream's
+/// `loadBalancerStatusStringer`; the server prints its wide form, never
+/// truncated.
+pub fn load_balancer_addresses(obj: &Value, pointer: &str) -> String {
+    let mut addresses: Vec<&str> = obj
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| match (text(i, "/ip"), text(i, "/hostname")) {
+            ("", "") => None,
+            ("", hostname) => Some(hostname),
+            (ip, _) => Some(ip),
+        })
+        .collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    addresses.join(",")
 }
