@@ -207,6 +207,8 @@ pub fn create_server_chain(
     client_ca: Option<String>,
     authn_setup: &AuthenticationSetup,
 ) -> Result<ServerChain, ChainError> {
+    let allow_privileged = opts.options.flags.bool("allow-privileged");
+    crate::registry::validation::pod::set_allow_privileged(allow_privileged.unwrap_or(false));
     let allocator = ServiceAllocator::new(
         opts.service_ip_ranges.primary,
         opts.options.service_node_port_range,

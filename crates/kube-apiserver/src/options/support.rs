@@ -117,6 +117,7 @@ pub const IMPLEMENTED: &[&str] = &[
     // API enablement.
     "runtime-config",
     // Misc.
+    "allow-privileged",
     "kubelet-certificate-authority",
     "kubelet-client-certificate",
     "kubelet-client-key",

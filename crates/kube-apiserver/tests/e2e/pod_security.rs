@@ -36,7 +36,11 @@ fn label(s: &TestServer, ns: &str, label: &str) -> String {
     stderr_of(s, &["label", "ns", ns, label, "--overwrite"])
 }
 
-fn enforce_refuses_violating_pods_and_invalid_labels(s: &TestServer) {
+/// Privileged pods need `--allow-privileged` to reach admission.
+const ALLOW_PRIVILEGED: &str = "--allow-privileged=true";
+
+fn enforce_refuses_violating_pods_and_invalid_labels(backend: Backend) {
+    let s = &backend.start_with(&[ALLOW_PRIVILEGED]);
     s.ok(&["create", "namespace", "psa-b"]);
     label(s, "psa-b", "pod-security.kubernetes.io/enforce=baseline");
     let err = s.fails(&[
@@ -164,7 +168,8 @@ fn workloads_in_an_enforcing_namespace_are_created_with_warnings(s: &TestServer)
     );
 }
 
-fn a_stricter_enforce_label_warns_about_existing_pods(s: &TestServer) {
+fn a_stricter_enforce_label_warns_about_existing_pods(backend: Backend) {
+    let s = &backend.start_with(&[ALLOW_PRIVILEGED]);
     s.ok(&["create", "namespace", "psa-l"]);
     for name in ["a", "b"] {
         s.ok(&["run", name, "-n", "psa-l", "--image=nginx"]);
@@ -220,6 +225,7 @@ fn configured_defaults_exemptions_and_audit_annotations(backend: Backend) {
     let policy = write(files.path(), "audit.yaml", AUDIT_POLICY);
     let log = files.path().join("audit.log");
     let s = backend.start_with(&[
+        ALLOW_PRIVILEGED,
         &format!("--admission-control-config-file={config}"),
         &format!("--audit-policy-file={policy}"),
         &format!("--audit-log-path={}", log.display()),
@@ -346,9 +352,9 @@ fn an_invalid_configuration_stops_startup() {
 }
 
 crate::harness::on_both_backends!(
-    enforce_refuses_violating_pods_and_invalid_labels,
     warn_prints_upstreams_warnings_and_ignores_insignificant_updates,
-    workloads_in_an_enforcing_namespace_are_created_with_warnings,
-    a_stricter_enforce_label_warns_about_existing_pods;
-    backend: configured_defaults_exemptions_and_audit_annotations
+    workloads_in_an_enforcing_namespace_are_created_with_warnings;
+    backend: configured_defaults_exemptions_and_audit_annotations,
+    enforce_refuses_violating_pods_and_invalid_labels,
+    a_stricter_enforce_label_warns_about_existing_pods
 );

@@ -268,3 +268,30 @@ fn persistent_volume_sources_are_fixed() {
         &["The PersistentVolume \"pv\" is invalid: spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation"],
     );
 }
+
+const PRIVILEGED_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: priv}\nspec:\n  initContainers: [{name: i, image: busybox, securityContext: {privileged: true}}]\n  containers: [{name: c, image: nginx, securityContext: {privileged: true}}]\n";
+
+#[test]
+fn privileged_containers_need_allow_privileged() {
+    let s = TestServer::start();
+    assert_has(
+        &refused(&s, PRIVILEGED_POD),
+        &[
+            "spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy",
+            "spec.initContainers[0].securityContext.privileged: Forbidden: disallowed by cluster policy",
+        ],
+    );
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: nginx, securityContext: {privileged: true}}]\n";
+    assert_has(
+        &refused(&s, deploy),
+        &["spec.template.spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy"],
+    );
+
+    let allowed = TestServer::start_with(&["--allow-privileged=true"]);
+    let out = allowed.kubectl_stdin(&["create", "-f", "-"], PRIVILEGED_POD);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

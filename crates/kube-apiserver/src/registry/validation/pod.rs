@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::pod_containers::{image_whitespace, validate_all_containers, PodContext};
 use super::pod_scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
+pub use super::pod_security::set_allow_privileged;
 use super::pod_security::validate_pod_security_context;
 use super::pod_volumes::validate_volumes;
 use super::{dns_label, enumerated, int, invalid_all, is_true, items, set, text};

@@ -3,10 +3,12 @@
 //! seccomp and AppArmor profiles, the privileged/escalation rule, sysctls
 //! and the pod-level policies.
 //!
-//! `privileged: true` is accepted: upstream refuses it only when the
-//! server runs without `--allow-privileged`.
+//! `privileged: true` is refused unless the server runs with
+//! `--allow-privileged` (upstream's `capabilities.Setup`, a process-wide
+//! setting made once at startup).
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::formats::{is_valid_group_id, is_valid_user_id};
@@ -25,6 +27,19 @@ const SYSCTL_REGEX: &str =
     r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
 const MAX_APPARMOR_PROFILE: usize = 4095;
 
+static ALLOW_PRIVILEGED: OnceLock<bool> = OnceLock::new();
+
+/// Records `--allow-privileged`; the first call wins (upstream's
+/// `capabilities.Setup` is also applied once). Unset means false.
+pub fn set_allow_privileged(allowed: bool) {
+    // A second server in the same process keeps the first setting.
+    let _ = ALLOW_PRIVILEGED.set(allowed);
+}
+
+fn allow_privileged() -> bool {
+    ALLOW_PRIVILEGED.get().copied().unwrap_or(false)
+}
+
 /// A container's `securityContext`.
 pub(super) fn validate_security_context(
     sc: &Value,
@@ -32,6 +47,12 @@ pub(super) fn validate_security_context(
     host_users: bool,
     errs: &mut Vec<FieldError>,
 ) {
+    if is_true(sc, "privileged") && !allow_privileged() {
+        errs.push(FieldError::forbidden(
+            &path.child("privileged"),
+            "disallowed by cluster policy",
+        ));
+    }
     id(sc, "runAsUser", path, is_valid_user_id, errs);
     id(sc, "runAsGroup", path, is_valid_group_id, errs);
     if let Some(mount) = sc.get("procMount").and_then(Value::as_str) {

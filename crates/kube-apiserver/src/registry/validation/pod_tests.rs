@@ -303,6 +303,7 @@ fn security_contexts() {
             with_container(json!({"securityContext": {"runAsUser": -1, "privileged": true,
                 "allowPrivilegeEscalation": false}})),
             vec![
+                "spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy",
                 "spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
                 "spec.containers[0].securityContext: Invalid value: {\"allowPrivilegeEscalation\":false,\"privileged\":true,\"runAsUser\":-1}: cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
             ],
