@@ -12,6 +12,7 @@ mod flowcontrol;
 mod garbage_collector;
 mod namespaces;
 pub mod rbac_bootstrap;
+mod root_ca_publisher;
 pub mod run;
 pub mod runtime_config;
 pub mod server;

@@ -271,6 +271,7 @@ pub fn create_server_chain(
     bootstrap::install_hooks(&mut kube, opts);
     super::service_accounts::install(&mut kube);
     super::token_controller::install(&mut kube, authn_setup);
+    super::root_ca_publisher::install(&mut kube, authn_setup.root_ca.clone());
     super::namespaces::install(&mut kube);
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());

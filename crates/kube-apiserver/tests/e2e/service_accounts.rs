@@ -1,6 +1,7 @@
 //! Every namespace gets its `default` ServiceAccount, so pods can be
 //! created with this server alone (the ServiceAccount admission plugin
-//! refuses pods whose account is missing).
+//! refuses pods whose account is missing), and its `kube-root-ca.crt`
+//! ConfigMap, which those pods' projected volumes read.
 
 use std::time::{Duration, Instant};
 
@@ -58,7 +59,51 @@ fn a_deleted_default_service_account_comes_back(s: &TestServer) {
     assert_ne!(uid(s), before, "a new account, not the old one");
 }
 
+/// The CA of `<data-dir>/pki/ca.crt` as the `kube-root-ca.crt` ConfigMap
+/// of every namespace (what pods' projected service-account volumes read),
+/// put back when deleted or edited.
+fn namespaces_get_the_root_ca_configmap(s: &TestServer) {
+    let ca = std::fs::read_to_string(s.dir.path().join("pki").join("ca.crt")).expect("ca.crt");
+    let published = |ns: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = s.kubectl(&[
+                "get",
+                "cm",
+                "kube-root-ca.crt",
+                "-n",
+                ns,
+                "-o",
+                "jsonpath={.data.ca\\.crt}",
+            ]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() && text.trim() == ca.trim() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{ns}: {text} / {out:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    published("default");
+    published("kube-system");
+    s.ok(&["create", "namespace", "fresh"]);
+    published("fresh");
+    s.ok(&["delete", "cm", "kube-root-ca.crt", "-n", "fresh"]);
+    published("fresh");
+    s.ok(&[
+        "patch",
+        "cm",
+        "kube-root-ca.crt",
+        "-n",
+        "fresh",
+        "-p",
+        r#"{"data":{"ca.crt":"x"}}"#,
+    ]);
+    published("fresh");
+}
+
 crate::harness::on_both_backends!(
     namespaces_get_a_default_service_account_and_pods_run_as_it,
-    a_deleted_default_service_account_comes_back
+    a_deleted_default_service_account_comes_back,
+    namespaces_get_the_root_ca_configmap
 );
