@@ -553,10 +553,10 @@ fn cronjob_row(c: &Value) -> Vec<Value> {
         Some(false) => "False",
         None => "<unset>",
     };
-    let time_zone = match c.pointer("/spec/timeZone").and_then(Value::as_str) {
-        Some(tz) => tz,
-        None => "<none>",
-    };
+    let time_zone = c
+        .pointer("/spec/timeZone")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
     let last_schedule = match timestamp(c, "/status/lastScheduleTime") {
         Some(t) => since(Some(t)),
         None => "<none>".to_owned(),
