@@ -128,6 +128,40 @@ fn init_state(pod: &Value) -> InitState {
     state
 }
 
+/// Upstream's pass over the container statuses (last first) once the pod
+/// is initialized: their restarts, the reason of the first one waiting or
+/// terminated, and the number of ready running ones.
+fn containers_state(pod: &Value, reason: &mut String, restarts: &mut Restarts) -> usize {
+    let mut ready = 0;
+    for status in list(pod, "/status/containerStatuses").iter().rev() {
+        restarts.add(status);
+        let waiting = text(status, "/state/waiting/reason");
+        let terminated = status
+            .pointer("/state/terminated")
+            .filter(|t| t.is_object());
+        if !waiting.is_empty() {
+            *reason = waiting.to_owned();
+        } else if let Some(t) = terminated {
+            *reason = match text(t, "/reason") {
+                "" => exit_reason(t),
+                r => r.to_owned(),
+            };
+        } else if status["ready"] == json!(true) && present(status, "/state/running") {
+            ready += 1;
+        }
+    }
+    // A pod whose last reason is Completed but which still runs a container is not done.
+    if *reason == "Completed" && ready > 0 {
+        *reason = if condition(pod, "Ready") == "True" {
+            "Running"
+        } else {
+            "NotReady"
+        }
+        .to_owned();
+    }
+    ready
+}
+
 /// Upstream's `printPod`.
 pub fn row(pod: &Value) -> Vec<Value> {
     let specs = list(pod, "/spec/initContainers");
@@ -156,34 +190,7 @@ pub fn row(pod: &Value) -> Vec<Value> {
     }
     if !initializing || condition(pod, "Initialized") == "True" {
         restarts = init.sidecars;
-        let mut has_running = false;
-        for status in list(pod, "/status/containerStatuses").iter().rev() {
-            restarts.add(status);
-            let waiting = text(status, "/state/waiting/reason");
-            let terminated = status
-                .pointer("/state/terminated")
-                .filter(|t| t.is_object());
-            if !waiting.is_empty() {
-                reason = waiting.to_owned();
-            } else if let Some(t) = terminated {
-                reason = match text(t, "/reason") {
-                    "" => exit_reason(t),
-                    r => r.to_owned(),
-                };
-            } else if status["ready"] == json!(true) && present(status, "/state/running") {
-                has_running = true;
-                ready += 1;
-            }
-        }
-        // A pod whose last reason is Completed but which still runs a container is not done.
-        if reason == "Completed" && has_running {
-            reason = if condition(pod, "Ready") == "True" {
-                "Running"
-            } else {
-                "NotReady"
-            }
-            .to_owned();
-        }
+        ready += containers_state(pod, &mut reason, &mut restarts);
     }
     let deleting = pod
         .pointer("/metadata/deletionTimestamp")
