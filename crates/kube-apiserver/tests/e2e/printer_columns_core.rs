@@ -15,11 +15,10 @@ use crate::harness::TestServer;
 /// The cells of `row` cut at the column starts of `header` (kubectl pads
 /// every column to a common start, so an empty cell stays in place).
 fn cells(header: &str, row: &str) -> Vec<String> {
-    let bytes = header.as_bytes();
     let mut starts = vec![0];
-    for i in 2..bytes.len() {
-        if bytes[i] != b' ' && bytes[i - 1] == b' ' && bytes[i - 2] == b' ' {
-            starts.push(i);
+    for (i, w) in header.as_bytes().windows(3).enumerate() {
+        if matches!(w, [b' ', b' ', c] if *c != b' ') {
+            starts.push(i + 2);
         }
     }
     let mut out = Vec::with_capacity(starts.len());
@@ -47,12 +46,9 @@ fn get(s: &TestServer, args: &[&str], name: &str) -> (String, Vec<String>) {
         .find(|l| l.split_whitespace().next() == Some(name))
         .unwrap_or_else(|| panic!("no row {name} in:\n{out}"));
     let mut row_cells = cells(&header, row);
-    let names: Vec<&str> = cells(&header, &header)
-        .into_iter()
-        .map(|h| if h == "AGE" { "AGE" } else { "" })
-        .collect();
-    for (cell, kind) in row_cells.iter_mut().zip(names) {
-        if kind == "AGE" {
+    let titles = cells(&header, &header);
+    for (cell, title) in row_cells.iter_mut().zip(titles) {
+        if title == "AGE" {
             assert!(
                 cell.ends_with('s') && cell.len() <= 4,
                 "age {cell:?} in:\n{out}"
