@@ -9,7 +9,11 @@
 //! does not default are not refused for what a default would have supplied.
 
 pub mod pod;
+mod pod_claims;
 mod pod_containers;
+mod pod_devices;
+mod pod_level;
+mod pod_os;
 mod pod_probes;
 mod pod_resources;
 mod pod_scheduling;

@@ -10,7 +10,10 @@ use apimachinery::validation::object_meta::{validate_annotations, validate_label
 use apimachinery::validation::{is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain};
 use serde_json::Value;
 
+use super::pod_claims::validate_pod_claims;
 use super::pod_containers::{image_whitespace, validate_all_containers, PodContext};
+use super::pod_level::validate_pod_resources;
+use super::pod_os::validate_os_rules;
 use super::pod_scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
 pub use super::pod_security::set_allow_privileged;
 use super::pod_security::validate_pod_security_context;
@@ -84,15 +87,22 @@ pub(super) fn validate_pod_template_spec(template: &Value, path: &Path) -> Vec<F
 /// Validates a pod spec found at `path`; `is_pod` is false for templates.
 pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    let volumes = validate_volumes(spec, &path.child("volumes"), is_pod, &mut errs);
     let ctx = PodContext {
-        volumes: validate_volumes(spec, &path.child("volumes"), is_pod, &mut errs),
+        volumes,
         grace_period: int(spec, "terminationGracePeriodSeconds").unwrap_or(DEFAULT_GRACE_PERIOD),
         host_users: spec
             .get("hostUsers")
             .and_then(Value::as_bool)
             .unwrap_or(true),
+        claims: validate_pod_claims(spec, &path.child("resourceClaims"), &mut errs),
+        restart_policy: spec
+            .get("restartPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("Always"),
     };
     validate_all_containers(spec, path, &ctx, &mut errs);
+    validate_pod_resources(spec, &ctx.claims, &path.child("resources"), &mut errs);
     host_network_ports(spec, path, &mut errs);
     enumerated(spec, "restartPolicy", path, RESTART_POLICIES, &mut errs);
     enumerated(spec, "dnsPolicy", path, DNS_POLICIES, &mut errs);
@@ -124,7 +134,9 @@ pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<
         PREEMPTION_POLICIES,
         &mut errs,
     );
-    pod_os(spec, &path.child("os"), &mut errs);
+    if let Some(os) = pod_os(spec, &path.child("os"), &mut errs) {
+        validate_os_rules(spec, os, path, &mut errs);
+    }
     errs
 }
 
@@ -329,16 +341,18 @@ fn host_aliases(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     }
 }
 
-fn pod_os(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    let Some(os) = set(spec, "os") else {
-        return;
-    };
+/// `spec.os`; returns its name when it is a valid one.
+fn pod_os<'a>(spec: &'a Value, path: &Path, errs: &mut Vec<FieldError>) -> Option<&'a str> {
+    let os = set(spec, "os")?;
     let name = text(os, "name");
     if name.is_empty() {
         errs.push(FieldError::required(&path.child("name"), "cannot be empty"));
     } else if !OS_NAMES.contains(&name) {
         errs.push(FieldError::not_supported(path, name, OS_NAMES));
+    } else {
+        return Some(name);
     }
+    None
 }
 
 /// A pod without a service account may not project its token.
@@ -368,3 +382,7 @@ fn projected_tokens_need_account(spec: &Value, path: &Path, errs: &mut Vec<Field
 #[cfg(test)]
 #[path = "pod_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "pod_spec_tests.rs"]
+mod spec_tests;

@@ -11,8 +11,10 @@ use apimachinery::validation::formats::{is_config_map_key, is_valid_port_name, i
 use apimachinery::validation::name_is_dns_subdomain;
 use serde_json::Value;
 
+use super::pod_claims::ClaimNames;
+use super::pod_devices::{name_paths, validate_devices};
 use super::pod_probes::{validate_lifecycle, validate_probe, ProbeKind};
-use super::pod_resources::validate_resources;
+use super::pod_resources::{validate_resize_policy, validate_resources, Level};
 use super::pod_security::validate_security_context;
 use super::pod_volumes::{
     local_descending_path, object_field_selector, resource_field_selector, Volumes,
@@ -57,6 +59,10 @@ pub(super) struct PodContext<'a> {
     pub grace_period: i64,
     /// The pod shares the host's user namespace (`hostUsers` unset or true).
     pub host_users: bool,
+    /// The names of the pod's `resourceClaims`.
+    pub claims: ClaimNames<'a>,
+    /// The pod's restart policy (upstream's default when unset).
+    pub restart_policy: &'a str,
 }
 
 /// `spec.containers`, `spec.initContainers` and `spec.ephemeralContainers`.
@@ -233,10 +239,19 @@ fn validate_common(c: &Value, path: &Path, ctx: &PodContext<'_>, errs: &mut Vec<
     validate_env(c, &path.child("env"), errs);
     validate_env_from(c, &path.child("envFrom"), errs);
     validate_mounts(c, &path.child("volumeMounts"), ctx, errs);
+    validate_devices(c, &ctx.volumes, &path.child("volumeDevices"), errs);
     enumerated(c, "imagePullPolicy", path, PULL_POLICIES, errs);
     if let Some(resources) = set(c, "resources") {
-        validate_resources(resources, &path.child("resources"), errs);
+        let level = Level::Container;
+        validate_resources(
+            resources,
+            &ctx.claims,
+            &path.child("resources"),
+            level,
+            errs,
+        );
     }
+    validate_resize_policy(c, ctx.restart_policy, &path.child("resizePolicy"), errs);
     if let Some(sc) = set(c, "securityContext") {
         validate_security_context(sc, &path.child("securityContext"), ctx.host_users, errs);
     }
@@ -430,6 +445,7 @@ fn validate_env_from(c: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 /// path without an index, as upstream does).
 fn validate_mounts(c: &Value, path: &Path, ctx: &PodContext<'_>, errs: &mut Vec<FieldError>) {
     let mut mount_points = HashSet::new();
+    let devices = name_paths(c, "volumeDevices", "devicePath");
     let privileged = c
         .get("securityContext")
         .is_some_and(|sc| is_true(sc, "privileged"));
@@ -452,6 +468,18 @@ fn validate_mounts(c: &Value, path: &Path, ctx: &PodContext<'_>, errs: &mut Vec<
                 &idx.child("mountPath"),
                 mount_path,
                 "must be unique",
+            ));
+        }
+        if devices.iter().any(|(n, _)| *n == name) {
+            let msg = "must not already exist in volumeDevices";
+            errs.push(FieldError::invalid(&idx.child("name"), name, msg));
+        }
+        if devices.iter().any(|(_, p)| *p == mount_path) {
+            let msg = "must not already exist as a path in volumeDevices";
+            errs.push(FieldError::invalid(
+                &idx.child("mountPath"),
+                mount_path,
+                msg,
             ));
         }
         if volume.is_some_and(|v| set(v, "image").is_some()) {

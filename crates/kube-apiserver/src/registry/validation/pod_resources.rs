@@ -1,7 +1,8 @@
-//! Container resource requirements (upstream's
-//! `ValidateContainerResourceRequirements`): resource names, non-negative
-//! quantities, requests no larger than limits, and the rules for
-//! resources that cannot be overcommitted (hugepages, extended resources).
+//! Resource requirements of containers and of the whole pod (upstream's
+//! `validateResourceRequirements` with its container and pod-level name
+//! rules): resource names, non-negative quantities, requests no larger than
+//! limits, the rules for resources that cannot be overcommitted (hugepages,
+//! extended resources), claim references, and containers' `resizePolicy`.
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::quantity::Quantity;
@@ -9,7 +10,9 @@ use apimachinery::validation::is_qualified_name;
 use apimachinery::validation::object_meta::IS_NEGATIVE_ERROR_MSG;
 use serde_json::{Map, Value};
 
+use super::pod_claims::{validate_claim_refs, ClaimNames};
 use super::pod_volumes::quantity;
+use super::{items, text};
 
 const CONTAINER_RESOURCES: &[&str] = &["cpu", "memory", "ephemeral-storage"];
 /// Upstream's standard resource names (`helper.IsStandardResourceName`).
@@ -36,9 +39,27 @@ const STANDARD_RESOURCES: &[&str] = &[
     "services.loadbalancers",
 ];
 const HUGEPAGES: &str = "hugepages-";
+/// Upstream's `SupportedPodLevelResources`, sorted (hugepages by prefix).
+const POD_LEVEL_RESOURCES: &[&str] = &["cpu", HUGEPAGES, "memory"];
+const RESIZE_RESOURCES: &[&str] = &["cpu", "memory"];
+const RESIZE_POLICIES: &[&str] = &["NotRequired", "RestartContainer"];
 
-/// `resources` of a container: `limits` first, then `requests`.
-pub(super) fn validate_resources(resources: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+/// Whose requirements are checked: the names allowed differ.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    Container,
+    Pod,
+}
+
+/// `resources` of a container or pod: `limits` first, then `requests`,
+/// then the claims.
+pub(super) fn validate_resources(
+    resources: &Value,
+    claims: &ClaimNames<'_>,
+    path: &Path,
+    level: Level,
+    errs: &mut Vec<FieldError>,
+) {
     let empty = Map::new();
     let list = |key: &str| {
         resources
@@ -52,13 +73,13 @@ pub(super) fn validate_resources(resources: &Value, path: &Path, errs: &mut Vec<
     let mut huge_pages = false;
     for (name, value) in limits {
         let p = lim_path.key(name);
-        check_entry(name, value, &p, errs);
+        check_entry(name, value, &p, level, errs);
         huge_pages |= name.starts_with(HUGEPAGES);
         cpu_or_memory |= name == "cpu" || name == "memory";
     }
     for (name, value) in requests {
         let p = req_path.key(name);
-        let request = check_entry(name, value, &p, errs);
+        let request = check_entry(name, value, &p, level, errs);
         let limit = limits.get(name).and_then(quantity);
         match (request, limit) {
             (Some(request), Some(limit)) => {
@@ -81,6 +102,7 @@ pub(super) fn validate_resources(resources: &Value, path: &Path, errs: &mut Vec<
             "HugePages require cpu or memory",
         ));
     }
+    validate_claim_refs(resources, claims, &path.child("claims"), errs);
 }
 
 fn request_within_limit(
@@ -105,9 +127,13 @@ fn check_entry(
     name: &str,
     value: &Value,
     path: &Path,
+    level: Level,
     errs: &mut Vec<FieldError>,
 ) -> Option<Quantity> {
-    resource_name(name, path, errs);
+    match level {
+        Level::Container => resource_name(name, path, errs),
+        Level::Pod => pod_resource_name(name, path, errs),
+    }
     let q = quantity(value)?;
     if q.is_negative() {
         errs.push(FieldError::invalid(
@@ -159,6 +185,60 @@ fn resource_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
             name,
             "doesn't follow extended resource name standard",
         ));
+    }
+}
+
+/// Upstream's `validatePodResourceName`: a valid resource name that
+/// pod-level resources support.
+fn pod_resource_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
+    let before = errs.len();
+    for msg in is_qualified_name(name) {
+        errs.push(FieldError::invalid(path, name, msg));
+    }
+    if errs.len() == before && !name.contains('/') && !is_standard(name) {
+        errs.push(FieldError::invalid(
+            path,
+            name,
+            "must be a standard resource type or fully qualified",
+        ));
+    }
+    let supported = name == "cpu" || name == "memory" || name.starts_with(HUGEPAGES);
+    if errs.len() == before && !supported {
+        errs.push(FieldError::not_supported(path, name, POD_LEVEL_RESOURCES));
+    }
+}
+
+/// Upstream's `validateResizePolicy` for the container `c`.
+pub(super) fn validate_resize_policy(
+    c: &Value,
+    pod_restart_policy: &str,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) {
+    let mut seen = std::collections::HashSet::new();
+    for (i, policy) in items(c, "resizePolicy").iter().enumerate() {
+        let resource = text(policy, "resourceName");
+        if !seen.insert(resource) {
+            errs.push(FieldError::duplicate(&path.index(i), resource));
+        }
+        for (value, supported) in [
+            (resource, RESIZE_RESOURCES),
+            (text(policy, "restartPolicy"), RESIZE_POLICIES),
+        ] {
+            if value.is_empty() {
+                errs.push(FieldError::required(path, ""));
+            } else if !supported.contains(&value) {
+                errs.push(FieldError::not_supported(path, value, supported));
+            }
+        }
+        let restart = text(policy, "restartPolicy");
+        if pod_restart_policy == "Never" && restart != "NotRequired" {
+            errs.push(FieldError::invalid(
+                path,
+                restart,
+                "must be 'NotRequired' when `restartPolicy` is 'Never'",
+            ));
+        }
     }
 }
 

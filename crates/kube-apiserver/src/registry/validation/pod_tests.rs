@@ -2,19 +2,19 @@ use serde_json::{json, Value};
 
 use super::*;
 
-fn messages(pod: &Value) -> Vec<String> {
+pub(super) fn messages(pod: &Value) -> Vec<String> {
     validate_pod(pod).iter().map(ToString::to_string).collect()
 }
 
 /// A pod whose only container is `c` merged over a valid container.
-fn with_container(c: Value) -> Value {
+pub(super) fn with_container(c: Value) -> Value {
     let mut container = json!({"name": "app", "image": "nginx"});
     merge(&mut container, c);
     json!({"spec": {"containers": [container]}})
 }
 
 /// A valid one-container pod with `spec` merged over its spec.
-fn with_spec(spec: Value) -> Value {
+pub(super) fn with_spec(spec: Value) -> Value {
     let mut pod = json!({"spec": {"containers": [{"name": "app", "image": "nginx"}]}});
     merge(&mut pod["spec"], spec);
     pod
@@ -29,7 +29,7 @@ fn merge(target: &mut Value, patch: Value) {
 }
 
 /// Each case: the pod and exactly the messages upstream gives for it.
-fn check(cases: Vec<(Value, Vec<&str>)>) {
+pub(super) fn check(cases: Vec<(Value, Vec<&str>)>) {
     for (pod, expected) in cases {
         assert_eq!(messages(&pod), expected, "pod: {pod}");
     }
