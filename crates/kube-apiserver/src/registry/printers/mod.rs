@@ -72,20 +72,6 @@ pub fn count(obj: &Value, pointer: &str) -> usize {
     }
 }
 
-/// Comma-joined values of `field` over the list at `pointer`.
-pub fn join(obj: &Value, pointer: &str, field: &str) -> Value {
-    let items: Vec<&str> = obj
-        .pointer(pointer)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|c| c.get(field)?.as_str()).collect())
-        .unwrap_or_default();
-    if items.is_empty() {
-        json!("<none>")
-    } else {
-        json!(items.join(","))
-    }
-}
-
 /// A label selector printed as upstream's `metav1.FormatLabelSelector`:
 /// requirements sorted by key, set values sorted, `<none>` for a missing or
 /// empty selector, `<error>` for a malformed expression.
