@@ -1,6 +1,8 @@
 //! Pod spec validation through kubectl: manifests with the mistakes users
 //! make (a bad port, a probe with two handlers, limits below requests, a
-//! mount of a missing volume) are refused with upstream's messages, and
+//! mount of a missing volume, block devices, resize policies, resource
+//! claims, pod-level resources, Windows-only rules) are refused with
+//! upstream's messages; privileged containers need `--allow-privileged`;
 //! realistic pods and workloads, as kubectl builds them, are accepted.
 
 use crate::harness::TestServer;
@@ -294,4 +296,82 @@ fn privileged_containers_need_allow_privileged() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+const BLOCK_AND_CLAIMS_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: block}
+spec:
+  restartPolicy: Never
+  resourceClaims:
+  - {name: gpu, resourceClaimName: a, resourceClaimTemplateName: b}
+  volumes:
+  - {name: disk, persistentVolumeClaim: {claimName: disk}}
+  - {name: cache, emptyDir: {}}
+  containers:
+  - name: app
+    image: nginx
+    volumeMounts: [{name: disk, mountPath: /data}]
+    volumeDevices: [{name: cache, devicePath: /dev/xvda}, {name: disk, devicePath: /data}]
+    resizePolicy: [{resourceName: cpu, restartPolicy: RestartContainer}, {resourceName: cpu, restartPolicy: NotRequired}]
+    resources:
+      claims: [{name: tpu}]
+"#;
+
+const POD_LEVEL_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: level}
+spec:
+  resources:
+    requests: {cpu: 500m, ephemeral-storage: 1Gi}
+    limits: {cpu: "1", memory: 256Mi}
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      requests: {cpu: 750m}
+      limits: {memory: 512Mi}
+"#;
+
+const WINDOWS_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: win}\nspec:\n  os: {name: windows}\n  hostPID: true\n  securityContext: {runAsUser: 1000}\n  containers: [{name: c, image: nanoserver, securityContext: {privileged: false}}]\n";
+
+#[test]
+fn devices_resize_policies_claims_pod_resources_and_os_rules() {
+    let s = TestServer::start();
+    assert_has(
+        &refused(&s, BLOCK_AND_CLAIMS_POD),
+        &[
+            "The Pod \"block\" is invalid:",
+            "spec.resourceClaims[0]: Invalid value: {\"name\":\"gpu\",\"resourceClaimName\":\"a\",\"resourceClaimTemplateName\":\"b\"}: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            "spec.containers[0].volumeMounts[0].mountPath: Invalid value: \"/data\": must not already exist as a path in volumeDevices",
+            "spec.containers[0].volumeDevices[0].name: Invalid value: \"cache\": can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode",
+            "spec.containers[0].volumeDevices[1].name: Invalid value: \"disk\": must not already exist in volumeMounts",
+            "spec.containers[0].resources.claims[0]: Not found: \"tpu\": must be one of the names in pod.spec.resourceClaims: gpu",
+            "spec.containers[0].resizePolicy[1]: Duplicate value: \"cpu\"",
+            "spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when `restartPolicy` is 'Never'",
+        ],
+    );
+    assert_has(
+        &refused(&s, POD_LEVEL_POD),
+        &[
+            "spec.resources.requests[ephemeral-storage]: Unsupported value: \"ephemeral-storage\": supported values: \"cpu\", \"hugepages-\", \"memory\"",
+            "spec.resources.requests[cpu]: Invalid value: \"500m\": must be greater than or equal to aggregate container requests of 750m",
+            "spec.resources.containers[0][memory].limits: Invalid value: \"512Mi\": must be less than or equal to pod limits of 256Mi",
+        ],
+    );
+    assert_has(
+        &refused(&s, WINDOWS_POD),
+        &[
+            "spec.hostPID: Forbidden: cannot be set for a windows pod",
+            "spec.securityContext.runAsUser: Forbidden: cannot be set for a windows pod",
+            "spec.containers[0].securityContext.privileged: Forbidden: cannot be set for a windows pod",
+        ],
+    );
+    // The same pods without their mistakes are created.
+    let windows = "apiVersion: v1\nkind: Pod\nmetadata: {name: win}\nspec:\n  os: {name: windows}\n  securityContext: {windowsOptions: {runAsUserName: ContainerUser}}\n  containers: [{name: c, image: nanoserver}]\n";
+    s.apply_yaml(windows);
+    let level = "apiVersion: v1\nkind: Pod\nmetadata: {name: level}\nspec:\n  resources: {requests: {cpu: 500m}, limits: {cpu: \"1\"}}\n  containers: [{name: app, image: nginx, resources: {requests: {cpu: 250m}}, resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]}]\n";
+    s.apply_yaml(level);
 }

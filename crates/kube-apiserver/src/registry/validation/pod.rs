@@ -14,6 +14,7 @@ use super::pod_claims::validate_pod_claims;
 use super::pod_containers::{image_whitespace, validate_all_containers, PodContext};
 use super::pod_level::validate_pod_resources;
 use super::pod_os::validate_os_rules;
+use super::pod_resources::{validate_resources, Level};
 use super::pod_scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
 pub use super::pod_security::set_allow_privileged;
 use super::pod_security::validate_pod_security_context;
@@ -134,6 +135,12 @@ pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<
         PREEMPTION_POLICIES,
         &mut errs,
     );
+    if let Some(overhead) = set(spec, "overhead") {
+        // Checked as a container's limits, under upstream's path.
+        let limits = serde_json::json!({ "limits": overhead });
+        let p = path.child("overhead");
+        validate_resources(&limits, &ctx.claims, &p, Level::Container, &mut errs);
+    }
     if let Some(os) = pod_os(spec, &path.child("os"), &mut errs) {
         validate_os_rules(spec, os, path, &mut errs);
     }

@@ -175,6 +175,17 @@ fn pod_level_resources() {
 }
 
 #[test]
+fn overhead_is_checked_as_limits() {
+    check(vec![(
+        with_spec(json!({"overhead": {"cpu": "-1", "example.com/fpga": "500m"}})),
+        vec![
+            "spec.overhead.limits[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+            "spec.overhead.limits[example.com/fpga]: Invalid value: \"500m\": must be an integer",
+        ],
+    )]);
+}
+
+#[test]
 fn windows_and_linux_pods() {
     let windows = with_spec(json!({
         "os": {"name": "windows"},
