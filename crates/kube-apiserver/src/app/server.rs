@@ -25,7 +25,7 @@ use crate::controlplane::openapi_v2;
 use crate::controlplane::StorageFactory;
 use crate::controlplane::{autoscaling_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
-use crate::registry::services::ServiceAllocator;
+use crate::registry::services::{controllers as service_controllers, ServiceAllocator};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
@@ -162,8 +162,10 @@ fn install(
 /// The built chain: its front server and what startup still has to do.
 pub struct ServerChain {
     pub front: GenericApiServer,
-    /// Services and their address allocator, repaired before serving.
+    /// Services, IPAddresses and the address allocator, repaired before
+    /// serving.
     pub services: Option<Arc<apiserver::registry::Store>>,
+    pub ip_addresses: Option<Arc<apiserver::registry::Store>>,
     pub allocator: Arc<ServiceAllocator>,
 }
 
@@ -269,6 +271,9 @@ pub fn create_server_chain(
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
     authentication::install(&mut kube, authn_setup, &enabled);
     bootstrap::install_hooks(&mut kube, opts);
+    let ranges = &opts.service_ip_ranges;
+    let cidrs = std::iter::once(ranges.primary).chain(ranges.secondary);
+    service_controllers::install(&mut kube, allocator.clone(), cidrs.collect());
     super::service_accounts::install(&mut kube);
     super::token_controller::install(&mut kube, authn_setup);
     super::root_ca_publisher::install(&mut kube, authn_setup.root_ca.clone());
@@ -306,22 +311,21 @@ pub fn create_server_chain(
     bootstrap::install_object_counter(&mut aggregator, stores, config.metrics.clone(), poll);
     Ok(ServerChain {
         services: kube.store("", "v1", "services"),
+        ip_addresses: kube.store("networking.k8s.io", "v1", "ipaddresses"),
         front: aggregator,
         allocator,
     })
 }
 
-/// Marks the addresses of every stored Service as used (upstream's
-/// ClusterIP and NodePort repair), before the server takes requests.
+/// Marks the addresses of every stored Service and IPAddress as used
+/// (upstream's ClusterIP and NodePort repair), before the server takes
+/// requests.
 pub async fn repair_service_addresses(
     chain: &ServerChain,
 ) -> Result<(), apimachinery::status::ApiError> {
     let Some(services) = &chain.services else {
         return Ok(());
     };
-    let list = services.list(None, storage::ListOptions::default()).await?;
-    for svc in &list.items {
-        chain.allocator.mark_used(svc);
-    }
-    Ok(())
+    let addresses = chain.ip_addresses.as_deref();
+    service_controllers::repair(&chain.allocator, services, addresses).await
 }
