@@ -48,6 +48,7 @@ mod rbac;
 mod runtime_config;
 mod scale_admission;
 mod service_accounts;
+mod service_allocation;
 mod spec_validation;
 mod storage_encoding;
 mod update_validation;
