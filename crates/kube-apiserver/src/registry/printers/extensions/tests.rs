@@ -35,7 +35,7 @@ fn every_printer_has_one_cell_per_column() {
         let found = super::super::for_kind(p.group, p.version, p.kind);
         assert!(
             found.is_some_and(|f| (f.columns)() == (p.columns)()),
-            "{} is found and registered once",
+            "{} is found with these columns (no other printer first)",
             p.kind
         );
     }
