@@ -23,6 +23,7 @@ use super::typed::Typed;
 use crate::registry::admission_policies as policies;
 use crate::registry::autoscaling as hpa;
 use crate::registry::certificate_approval;
+use crate::registry::defaults;
 use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validation;
@@ -226,14 +227,16 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
         builtin::<core::Node>(core_types::nodes(), short(&["no"])),
         builtin::<core::PersistentVolumeClaim>(
-            returns_deleted(core_types::persistent_volume_claims()),
+            returns_deleted(defaults::persistent_volume_claims(
+                core_types::persistent_volume_claims(),
+            )),
             short(&["pvc"]),
         ),
         builtin::<core::PersistentVolume>(
-            ResourceStrategy {
+            defaults::persistent_volumes(ResourceStrategy {
                 validate_update: validation::update_volumes::validate_pv_update,
                 ..returns_deleted(status())
-            },
+            }),
             short(&["pv"]),
         ),
         builtin::<core::Pod>(returns_deleted(core_types::pods()), all(&["po"])),
@@ -290,10 +293,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         ],
         vec![
             builtin::<certificates::CertificateSigningRequest>(
-                ResourceStrategy {
+                defaults::certificate_signing_requests(ResourceStrategy {
                     subresources: certificate_approval::CSR,
                     ..status()
-                },
+                }),
                 short(&["csr"]),
             ),
             builtin::<certificates::ClusterTrustBundle>(plain(), PLAIN),
@@ -319,11 +322,14 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<rbac::Role>(rbac_names(), PLAIN),
         ],
         vec![builtin::<scheduling::PriorityClass>(
-            plain(),
+            defaults::priority_classes(plain()),
             short(&["pc"]),
         )],
         vec![
-            builtin::<storage::CSIDriver>(returns_deleted(plain()), PLAIN),
+            builtin::<storage::CSIDriver>(
+                returns_deleted(defaults::csi_drivers(plain())),
+                PLAIN,
+            ),
             builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
             builtin::<storage::StorageClass>(returns_deleted(plain()), short(&["sc"])),

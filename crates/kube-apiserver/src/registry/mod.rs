@@ -10,6 +10,7 @@ pub mod binding;
 pub mod certificate_approval;
 pub mod componentstatus;
 pub mod core;
+pub mod defaults;
 pub mod eviction;
 pub mod kubelet_connect;
 pub mod pod_subresources;

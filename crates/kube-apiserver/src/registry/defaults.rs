@@ -1,0 +1,190 @@
+//! Upstream's create-time state of kinds whose strategies are otherwise
+//! plain: PersistentVolumes and claims start Pending with the default
+//! volume mode (and reclaim policy), PriorityClasses preempt lower
+//! priorities by default, CSIDrivers get upstream's spec defaults, and a
+//! CertificateSigningRequest records who asked for it (upstream's
+//! `csrStrategy.PrepareForCreate`), whatever the body says.
+
+use apiserver::admission::RequestContext;
+use apiserver::registry::object_meta;
+use serde_json::{json, Value};
+
+use super::core::default_field;
+use super::ResourceStrategy;
+
+fn default_spec(obj: &mut Value, key: &str, value: Value) {
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_field(spec, key, value);
+    }
+}
+
+fn pv_defaults(pv: &mut Value) {
+    default_spec(pv, "persistentVolumeReclaimPolicy", json!("Retain"));
+    default_spec(pv, "volumeMode", json!("Filesystem"));
+}
+
+/// A new volume is Pending since now (the phase transition time is GA).
+fn pv_on_create(pv: &mut Value) {
+    pv["status"] = json!({"phase": "Pending", "lastPhaseTransitionTime": object_meta::now()});
+}
+
+pub fn persistent_volumes(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: pv_defaults,
+        on_create: pv_on_create,
+        ..base
+    }
+}
+
+fn pvc_defaults(pvc: &mut Value) {
+    default_spec(pvc, "volumeMode", json!("Filesystem"));
+}
+
+fn pvc_on_create(pvc: &mut Value) {
+    pvc["status"] = json!({"phase": "Pending"});
+}
+
+pub fn persistent_volume_claims(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: pvc_defaults,
+        on_create: pvc_on_create,
+        ..base
+    }
+}
+
+fn priority_class_defaults(pc: &mut Value) {
+    default_field(pc, "preemptionPolicy", json!("PreemptLowerPriority"));
+}
+
+pub fn priority_classes(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: priority_class_defaults,
+        ..base
+    }
+}
+
+/// `SetDefaults_CSIDriver`.
+fn csi_driver_defaults(driver: &mut Value) {
+    default_spec(driver, "attachRequired", json!(true));
+    default_spec(driver, "podInfoOnMount", json!(false));
+    default_spec(driver, "storageCapacity", json!(false));
+    default_spec(driver, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+    default_spec(driver, "requiresRepublish", json!(false));
+    default_spec(driver, "seLinuxMount", json!(false));
+    let modes = driver.pointer("/spec/volumeLifecycleModes");
+    if modes.and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        if let Some(spec) = driver.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+        }
+    }
+}
+
+pub fn csi_drivers(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: csi_driver_defaults,
+        ..base
+    }
+}
+
+/// The requester's identity replaces whatever the body claims; a request
+/// cannot be created approved.
+fn csr_on_create(csr: &mut Value) {
+    let user = RequestContext::current().map(|c| c.user.clone());
+    if let Some(spec) = csr.get_mut("spec").and_then(Value::as_object_mut) {
+        for field in ["username", "uid", "groups", "extra"] {
+            spec.remove(field);
+        }
+        if let Some(user) = user {
+            spec.insert("username".into(), json!(user.name));
+            if !user.uid.is_empty() {
+                spec.insert("uid".into(), json!(user.uid));
+            }
+            if !user.groups.is_empty() {
+                spec.insert("groups".into(), json!(user.groups));
+            }
+            if !user.extra.is_empty() {
+                spec.insert("extra".into(), json!(user.extra));
+            }
+        }
+    }
+    csr["status"] = json!({});
+}
+
+pub fn certificate_signing_requests(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        on_create: csr_on_create,
+        ..base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use apiserver::authentication::UserInfo;
+
+    use super::*;
+
+    #[test]
+    fn volumes_and_claims_start_pending_with_upstreams_defaults() {
+        let mut pv = json!({"spec": {"capacity": {"storage": "1Gi"}}});
+        pv_defaults(&mut pv);
+        pv_on_create(&mut pv);
+        assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+        assert_eq!(pv["spec"]["volumeMode"], "Filesystem");
+        assert_eq!(pv["status"]["phase"], "Pending");
+        assert!(pv["status"]["lastPhaseTransitionTime"].is_string());
+        let mut kept =
+            json!({"spec": {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block"}});
+        pv_defaults(&mut kept);
+        assert_eq!(kept["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+        assert_eq!(kept["spec"]["volumeMode"], "Block");
+        let mut pvc = json!({"spec": {}, "status": {"phase": "Bound"}});
+        pvc_defaults(&mut pvc);
+        pvc_on_create(&mut pvc);
+        assert_eq!(pvc["spec"]["volumeMode"], "Filesystem");
+        assert_eq!(pvc["status"], json!({"phase": "Pending"}));
+        let mut driver = json!({"spec": {"podInfoOnMount": true}});
+        csi_driver_defaults(&mut driver);
+        assert_eq!(driver["spec"]["podInfoOnMount"], true);
+        assert_eq!(driver["spec"]["attachRequired"], true);
+        assert_eq!(driver["spec"]["fsGroupPolicy"], "ReadWriteOnceWithFSType");
+        assert_eq!(
+            driver["spec"]["volumeLifecycleModes"],
+            json!(["Persistent"])
+        );
+        let mut pc = json!({"value": 10});
+        priority_class_defaults(&mut pc);
+        assert_eq!(pc["preemptionPolicy"], "PreemptLowerPriority");
+    }
+
+    #[tokio::test]
+    async fn a_csr_records_its_requester() {
+        let user = Arc::new(UserInfo {
+            name: "system:node:n1".into(),
+            uid: "u-1".into(),
+            groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            extra: BTreeMap::from([("scopes".to_owned(), vec!["a".to_owned()])]),
+        });
+        let mut csr = json!({"spec": {"username": "forged", "groups": ["system:masters"],
+            "signerName": "kubernetes.io/kubelet-serving"},
+            "status": {"conditions": [{"type": "Approved", "status": "True"}]}});
+        RequestContext::new(user)
+            .scope(async { csr_on_create(&mut csr) })
+            .await;
+        assert_eq!(csr["spec"]["username"], "system:node:n1");
+        assert_eq!(csr["spec"]["uid"], "u-1");
+        assert_eq!(
+            csr["spec"]["groups"],
+            json!(["system:nodes", "system:authenticated"])
+        );
+        assert_eq!(csr["spec"]["extra"], json!({"scopes": ["a"]}));
+        assert_eq!(csr["spec"]["signerName"], "kubernetes.io/kubelet-serving");
+        assert_eq!(csr["status"], json!({}));
+        // Outside a request (the server's own writes) nothing is claimed.
+        let mut own = json!({"spec": {"username": "forged"}});
+        csr_on_create(&mut own);
+        assert!(own["spec"].get("username").is_none());
+    }
+}
