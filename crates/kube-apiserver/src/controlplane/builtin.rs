@@ -326,10 +326,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["pc"]),
         )],
         vec![
-            builtin::<storage::CSIDriver>(
-                returns_deleted(defaults::csi_drivers(plain())),
-                PLAIN,
-            ),
+            builtin::<storage::CSIDriver>(returns_deleted(defaults::csi_drivers(plain())), PLAIN),
             builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
             builtin::<storage::StorageClass>(returns_deleted(plain()), short(&["sc"])),
