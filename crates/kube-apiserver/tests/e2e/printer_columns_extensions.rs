@@ -161,7 +161,7 @@ spec:
   pool: {name: fabric, generation: 1, resourceSliceCount: 1}
 "#;
 
-const EXTENSIONS: &str = r#"
+const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}
@@ -173,7 +173,9 @@ spec:
   - {name: v1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
   - {name: v2, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
   - {name: v0, served: false, storage: false, schema: {openAPIV3Schema: {type: object}}}
----
+"#;
+
+const AGGREGATED_AND_EVENTS: &str = r#"
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1beta1.metrics.example.com}
@@ -285,10 +287,9 @@ fn column(name: &str, kind: &str, format: &str, priority: u64) -> (String, Strin
 }
 
 #[test]
-fn flowcontrol_and_admission_kinds_print_upstreams_columns() {
+fn flowcontrol_kinds_print_upstreams_columns() {
     let s = TestServer::start();
     s.apply_yaml(FLOWCONTROL);
-    s.apply_yaml(ADMISSION);
 
     // The configuration consumer marks the schema's level as found.
     wait_for("the Dangling condition", || {
@@ -344,6 +345,29 @@ fn flowcontrol_and_admission_kinds_print_upstreams_columns() {
         &["exempt", "Exempt", "<none>", "<none>", "<none>", "<none>"],
     );
 
+    let fs = raw_table(
+        &s,
+        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/fs-users",
+    );
+    assert_eq!(
+        definitions(&fs),
+        [
+            column("Name", "string", "name", 0),
+            column("PriorityLevel", "string", "", 0),
+            column("MatchingPrecedence", "string", "", 0),
+            column("DistinguisherMethod", "string", "", 0),
+            column("Age", "string", "", 0),
+            column("MissingPL", "string", "", 0),
+        ]
+    );
+    assert_eq!(fs["rows"][0]["cells"][2], 500);
+}
+
+#[test]
+fn admission_kinds_print_upstreams_columns() {
+    let s = TestServer::start();
+    s.apply_yaml(ADMISSION);
+
     let (header, row) = table(&s, &["validatingwebhookconfigurations", "two-hooks"]);
     assert_eq!(header, ["NAME", "WEBHOOKS", "AGE"]);
     assert_row(&row, 2, &["two-hooks", "2"]);
@@ -375,22 +399,6 @@ fn flowcontrol_and_admission_kinds_print_upstreams_columns() {
     assert_eq!(header, ["NAME", "POLICYNAME", "PARAMREF", "AGE"]);
     assert_row(&row, 3, &["labeller-binding", "labeller", "<unset>"]);
 
-    let fs = raw_table(
-        &s,
-        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/fs-users",
-    );
-    assert_eq!(
-        definitions(&fs),
-        [
-            column("Name", "string", "name", 0),
-            column("PriorityLevel", "string", "", 0),
-            column("MatchingPrecedence", "string", "", 0),
-            column("DistinguisherMethod", "string", "", 0),
-            column("Age", "string", "", 0),
-            column("MissingPL", "string", "", 0),
-        ]
-    );
-    assert_eq!(fs["rows"][0]["cells"][2], 500);
     let hooks = raw_table(
         &s,
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
@@ -399,10 +407,9 @@ fn flowcontrol_and_admission_kinds_print_upstreams_columns() {
 }
 
 #[test]
-fn resource_crd_api_service_and_event_kinds_print_upstreams_columns() {
+fn resource_kinds_print_upstreams_columns() {
     let s = TestServer::start();
     s.apply_yaml(RESOURCES);
-    s.apply_yaml(EXTENSIONS);
 
     let (header, row) = table(&s, &["deviceclasses", "gpu.example.com"]);
     assert_eq!(header, ["NAME", "AGE"]);
@@ -439,6 +446,12 @@ fn resource_crd_api_service_and_event_kinds_print_upstreams_columns() {
     assert_row(&row, 3, &["shared-net", "net.example.com", "fabric"]);
     let slice = raw_table(&s, "/apis/resource.k8s.io/v1/resourceslices/shared-net");
     assert_eq!(slice["rows"][0]["cells"][1], Value::Null);
+}
+
+#[test]
+fn crds_print_upstreams_columns() {
+    let s = TestServer::start();
+    s.apply_yaml(CRD);
 
     wait_for("the CRD to be established", || {
         table(&s, &["crds", "widgets.example.com", "-o", "wide"])
@@ -495,6 +508,12 @@ fn resource_crd_api_service_and_event_kinds_print_upstreams_columns() {
             column("Established", "boolean", "", 1),
         ]
     );
+}
+
+#[test]
+fn api_service_and_event_kinds_print_upstreams_columns() {
+    let s = TestServer::start();
+    s.apply_yaml(AGGREGATED_AND_EVENTS);
 
     let (header, row) = table(&s, &["apiservices", "v1beta1.metrics.example.com"]);
     assert_eq!(header, ["NAME", "SERVICE", "AVAILABLE", "AGE"]);
