@@ -33,7 +33,8 @@ const MAX_DNS_SEARCH_CHARS: usize = 2048;
 const MAX_INT32: i64 = i32::MAX as i64;
 const HOST_USERS_FALSE: &str = "when `pod.Spec.HostUsers` is false";
 
-/// Validates a Pod object.
+/// Validates a Pod object. The store also runs it on subresource updates,
+/// so upstream's create-only refusal of ephemeral containers is not here.
 pub fn validate_pod(obj: &Value) -> Vec<FieldError> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let path = Path::new("spec");
