@@ -96,6 +96,60 @@ fn job_defaults(obj: &mut Value) {
     }
 }
 
+/// Upstream's `generateSelector`: unless `manualSelector` is true, a new
+/// Job selects its pods by its uid, and its pod template carries the uid
+/// and the Job's name (the `batch.kubernetes.io/` labels and their legacy
+/// forms), labels a user set being left alone. The Job itself takes its
+/// template's labels when it has none (`SetDefaults_Job`, which upstream
+/// applies again when the stored Job is read).
+fn job_on_create(job: &mut Value) {
+    if job.pointer("/spec/manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let meta = |key: &str| job.pointer(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(name), Some(uid)) = (meta("/metadata/name"), meta("/metadata/uid")) else {
+        return;
+    };
+    let Some(template) = job.pointer_mut("/spec/template").filter(|t| t.is_object()) else {
+        return;
+    };
+    if !template["metadata"].is_object() {
+        template["metadata"] = json!({});
+    }
+    if !template["metadata"]["labels"].is_object() {
+        template["metadata"]["labels"] = json!({});
+    }
+    if let Some(labels) = template["metadata"]["labels"].as_object_mut() {
+        for (key, value) in [
+            ("job-name", &name),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("batch.kubernetes.io/controller-uid", &uid),
+        ] {
+            labels.entry(key).or_insert_with(|| json!(value));
+        }
+    }
+    let spec = &mut job["spec"];
+    if !spec["selector"].is_object() {
+        spec["selector"] = json!({});
+    }
+    if !spec["selector"]["matchLabels"].is_object() {
+        spec["selector"]["matchLabels"] = json!({});
+    }
+    if let Some(match_labels) = spec["selector"]["matchLabels"].as_object_mut() {
+        match_labels
+            .entry("batch.kubernetes.io/controller-uid")
+            .or_insert_with(|| json!(uid));
+    }
+    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
+    let own = job.pointer("/metadata/labels").and_then(Value::as_object);
+    if own.is_none_or(|l| l.is_empty()) {
+        if let Some(labels) = template_labels {
+            job["metadata"]["labels"] = labels;
+        }
+    }
+}
+
 fn cronjob_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
         default_field(spec, "concurrencyPolicy", json!("Allow"));
@@ -151,6 +205,7 @@ pub fn jobs() -> ResourceStrategy {
     ResourceStrategy {
         validate: super::validation::workloads::validate_job,
         validate_update: super::validation::update_workloads::validate_job_update,
+        on_create: job_on_create,
         ..workload(job_defaults)
     }
 }
@@ -165,6 +220,29 @@ pub fn cronjobs() -> ResourceStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jobs_select_their_pods_by_uid_unless_manual() {
+        let mut job = json!({"metadata": {"name": "pi", "uid": "u-1"},
+            "spec": {"template": {"metadata": {"labels": {"job-name": "mine"}}, "spec": {}}}});
+        job_on_create(&mut job);
+        assert_eq!(
+            job["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+        );
+        let labels = &job["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["job-name"], "mine");
+        assert_eq!(labels["batch.kubernetes.io/job-name"], "pi");
+        assert_eq!(labels["controller-uid"], "u-1");
+        assert_eq!(labels["batch.kubernetes.io/controller-uid"], "u-1");
+        assert_eq!(&job["metadata"]["labels"], labels);
+        let mut manual = json!({"metadata": {"name": "m", "uid": "u-2"},
+            "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}}}});
+        let before = manual.clone();
+        job_on_create(&mut manual);
+        assert_eq!(manual, before);
+    }
 
     #[test]
     fn deployment_defaults_follow_upstream() {
