@@ -334,8 +334,11 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::VolumeAttributesClass>(returns_deleted(plain()), short(&["vac"])),
         ],
         vec![
-            builtin::<flowcontrol::FlowSchema>(status(), PLAIN),
-            builtin::<flowcontrol::PriorityLevelConfiguration>(status(), PLAIN),
+            builtin::<flowcontrol::FlowSchema>(defaults::flow_schemas(status()), PLAIN),
+            builtin::<flowcontrol::PriorityLevelConfiguration>(
+                defaults::priority_levels(status()),
+                PLAIN,
+            ),
         ],
         vec![
             builtin::<admission::MutatingAdmissionPolicy>(

@@ -1,7 +1,8 @@
 //! Upstream's create-time state of kinds whose strategies are otherwise
 //! plain: PersistentVolumes and claims start Pending with the default
 //! volume mode (and reclaim policy), PriorityClasses preempt lower
-//! priorities by default, CSIDrivers get upstream's spec defaults, and a
+//! priorities by default, CSIDrivers and the flowcontrol kinds get
+//! upstream's spec defaults, and a
 //! CertificateSigningRequest records who asked for it (upstream's
 //! `csrStrategy.PrepareForCreate`), whatever the body says.
 
@@ -86,6 +87,57 @@ pub fn csi_drivers(base: ResourceStrategy) -> ResourceStrategy {
     }
 }
 
+/// `SetDefaults_FlowSchemaSpec`: an unset (zero) precedence is 1000.
+fn flow_schema_defaults(fs: &mut Value) {
+    if let Some(spec) = fs.get_mut("spec").filter(|s| s.is_object()) {
+        if spec
+            .get("matchingPrecedence")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == 0
+        {
+            spec["matchingPrecedence"] = json!(1000);
+        }
+    }
+}
+
+pub fn flow_schemas(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: flow_schema_defaults,
+        ..base
+    }
+}
+
+/// flowcontrol v1's `SetDefaults_PriorityLevelConfiguration` and
+/// `SetDefaults_QueuingConfiguration`.
+fn priority_level_defaults(plc: &mut Value) {
+    if let Some(limited) = plc.pointer_mut("/spec/limited").filter(|l| l.is_object()) {
+        default_field(limited, "nominalConcurrencyShares", json!(30));
+        default_field(limited, "lendablePercent", json!(0));
+        if let Some(queuing) = limited
+            .pointer_mut("/limitResponse/queuing")
+            .filter(|q| q.is_object())
+        {
+            for (key, value) in [("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)] {
+                if queuing.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
+                    queuing[key] = json!(value);
+                }
+            }
+        }
+    }
+    if let Some(exempt) = plc.pointer_mut("/spec/exempt").filter(|e| e.is_object()) {
+        default_field(exempt, "nominalConcurrencyShares", json!(0));
+        default_field(exempt, "lendablePercent", json!(0));
+    }
+}
+
+pub fn priority_levels(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: priority_level_defaults,
+        ..base
+    }
+}
+
 /// The requester's identity replaces whatever the body claims; a request
 /// cannot be created approved.
 fn csr_on_create(csr: &mut Value) {
@@ -153,6 +205,24 @@ mod tests {
         assert_eq!(
             driver["spec"]["volumeLifecycleModes"],
             json!(["Persistent"])
+        );
+        let mut fs = json!({"spec": {"priorityLevelConfiguration": {"name": "x"}}});
+        flow_schema_defaults(&mut fs);
+        assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
+        let mut plc = json!({"spec": {"type": "Limited", "limited": {
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 16}}}}});
+        priority_level_defaults(&mut plc);
+        assert_eq!(plc["spec"]["limited"]["nominalConcurrencyShares"], 30);
+        assert_eq!(plc["spec"]["limited"]["lendablePercent"], 0);
+        assert_eq!(
+            plc["spec"]["limited"]["limitResponse"]["queuing"],
+            json!({"queues": 16, "handSize": 8, "queueLengthLimit": 50})
+        );
+        let mut exempt = json!({"spec": {"type": "Exempt", "exempt": {}}});
+        priority_level_defaults(&mut exempt);
+        assert_eq!(
+            exempt["spec"]["exempt"],
+            json!({"nominalConcurrencyShares": 0, "lendablePercent": 0})
         );
         let mut pc = json!({"value": 10});
         priority_class_defaults(&mut pc);
