@@ -294,6 +294,7 @@ pub fn create_server_chain(
         custom_resources.register_api_services(api_services);
     }
     bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
+    super::apiservice_available::install(&mut aggregator);
     let crds = custom_resources.snapshots();
     openapi_v2::install(&mut aggregator, &openapi_groups, crds.clone());
     openapi::install(&mut aggregator, openapi_groups, crds);

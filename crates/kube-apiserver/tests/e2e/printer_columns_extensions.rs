@@ -550,6 +550,15 @@ fn api_service_and_event_kinds_print_upstreams_columns() {
     assert_eq!(available("True", "Passed")[2], "True");
     let (_, row) = table(&s, &["apiservices", "v1.apps"]);
     assert_eq!(row[..2], ["v1.apps", "Local"]);
+    // Local APIServices are marked available by the server itself.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while table(&s, &["apiservices", "v1.apps"]).1[2] != "True" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "v1.apps never became available"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let (header, row) = table(&s, &["events.v1.events.k8s.io", "web.1", "-o", "wide"]);
     assert_eq!(

@@ -1,0 +1,138 @@
+//! The Available condition of local APIServices (upstream's
+//! `apiservice-status-local-available-controller` in the aggregator): an
+//! APIService served by this server itself (no `spec.service`) is always
+//! available, so `kubectl get apiservices` shows `True` for every built-in
+//! and CRD group version. APIServices backed by a Service are left to a
+//! real aggregator's remote availability checks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::registry::object_meta;
+use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::server::GenericApiServer;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use storage::{WatchEvent, WatchOptions};
+
+const REASON: &str = "Local";
+const MESSAGE: &str = "Local APIServices are always available";
+
+pub fn install(server: &mut GenericApiServer) {
+    let Some(api_services) = server.store("apiregistration.k8s.io", "v1", "apiservices") else {
+        return;
+    };
+    server.add_post_start_hook(
+        "apiservice-status-local-available-controller",
+        Arc::new(move || {
+            let api_services = api_services.clone();
+            Box::pin(async move {
+                tokio::spawn(run(api_services));
+                Ok(())
+            })
+        }),
+    );
+}
+
+/// Follows APIServices (an initial ADDED for each, then changes) and marks
+/// the local ones available; restarts after errors.
+async fn run(api_services: Arc<Store>) {
+    loop {
+        let opts = WatchOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        match api_services.watch(None, opts).await {
+            Ok(mut events) => {
+                while let Some(event) = events.next().await {
+                    match event {
+                        WatchEvent::Added(s) | WatchEvent::Modified(s) => {
+                            if needs_marking(&s) {
+                                mark_available(&api_services, &s).await;
+                            }
+                        }
+                        WatchEvent::Error(e) => {
+                            tracing::debug!(error = %e, "APIService watch ended");
+                            break;
+                        }
+                        WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => {}
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "watching APIServices failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn available(service: &Value) -> Option<&Value> {
+    service
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == "Available")
+}
+
+/// A local APIService whose Available condition is not already upstream's.
+fn needs_marking(service: &Value) -> bool {
+    let local = service.pointer("/spec/service").is_none_or(Value::is_null);
+    let done = available(service)
+        .is_some_and(|c| c["status"] == "True" && c["reason"] == REASON && c["message"] == MESSAGE);
+    local && !done
+}
+
+async fn mark_available(api_services: &Store, service: &Value) {
+    let Some(name) = service.pointer("/metadata/name").and_then(Value::as_str) else {
+        return;
+    };
+    let mutate = Arc::new(|current: Option<&Value>| {
+        let mut service = current.cloned().unwrap_or_else(|| json!({}));
+        // The transition time stays while the status does not change.
+        let since = available(&service)
+            .filter(|c| c["status"] == "True")
+            .and_then(|c| c.get("lastTransitionTime").cloned())
+            .unwrap_or_else(|| json!(object_meta::now()));
+        let mut conditions: Vec<Value> = service
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .filter(|c| c["type"] != "Available")
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        conditions.push(json!({"type": "Available", "status": "True",
+            "lastTransitionTime": since, "reason": REASON, "message": MESSAGE}));
+        if !service["status"].is_object() {
+            service["status"] = json!({});
+        }
+        service["status"]["conditions"] = json!(conditions);
+        Ok(service)
+    });
+    let result = api_services
+        .update(None, name, Target::Status, mutate, &WriteOptions::default())
+        .await;
+    if let Err(e) = result.map(|_| ()) {
+        // Deleted meanwhile, or changed: the watch brings it back.
+        if !matches!(e.code, 404 | 409) {
+            tracing::warn!(name, error = %e.message, "marking an APIService available failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_local_services_without_the_condition_are_marked() {
+        let local = json!({"spec": {"group": "apps", "version": "v1"}});
+        assert!(needs_marking(&local));
+        let remote = json!({"spec": {"service": {"namespace": "kube-system", "name": "metrics"}}});
+        assert!(!needs_marking(&remote));
+        let done = json!({"spec": {}, "status": {"conditions": [{"type": "Available",
+            "status": "True", "reason": REASON, "message": MESSAGE}]}});
+        assert!(!needs_marking(&done));
+    }
+}
