@@ -260,7 +260,7 @@ impl Store {
     fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
         let mut errors =
             object_meta::validate(obj, self.info.namespaced, self.strategy.name_validator());
-        errors.extend(self.strategy.validate(obj));
+        errors.extend(self.strategy.validate_create(obj));
         self.invalid_if_any(obj, &errors)
     }
 
@@ -501,7 +501,7 @@ impl UpdateStep {
         self.strategy.prepare_for_create(&mut new);
         let mut errors =
             object_meta::validate(&new, self.info.namespaced, self.strategy.name_validator());
-        errors.extend(self.strategy.validate(&new));
+        errors.extend(self.strategy.validate_create(&new));
         if !errors.is_empty() {
             return Err(ApiError::invalid(
                 &self.info.group,

@@ -137,6 +137,12 @@ pub trait Strategy: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Validation of an object being created: `validate` plus rules that
+    /// hold only at creation (a pod's ephemeral containers).
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        self.validate(obj)
+    }
+
     /// Type-specific validation of an update.
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
         self.validate(new)

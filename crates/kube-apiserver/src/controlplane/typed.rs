@@ -94,6 +94,9 @@ where
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         self.inner.validate(obj)
     }
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        self.inner.validate_create(obj)
+    }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         self.inner.validate_update(new, old)
     }

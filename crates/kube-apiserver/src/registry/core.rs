@@ -152,6 +152,7 @@ pub fn pods() -> ResourceStrategy {
         field_names: POD_FIELDS,
         fields: pod_fields,
         validate: super::validation::pod::validate_pod,
+        validate_create: super::validation::pod::validate_pod_create,
         validate_update: super::validation::update::validate_pod_update,
         subresources: super::pod_subresources::POD,
         ..Default::default()

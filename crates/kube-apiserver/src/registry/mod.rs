@@ -46,6 +46,8 @@ pub struct ResourceStrategy {
     /// Extra preparation on create (e.g. a pod's initial phase).
     pub on_create: Mutate,
     pub validate: Validate,
+    /// Rules beside `validate` that hold only when the object is created.
+    pub validate_create: Validate,
     /// Update rules (new, old) checked beside `validate` of the new object:
     /// immutable fields and allowed transitions.
     pub validate_update: ValidateUpdate,
@@ -96,6 +98,7 @@ impl Default for ResourceStrategy {
             defaults: no_op,
             on_create: no_op,
             validate: no_errors,
+            validate_create: no_errors,
             validate_update: no_update_errors,
             columns: table::default_columns,
             row: table::default_row,
@@ -219,6 +222,12 @@ impl Strategy for ResourceStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         (self.validate)(obj)
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errors = (self.validate)(obj);
+        errors.extend((self.validate_create)(obj));
+        errors
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {

@@ -274,6 +274,16 @@ fn kubectl_debug_adds_an_ephemeral_container_that_stays() {
         err.contains("existing ephemeral containers \"debugger\" may not be removed"),
         "{err}"
     );
+    // A pod never arrives with them: they come only through the subresource.
+    let mut copy = debugged;
+    copy["metadata"] = json!({"name": "copy"});
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &copy.to_string());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.ephemeralContainers: Forbidden: cannot be set on create"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -33,8 +33,19 @@ const MAX_DNS_SEARCH_CHARS: usize = 2048;
 const MAX_INT32: i64 = i32::MAX as i64;
 const HOST_USERS_FALSE: &str = "when `pod.Spec.HostUsers` is false";
 
-/// Validates a Pod object. The store also runs it on subresource updates,
-/// so upstream's create-only refusal of ephemeral containers is not here.
+/// Upstream's create-only rule: ephemeral containers are added through the
+/// `ephemeralcontainers` subresource, never with the pod.
+pub fn validate_pod_create(obj: &Value) -> Vec<FieldError> {
+    match obj.pointer("/spec/ephemeralContainers") {
+        Some(Value::Array(list)) if !list.is_empty() => vec![FieldError::forbidden(
+            &Path::new("spec").child("ephemeralContainers"),
+            "cannot be set on create",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Validates a Pod object (on create, update and subresource writes).
 pub fn validate_pod(obj: &Value) -> Vec<FieldError> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let path = Path::new("spec");

@@ -488,6 +488,21 @@ fn ephemeral_containers_keep_to_their_fields() {
 }
 
 #[test]
+fn ephemeral_containers_are_refused_only_on_create() {
+    let pod = with_spec(json!({"ephemeralContainers": [{"name": "debug", "image": "busybox"}]}));
+    let errs: Vec<String> = validate_pod_create(&pod)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errs,
+        ["spec.ephemeralContainers: Forbidden: cannot be set on create"]
+    );
+    assert!(messages(&pod).is_empty(), "{:?}", messages(&pod));
+    assert!(validate_pod_create(&with_spec(json!({"ephemeralContainers": []}))).is_empty());
+}
+
+#[test]
 fn odd_input_never_panics() {
     for spec in [
         json!(null),
