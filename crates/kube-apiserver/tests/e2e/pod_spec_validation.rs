@@ -289,14 +289,33 @@ fn privileged_containers_need_allow_privileged() {
         &["spec.template.spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy"],
     );
 
+    assert_has(
+        &refused(&s, HOST_PROCESS_POD),
+        &["spec: Forbidden: hostProcess containers are disallowed by cluster policy"],
+    );
+
     let allowed = TestServer::start_with(&["--allow-privileged=true"]);
-    let out = allowed.kubectl_stdin(&["create", "-f", "-"], PRIVILEGED_POD);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    for pod in [PRIVILEGED_POD, HOST_PROCESS_POD] {
+        let out = allowed.kubectl_stdin(&["create", "-f", "-"], pod);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Every container of a HostProcess pod is one (containers inherit the
+    // pod's setting), and the pod uses the host network.
+    let partial = "apiVersion: v1\nkind: Pod\nmetadata: {name: hp2}\nspec:\n  containers:\n  - {name: plain, image: nanoserver}\n  - {name: c, image: nanoserver, securityContext: {windowsOptions: {hostProcess: true}}}\n";
+    assert_has(
+        &refused(&allowed, partial),
+        &[
+            "spec: Invalid value: \"\": If pod contains any hostProcess containers then all containers must be HostProcess containers",
+            "spec.hostNetwork: Invalid value: false: hostNetwork must be true if pod contains any hostProcess containers",
+        ],
     );
 }
+
+const HOST_PROCESS_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: hp}\nspec:\n  os: {name: windows}\n  hostNetwork: true\n  securityContext: {windowsOptions: {hostProcess: true, runAsUserName: \"NT AUTHORITY\\\\SYSTEM\"}}\n  containers: [{name: c, image: nanoserver}]\n";
 
 const BLOCK_AND_CLAIMS_POD: &str = r#"
 apiVersion: v1

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::pod_claims::validate_pod_claims;
 use super::pod_containers::{image_whitespace, validate_all_containers, PodContext};
 use super::pod_level::validate_pod_resources;
-use super::pod_os::validate_os_rules;
+use super::pod_os::{validate_host_process, validate_os_rules};
 use super::pod_resources::{validate_resources, Level};
 use super::pod_scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
 pub use super::pod_security::set_allow_privileged;
@@ -132,6 +132,7 @@ pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<
     dns_config(spec, &path.child("dnsConfig"), &mut errs);
     gates(spec, path, &mut errs);
     validate_topology_spread(spec, &path.child("topologySpreadConstraints"), &mut errs);
+    validate_host_process(spec, path, &mut errs);
     host_users(spec, path, ctx.host_users, &mut errs);
     names(spec, path, &mut errs);
     validate_tolerations(spec, &path.child("tolerations"), &mut errs);

@@ -1,10 +1,12 @@
 //! What `spec.os.name` rules out (upstream's `validateLinux` and
 //! `validateWindows`): Linux-only security settings in a Windows pod, and
-//! Windows options in a Linux pod.
+//! Windows options in a Linux pod; and the rules of Windows HostProcess
+//! pods (upstream's `validateWindowsHostProcessPod`).
 
 use apimachinery::field_errors::{FieldError, Path};
 use serde_json::Value;
 
+use super::pod_security::allow_privileged;
 use super::{is_true, items, set};
 
 const NOT_FOR_WINDOWS: &str = "cannot be set for a windows pod";
@@ -98,6 +100,63 @@ fn windows(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
                 errs.push(FieldError::forbidden(&p, NOT_FOR_WINDOWS));
             }
         }
+    }
+}
+
+/// `windowsOptions.hostProcess` of a security context, when set.
+fn host_process(owner: &Value) -> Option<bool> {
+    owner
+        .pointer("/securityContext/windowsOptions/hostProcess")
+        .and_then(Value::as_bool)
+}
+
+/// HostProcess pods: the pod's and a container's settings agree, every
+/// container is a HostProcess one (set or inherited), the pod uses the
+/// host network, and the server allows privileged pods.
+pub(super) fn validate_host_process(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    let pod = host_process(spec);
+    let all = containers(spec, path);
+    let mut host_process_count = 0;
+    for (container, c_path) in &all {
+        let own = host_process(container);
+        if let (Some(pod), Some(own)) = (pod, own) {
+            if pod != own {
+                let p = c_path
+                    .child("securityContext")
+                    .child("windowsOptions")
+                    .child("hostProcess");
+                let detail = format!(
+                    "pod hostProcess value must be identical if both are specified, was {pod}"
+                );
+                errs.push(FieldError::invalid(&p, own, detail));
+            }
+        }
+        if own.or(pod) == Some(true) {
+            host_process_count += 1;
+        }
+    }
+    if host_process_count == 0 {
+        return;
+    }
+    if host_process_count != all.len() {
+        errs.push(FieldError::invalid(
+            path,
+            "",
+            "If pod contains any hostProcess containers then all containers must be HostProcess containers",
+        ));
+    }
+    if !is_true(spec, "hostNetwork") {
+        errs.push(FieldError::invalid(
+            &path.child("hostNetwork"),
+            false,
+            "hostNetwork must be true if pod contains any hostProcess containers",
+        ));
+    }
+    if !allow_privileged() {
+        errs.push(FieldError::forbidden(
+            path,
+            "hostProcess containers are disallowed by cluster policy",
+        ));
     }
 }
 

@@ -36,7 +36,7 @@ pub fn set_allow_privileged(allowed: bool) {
     let _ = ALLOW_PRIVILEGED.set(allowed);
 }
 
-fn allow_privileged() -> bool {
+pub(super) fn allow_privileged() -> bool {
     ALLOW_PRIVILEGED.get().copied().unwrap_or(false)
 }
 

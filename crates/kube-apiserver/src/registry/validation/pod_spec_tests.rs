@@ -230,3 +230,40 @@ fn windows_and_linux_pods() {
         ),
     ]);
 }
+
+#[test]
+fn host_process_pods() {
+    let host_process = json!({"windowsOptions": {"hostProcess": true}});
+    let mut mixed = with_spec(json!({
+        "securityContext": host_process.clone(),
+        "initContainers": [{"name": "init", "image": "busybox",
+            "securityContext": {"windowsOptions": {"hostProcess": false}}}]}));
+    mixed["spec"]["containers"][0]["securityContext"] = host_process.clone();
+    let mut one_of_two = with_spec(json!({"hostNetwork": true}));
+    one_of_two["spec"]["containers"]
+        .as_array_mut()
+        .expect("containers")
+        .push(json!({"name": "helper", "image": "busybox", "securityContext": host_process}));
+    check(vec![
+        (
+            mixed,
+            vec![
+                "spec.initContainers[0].securityContext.windowsOptions.hostProcess: Invalid value: false: pod hostProcess value must be identical if both are specified, was true",
+                "spec: Invalid value: \"\": If pod contains any hostProcess containers then all containers must be HostProcess containers",
+                "spec.hostNetwork: Invalid value: false: hostNetwork must be true if pod contains any hostProcess containers",
+                "spec: Forbidden: hostProcess containers are disallowed by cluster policy",
+            ],
+        ),
+        (
+            one_of_two,
+            vec![
+                "spec: Invalid value: \"\": If pod contains any hostProcess containers then all containers must be HostProcess containers",
+                "spec: Forbidden: hostProcess containers are disallowed by cluster policy",
+            ],
+        ),
+        (
+            with_spec(json!({"securityContext": {"windowsOptions": {"hostProcess": false}}})),
+            vec![],
+        ),
+    ]);
+}
