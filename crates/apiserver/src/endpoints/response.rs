@@ -263,8 +263,12 @@ pub fn table(
     strategy: &dyn Strategy,
 ) -> Value {
     let columns = strategy.table_column_definitions();
-    let rows: Vec<Value> = items
-        .iter()
+    let mut ordered: Vec<&Object> = items.iter().collect();
+    if let Some(order) = strategy.table_order() {
+        ordered.sort_by(|a, b| order(a, b));
+    }
+    let rows: Vec<Value> = ordered
+        .into_iter()
         .map(|obj| {
             let mut row = json!({"cells": strategy.table_row(obj)});
             if let Some(o) = include.row_object(obj) {

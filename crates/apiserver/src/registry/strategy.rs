@@ -231,6 +231,12 @@ pub trait Strategy: Send + Sync + 'static {
     fn table_row(&self, obj: &Value) -> Vec<Value> {
         table::default_row(obj)
     }
+
+    /// How a list's Table rows are ordered; `None` (most kinds) keeps the
+    /// list's order (upstream sorts FlowSchemas by matching precedence).
+    fn table_order(&self) -> Option<table::RowOrder> {
+        None
+    }
 }
 
 /// Where a resource keeps what its `scale` subresource shows, as JSON

@@ -59,6 +59,9 @@ pub const AGE_COLUMN: TableColumn =
     TableColumn::new("Age", "string", CREATION_TIMESTAMP_DESCRIPTION);
 
 /// Upstream's default table for resources without printers of their own.
+/// Compares two objects for the order of their Table rows.
+pub type RowOrder = fn(&Value, &Value) -> std::cmp::Ordering;
+
 pub fn default_columns() -> Vec<TableColumn> {
     vec![
         NAME_COLUMN,

@@ -132,7 +132,9 @@ impl<K> Kind for K where
 fn builtin<K: Kind>(strategy: ResourceStrategy, extra: Extra) -> Builtin {
     let has_status = strategy.status;
     let strategy = match printers::for_kind(K::GROUP, K::VERSION, K::KIND) {
-        Some(printer) => strategy.printed(printer.columns, printer.row),
+        Some(printer) => strategy
+            .printed(printer.columns, printer.row)
+            .ordered(printers::row_order(K::GROUP, K::KIND)),
         None => strategy,
     };
     builtin_with::<K>(Arc::new(strategy), has_status, extra)

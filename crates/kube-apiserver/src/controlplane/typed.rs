@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
-use apiserver::registry::table::TableColumn;
+use apiserver::registry::table::{RowOrder, TableColumn};
 use apiserver::registry::{Decoded, GcPolicy, Strategy, UpdateSubresource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -129,6 +129,9 @@ where
     }
     fn table_row(&self, obj: &Value) -> Vec<Value> {
         self.inner.table_row(obj)
+    }
+    fn table_order(&self) -> Option<RowOrder> {
+        self.inner.table_order()
     }
     fn prepare_for_delete(&self, obj: &mut Value) -> bool {
         self.inner.prepare_for_delete(obj)

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
-use apiserver::registry::table::{self, TableColumn};
+use apiserver::registry::table::{self, RowOrder, TableColumn};
 use apiserver::registry::{GcPolicy, Strategy, UpdateSubresource};
 use serde_json::{json, Value};
 
@@ -73,6 +73,8 @@ pub struct ResourceStrategy {
     pub deprecation: Option<&'static str>,
     /// Normalizes an object before every write (after validation).
     pub canonicalize: Mutate,
+    /// The order of a list's Table rows, when not the list's.
+    pub row_order: Option<RowOrder>,
 }
 
 fn no_op(_: &mut Value) {}
@@ -114,6 +116,7 @@ impl Default for ResourceStrategy {
             subresources: &[],
             deprecation: None,
             canonicalize: no_op,
+            row_order: None,
         }
     }
 }
@@ -131,6 +134,12 @@ impl ResourceStrategy {
     pub fn printed(mut self, columns: Columns, row: Row) -> Self {
         self.columns = columns;
         self.row = row;
+        self
+    }
+
+    /// Orders list Tables' rows (`None`: in list order).
+    pub fn ordered(mut self, order: Option<RowOrder>) -> Self {
+        self.row_order = order;
         self
     }
 }
@@ -254,6 +263,10 @@ impl Strategy for ResourceStrategy {
 
     fn table_row(&self, obj: &Value) -> Vec<Value> {
         (self.row)(obj)
+    }
+
+    fn table_order(&self) -> Option<RowOrder> {
+        self.row_order
     }
 }
 

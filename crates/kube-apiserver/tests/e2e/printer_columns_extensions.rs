@@ -361,6 +361,30 @@ fn flowcontrol_kinds_print_upstreams_columns() {
         ]
     );
     assert_eq!(fs["rows"][0]["cells"][2], 500);
+
+    // Lists are printed by matching precedence, then name, as upstream.
+    let listed = s.ok(&["get", "flowschemas", "--no-headers"]);
+    let names: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "exempt",
+            "probes",
+            "system-leader-election",
+            "system-node-high",
+            "fs-users",
+            "system-nodes",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kube-system-service-accounts",
+            "service-accounts",
+            "global-default",
+            "catch-all",
+        ]
+    );
 }
 
 #[test]

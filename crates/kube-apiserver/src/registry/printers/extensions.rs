@@ -123,6 +123,15 @@ fn flow_schema_columns() -> Vec<TableColumn> {
     ]
 }
 
+/// Upstream's `FlowSchemaSequence`: lower matching precedence first, then
+/// by name.
+pub fn flow_schema_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let precedence = |fs: &Value| int(fs, "/spec/matchingPrecedence");
+    precedence(a)
+        .cmp(&precedence(b))
+        .then_with(|| text(a, "/metadata/name").cmp(text(b, "/metadata/name")))
+}
+
 /// Upstream's `printFlowSchema`; MissingPL is the status of the Dangling
 /// condition, `?` before the controller has set one.
 fn flow_schema_row(fs: &Value) -> Vec<Value> {

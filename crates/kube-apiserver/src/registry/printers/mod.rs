@@ -12,7 +12,9 @@ mod workloads;
 
 use serde_json::{json, Value};
 
-pub use apiserver::registry::table::{age_cell, name_cell, TableColumn, AGE_COLUMN, NAME_COLUMN};
+pub use apiserver::registry::table::{
+    age_cell, name_cell, RowOrder, TableColumn, AGE_COLUMN, NAME_COLUMN,
+};
 
 /// The columns and row of one kind at one group version.
 pub struct Printer {
@@ -36,6 +38,15 @@ pub fn for_kind(group: &str, version: &str, kind: &str) -> Option<&'static Print
     .into_iter()
     .flatten()
     .find(|p| p.group == group && p.version == version && p.kind == kind)
+}
+
+/// How upstream orders a list's rows when not in list order: FlowSchemas
+/// by matching precedence, then name (`printFlowSchemaList`).
+pub fn row_order(group: &str, kind: &str) -> Option<RowOrder> {
+    match (group, kind) {
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => Some(extensions::flow_schema_order),
+        _ => None,
+    }
 }
 
 pub const fn string(name: &'static str, description: &'static str) -> TableColumn {
