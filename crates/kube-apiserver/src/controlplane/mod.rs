@@ -6,6 +6,7 @@ pub mod autoscaling_v1;
 pub mod builtin;
 pub mod openapi;
 pub mod openapi_v2;
+mod quantities;
 pub mod reviews;
 pub mod storage_codec;
 pub mod typed;

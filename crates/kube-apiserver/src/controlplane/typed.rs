@@ -2,11 +2,12 @@
 //! k8s-openapi crate: a request body is decoded into the Rust type (as
 //! upstream decodes into the Go type), which rejects wrongly typed fields and
 //! drops unknown ones, and encoded back. The fields that did not survive the
-//! round trip are the unknown fields `fieldValidation` reports.
+//! round trip are the unknown fields `fieldValidation` reports; quantities
+//! come back in canonical form (see [`QuantityFields`]).
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
@@ -16,10 +17,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::quantities::QuantityFields;
+
 /// The strategy of a built-in resource: decoding through type `K`, every
 /// other behaviour from `inner`.
 pub struct Typed<K> {
     inner: Arc<dyn Strategy>,
+    /// Where `K` holds quantities, learnt on first decode.
+    quantities: OnceLock<Option<QuantityFields>>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -27,6 +32,7 @@ impl<K> Typed<K> {
     pub fn new(inner: Arc<dyn Strategy>) -> Self {
         Typed {
             inner,
+            quantities: OnceLock::new(),
             _kind: PhantomData,
         }
     }
@@ -60,11 +66,16 @@ pub fn unknown_fields(input: &Value, output: &Value, path: &str, found: &mut Vec
 
 impl<K> Strategy for Typed<K>
 where
-    K: Serialize + DeserializeOwned + Send + Sync + 'static,
+    K: Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
 {
     fn decode(&self, obj: Value) -> Result<Decoded, String> {
         let typed: K = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-        let object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+        let mut object = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+        if let Some(fields) = self.quantities.get_or_init(QuantityFields::of::<K>) {
+            fields
+                .canonicalize(&mut object)
+                .map_err(|e| e.to_string())?;
+        }
         let mut unknown = Vec::new();
         unknown_fields(&obj, &object, "", &mut unknown);
         Ok(Decoded {

@@ -44,6 +44,7 @@ mod printer_columns_extensions;
 mod printer_columns_networking;
 mod printer_columns_rbac_storage;
 mod printer_columns_workloads;
+mod quantities;
 mod rbac;
 mod runtime_config;
 mod scale_admission;
