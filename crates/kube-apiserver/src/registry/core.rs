@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use apiserver::registry::GcPolicy;
 use serde_json::{json, Value};
 
+use super::pod_resources::{default_pod_resources, qos_class};
 use super::printers::*;
 use super::ResourceStrategy;
 
@@ -56,37 +57,12 @@ pub fn default_pod_spec(spec: &mut Value) {
 fn pod_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
         default_pod_spec(spec);
+        default_pod_resources(spec);
     }
 }
 
 fn pod_on_create(obj: &mut Value) {
     obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
-}
-
-/// BestEffort when no container sets requests or limits, else Burstable
-/// (Guaranteed needs equal requests and limits everywhere).
-fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
-        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
-        any |= requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty());
-        let full = |m: Option<&serde_json::Map<String, Value>>| {
-            m.is_some_and(|m| m.contains_key("cpu") && m.contains_key("memory"))
-        };
-        guaranteed &= full(limits) && requests.is_none_or(|r| Some(r) == limits);
-    }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        (true, false) => "Burstable",
-    }
 }
 
 const POD_FIELDS: &[&str] = &[
@@ -493,17 +469,5 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(pod["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
-    }
-
-    #[test]
-    fn qos_classes() {
-        assert_eq!(
-            qos_class(&json!({"spec": {"containers": [{}]}})),
-            "BestEffort"
-        );
-        let limited = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
-        assert_eq!(qos_class(&limited), "Guaranteed");
-        let burst = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
-        assert_eq!(qos_class(&burst), "Burstable");
     }
 }

@@ -1,7 +1,8 @@
 //! Resource quantities come back in upstream's canonical form whatever
 //! form they were written in (`1000m` → `1`, `2048Mi` → `2Gi`, `0.5` →
 //! `500m`), on create, update and patch; a value that is no quantity is
-//! refused with upstream's decoding error.
+//! refused with upstream's decoding error. Pods get requests defaulted from
+//! limits and upstream's QoS class.
 
 use serde_json::Value;
 
@@ -75,4 +76,46 @@ fn quantities_are_canonical_on_every_write(s: &TestServer) {
     );
 }
 
-crate::harness::on_both_backends!(quantities_are_canonical_on_every_write);
+const GUARANTEED: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: guaranteed}
+spec:
+  containers:
+  - name: app
+    image: nginx
+    resources:
+      limits: {cpu: 500m, memory: 256Mi, ephemeral-storage: 1Gi}
+      requests: {memory: 0.25Gi}
+"#;
+
+fn pods_default_requests_and_get_upstreams_qos_class(s: &TestServer) {
+    for pod in [POD, GUARANTEED] {
+        let out = s.kubectl_stdin(&["create", "-f", "-"], pod);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let pod = json(s, &["get", "pod", "guaranteed", "-o", "json"]);
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["requests"],
+        serde_json::json!({"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "1Gi"})
+    );
+    assert_eq!(pod["status"]["qosClass"], "Guaranteed");
+    let class = |name: &str| s.ok(&["get", "pod", name, "-o", "jsonpath={.status.qosClass}"]);
+    assert_eq!(class("sized"), "Burstable");
+    s.ok(&["run", "plain", "--image=nginx"]);
+    assert_eq!(class("plain"), "BestEffort");
+    let described = s.ok(&["describe", "pod", "guaranteed"]);
+    assert!(
+        described.contains("QoS Class:                   Guaranteed"),
+        "{described}"
+    );
+}
+
+crate::harness::on_both_backends!(
+    quantities_are_canonical_on_every_write,
+    pods_default_requests_and_get_upstreams_qos_class
+);

@@ -13,6 +13,7 @@ mod pod_claims;
 mod pod_containers;
 mod pod_devices;
 mod pod_level;
+pub(crate) use pod_level::aggregate_container_requests;
 mod pod_os;
 mod pod_probes;
 mod pod_resources;

@@ -169,6 +169,15 @@ fn max<'a>(into: &mut ResourceList<'a>, other: ResourceList<'a>) {
     }
 }
 
+/// What the containers request together (upstream's
+/// `AggregateContainerRequests`), by resource name.
+pub(crate) fn aggregate_container_requests(spec: &Value) -> Vec<(String, Quantity)> {
+    aggregate(spec, true)
+        .into_iter()
+        .map(|(name, q)| (name.to_owned(), q))
+        .collect()
+}
+
 /// `a + b` in the format of `a`, as Go's `Quantity.Add` keeps it.
 fn sum(a: &Quantity, b: &Quantity) -> Option<Quantity> {
     let milli = a.milli_value()?.checked_add(b.milli_value()?)?;
