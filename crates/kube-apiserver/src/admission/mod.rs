@@ -17,7 +17,7 @@ mod owner_references;
 mod pod_security;
 mod pods;
 mod policy;
-mod quota;
+pub mod quota;
 mod rbac_escalation;
 mod resources;
 mod scheduling;

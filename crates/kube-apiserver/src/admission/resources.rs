@@ -52,21 +52,44 @@ pub fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Va
         .flatten()
 }
 
-/// A pod's effective `requests` or `limits` (`which`): the sum over its
-/// containers, or the largest init container's when that is larger.
+/// A pod's effective `requests` or `limits` (`which`), as upstream's
+/// `PodRequests`/`PodLimits`: the containers' sum plus the restartable
+/// (sidecar) init containers, or the largest init container's need when
+/// larger (sidecars started before it included); pod-level resources
+/// replace what they name, and the overhead is added.
 pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
+    let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
     let mut total = BTreeMap::new();
     for c in containers(pod, "containers") {
-        add(
-            &mut total,
-            &parse_list(c.pointer(&format!("/resources/{which}"))),
-        );
+        add(&mut total, &of(c));
     }
+    let mut sidecars: BTreeMap<String, i128> = BTreeMap::new();
+    let mut init_peak: BTreeMap<String, i128> = BTreeMap::new();
     for c in containers(pod, "initContainers") {
-        for (k, v) in parse_list(c.pointer(&format!("/resources/{which}"))) {
-            let m = milli(&v);
-            let entry = total.entry(k).or_default();
-            *entry = (*entry).max(m);
+        let mut need = sidecars.clone();
+        add(&mut need, &of(c));
+        if c.pointer("/restartPolicy").and_then(Value::as_str) == Some("Always") {
+            add(&mut sidecars, &of(c));
+        }
+        for (k, v) in need {
+            let peak = init_peak.entry(k).or_default();
+            *peak = (*peak).max(v);
+        }
+    }
+    for (k, v) in sidecars {
+        *total.entry(k).or_default() += v;
+    }
+    for (k, v) in init_peak {
+        let entry = total.entry(k).or_default();
+        *entry = (*entry).max(v);
+    }
+    for (k, v) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
+        total.insert(k, milli(&v));
+    }
+    for (k, v) in parse_list(pod.pointer("/spec/overhead")) {
+        // Limits take the overhead only where they are set.
+        if which == "requests" || total.contains_key(&k) {
+            *total.entry(k).or_default() += milli(&v);
         }
     }
     total

@@ -12,6 +12,7 @@ mod encryption_config;
 mod flowcontrol;
 mod garbage_collector;
 mod namespaces;
+mod resource_quota;
 pub mod rbac_bootstrap;
 mod root_ca_publisher;
 pub mod run;

@@ -279,6 +279,7 @@ pub fn create_server_chain(
     super::root_ca_publisher::install(&mut kube, authn_setup.root_ca.clone());
     super::namespaces::install(&mut kube);
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
+    super::resource_quota::install(&mut kube);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     let request_header = bootstrap::RequestHeaderInfo::from_options(opts);
     bootstrap::install_authentication_info(&mut kube, client_ca, request_header);
