@@ -48,6 +48,13 @@ struct Bound {
     node: Option<Ref>,
 }
 
+/// The account a token is issued for.
+struct Subject<'a> {
+    sa: &'a Value,
+    namespace: &'a str,
+    name: &'a str,
+}
+
 fn reference(obj: &Value) -> Ref {
     Ref {
         name: str_at(obj, "/metadata/name").to_owned(),
@@ -65,6 +72,33 @@ fn invalid(name: &str, path: &str, value: Value, detail: &str) -> ApiError {
     ApiError::invalid(GROUP, KIND, name, &[FieldError::invalid(&p, value, detail)])
 }
 
+/// The body's name and namespace, when given, must be the URL's.
+fn check_matches(body: &Value, name: &str, namespace: &str) -> Result<(), ApiError> {
+    let given_name = str_at(body, "/metadata/name");
+    if !given_name.is_empty() && given_name != name {
+        let msg = "must match the service account name if specified";
+        return Err(invalid(name, "metadata.name", json!(given_name), msg));
+    }
+    let given_ns = str_at(body, "/metadata/namespace");
+    if !given_ns.is_empty() && given_ns != namespace {
+        let msg = "must match the service account namespace if specified";
+        return Err(invalid(name, "metadata.namespace", json!(given_ns), msg));
+    }
+    Ok(())
+}
+
+/// Upstream's static validation of `spec.expirationSeconds`.
+fn validate_expiration(seconds: i64) -> Result<(), ApiError> {
+    let msg = if seconds < MIN_EXPIRATION_SECONDS {
+        "may not specify a duration less than 10 minutes"
+    } else if seconds > MAX_EXPIRATION_SECONDS {
+        "may not specify a duration larger than 2^32 seconds"
+    } else {
+        return Ok(());
+    };
+    Err(invalid("", "spec.expirationSeconds", json!(seconds), msg))
+}
+
 impl TokenRequests {
     /// The `serviceaccounts/token` subresource served by these settings.
     pub fn resource(self: Arc<Self>) -> VirtualResource {
@@ -78,26 +112,30 @@ impl TokenRequests {
         }
     }
 
+    /// Upstream's order: the body's name, namespace and UID against the
+    /// account, static validation, admission, the bound object, then the
+    /// lifetime's cap and extension.
     async fn create(&self, req: CreateRequest) -> Result<Value, ApiError> {
         let namespace = req
             .namespace
             .ok_or_else(|| ApiError::bad_request("namespace is required"))?;
         let name = req.name.unwrap_or_default();
         let mut body = req.body;
-        let given_name = str_at(&body, "/metadata/name").to_owned();
-        if !given_name.is_empty() && given_name != name {
-            let msg = "must match the service account name if specified";
-            return Err(invalid(&name, "metadata.name", json!(given_name), msg));
-        }
-        let given_ns = str_at(&body, "/metadata/namespace").to_owned();
-        if !given_ns.is_empty() && given_ns != namespace {
-            let msg = "must match the service account namespace if specified";
-            return Err(invalid(&name, "metadata.namespace", json!(given_ns), msg));
-        }
+        check_matches(&body, &name, &namespace)?;
         let sa = self
             .objects
             .get(Kind::ServiceAccount, &namespace, &name)
             .await?;
+        let sa_uid = str_at(&sa, "/metadata/uid");
+        let given_uid = str_at(&body, "/metadata/uid");
+        if !given_uid.is_empty() && given_uid != sa_uid {
+            return Err(ApiError::conflict(
+                GROUP,
+                KIND,
+                &name,
+                format!("the UID in the token request ({given_uid}) does not match the UID of the service account ({sa_uid})"),
+            ));
+        }
         let mut spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
         let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
             Some(list) if !list.is_empty() => list
@@ -108,91 +146,115 @@ impl TokenRequests {
             _ => self.api_audiences.clone(),
         };
         spec["audiences"] = json!(audiences);
-        // Admitted as upstream: after the account is found and the
-        // audiences defaulted (NodeRestriction checks bound pods here).
-        if let Some(accounts) = self.objects.store(Kind::ServiceAccount) {
-            let create = SubresourceCreate {
-                parent: &accounts.info,
-                subresource: "token",
-                kind: GroupVersionKind {
-                    group: GROUP.into(),
-                    version: "v1".into(),
-                    kind: KIND.into(),
-                },
-                namespace: &namespace,
-                name: &name,
-                user: req.user.clone(),
-            };
-            let mut request = body.clone();
-            request["spec"] = spec.clone();
-            let chain = accounts.admission();
-            let admitted = admit_create(chain.as_ref(), create, request).await?;
-            if let Some(admitted_spec) = admitted.get("spec") {
-                spec = admitted_spec.clone();
-            }
-        }
-        let mut expiration = spec
-            .get("expirationSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
         let now = Utc::now();
         body["metadata"] = json!({
             "name": name,
             "namespace": namespace,
+            "uid": sa_uid,
             "creationTimestamp": now.to_rfc3339_opts(SecondsFormat::Secs, true),
         });
-        if expiration < MIN_EXPIRATION_SECONDS {
-            let msg = "may not specify a duration less than 10 minutes";
-            return Err(invalid(
-                "",
-                "spec.expirationSeconds",
-                json!(expiration),
-                msg,
-            ));
-        }
-        if expiration > MAX_EXPIRATION_SECONDS {
-            let msg = "may not specify a duration larger than 2^32 seconds";
-            return Err(invalid(
-                "",
-                "spec.expirationSeconds",
-                json!(expiration),
-                msg,
-            ));
-        }
+        let requested = spec
+            .get("expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+        validate_expiration(requested)?;
+        spec = self.admit(&body, spec, &namespace, &name, req.user).await?;
         let bound = match spec.get("boundObjectRef").filter(|r| !r.is_null()) {
             Some(r) => self.bound(r, &namespace, &name).await?,
             None => Bound::default(),
         };
+        let mut expiration = spec
+            .get("expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(requested);
         if self.max_expiration_seconds > 0 && expiration > self.max_expiration_seconds {
             expiration = self.max_expiration_seconds;
         }
         spec["expirationSeconds"] = json!(expiration);
-        // Kubelet's pod tokens live a year but warn after the asked time.
+        let subject = Subject {
+            sa: &sa,
+            namespace: &namespace,
+            name: &name,
+        };
+        let token = self.sign(subject, audiences, expiration, bound, now)?;
+        let expires = Utc
+            .timestamp_opt(now.timestamp() + expiration, 0)
+            .single()
+            .unwrap_or(now)
+            .to_rfc3339_opts(SecondsFormat::Secs, true);
+        body["spec"] = spec;
+        body["status"] = json!({"token": token, "expirationTimestamp": expires});
+        Ok(body)
+    }
+
+    /// Runs admission on the request (NodeRestriction checks bound pods
+    /// here); returns the admitted spec.
+    async fn admit(
+        &self,
+        body: &Value,
+        spec: Value,
+        namespace: &str,
+        name: &str,
+        user: Arc<apiserver::authentication::UserInfo>,
+    ) -> Result<Value, ApiError> {
+        let Some(accounts) = self.objects.store(Kind::ServiceAccount) else {
+            return Ok(spec);
+        };
+        let create = SubresourceCreate {
+            parent: &accounts.info,
+            subresource: "token",
+            kind: GroupVersionKind {
+                group: GROUP.into(),
+                version: "v1".into(),
+                kind: KIND.into(),
+            },
+            namespace,
+            name,
+            user,
+        };
+        let mut request = body.clone();
+        request["spec"] = spec.clone();
+        let chain = accounts.admission();
+        let admitted = admit_create(chain.as_ref(), create, request).await?;
+        Ok(admitted.get("spec").cloned().unwrap_or(spec))
+    }
+
+    /// Signs the token; kubelet's pod tokens live a year but warn after
+    /// the asked time (`--service-account-extend-token-expiration`).
+    fn sign(
+        &self,
+        Subject {
+            sa,
+            namespace,
+            name,
+        }: Subject<'_>,
+        audiences: Vec<String>,
+        expiration: i64,
+        bound: Bound,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<String, ApiError> {
         let is_kube_audience = audiences.iter().all(|a| self.api_audiences.contains(a));
+        let iat = now.timestamp();
         let (lifetime, warnafter) = if self.extend_expiration
             && bound.pod.is_some()
             && expiration == WARN_ONLY_EXPIRATION_SECONDS
             && is_kube_audience
         {
-            (
-                EXTENDED_EXPIRATION_SECONDS,
-                Some(now.timestamp() + expiration),
-            )
+            (EXTENDED_EXPIRATION_SECONDS, Some(iat + expiration))
         } else {
             (expiration, None)
         };
-        let iat = now.timestamp();
         let claims = Claims {
             iss: self.generator.issuer.clone(),
-            sub: serviceaccount::username(&namespace, &name),
+            sub: serviceaccount::username(namespace, name),
             aud: audiences,
             exp: Some(iat + lifetime),
             iat: Some(iat),
             nbf: Some(iat),
             jti: uuid::Uuid::new_v4().to_string(),
             kubernetes: KubernetesClaim {
-                namespace: namespace.clone(),
-                serviceaccount: reference(&sa),
+                namespace: namespace.to_owned(),
+                serviceaccount: reference(sa),
                 pod: bound.pod,
                 secret: bound.secret,
                 node: bound.node,
@@ -200,18 +262,9 @@ impl TokenRequests {
             },
             legacy: Default::default(),
         };
-        let token = self
-            .generator
+        self.generator
             .sign(&claims)
-            .map_err(ApiError::internal_error)?;
-        let expires = Utc
-            .timestamp_opt(iat + expiration, 0)
-            .single()
-            .unwrap_or(now)
-            .to_rfc3339_opts(SecondsFormat::Secs, true);
-        body["spec"] = spec;
-        body["status"] = json!({"token": token, "expirationTimestamp": expires});
-        Ok(body)
+            .map_err(ApiError::internal_error)
     }
 
     /// Resolves `spec.boundObjectRef` (upstream's rules and messages).

@@ -248,6 +248,37 @@ async fn token_requests_follow_upstreams_rules() {
     );
 }
 
+#[tokio::test]
+async fn token_requests_carry_the_accounts_uid_and_refuse_another() {
+    let f = fixture();
+    let account = f.create("serviceaccounts", sa("builder")).await;
+    let sa_uid = str_at(&account, "/metadata/uid").to_owned();
+    let resp = f.token("builder", json!({})).await.unwrap();
+    assert_eq!(resp["metadata"]["uid"], sa_uid.as_str());
+
+    let create = f.requests.clone().resource().create;
+    let err = create(CreateRequest {
+        body: json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "metadata": {"uid": "stale"}, "spec": {}}),
+        user: Arc::new(UserInfo::default()),
+        namespace: Some("default".into()),
+        name: Some("builder".into()),
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(err.code, 409);
+    assert_eq!(
+        err.message,
+        format!("Operation cannot be fulfilled on TokenRequest.authentication.k8s.io \"builder\": the UID in the token request (stale) does not match the UID of the service account ({sa_uid})")
+    );
+
+    // The lifetime is validated before the bound object is looked up.
+    let short = json!({"expirationSeconds": 60,
+        "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "missing"}});
+    let err = f.token("builder", short).await.unwrap_err();
+    assert_eq!(err.code, 422, "{}", err.message);
+}
+
 impl Fixture {
     /// A legacy-token authenticator over the fixture's keys and stores.
     fn legacy_auth(&self, lookup: bool) -> JwtAuthenticator {
