@@ -46,6 +46,7 @@ mod printer_columns_rbac_storage;
 mod printer_columns_workloads;
 mod quantities;
 mod rbac;
+mod resource_quota;
 mod runtime_config;
 mod scale_admission;
 mod service_accounts;
