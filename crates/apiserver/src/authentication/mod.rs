@@ -441,5 +441,25 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// Upstream's warning for `Authorization: Bearer  <token>`, whose token is
+/// ignored because of the extra space.
+pub const SPACE_BEFORE_TOKEN_WARNING: &str =
+    "the provided Authorization header contains extra space before the bearer token, and is ignored";
+
+/// Whether the bearer token is preceded by more than one space (and so
+/// ignored, as upstream does, with a warning).
+pub fn space_before_bearer_token(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let mut parts = value.trim().splitn(3, ' ');
+    let scheme = parts.next().unwrap_or_default();
+    let token = parts.next();
+    scheme.eq_ignore_ascii_case("bearer") && token == Some("") && parts.next().is_some()
+}
+
 #[cfg(test)]
 mod tests;

@@ -80,7 +80,8 @@ pub struct RequestHeader {
     pub extra_prefixes: Vec<String>,
 }
 
-/// Percent-decodes an extra key; a malformed one is kept as sent.
+/// Percent-decodes an extra key (Go's PathUnescape: `+` stays); a
+/// malformed one is kept as sent.
 fn unescape(key: &str) -> String {
     let bytes = key.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -156,7 +157,9 @@ impl RequestHeader {
                 continue;
             };
             if let Ok(value) = value.to_str() {
-                let key = unescape(&lower[prefix.len()..]).to_lowercase();
+                // Header names arrive lower-cased; upstream unescapes after
+                // lower-casing, so escaped upper-case letters stay upper.
+                let key = unescape(&lower[prefix.len()..]);
                 extra.entry(key).or_default().push(value.to_owned());
             }
         }
@@ -190,5 +193,19 @@ impl RequestHeader {
         for key in extras {
             headers.remove(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescape;
+
+    #[test]
+    fn extra_keys_unescape_as_gos_path_unescape() {
+        assert_eq!(unescape("example.com%2fteam"), "example.com/team");
+        assert_eq!(unescape("a%42c"), "aBc");
+        assert_eq!(unescape("a+b"), "a+b");
+        assert_eq!(unescape("bad%zz"), "bad%zz");
+        assert_eq!(unescape("cut%4"), "cut%4");
     }
 }

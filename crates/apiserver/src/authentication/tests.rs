@@ -174,3 +174,24 @@ fn aggregate_errors_read_like_upstream() {
     ]);
     assert_eq!(errs.to_string(), "[invalid bearer token, x]");
 }
+
+#[test]
+fn only_a_space_before_the_bearer_token_is_flagged() {
+    for (auth, flagged) in [
+        ("Bearer  abc", true),
+        ("bearer  abc def", true),
+        ("Bearer abc", false),
+        ("Bearer", false),
+        ("Bearer ", false),
+        ("Basic  abc", false),
+    ] {
+        assert_eq!(
+            space_before_bearer_token(&headers(auth)),
+            flagged,
+            "{auth:?}"
+        );
+        if flagged {
+            assert_eq!(bearer_token(&headers(auth)), None, "{auth:?}");
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub use crate::authentication::{
 };
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
+use crate::endpoints::warning::Warnings;
 use crate::serving::{ClientCert, PeerCertificates};
 
 /// Upstream's answer to an unauthenticated request.
@@ -34,6 +35,7 @@ pub async fn filter(
     let path = req.uri().path().to_owned();
     let audit = req.extensions().get::<Arc<AuditContext>>().cloned();
     let headers = req.headers_mut();
+    let space_warning = crate::authentication::space_before_bearer_token(headers);
     let authenticating = authn.authenticate_request(headers, cert.as_ref(), peer.as_ref(), &path);
     let result = match audit {
         Some(ctx) => audit::authenticating(ctx, authenticating).await,
@@ -46,10 +48,20 @@ pub async fn filter(
             // The body is read first (up to the request limit), so that a
             // client still sending it sees the answer rather than a reset.
             let _ = crate::endpoints::handlers::read_body(req.into_body()).await;
-            return unauthorized();
+            return with_space_warning(unauthorized(), space_warning);
         }
     };
     req.headers_mut().remove(http::header::AUTHORIZATION);
     req.extensions_mut().insert(Arc::new(user));
-    next.run(req).await
+    with_space_warning(next.run(req).await, space_warning)
+}
+
+/// Adds upstream's warning about an ignored bearer token, when there was one.
+fn with_space_warning(mut resp: Response<Body>, warn: bool) -> Response<Body> {
+    if warn {
+        let mut warnings = Warnings::default();
+        warnings.add(crate::authentication::SPACE_BEFORE_TOKEN_WARNING);
+        warnings.apply(resp.headers_mut());
+    }
+    resp
 }
