@@ -162,10 +162,14 @@ fn core_kinds_print_upstream_columns() {
         "-p",
         r#"{"status":{"phase":"Available"}}"#,
     ]);
-    s.ok(&[
-        "patch", "resourcequota", "quota", "--subresource=status", "--type=merge",
-        "-p", r#"{"status":{"hard":{"pods":"10","limits.cpu":"2","requests.memory":"1Gi"},"used":{"pods":"3","limits.cpu":"500m"}}}"#,
-    ]);
+    // The quota controller records what the namespace's pods use.
+    s.apply_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: sized}\nspec:\n  containers:\n  - {name: c, image: nginx, resources: {limits: {cpu: 500m}, requests: {memory: 64Mi}}}\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let used = |s: &TestServer| s.ok(&["get", "quota", "quota", "-o", "jsonpath={.status.used.pods}"]);
+    while used(&s) != "1" {
+        assert!(std::time::Instant::now() < deadline, "quota usage not recorded");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let (header, row) = get(&s, &["podtemplates"], "tmpl");
     assert_eq!(header, "NAME   CONTAINERS   IMAGES          POD LABELS");
@@ -244,7 +248,7 @@ fn core_kinds_print_upstream_columns() {
         row,
         words(&[
             "quota",
-            "pods: 3/10, requests.memory: 0/1Gi",
+            "pods: 1/10, requests.memory: 64Mi/1Gi",
             "limits.cpu: 500m/2",
             "AGE"
         ])
