@@ -16,6 +16,7 @@ use chrono::{NaiveDateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::event::Event;
+use super::truncate::{self, Truncation};
 use super::{Backend, Mode};
 
 /// `--audit-log-format`.
@@ -38,6 +39,11 @@ pub struct LogConfig {
     pub max_size_mb: u64,
     pub format: Format,
     pub mode: Mode,
+    /// `--audit-log-truncate-*` when enabled (JSON lines only: legacy
+    /// lines never carry objects).
+    pub truncate: Option<Truncation>,
+    /// `--audit-log-compress`: gzip rotated files.
+    pub compress: bool,
 }
 
 /// Why the log cannot be opened.
@@ -55,6 +61,7 @@ pub struct LogBackend {
     tx: mpsc::Sender<(Vec<u8>, Ack)>,
     mode: Mode,
     format: Format,
+    truncate: Option<Truncation>,
 }
 
 /// Queue length of the blocking modes (requests wait when it is full).
@@ -87,6 +94,7 @@ impl LogBackend {
             tx,
             mode: config.mode,
             format: config.format,
+            truncate: config.truncate,
         })
     }
 }
@@ -119,7 +127,7 @@ fn write_loop(mut rx: mpsc::Receiver<(Vec<u8>, Ack)>, mut out: Box<dyn Write + S
 impl Backend for LogBackend {
     async fn process(&self, event: &Event) -> bool {
         let line = match self.format {
-            Format::Json => match serde_json::to_vec(event) {
+            Format::Json => match truncate::encode(event, self.truncate) {
                 Ok(mut v) => {
                     v.push(b'\n');
                     v
@@ -217,17 +225,23 @@ struct RotatingFile {
     max_size: u64,
     max_backups: usize,
     max_age: Option<Duration>,
+    compress: bool,
 }
 
 fn open_append(path: &Path) -> io::Result<File> {
+    private_options().append(true).open(path)
+}
+
+/// Options creating files readable by their owner only.
+fn private_options() -> OpenOptions {
     let mut opts = OpenOptions::new();
-    opts.create(true).append(true);
+    opts.create(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    opts.open(path)
+    opts
 }
 
 impl RotatingFile {
@@ -245,6 +259,7 @@ impl RotatingFile {
             max_backups: config.max_backups,
             max_age: (config.max_age_days > 0)
                 .then(|| Duration::from_secs(config.max_age_days.saturating_mul(86_400))),
+            compress: config.compress,
         })
     }
 
@@ -268,9 +283,12 @@ impl RotatingFile {
         let (prefix, ext) = self.backup_parts();
         let stamp = Utc::now().format(BACKUP_TIME_FORMAT);
         let backup = self.path.with_file_name(format!("{prefix}{stamp}{ext}"));
-        fs::rename(&self.path, backup)?;
+        fs::rename(&self.path, &backup)?;
         self.file = BufWriter::new(open_append(&self.path)?);
         self.size = 0;
+        if self.compress {
+            gzip(&backup)?;
+        }
         self.remove_old_backups()
     }
 
@@ -284,6 +302,7 @@ impl RotatingFile {
             .filter_map(Result::ok)
             .filter_map(|entry| {
                 let name = entry.file_name().to_string_lossy().into_owned();
+                let name = name.strip_suffix(GZ).unwrap_or(&name);
                 let stamp = name.strip_prefix(&prefix)?.strip_suffix(ext.as_str())?;
                 let t = NaiveDateTime::parse_from_str(stamp, BACKUP_TIME_FORMAT).ok()?;
                 Some((t, entry.path()))
@@ -302,6 +321,23 @@ impl RotatingFile {
         }
         Ok(())
     }
+}
+
+/// The suffix of compressed backups.
+const GZ: &str = ".gz";
+
+/// Replaces `path` with `<path>.gz` (mode 0600), as lumberjack's compression.
+fn gzip(path: &Path) -> io::Result<()> {
+    let mut target = path.as_os_str().to_owned();
+    target.push(GZ);
+    let target = PathBuf::from(target);
+    let mut source = File::open(path)?;
+    let out = private_options().write(true).truncate(true).open(&target)?;
+    let mut encoder =
+        flate2::write::GzEncoder::new(BufWriter::new(out), flate2::Compression::default());
+    io::copy(&mut source, &mut encoder)?;
+    encoder.finish()?.flush()?;
+    fs::remove_file(path)
 }
 
 impl Write for RotatingFile {

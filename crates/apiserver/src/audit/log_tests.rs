@@ -25,6 +25,8 @@ fn config(path: PathBuf, format: Format, mode: Mode) -> LogConfig {
         max_size_mb: 0,
         format,
         mode,
+        truncate: None,
+        compress: false,
     }
 }
 
@@ -137,4 +139,63 @@ fn rotation_keeps_at_most_max_backups() {
         );
     }
     assert_eq!(fs::metadata(&path).map(|m| m.len()).ok(), Some(60));
+}
+
+#[test]
+fn compressed_backups_are_gzipped_and_counted() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("audit.log");
+    let mut cfg = config(path.clone(), Format::Json, Mode::Blocking);
+    cfg.max_backups = 1;
+    cfg.compress = true;
+    let mut file = RotatingFile::open(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    file.max_size = 100;
+    for fill in [b'a', b'b', b'c'] {
+        file.write_all(&[fill; 60])
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    // One backup kept (the newest, holding the b's), compressed.
+    assert_eq!(names.len(), 2, "{names:?}");
+    let backup = &names[0];
+    assert!(
+        backup.starts_with("audit-") && backup.ends_with(".log.gz"),
+        "{backup}"
+    );
+    let gz = fs::File::open(dir.path().join(backup)).unwrap_or_else(|e| panic!("{e}"));
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut text)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(text, vec![b'b'; 60]);
+}
+
+#[tokio::test]
+async fn truncation_drops_objects_of_large_events() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("audit.log");
+    let mut cfg = config(path.clone(), Format::Json, Mode::Blocking);
+    cfg.truncate = Some(Truncation {
+        max_event_size: 2_000,
+        max_batch_size: 20_000,
+    });
+    let backend = LogBackend::start(cfg).unwrap_or_else(|e| panic!("{e}"));
+    let mut ev = event("big");
+    ev.level = Level::RequestResponse;
+    ev.response_object = Some(serde_json::json!({"data": "x".repeat(4_000)}));
+    assert!(backend.process(&ev).await);
+    let text = fs::read_to_string(&path).unwrap_or_default();
+    let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_default();
+    assert_eq!(line["auditID"], "big");
+    assert_eq!(line["annotations"]["audit.k8s.io/truncated"], "true");
+    assert!(line.get("responseObject").is_none());
 }

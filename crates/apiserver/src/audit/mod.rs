@@ -11,6 +11,7 @@ pub mod event;
 pub mod log;
 pub mod policy;
 pub mod request;
+pub mod truncate;
 pub mod webhook;
 
 use std::sync::{Arc, Mutex};

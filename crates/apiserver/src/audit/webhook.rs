@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::event::Event;
+use super::truncate::{self, Truncation};
 use super::{Backend, BatchConfig, Mode};
 
 /// How many times a batch is sent before it is given up.
@@ -332,6 +333,7 @@ pub struct WebhookBackend {
     client: Arc<Client>,
     mode: Mode,
     initial_backoff: Duration,
+    truncate: Option<Truncation>,
     batches: Option<mpsc::Sender<Vec<u8>>>,
 }
 
@@ -341,12 +343,19 @@ impl WebhookBackend {
         kubeconfig: &Path,
         mode: Mode,
         initial_backoff: Duration,
+        truncate: Option<Truncation>,
     ) -> Result<Self, WebhookError> {
         let client = Arc::new(Client::from_kubeconfig(kubeconfig)?);
         let batches = match mode {
             Mode::Batch(config) => {
                 let (tx, rx) = mpsc::channel(config.buffer_size.max(1));
-                tokio::spawn(batch_loop(rx, client.clone(), config, initial_backoff));
+                let max_bytes = truncate.map_or(usize::MAX, |t| t.max_batch_size);
+                let sender = Sender {
+                    client: client.clone(),
+                    backoff: initial_backoff,
+                    max_bytes,
+                };
+                tokio::spawn(batch_loop(rx, sender, config));
                 Some(tx)
             }
             _ => None,
@@ -355,17 +364,21 @@ impl WebhookBackend {
             client,
             mode,
             initial_backoff,
+            truncate,
             batches,
         })
     }
 }
 
-async fn batch_loop(
-    mut rx: mpsc::Receiver<Vec<u8>>,
+/// Where the batch task sends its batches.
+struct Sender {
     client: Arc<Client>,
-    config: BatchConfig,
     backoff: Duration,
-) {
+    /// `--audit-webhook-truncate-max-batch-size` when truncating.
+    max_bytes: usize,
+}
+
+async fn batch_loop(mut rx: mpsc::Receiver<Vec<u8>>, sender: Sender, config: BatchConfig) {
     let max = config.max_batch_size.max(1);
     let mut bucket = config
         .throttle
@@ -388,11 +401,13 @@ async fn batch_loop(
         if let Some(bucket) = bucket.as_mut() {
             bucket.take().await;
         }
-        if !send_with_retry(&client, event_list(&batch), backoff).await {
-            tracing::error!(
-                events = batch.len(),
-                "audit webhook: batch dropped after retries"
-            );
+        for run in truncate::split(&batch, sender.max_bytes) {
+            if !send_with_retry(&sender.client, event_list(run), sender.backoff).await {
+                tracing::error!(
+                    events = run.len(),
+                    "audit webhook: batch dropped after retries"
+                );
+            }
         }
     }
 }
@@ -400,7 +415,7 @@ async fn batch_loop(
 #[async_trait]
 impl Backend for WebhookBackend {
     async fn process(&self, event: &Event) -> bool {
-        let encoded = match serde_json::to_vec(event) {
+        let encoded = match truncate::encode(event, self.truncate) {
             Ok(v) => v,
             Err(e) => {
                 tracing::error!(error = %e, "encoding an audit event failed");

@@ -80,6 +80,7 @@ async fn batch_mode_posts_event_lists() {
         &kubeconfig(dir.path(), port),
         Mode::Batch(batch),
         Duration::from_millis(10),
+        None,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     for i in 0..4 {
@@ -121,18 +122,61 @@ async fn blocking_strict_reports_an_unreachable_webhook() {
     drop(listener);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = kubeconfig(dir.path(), port);
-    let strict = WebhookBackend::start(&path, Mode::BlockingStrict, Duration::from_millis(1))
+    let strict = WebhookBackend::start(&path, Mode::BlockingStrict, Duration::from_millis(1), None)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !strict
             .process(&Event::new(Level::Metadata, "x".into()))
             .await
     );
-    let lenient = WebhookBackend::start(&path, Mode::Blocking, Duration::from_millis(1))
+    let lenient = WebhookBackend::start(&path, Mode::Blocking, Duration::from_millis(1), None)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         lenient
             .process(&Event::new(Level::Metadata, "x".into()))
             .await
     );
+}
+
+#[tokio::test]
+async fn truncation_splits_batches_by_bytes() {
+    let (port, mut rx) = receiver().await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let batch = BatchConfig {
+        buffer_size: 100,
+        max_batch_size: 10,
+        max_batch_wait: Duration::from_millis(200),
+        throttle: None,
+    };
+    let one = serde_json::to_vec(&Event::new(Level::Metadata, "id0".into()))
+        .map(|v| v.len())
+        .unwrap_or_default();
+    // Room for two events per request, not three.
+    let truncate = Truncation {
+        max_event_size: one * 2,
+        max_batch_size: one * 2 + one / 2,
+    };
+    let backend = WebhookBackend::start(
+        &kubeconfig(dir.path(), port),
+        Mode::Batch(batch),
+        Duration::from_millis(10),
+        Some(truncate),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..5 {
+        assert!(
+            backend
+                .process(&Event::new(Level::Metadata, format!("id{i}")))
+                .await
+        );
+    }
+    let mut sizes = Vec::new();
+    while sizes.iter().sum::<usize>() < 5 {
+        let got = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+        let Ok(Some((_, list))) = got else {
+            panic!("no batch arrived; got {sizes:?}");
+        };
+        sizes.push(list["items"].as_array().map_or(0, Vec::len));
+    }
+    assert_eq!(sizes, [2, 2, 1]);
 }

@@ -37,6 +37,8 @@ fn auditor(dir: &Path) -> Arc<Auditor> {
         max_size_mb: 0,
         format: Format::Json,
         mode: Mode::Blocking,
+        truncate: None,
+        compress: false,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     Arc::new(Auditor {

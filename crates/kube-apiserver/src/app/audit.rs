@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::audit::log::{Format, LogBackend, LogConfig, LogError};
+use apiserver::audit::truncate::Truncation;
 use apiserver::audit::webhook::{WebhookBackend, WebhookError};
 use apiserver::audit::{Auditor, Backend, BatchConfig, Mode, Policy, PolicyError};
 
@@ -27,6 +28,12 @@ pub enum AuditError {
     Format(&'static str, String),
     #[error("--audit-{0}-mode: {1:?} is not one of batch, blocking, blocking-strict")]
     Mode(&'static str, String),
+    #[error("--audit-{0}-version: invalid audit version {1:?}, only audit.k8s.io/v1 is supported")]
+    Version(&'static str, String),
+    #[error("--audit-{0}-truncate-max-event-size: invalid truncate max event size {1}, must be a positive number")]
+    EventSize(&'static str, i64),
+    #[error("--audit-{0}-truncate-max-batch-size: invalid truncate max batch size {2}, must be greater than or equal to max event size ({1})")]
+    BatchSize(&'static str, i64, i64),
 }
 
 fn int(flags: &FlagValues, name: &str) -> i64 {
@@ -70,6 +77,39 @@ fn mode(flags: &FlagValues, backend: &'static str) -> Result<Mode, AuditError> {
     Mode::parse(&text, batch).ok_or(AuditError::Mode(backend, text))
 }
 
+/// `--audit-<backend>-version`: only audit.k8s.io/v1 is served.
+fn check_version(flags: &FlagValues, backend: &'static str) -> Result<(), AuditError> {
+    let version = flags
+        .string(&format!("audit-{backend}-version"))
+        .unwrap_or_default();
+    if version == apiserver::audit::event::API_VERSION {
+        Ok(())
+    } else {
+        Err(AuditError::Version(backend, version))
+    }
+}
+
+/// `--audit-<backend>-truncate-*`, when enabled.
+fn truncation(flags: &FlagValues, backend: &'static str) -> Result<Option<Truncation>, AuditError> {
+    let flag = |suffix: &str| format!("audit-{backend}-truncate-{suffix}");
+    if !flags.bool(&flag("enabled")).unwrap_or(false) {
+        return Ok(None);
+    }
+    let event = int(flags, &flag("max-event-size"));
+    let batch = int(flags, &flag("max-batch-size"));
+    let (Ok(max_event_size), true) = (usize::try_from(event), event > 0) else {
+        return Err(AuditError::EventSize(backend, event));
+    };
+    let max_batch_size = usize::try_from(batch).unwrap_or(0);
+    if max_batch_size < max_event_size {
+        return Err(AuditError::BatchSize(backend, event, batch));
+    }
+    Ok(Some(Truncation {
+        max_event_size,
+        max_batch_size,
+    }))
+}
+
 fn log_backend(flags: &FlagValues, path: String) -> Result<LogBackend, AuditError> {
     let format = match flags
         .string("audit-log-format")
@@ -87,7 +127,10 @@ fn log_backend(flags: &FlagValues, path: String) -> Result<LogBackend, AuditErro
         max_size_mb: u64::try_from(int(flags, "audit-log-maxsize")).unwrap_or_default(),
         format,
         mode: mode(flags, "log")?,
+        truncate: truncation(flags, "log")?,
+        compress: flags.bool("audit-log-compress").unwrap_or(false),
     };
+    check_version(flags, "log")?;
     Ok(LogBackend::start(config)?)
 }
 
@@ -113,10 +156,12 @@ pub fn auditor(opts: &CompletedOptions) -> Result<Option<Arc<Auditor>>, AuditErr
         } else {
             "audit-webhook-initial-backoff"
         };
+        check_version(flags, "webhook")?;
         let webhook = WebhookBackend::start(
             &kubeconfig,
             mode(flags, "webhook")?,
             duration(flags, backoff_flag),
+            truncation(flags, "webhook")?,
         )?;
         backends.push(Arc::new(webhook));
     }
