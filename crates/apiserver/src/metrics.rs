@@ -154,6 +154,7 @@ impl Metrics {
             self.etcd_durations.clone(),
         );
         self.apf.register(registry);
+        crate::audit::metrics::global().register(registry);
         self.authorization_config.register(
             registry,
             "apiserver_authorization_config_controller",

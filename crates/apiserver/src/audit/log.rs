@@ -16,6 +16,7 @@ use chrono::{NaiveDateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::event::Event;
+use super::metrics;
 use super::truncate::{self, Truncation};
 use super::{Backend, Mode};
 
@@ -107,6 +108,7 @@ fn write_loop(mut rx: mpsc::Receiver<(Vec<u8>, Ack)>, mut out: Box<dyn Write + S
         // Everything queued meanwhile goes out with one flush.
         while let Some((line, ack)) = next.take() {
             if let Err(e) = out.write_all(&line) {
+                metrics::global().plugin_error("log", 1);
                 tracing::error!(error = %e, "writing the audit log failed");
                 ok = false;
             }
@@ -133,6 +135,7 @@ impl Backend for LogBackend {
                     v
                 }
                 Err(e) => {
+                    metrics::global().plugin_error(e.plugin("log"), 1);
                     tracing::error!(error = %e, audit_id = %event.audit_id, "encoding an audit event failed");
                     return self.mode.result(false);
                 }
@@ -141,6 +144,7 @@ impl Backend for LogBackend {
         };
         if let Mode::Batch(_) = self.mode {
             if self.tx.try_send((line, None)).is_err() {
+                metrics::global().plugin_error("buffered", 1);
                 tracing::warn!(audit_id = %event.audit_id, "audit log buffer full; event dropped");
                 return false;
             }

@@ -9,6 +9,7 @@
 
 pub mod event;
 pub mod log;
+pub mod metrics;
 pub mod policy;
 pub mod request;
 pub mod truncate;

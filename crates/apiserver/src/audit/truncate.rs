@@ -26,6 +26,17 @@ pub enum EncodeError {
     TooLarge { size: usize, max: usize },
 }
 
+impl EncodeError {
+    /// The plugin the error is counted against: `backend` for a failed
+    /// encoding, truncation for an oversized event.
+    pub fn plugin(&self, backend: &'static str) -> &'static str {
+        match self {
+            EncodeError::Json(_) => backend,
+            EncodeError::TooLarge { .. } => "truncate",
+        }
+    }
+}
+
 /// Encodes `event` as JSON, truncated as `truncation` asks (if given).
 pub fn encode(event: &Event, truncation: Option<Truncation>) -> Result<Vec<u8>, EncodeError> {
     let encoded = serde_json::to_vec(event)?;

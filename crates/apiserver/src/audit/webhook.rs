@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::event::Event;
+use super::metrics;
 use super::truncate::{self, Truncation};
 use super::{Backend, BatchConfig, Mode};
 
@@ -403,6 +404,7 @@ async fn batch_loop(mut rx: mpsc::Receiver<Vec<u8>>, sender: Sender, config: Bat
         }
         for run in truncate::split(&batch, sender.max_bytes) {
             if !send_with_retry(&sender.client, event_list(run), sender.backoff).await {
+                metrics::global().plugin_error("webhook", run.len() as u64);
                 tracing::error!(
                     events = run.len(),
                     "audit webhook: batch dropped after retries"
@@ -418,18 +420,23 @@ impl Backend for WebhookBackend {
         let encoded = match truncate::encode(event, self.truncate) {
             Ok(v) => v,
             Err(e) => {
+                metrics::global().plugin_error(e.plugin("webhook"), 1);
                 tracing::error!(error = %e, "encoding an audit event failed");
                 return self.mode.result(false);
             }
         };
         if let Some(tx) = &self.batches {
             if tx.try_send(encoded).is_err() {
+                metrics::global().plugin_error("buffered", 1);
                 tracing::warn!(audit_id = %event.audit_id, "audit webhook buffer full; event dropped");
                 return false;
             }
             return true;
         }
         let ok = send_with_retry(&self.client, event_list(&[encoded]), self.initial_backoff).await;
+        if !ok {
+            metrics::global().plugin_error("webhook", 1);
+        }
         self.mode.result(ok)
     }
 

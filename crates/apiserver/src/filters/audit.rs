@@ -35,7 +35,7 @@ use crate::audit::request::{
     complete_object_ref, decode_body, log_request_metadata, omit_managed_fields,
 };
 use crate::audit::{
-    AuditContext, Auditor, Event, Level, RequestAuditConfig, Stage, HEADER_AUDIT_ID,
+    metrics, AuditContext, Auditor, Event, Level, RequestAuditConfig, Stage, HEADER_AUDIT_ID,
 };
 use crate::endpoints::handlers::read_body;
 use crate::endpoints::negotiation::Encoding;
@@ -120,6 +120,7 @@ async fn audit_failed_authentication(
     // No identity: rules naming users or groups do not match.
     let nobody = UserInfo::default();
     let rac = auditor.policy.evaluate(&attributes(&nobody, info));
+    metrics::global().observe_level(rac.level);
     if rac.level == Level::None {
         return;
     }
@@ -148,6 +149,7 @@ async fn emit(
     if rac.omits(stage) {
         return true;
     }
+    metrics::global().observe_event();
     if let Some(ctx) = ctx {
         ctx.apply(ev);
     }
@@ -185,6 +187,7 @@ pub async fn filter(
         return next.run(req).await;
     };
     let rac = auditor.policy.evaluate(&attributes(&user, &info));
+    metrics::global().observe_level(rac.level);
     if rac.level == Level::None {
         return next.run(req).await;
     }
@@ -223,6 +226,7 @@ pub async fn filter(
         req = Request::from_parts(parts, Body::from(bytes));
     }
     if !emit(&auditor, &rac, &mut ev, Some(&ctx), Stage::RequestReceived).await {
+        metrics::global().request_rejected();
         let err = ApiError::internal_error("failed to store audit event");
         return response::error(&err, Encoding::Json);
     }

@@ -253,3 +253,27 @@ async fn without_auditing_only_the_id_header_is_added() {
         .unwrap_or_default();
     assert!(uuid::Uuid::parse_str(id).is_ok(), "{id:?}");
 }
+
+#[tokio::test]
+async fn metrics_count_levels_events_and_rejections() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let r = router(Some(auditor(dir.path())));
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).unwrap_or_default();
+    send(&r, get("/healthz")).await;
+    send(&r, get("/api/v1/namespaces/default/pods/p1")).await;
+    events(dir.path(), 2).await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics::global().register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Each test runs in its own process, so the counts are this test's.
+    for line in [
+        "apiserver_audit_level_total{level=\"None\"} 1",
+        "apiserver_audit_level_total{level=\"Metadata\"} 1",
+        "apiserver_audit_event_total 2",
+        "apiserver_audit_requests_rejected_total 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+    }
+}
