@@ -56,7 +56,7 @@ pub fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Va
 /// `PodRequests`/`PodLimits`: the containers' sum plus the restartable
 /// (sidecar) init containers, or the largest init container's need when
 /// larger (sidecars started before it included); pod-level resources
-/// replace what they name, and the overhead is added.
+/// replace what they name. The overhead is not included.
 pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
     let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
     let mut total = BTreeMap::new();
@@ -85,12 +85,6 @@ pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
     }
     for (k, v) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
         total.insert(k, milli(&v));
-    }
-    for (k, v) in parse_list(pod.pointer("/spec/overhead")) {
-        // Limits take the overhead only where they are set.
-        if which == "requests" || total.contains_key(&k) {
-            *total.entry(k).or_default() += milli(&v);
-        }
     }
     total
 }

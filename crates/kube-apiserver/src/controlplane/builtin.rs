@@ -225,7 +225,14 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             short(&["ep"]),
         ),
         builtin::<core::Event>(core_types::events(), short(&["ev"])),
-        builtin::<core::LimitRange>(plain(), short(&["limits"])),
+        builtin::<core::LimitRange>(
+            ResourceStrategy {
+                defaults: validation::limit_range::limit_range_defaults,
+                validate: validation::limit_range::validate_limit_range,
+                ..plain()
+            },
+            short(&["limits"]),
+        ),
         builtin::<core::Namespace>(core_types::namespaces(), short(&["ns"])),
         builtin::<core::Node>(core_types::nodes(), short(&["no"])),
         builtin::<core::PersistentVolumeClaim>(
@@ -256,7 +263,14 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             }),
             scalable(&["rc"]),
         ),
-        builtin::<core::ResourceQuota>(returns_deleted(status()), short(&["quota"])),
+        builtin::<core::ResourceQuota>(
+            returns_deleted(ResourceStrategy {
+                validate: validation::quota::validate_resource_quota,
+                validate_update: validation::quota::validate_resource_quota_update,
+                ..status()
+            }),
+            short(&["quota"]),
+        ),
         builtin::<core::Secret>(core_types::secrets(), PLAIN),
         builtin::<core::ServiceAccount>(
             returns_deleted(core_types::service_accounts()),

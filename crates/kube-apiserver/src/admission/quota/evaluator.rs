@@ -157,12 +157,24 @@ fn pod_counts(pod: &Value, now: DateTime<Utc>) -> bool {
 
 /// Requests and limits as quota names them (upstream's
 /// `podComputeUsageHelper`).
+/// A pod's requests or limits with its overhead (limits take the overhead
+/// only where they are set), as upstream's `PodRequests`/`PodLimits`.
+fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
+    let mut total = resources::pod_total(pod, which);
+    for (k, v) in parse_list(pod.pointer("/spec/overhead")) {
+        if which == "requests" || total.contains_key(&k) {
+            *total.entry(k).or_default() += milli(&v);
+        }
+    }
+    total
+}
+
 fn pod_usage(pod: &Value, u: &mut Usage) {
     u.insert("pods".into(), Amount::count(1));
     let compute = |n: &str| {
         matches!(n, "cpu" | "memory" | "ephemeral-storage") || n.starts_with("hugepages-")
     };
-    for (name, m) in resources::pod_total(pod, "requests") {
+    for (name, m) in pod_total(pod, "requests") {
         let a = amount(pod, "requests", &name, m);
         if compute(&name) {
             u.insert(name.clone(), a);
@@ -171,7 +183,7 @@ fn pod_usage(pod: &Value, u: &mut Usage) {
             u.insert(format!("requests.{name}"), a);
         }
     }
-    for (name, m) in resources::pod_total(pod, "limits") {
+    for (name, m) in pod_total(pod, "limits") {
         if compute(&name) {
             u.insert(format!("limits.{name}"), amount(pod, "limits", &name, m));
         }

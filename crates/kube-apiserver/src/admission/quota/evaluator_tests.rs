@@ -194,3 +194,14 @@ fn amounts_print_in_the_first_operands_format() {
         json!({"hard": {"pods": "2"}, "used": {"pods": "0"}})
     );
 }
+
+#[test]
+fn overhead_adds_to_requests_and_set_limits() {
+    let pod = json!({"spec": {"overhead": {"cpu": "100m", "memory": "10Mi"},
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"cpu": "2"}}}]}});
+    let u = usage("", "pods", &pod, now());
+    assert_eq!(shown(&u, "requests.cpu"), "1100m");
+    assert_eq!(shown(&u, "limits.cpu"), "2100m");
+    assert!(!u.contains_key("limits.memory"));
+}

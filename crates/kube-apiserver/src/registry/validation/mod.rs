@@ -20,6 +20,8 @@ mod pod_resources;
 mod pod_scheduling;
 mod pod_security;
 mod pod_volumes;
+pub mod limit_range;
+pub mod quota;
 pub mod service;
 pub mod update;
 pub mod update_volumes;
