@@ -368,7 +368,9 @@ pub fn ca_bundle_error(bundle: &str) -> Option<String> {
     Some(NO_CERTS.to_owned())
 }
 
-fn client_config_errors(cc: &Value, path: &Path) -> Vec<FieldError> {
+/// A webhook client config: exactly one of a valid https URL or a
+/// service (shared with the webhook configurations' validation).
+pub fn client_config_errors(cc: &Value, path: &Path) -> Vec<FieldError> {
     let url = cc.get("url").and_then(Value::as_str);
     let service = cc.get("service").filter(|s| !s.is_null());
     match (url, service) {
@@ -500,7 +502,13 @@ fn webhook_service(service: &Value, path: &Path) -> Vec<FieldError> {
     errs
 }
 
-fn review_versions(versions: &[String], require_recognized: bool, path: &Path) -> Vec<FieldError> {
+/// Review versions (conversion or admission): DNS labels, no duplicates,
+/// and, when `require_recognized`, one of v1 and v1beta1.
+pub fn review_versions(
+    versions: &[String],
+    require_recognized: bool,
+    path: &Path,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if versions.is_empty() {
         errs.push(FieldError::required(path, ""));

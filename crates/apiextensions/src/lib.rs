@@ -40,6 +40,10 @@ pub mod structural;
 
 pub use compiled::{unknown_field_messages, CompiledSchema};
 pub use crd::{validate_crd, validate_crd_update};
+pub use crd_parts::{
+    client_config_errors as webhook_client_config_errors,
+    review_versions as webhook_review_versions,
+};
 pub use lifecycle::{
     apply_crd_defaults, prepare_for_create, prepare_for_update, validate_crd_status_update,
     warnings_on_create, warnings_on_update,

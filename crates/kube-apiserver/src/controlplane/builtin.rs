@@ -27,6 +27,7 @@ use crate::registry::defaults;
 use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validation;
+use crate::registry::webhook_configurations;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
 /// One built-in resource: what discovery says about it and how it behaves.
@@ -365,10 +366,16 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 policies::mutating_policy_bindings(),
                 API_EXTENSIONS,
             ),
-            builtin::<admission::MutatingWebhookConfiguration>(plain(), API_EXTENSIONS),
+            builtin::<admission::MutatingWebhookConfiguration>(
+                webhook_configurations::mutating(),
+                API_EXTENSIONS,
+            ),
             builtin::<admission::ValidatingAdmissionPolicy>(status(), API_EXTENSIONS),
             builtin::<admission::ValidatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
-            builtin::<admission::ValidatingWebhookConfiguration>(plain(), API_EXTENSIONS),
+            builtin::<admission::ValidatingWebhookConfiguration>(
+                webhook_configurations::validating(),
+                API_EXTENSIONS,
+            ),
         ],
         vec![builtin::<events::Event>(
             never_collected(plain()),

@@ -348,7 +348,7 @@ fn wildcard_among_others(values: &[&str]) -> bool {
     values.len() > 1 && values.contains(&"*")
 }
 
-fn named_rule(rule: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn named_rule(rule: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let mut seen = HashSet::new();
     for (i, name) in strings(rule, "resourceNames").into_iter().enumerate() {
         let name_path = path.child("resourceNames").index(i);
@@ -454,7 +454,12 @@ fn resources(list: &[&str], path: &Path, errs: &mut Vec<FieldError>) {
     }
 }
 
-fn match_conditions(spec: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn match_conditions(
+    spec: &Value,
+    params: bool,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) {
     let conditions = items(spec, "matchConditions");
     if conditions.len() > MAX_MATCH_CONDITIONS {
         errs.push(FieldError::too_many(
