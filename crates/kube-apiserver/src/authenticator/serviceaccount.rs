@@ -353,6 +353,24 @@ impl JwtAuthenticator {
     }
 }
 
+/// Audit annotation of an extended token used after its `warnafter`.
+pub const STALE_TOKEN_ANNOTATION: &str = "authentication.k8s.io/stale-token";
+
+/// Upstream marks the use of an extended (kubelet) token past the lifetime
+/// it was asked for, so that clients that do not refresh can be found.
+fn annotate_stale(claims: &Claims, now: i64) {
+    if let Some(warnafter) = claims.kubernetes.warnafter.filter(|w| *w != 0 && now > *w) {
+        apiserver::audit::add_authentication_annotation(
+            STALE_TOKEN_ANNOTATION,
+            format!(
+                "subject: {}, seconds after warning threshold: {}",
+                claims.sub,
+                now - warnafter
+            ),
+        );
+    }
+}
+
 #[async_trait]
 impl TokenAuthenticator for JwtAuthenticator {
     async fn authenticate_token(
@@ -397,7 +415,11 @@ impl TokenAuthenticator for JwtAuthenticator {
         let now = Utc::now().timestamp();
         Self::check_times(&claims, now)?;
         let user = match self.kind {
-            TokenKind::Bound => self.validate(&claims, now).await?,
+            TokenKind::Bound => {
+                let user = self.validate(&claims, now).await?;
+                annotate_stale(&claims, now);
+                user
+            }
             TokenKind::Legacy { lookup } => {
                 legacy::validate(&self.objects, token, &claims, lookup).await?
             }

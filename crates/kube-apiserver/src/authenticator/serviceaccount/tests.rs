@@ -183,6 +183,43 @@ async fn forged_and_expired_tokens_are_refused() {
     );
 }
 
+#[tokio::test]
+async fn extended_tokens_used_after_warnafter_are_audited_as_stale() {
+    let f = fixture();
+    f.create("serviceaccounts", sa("builder")).await;
+    let token = f.token("builder", json!({})).await.unwrap()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let payload = token.split('.').nth(1).unwrap();
+    let mut claims: Claims =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    let annotations = |token: String| async {
+        let ctx = Arc::new(apiserver::audit::AuditContext::default());
+        let auth = &f.auth;
+        apiserver::audit::authenticating(ctx.clone(), async move {
+            auth.authenticate_token(&token, &[]).await.unwrap().unwrap();
+        })
+        .await;
+        ctx.annotations()
+    };
+    let now = Utc::now().timestamp();
+    claims.kubernetes.warnafter = Some(now + 600);
+    let fresh = f.requests.generator.sign(&claims).unwrap();
+    assert!(annotations(fresh).await.is_empty());
+    claims.kubernetes.warnafter = Some(now - 100);
+    let stale = f.requests.generator.sign(&claims).unwrap();
+    let found = annotations(stale).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, STALE_TOKEN_ANNOTATION);
+    assert!(
+        found[0].1.starts_with(
+            "subject: system:serviceaccount:default:builder, seconds after warning threshold: 10"
+        ),
+        "{found:?}"
+    );
+}
+
 fn err_msg(m: &str) -> AuthError {
     AuthError::Token(m.into())
 }
