@@ -216,8 +216,110 @@ fn scopes_select_what_they_name(s: &TestServer) {
     assert_eq!(st["hard"]["pods"], "1", "{st}");
 }
 
+fn limit_ranges_default_and_bound(s: &TestServer) {
+    namespace(s);
+    s.apply_yaml(
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: lr, namespace: quota}\nspec:\n  limits:\n\
+         \x20 - {type: Container, min: {cpu: 100m}, max: {cpu: \"1\"}, maxLimitRequestRatio: {cpu: \"4\"}}\n\
+         \x20 - {type: PersistentVolumeClaim, max: {storage: 1Gi}}\n",
+    );
+    // Upstream's defaulting: the default limit from max, the request from it.
+    let out = s.ok(&["get", "limitrange", "lr", "-n", "quota", "-o", "json"]);
+    let lr: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    assert_eq!(lr["spec"]["limits"][0]["default"]["cpu"], "1", "{lr}");
+    assert_eq!(
+        lr["spec"]["limits"][0]["defaultRequest"]["cpu"], "1",
+        "{lr}"
+    );
+
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &pod("small", "{requests: {cpu: 50m}, limits: {cpu: 100m}}"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pods \"small\" is forbidden: minimum cpu usage per Container is 100m, but request is 50m"),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &pod("big", "{requests: {cpu: 100m}, limits: {cpu: \"2\"}}"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pods \"big\" is forbidden: [maximum cpu usage per Container is 1, but limit is 2, cpu max limit to request ratio per Container is 4, but provided ratio is 20.000000]"),
+        "{err}"
+    );
+    s.apply_yaml(&pod("plain", "{}"));
+    let out = s.ok(&["get", "pod", "plain", "-n", "quota", "-o", "json"]);
+    let p: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let res = &p["spec"]["containers"][0]["resources"];
+    assert_eq!(res["requests"]["cpu"], "1", "{p}");
+    assert_eq!(res["limits"]["cpu"], "1", "{p}");
+
+    let claim =
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: quota}\n\
+        spec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 2Gi}}\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], claim);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("persistentvolumeclaims \"c\" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2Gi"),
+        "{err}"
+    );
+}
+
+fn invalid_quotas_and_limit_ranges_are_refused(s: &TestServer) {
+    namespace(s);
+    let quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: bad, namespace: quota}\n\
+        spec:\n  hard: {foo: \"1\", requests.cpu: \"1\"}\n  scopes: [BestEffort, NotBestEffort]\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], quota);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("The ResourceQuota \"bad\" is invalid"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "spec.hard[foo]: Invalid value: \"foo\": must be a standard resource for quota"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("unsupported scope applied to resource"),
+        "{err}"
+    );
+    assert!(err.contains("conflicting scopes"), "{err}");
+    let range = "apiVersion: v1\nkind: LimitRange\nmetadata: {name: bad, namespace: quota}\n\
+        spec:\n  limits:\n  - {type: Container, min: {cpu: 200m}, max: {cpu: 100m}}\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], range);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.limits[0].min[cpu]: Invalid value: \"200m\": min value 200m is greater than max value 100m"),
+        "{err}"
+    );
+    // Scopes cannot change once set.
+    s.apply_yaml(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: scoped, namespace: quota}\n\
+         spec:\n  hard: {pods: \"1\"}\n  scopes: [BestEffort]\n",
+    );
+    let err = s.fails(&[
+        "patch",
+        "quota",
+        "scoped",
+        "-n",
+        "quota",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"scopes":["NotBestEffort"]}}"#,
+    ]);
+    assert!(err.contains("spec.scopes: Invalid value"), "{err}");
+    assert!(err.contains("field is immutable"), "{err}");
+}
+
 crate::harness::on_both_backends!(
     usage_follows_creates_and_deletes,
     refusals_carry_upstreams_messages,
     scopes_select_what_they_name,
+    limit_ranges_default_and_bound,
+    invalid_quotas_and_limit_ranges_are_refused,
 );
