@@ -290,7 +290,7 @@ fn validation_reports_every_problem_at_once() {
 #[test]
 fn unsupported_flags_stop_startup_only_when_changed() {
     let completed = parse(&[
-        "--audit-log-compress=true",
+        "--peer-advertise-ip=10.0.0.1",
         "--profiling=true",
         "--event-ttl=60m",
         "--authorization-mode=RBAC,Node",
@@ -300,7 +300,7 @@ fn unsupported_flags_stop_startup_only_when_changed() {
     let unsupported = messages(&completed.unsupported());
     assert_eq!(
         unsupported,
-        vec!["--audit-log-compress: not supported yet by this server".to_string(),]
+        vec!["--peer-advertise-ip: not supported yet by this server".to_string(),]
     );
     assert!(
         completed.validate().is_empty(),

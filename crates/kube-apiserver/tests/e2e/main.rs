@@ -7,6 +7,7 @@ mod admission_policy;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;
+mod audit_backends;
 mod authn_bad_input;
 mod authentication;
 mod authentication_config;
