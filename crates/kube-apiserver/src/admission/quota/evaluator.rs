@@ -379,7 +379,8 @@ fn pod_in_scope(pod: &Value, scope: &str, op: &str, values: &[&str]) -> bool {
                 "Exists" => !class.is_empty(),
                 "In" => values.contains(&class),
                 "NotIn" => !values.contains(&class),
-                // The class is always a label of the pod's scope set.
+                // A pod without a class has no PriorityClass label.
+                "DoesNotExist" => class.is_empty(),
                 _ => false,
             }
         }

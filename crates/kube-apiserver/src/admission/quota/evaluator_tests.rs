@@ -143,6 +143,13 @@ fn scopes_select_pods_as_upstream() {
     assert!(matches(&sel("NotIn", json!(["high"])), "", "pods", &best));
     assert!(matches(&sel("Exists", json!([])), "", "pods", &burst));
     assert!(!matches(&sel("Exists", json!([])), "", "pods", &best));
+    assert!(matches(&sel("DoesNotExist", json!([])), "", "pods", &best));
+    assert!(!matches(
+        &sel("DoesNotExist", json!([])),
+        "",
+        "pods",
+        &burst
+    ));
     // Scoped quotas never select what has no scopes.
     let q = quota(json!({"hard": {"count/configmaps": "1"}, "scopes": ["BestEffort"]}));
     assert!(!matches(&q, "", "configmaps", &json!({})));

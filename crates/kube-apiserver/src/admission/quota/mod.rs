@@ -55,11 +55,14 @@ impl Handler for ResourceQuota {
     }
 }
 
-/// Whether the evaluator of a resource charges this operation: pods,
-/// generic object counts only on create; services and claims on update too.
-fn charged(group: &str, resource: &str, op: Operation) -> bool {
-    op == Operation::Create
-        || (group.is_empty() && matches!(resource, "services" | "persistentvolumeclaims"))
+/// Whether the evaluator of a resource charges this write: objects on
+/// create (pods through `resize` too), services and claims on update.
+fn charged(group: &str, resource: &str, subresource: &str, op: Operation) -> bool {
+    let core = group.is_empty();
+    if !subresource.is_empty() {
+        return core && resource == "pods" && subresource == "resize" && op == Operation::Update;
+    }
+    op == Operation::Create || (core && matches!(resource, "services" | "persistentvolumeclaims"))
 }
 
 /// `a=1,b=2`, sorted by name, as upstream prints resource lists.
@@ -264,10 +267,7 @@ impl ResourceQuota {
 impl ValidationInterface for ResourceQuota {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
         let (group, resource) = (a.resource.group.as_str(), a.resource.resource.as_str());
-        if a.namespace.is_empty()
-            || !a.subresource.is_empty()
-            || !charged(group, resource, a.operation)
-        {
+        if a.namespace.is_empty() || !charged(group, resource, &a.subresource, a.operation) {
             return Ok(());
         }
         let Some(obj) = a.object.as_ref() else {
@@ -351,10 +351,12 @@ mod tests {
 
     #[test]
     fn only_services_and_claims_are_charged_on_update() {
-        assert!(charged("", "services", Operation::Update));
-        assert!(charged("", "persistentvolumeclaims", Operation::Update));
-        assert!(!charged("", "pods", Operation::Update));
-        assert!(!charged("", "configmaps", Operation::Update));
-        assert!(charged("apps", "deployments", Operation::Create));
+        assert!(charged("", "services", "", Operation::Update));
+        assert!(charged("", "persistentvolumeclaims", "", Operation::Update));
+        assert!(!charged("", "pods", "", Operation::Update));
+        assert!(charged("", "pods", "resize", Operation::Update));
+        assert!(!charged("", "pods", "status", Operation::Update));
+        assert!(!charged("", "configmaps", "", Operation::Update));
+        assert!(charged("apps", "deployments", "", Operation::Create));
     }
 }
