@@ -1,7 +1,8 @@
 //! RBAC's post-start hook `rbac/bootstrap-roles` (upstream's
 //! `pkg/registry/rbac/rest.PolicyData` with the policy of
 //! `plugin/pkg/auth/authorizer/rbac/bootstrappolicy`): the default
-//! ClusterRoles and ClusterRoleBindings, created when missing, and binding
+//! ClusterRoles and ClusterRoleBindings, created when missing and
+//! reconciled otherwise (`reconcile`), and binding
 //! the RBAC authorizer to the RBAC stores. The aggregated roles (admin,
 //! edit, view, and any with an aggregationRule) are kept the union of the
 //! roles they select by a controller the hook starts.
@@ -19,6 +20,10 @@ use serde_json::{json, Value};
 use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 
 use crate::authorization::node_rules::node_rules;
+
+mod reconcile;
+
+use reconcile::ensure;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const READ: &[&str] = &["get", "list", "watch"];
@@ -492,31 +497,6 @@ pub fn default_namespace_role_bindings() -> Vec<Value> {
             "name": "extension-apiserver-authentication-reader"},
         "subjects": subjects,
     })]
-}
-
-/// Creates an object unless one of its name exists.
-async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let namespace = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let found = store.get(namespace.as_deref(), &name, Default::default());
-    if found.await.is_ok() {
-        return Ok(());
-    }
-    match store.create(obj, &WriteOptions::default()).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(format!(
-            "creating {} {name:?}: {}",
-            store.info.kind, e.message
-        )),
-    }
 }
 
 /// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
