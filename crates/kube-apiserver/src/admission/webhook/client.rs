@@ -18,16 +18,24 @@ use crate::admission::lookup::{text, Stores};
 /// Upstream's limit on a webhook response body.
 const MAX_RESPONSE_BYTES: usize = 3 * 1024 * 1024;
 
+/// Why a webhook could not be called or answered unusably; shown after
+/// `failed calling webhook "<name>": ` as upstream's `ErrCallingWebhook`.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("{0}")]
+    #[error("could not get REST client: {0}")]
     Config(String),
-    #[error("Post \"{url}\": {message}")]
+    #[error("could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)")]
+    NoKnownVersion,
+    #[error("failed to call webhook: Post \"{url}\": {message}")]
     Transport { url: String, message: String },
-    #[error("Post \"{url}\": context deadline exceeded")]
+    #[error("failed to call webhook: Post \"{url}\": context deadline exceeded")]
     Timeout { url: String },
     #[error("received invalid webhook response: {0}")]
     Response(String),
+    #[error("received undecodable patch in webhook response: {0}")]
+    UndecodablePatch(String),
+    #[error("unsupported patch type {0:?}")]
+    UnsupportedPatchType(String),
 }
 
 /// Where to send the request.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::admission::lookup::{text, Stores};
 
-fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
+pub fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -110,6 +110,22 @@ pub async fn namespace_selector_matches(
     Ok(sel.matches(&labels(ns.as_deref())))
 }
 
+/// Objects webhooks never see, so that a broken webhook cannot lock its
+/// own configuration (or the admission policies) in place: upstream's
+/// `IsExemptAdmissionConfigurationResource`, by kind.
+pub fn is_exempt(a: &Attributes) -> bool {
+    a.kind.group == "admissionregistration.k8s.io"
+        && matches!(
+            a.kind.kind.as_str(),
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+                | "MutatingAdmissionPolicy"
+                | "MutatingAdmissionPolicyBinding"
+        )
+}
+
 /// Whether a webhook may be called for a dry-run request.
 pub fn dry_run_safe(webhook: &Value) -> bool {
     matches!(text(webhook, "/sideEffects"), Some("None" | "NoneOnDryRun"))
@@ -186,6 +202,22 @@ mod tests {
             &pods(Operation::Delete, "", json!({})),
             true
         ));
+    }
+
+    #[test]
+    fn admission_configuration_objects_are_exempt() {
+        let mut a = pods(Operation::Create, "", json!({}));
+        assert!(!is_exempt(&a));
+        a.kind.group = "admissionregistration.k8s.io".into();
+        for kind in [
+            "ValidatingWebhookConfiguration",
+            "MutatingAdmissionPolicyBinding",
+        ] {
+            a.kind.kind = kind.into();
+            assert!(is_exempt(&a), "{kind}");
+        }
+        a.kind.kind = "Pod".into();
+        assert!(!is_exempt(&a));
     }
 
     #[test]

@@ -93,7 +93,8 @@ impl Dispatcher {
     /// Whether the request is one `webhook` is for: its rules, selectors
     /// and match conditions.
     async fn matches(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
-        if !matching::is_admissible(a.operation)
+        if matching::is_exempt(a)
+            || !matching::is_admissible(a.operation)
             || !matching::rules_match(webhook, a, namespaced(a))
             || !matching::object_selector_matches(webhook, a)
             || !matching::namespace_selector_matches(webhook, a, &self.stores).await?
@@ -101,7 +102,7 @@ impl Dispatcher {
             return Ok(false);
         }
         if webhook.get("matchConditions").is_some() {
-            let review = review(a);
+            let review = review(a, "v1");
             match self.conditions.evaluate(webhook, &review["request"]) {
                 Verdict::Match => {}
                 Verdict::NoMatch => return Ok(false),
@@ -146,8 +147,19 @@ fn user_info(a: &Attributes) -> Value {
     info
 }
 
-/// The AdmissionReview v1 request of one call.
-fn review(a: &Attributes) -> Value {
+/// The AdmissionReview version to send: the first of the webhook's
+/// `admissionReviewVersions` this server speaks.
+fn review_version(webhook: &Value) -> Option<&'static str> {
+    matching::strings(webhook.get("admissionReviewVersions")).find_map(|v| match v {
+        "v1" => Some("v1"),
+        "v1beta1" => Some("v1beta1"),
+        _ => None,
+    })
+}
+
+/// The AdmissionReview request of one call, in `version` (v1 and v1beta1
+/// carry the same fields).
+fn review(a: &Attributes, version: &str) -> Value {
     let uid = uuid::Uuid::new_v4().to_string();
     let gvk = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
     let gvr = json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource});
@@ -172,7 +184,7 @@ fn review(a: &Attributes) -> Value {
     if !a.namespace.is_empty() {
         request["namespace"] = json!(a.namespace);
     }
-    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    json!({"apiVersion": format!("admission.k8s.io/{version}"), "kind": "AdmissionReview", "request": request})
 }
 
 /// Upstream's answer to a denial: the webhook's status, at least 400.
@@ -199,92 +211,188 @@ fn denied(webhook: &str, status: Option<&Value>) -> ApiError {
     ApiError::new(code, reason, message)
 }
 
-/// What came back from one webhook.
+/// What came back from one webhook: allowed (with the patch of a mutating
+/// webhook, if any), or its failure ignored by policy.
 enum Outcome {
-    Allowed(Value),
+    Allowed(Option<json_patch::Patch>),
     Ignored,
 }
 
+/// Why one exchange with a webhook did not allow the request.
+enum Failure {
+    /// The call failed; the webhook's failure policy decides.
+    Call(client::CallError),
+    /// The webhook denied the request.
+    Denied(ApiError),
+}
+
+impl From<client::CallError> for Failure {
+    fn from(e: client::CallError) -> Self {
+        Failure::Call(e)
+    }
+}
+
 /// Calls one webhook and checks its answer; failures obey its failure
-/// policy (Fail unless Ignore).
-async fn call(webhook: &Value, a: &Attributes, stores: &Stores) -> Result<Outcome, ApiError> {
+/// policy (Fail unless Ignore) and fail the request as upstream's internal
+/// error.
+async fn call(
+    webhook: &Value,
+    a: &Attributes,
+    stores: &Stores,
+    mutating: bool,
+) -> Result<Outcome, ApiError> {
     let name = name(webhook);
+    match exchange(webhook, a, stores, mutating).await {
+        Ok(patch) => Ok(Outcome::Allowed(patch)),
+        Err(Failure::Denied(e)) => Err(e),
+        Err(Failure::Call(e)) if text(webhook, "/failurePolicy") == Some("Ignore") => {
+            tracing::warn!(webhook = name, error = %e, "failed calling webhook; failure policy Ignore");
+            Ok(Outcome::Ignored)
+        }
+        Err(Failure::Call(e)) => Err(ApiError::internal_error(format!(
+            "failed calling webhook \"{name}\": {e}"
+        ))),
+    }
+}
+
+/// One round trip: the review sent, the answer verified, its audit
+/// annotations and warnings recorded, a denial turned into its status and
+/// a mutating webhook's patch decoded.
+async fn exchange(
+    webhook: &Value,
+    a: &Attributes,
+    stores: &Stores,
+    mutating: bool,
+) -> Result<Option<json_patch::Patch>, Failure> {
+    let name = name(webhook);
+    let version = review_version(webhook).ok_or(client::CallError::NoKnownVersion)?;
     let timeout = webhook
         .get("timeoutSeconds")
         .and_then(Value::as_u64)
         .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-    let request = review(a);
-    let uid = request["request"]["uid"].clone();
-    let config = webhook.get("clientConfig").cloned().unwrap_or(Value::Null);
-    let answer = client::call(&config, stores, &request, Duration::from_secs(timeout))
-        .await
-        .and_then(|r| check_response(r, &uid));
-    let response = match answer {
-        Ok(r) => r,
-        Err(e) if text(webhook, "/failurePolicy") == Some("Ignore") => {
-            tracing::warn!(webhook = name, error = %e, "failed calling webhook; failure policy Ignore");
-            return Ok(Outcome::Ignored);
+    let request = review(a, version);
+    let null = Value::Null;
+    let config = webhook.get("clientConfig").unwrap_or(&null);
+    let answer = client::call(config, stores, &request, Duration::from_secs(timeout)).await?;
+    let response = verify_response(answer, &request["request"]["uid"], version, mutating)?;
+    let annotations = response.get("auditAnnotations").and_then(Value::as_object);
+    for (key, value) in annotations.into_iter().flatten() {
+        if let Some(value) = value.as_str() {
+            a.request
+                .add_audit_annotation(&format!("{name}/{key}"), value);
         }
-        Err(e) => {
-            return Err(ApiError::internal_error(format!(
-                "failed calling webhook \"{name}\": failed to call webhook: {e}"
-            )))
-        }
-    };
-    for w in response
-        .get("warnings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(w) = w.as_str() {
-            a.request.add_warning(w);
-        }
+    }
+    for w in matching::strings(response.get("warnings")) {
+        a.request.add_warning(w);
     }
     if response.get("allowed").and_then(Value::as_bool) != Some(true) {
-        return Err(denied(name, response.get("status")));
+        return Err(Failure::Denied(denied(name, response.get("status"))));
     }
-    Ok(Outcome::Allowed(response))
+    if !mutating {
+        return Ok(None);
+    }
+    Ok(decode_patch(&response, version)?)
 }
 
-/// The `response` of an AdmissionReview answering `uid`.
-fn check_response(review: Value, uid: &Value) -> Result<Value, client::CallError> {
-    let bad = |m: &str| client::CallError::Response(m.to_owned());
-    if review.get("apiVersion").and_then(Value::as_str) != Some("admission.k8s.io/v1")
-        || review.get("kind").and_then(Value::as_str) != Some("AdmissionReview")
-    {
-        return Err(bad(
-            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview",
-        ));
+/// The `response` of an AdmissionReview answering `uid`, checked as
+/// upstream's `VerifyAdmissionResponse` does for the version sent.
+fn verify_response(
+    review: Value,
+    uid: &Value,
+    version: &str,
+    mutating: bool,
+) -> Result<Value, client::CallError> {
+    let bad = |m: String| client::CallError::Response(m);
+    let Some(response) = review.get("response").filter(|r| r.is_object()) else {
+        return Err(bad("webhook response was absent".into()));
+    };
+    if version != "v1" {
+        // v1beta1 answers were never checked further.
+        return Ok(response.clone());
     }
-    let response = review
-        .get("response")
-        .cloned()
-        .ok_or_else(|| bad("response was absent"))?;
-    if response.get("uid") != Some(uid) {
-        return Err(bad(&format!(
-            "expected response.uid={}, got {}",
-            uid,
-            response.get("uid").cloned().unwrap_or(json!(""))
+    let got_uid = response
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if Some(got_uid) != uid.as_str() {
+        return Err(bad(format!(
+            "expected response.uid={:?}, got {got_uid:?}",
+            uid.as_str().unwrap_or_default()
         )));
     }
-    Ok(response)
+    let api_version = text(&review, "/apiVersion").unwrap_or_default();
+    let kind = text(&review, "/kind").unwrap_or_default();
+    if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        let (group, ver) = api_version.split_once('/').unwrap_or(("", api_version));
+        return Err(bad(format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{ver}, Kind={kind}"
+        )));
+    }
+    let patch = response
+        .get("patch")
+        .and_then(Value::as_str)
+        .is_some_and(|p| !p.is_empty());
+    let patch_type = response.get("patchType").filter(|t| !t.is_null());
+    let problem = match (mutating, patch, patch_type) {
+        (true, true, None) => Some("webhook returned response.patch but not response.patchType"),
+        (true, false, Some(_)) => {
+            Some("webhook returned response.patchType but not response.patch")
+        }
+        (true, true, Some(t)) if t.as_str().is_none_or(str::is_empty) => {
+            return Err(bad(format!(
+                "webhook returned invalid response.patchType of {:?}",
+                t.as_str().unwrap_or_default()
+            )))
+        }
+        (false, true, _) => Some("validating webhook may not return response.patch"),
+        (false, _, Some(_)) => Some("validating webhook may not return response.patchType"),
+        _ => None,
+    };
+    match problem {
+        Some(p) => Err(bad(p.to_owned())),
+        None => Ok(response.clone()),
+    }
 }
 
-/// Applies a webhook's JSON patch to the object.
-fn apply_patch(response: &Value, object: &mut Value) -> Result<bool, String> {
+/// A mutating webhook's JSON patch (none when absent or empty).
+fn decode_patch(
+    response: &Value,
+    version: &str,
+) -> Result<Option<json_patch::Patch>, client::CallError> {
     let Some(patch) = response.get("patch").and_then(Value::as_str) else {
-        return Ok(false);
+        return Ok(None);
     };
-    if text(response, "/patchType") != Some("JSONPatch") {
-        return Err("expected patchType JSONPatch".into());
-    }
+    let undecodable =
+        |e: &dyn std::fmt::Display| client::CallError::UndecodablePatch(e.to_string());
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(patch)
-        .map_err(|e| e.to_string())?;
-    let patch: json_patch::Patch = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        .map_err(|e| undecodable(&e))?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).map_err(|e| undecodable(&e))?;
+    if patch.0.is_empty() {
+        return Ok(None);
+    }
+    // v1beta1 answers were pinned to JSONPatch.
+    let patch_type = if version == "v1" {
+        text(response, "/patchType").unwrap_or_default()
+    } else {
+        "JSONPatch"
+    };
+    if patch_type != "JSONPatch" {
+        return Err(client::CallError::UnsupportedPatchType(
+            patch_type.to_owned(),
+        ));
+    }
+    Ok(Some(patch))
+}
+
+/// Applies a webhook's JSON patch to the object; returns whether it
+/// changed.
+fn apply_patch(patch: &json_patch::Patch, object: &mut Value) -> Result<bool, String> {
     let mut patched = object.clone();
-    json_patch::patch(&mut patched, &patch).map_err(|e| e.to_string())?;
+    json_patch::patch(&mut patched, patch).map_err(|e| e.to_string())?;
     let changed = patched != *object;
     *object = patched;
     Ok(changed)
@@ -305,18 +413,17 @@ impl MutatingWebhook {
     /// the object.
     async fn run(&self, webhook: &Value, a: &mut Attributes) -> Result<bool, ApiError> {
         dry_run_check(webhook, a)?;
-        let Outcome::Allowed(response) = call(webhook, a, &self.dispatcher.stores).await? else {
+        let Outcome::Allowed(Some(patch)) = call(webhook, a, &self.dispatcher.stores, true).await?
+        else {
             return Ok(false);
         };
         let Some(object) = a.object.as_mut() else {
-            return Ok(false);
-        };
-        apply_patch(&response, object).map_err(|e| {
-            ApiError::internal_error(format!(
-                "failed calling webhook \"{}\": received invalid webhook response: {e}",
+            return Err(ApiError::internal_error(format!(
+                "admission webhook \"{}\" attempted to modify the object, which is not supported for this operation",
                 name(webhook)
-            ))
-        })
+            )));
+        };
+        apply_patch(&patch, object).map_err(ApiError::internal_error)
     }
 
     /// Calls the webhooks in order (in the second pass, only those to be
@@ -394,7 +501,7 @@ impl ValidationInterface for ValidatingWebhook {
             }
         }
         let results =
-            futures::future::join_all(selected.iter().map(|h| call(h, a, &d.stores))).await;
+            futures::future::join_all(selected.iter().map(|h| call(h, a, &d.stores, false))).await;
         // The first refusal in webhook order is the answer.
         for result in results {
             result?;
@@ -430,13 +537,106 @@ mod tests {
         );
     }
 
+    fn encoded(patch: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(patch)
+    }
+
     #[test]
-    fn json_patches_apply_and_report_changes() {
-        let patch = base64::engine::general_purpose::STANDARD
-            .encode(br#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
+    fn json_patches_decode_apply_and_report_changes() {
+        let patch = encoded(r#"[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]"#);
         let response = json!({"patchType": "JSONPatch", "patch": patch});
+        let Ok(Some(patch)) = decode_patch(&response, "v1") else {
+            panic!("patch not decoded");
+        };
         let mut obj = json!({"metadata": {}});
-        assert_eq!(apply_patch(&response, &mut obj), Ok(true));
+        assert_eq!(apply_patch(&patch, &mut obj), Ok(true));
         assert_eq!(obj["metadata"]["labels"]["a"], "b");
+        assert_eq!(apply_patch(&patch, &mut obj), Ok(false));
+        let other = json!({"patchType": "Merge", "patch": encoded("[{\"op\":\"remove\",\"path\":\"/a\"}]")});
+        assert_eq!(
+            decode_patch(&other, "v1")
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err("unsupported patch type \"Merge\"".to_owned())
+        );
+        // v1beta1 answers are taken as JSON patches whatever they say.
+        assert!(matches!(decode_patch(&other, "v1beta1"), Ok(Some(_))));
+        assert!(matches!(
+            decode_patch(&json!({"patch": encoded("[]")}), "v1"),
+            Ok(None)
+        ));
+    }
+
+    fn verify(review: Value, mutating: bool) -> Result<(), String> {
+        verify_response(review, &json!("u-1"), "v1", mutating)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn responses_are_verified_as_upstream() {
+        let ok = |response: Value| json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
+        assert_eq!(
+            verify(ok(json!({"uid": "u-1", "allowed": true})), false),
+            Ok(())
+        );
+        assert_eq!(
+            verify(
+                json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}),
+                false
+            ),
+            Err("received invalid webhook response: webhook response was absent".into())
+        );
+        assert_eq!(
+            verify(ok(json!({"uid": "other", "allowed": true})), false),
+            Err(
+                "received invalid webhook response: expected response.uid=\"u-1\", got \"other\""
+                    .into()
+            )
+        );
+        assert_eq!(
+            verify(
+                json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+                       "response": {"uid": "u-1", "allowed": true}}),
+                false
+            ),
+            Err("received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview".into())
+        );
+        let patched = ok(json!({"uid": "u-1", "allowed": true, "patch": encoded("[]")}));
+        assert_eq!(
+            verify(patched.clone(), false),
+            Err("received invalid webhook response: validating webhook may not return response.patch".into())
+        );
+        assert_eq!(
+            verify(patched, true),
+            Err("received invalid webhook response: webhook returned response.patch but not response.patchType".into())
+        );
+        assert_eq!(
+            verify(ok(json!({"uid": "u-1", "allowed": true, "patchType": "JSONPatch"})), true),
+            Err("received invalid webhook response: webhook returned response.patchType but not response.patch".into())
+        );
+        // v1beta1 answers are not checked beyond having a response.
+        assert!(verify_response(
+            ok(json!({"allowed": true})),
+            &json!("u-1"),
+            "v1beta1",
+            false
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_first_known_review_version_is_sent() {
+        let hook = |versions: Value| json!({"admissionReviewVersions": versions});
+        assert_eq!(
+            review_version(&hook(json!(["v2", "v1beta1", "v1"]))),
+            Some("v1beta1")
+        );
+        assert_eq!(review_version(&hook(json!(["v1", "v1beta1"]))), Some("v1"));
+        assert_eq!(review_version(&hook(json!(["v2"]))), None);
+        assert_eq!(
+            client::CallError::NoKnownVersion.to_string(),
+            "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+        );
     }
 }
