@@ -3,7 +3,7 @@
 //! decoded from whatever encoding they travelled in (JSON, YAML, protobuf)
 //! and managed fields dropped when the policy asks.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use apimachinery::request_info::RequestInfo;
 use axum::extract::ConnectInfo;
@@ -17,32 +17,29 @@ use crate::filters::authentication::UserInfo;
 const MAX_USER_AGENT: usize = 1024;
 const TRUNCATED: &str = "...TRUNCATED";
 
-/// The request's client addresses as upstream's `utilnet.SourceIPs`:
-/// X-Forwarded-For, then X-Real-Ip, then the peer, without repeats.
+/// The request's client addresses as upstream's `utilnet.SourceIPs`: the
+/// valid X-Forwarded-For entries, X-Real-Ip unless already among them,
+/// then the peer unless it is the last address so far; each written in
+/// canonical form (an IPv4-mapped address as plain IPv4).
 pub fn source_ips<B>(req: &Request<B>) -> Vec<String> {
     let headers = req.headers();
-    let mut ips: Vec<String> = header(headers, "x-forwarded-for")
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok())
-                .map(str::to_owned)
-                .collect()
-        })
+    let parse = |ip: &str| ip.trim().parse::<IpAddr>().ok().map(|ip| ip.to_canonical());
+    let mut ips: Vec<IpAddr> = header(headers, "x-forwarded-for")
+        .map(|v| v.split(',').filter_map(parse).collect())
         .unwrap_or_default();
-    let real = header(headers, "x-real-ip")
-        .map(str::trim)
-        .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok());
+    if let Some(real) = header(headers, "x-real-ip").and_then(parse) {
+        if !ips.contains(&real) {
+            ips.push(real);
+        }
+    }
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip().to_string());
-    for ip in real.map(str::to_owned).into_iter().chain(peer) {
-        if !ips.contains(&ip) {
-            ips.push(ip);
-        }
+        .map(|c| c.0.ip().to_canonical());
+    if let Some(peer) = peer.filter(|p| ips.last() != Some(p)) {
+        ips.push(peer);
     }
-    ips
+    ips.iter().map(IpAddr::to_string).collect()
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -163,6 +160,28 @@ mod tests {
         let peer: SocketAddr = ([127, 0, 0, 1], 5000).into();
         req.extensions_mut().insert(ConnectInfo(peer));
         assert_eq!(source_ips(&req), ["10.0.0.1", "10.0.0.2", "127.0.0.1"]);
+    }
+
+    #[test]
+    fn source_ips_repeat_the_peer_unless_it_ends_the_chain() {
+        let peer: SocketAddr = ([127, 0, 0, 1], 5000).into();
+        let with = |forwarded: &str| {
+            let mut req = Request::builder()
+                .header("x-forwarded-for", forwarded)
+                .body(())
+                .unwrap_or_default();
+            req.extensions_mut().insert(ConnectInfo(peer));
+            source_ips(&req)
+        };
+        assert_eq!(
+            with("127.0.0.1, ::ffff:10.0.0.2"),
+            ["127.0.0.1", "10.0.0.2", "127.0.0.1"]
+        );
+        assert_eq!(with("10.0.0.2, 127.0.0.1"), ["10.0.0.2", "127.0.0.1"]);
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().unwrap_or(peer);
+        let mut req = Request::builder().body(()).unwrap_or_default();
+        req.extensions_mut().insert(ConnectInfo(mapped));
+        assert_eq!(source_ips(&req), ["127.0.0.1"]);
     }
 
     #[test]
