@@ -48,6 +48,7 @@ mod printer_columns_rbac_storage;
 mod printer_columns_workloads;
 mod quantities;
 mod rbac;
+mod rbac_bootstrap;
 mod resource_quota;
 mod runtime_config;
 mod scale_admission;
