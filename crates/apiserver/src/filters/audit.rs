@@ -237,7 +237,7 @@ pub async fn filter(
             ev.response_status = Some(ResponseStatus {
                 status: "Failure".into(),
                 reason: "InternalError".into(),
-                message: "APIServer panic'd".into(),
+                message: format!("APIServer panic'd: {}", panic_reason(&*panic)),
                 code: 500,
                 ..ResponseStatus::default()
             });
@@ -263,6 +263,17 @@ pub async fn filter(
     let resp = record_response(&rac, &mut ev, resp).await;
     emit(&auditor, &rac, &mut ev, Some(&ctx), Stage::ResponseComplete).await;
     resp
+}
+
+/// What a panic was raised with, as Go's `%v` of the recovered value.
+fn panic_reason(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "unknown panic"
+    }
 }
 
 /// The response's Status (any level) and object (RequestResponse), read

@@ -65,6 +65,9 @@ async fn handler(req: Request<Body>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
     let body = read_body(req.into_body()).await.unwrap_or_default();
+    if path.ends_with("/boom") {
+        panic!("boom");
+    }
     if path.ends_with("/missing") {
         let status = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
             "message":"configmaps \"missing\" not found","reason":"NotFound",
@@ -276,4 +279,24 @@ async fn metrics_count_levels_events_and_rejections() {
     ] {
         assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
     }
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_audited_at_the_panic_stage() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let r = router(Some(auditor(dir.path())));
+    let req = Request::get("/api/v1/namespaces/default/pods/boom")
+        .body(Body::empty())
+        .unwrap_or_default();
+    let outcome = tokio::spawn(async move { send(&r, req).await }).await;
+    assert!(outcome.is_err_and(|e| e.is_panic()), "the panic goes on");
+    let events = events(dir.path(), 2).await;
+    let panicked = events.last().cloned().unwrap_or_default();
+    assert_eq!(panicked["stage"], "Panic");
+    assert_eq!(panicked["responseStatus"]["code"], 500);
+    assert_eq!(panicked["responseStatus"]["reason"], "InternalError");
+    assert_eq!(
+        panicked["responseStatus"]["message"],
+        "APIServer panic'd: boom"
+    );
 }
