@@ -29,6 +29,8 @@ mod harness;
 mod http_errors;
 mod image_policy;
 mod kms_metrics;
+mod kubectl_auth;
+mod kubectl_auth_rbac;
 mod kubectl_basics;
 mod kubectl_versions;
 mod kubelet_connect;
