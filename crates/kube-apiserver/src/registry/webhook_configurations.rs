@@ -160,8 +160,9 @@ fn webhook(hook: &Value, path: &Path, errs: &mut Vec<FieldError>) {
             enumerated(value, supported, &path.child(field), errs);
         }
     }
+    // The typed round trip stores an absent value as "".
     match hook.get("sideEffects").and_then(Value::as_str) {
-        None => errs.push(FieldError::required(
+        None | Some("") => errs.push(FieldError::required(
             &path.child("sideEffects"),
             format!("must specify one of {}", SIDE_EFFECTS.join(", ")),
         )),

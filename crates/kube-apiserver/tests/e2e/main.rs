@@ -4,6 +4,7 @@
 mod admission;
 mod admission_plugins;
 mod admission_policy;
+mod admission_webhook_details;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;

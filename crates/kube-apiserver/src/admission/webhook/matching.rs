@@ -19,18 +19,13 @@ fn listed(v: Option<&Value>, want: &str) -> bool {
     strings(v).any(|s| s == "*" || s == want)
 }
 
-/// `pods`, `pods/status`, `*`, `*/status`, `pods/*` or `*/*`.
+/// `pods`, `pods/status`, `*`, `*/status`, `pods/*` or `*/*`: a `*`
+/// subresource covers the main resource too, a bare `*` main resources
+/// only, as upstream's rule matcher.
 fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
     strings(v).any(|r| {
         let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
-        let res_ok = res == "*" || res == resource;
-        let sub_ok = if sub.is_empty() {
-            r.split_once('/').is_none() || rsub.is_empty()
-        } else {
-            rsub == "*" || rsub == sub
-        };
-        // `*` alone covers main resources only, as upstream.
-        res_ok && sub_ok
+        (res == "*" || res == resource) && (rsub == "*" || rsub == sub)
     })
 }
 
@@ -194,6 +189,8 @@ mod tests {
         assert!(!rules_match(&hook(&["pods"], "*"), &status, true));
         assert!(rules_match(&hook(&["pods/status"], "*"), &status, true));
         assert!(rules_match(&hook(&["*/*"], "*"), &status, true));
+        assert!(rules_match(&hook(&["*/*"], "*"), &create, true));
+        assert!(rules_match(&hook(&["pods/*"], "*"), &create, true));
         assert!(!rules_match(&hook(&["*"], "*"), &status, true));
         assert!(rules_match(&hook(&["*"], "Namespaced"), &create, true));
         assert!(!rules_match(&hook(&["*"], "Cluster"), &create, true));
