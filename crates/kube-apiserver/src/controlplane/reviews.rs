@@ -231,6 +231,23 @@ fn review_handler(authz: Arc<Authorization>, kind: ReviewKind) -> CreateHandler 
 }
 
 /// SelfSubjectRulesReview: the requester's rules in `spec.namespace`.
+/// The authorizers' rule resolution errors as upstream's nested error
+/// aggregates print them: distinct messages in order, bracketed when more
+/// than one.
+fn evaluation_error(errors: &[String]) -> Option<String> {
+    let mut distinct: Vec<&str> = Vec::with_capacity(errors.len());
+    for e in errors {
+        if !distinct.contains(&e.as_str()) {
+            distinct.push(e);
+        }
+    }
+    match distinct.as_slice() {
+        [] => None,
+        [one] => Some((*one).to_owned()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
 fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
     Arc::new(move |req: CreateRequest| {
         let authz = authz.clone();
@@ -243,8 +260,8 @@ fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
                 "nonResourceRules": rules.non_resource_rules,
                 "incomplete": rules.incomplete,
             });
-            if !rules.errors.is_empty() {
-                status["evaluationError"] = json!(rules.errors.join(", "));
+            if let Some(error) = evaluation_error(&rules.errors) {
+                status["evaluationError"] = json!(error);
             }
             body["status"] = status;
             Ok(body)
@@ -355,4 +372,20 @@ pub fn authentication_v1(authn: Arc<Authentication>) -> Vec<VirtualResource> {
             }),
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::evaluation_error;
+
+    #[test]
+    fn evaluation_errors_read_like_upstream_aggregates() {
+        let e = |list: &[&str]| {
+            evaluation_error(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(e(&[]), None);
+        assert_eq!(e(&["a"]).as_deref(), Some("a"));
+        assert_eq!(e(&["a", "a"]).as_deref(), Some("a"));
+        assert_eq!(e(&["a", "b", "a"]).as_deref(), Some("[a, b]"));
+    }
 }

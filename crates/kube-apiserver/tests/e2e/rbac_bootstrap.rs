@@ -1,7 +1,8 @@
 //! The bootstrap RBAC policy reconciled at every start, as upstream's
 //! `rbac/bootstrap-roles` hook does: rules, labels and binding subjects the
 //! administrator removed come back after a restart, unless the object is
-//! annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`.
+//! annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`; and
+//! the rules reviews (`kubectl auth can-i --list`) built from that policy.
 
 use crate::harness::{Backend, TestServer};
 
@@ -88,4 +89,114 @@ fn removed_policy_comes_back(backend: Backend) {
     assert_eq!(kept, r#"["/healthz"]"#);
 }
 
-crate::harness::on_both_backends!(backend: removed_policy_comes_back);
+/// `kubectl auth can-i --list` rows, whitespace-normalised.
+fn can_i_list(s: &TestServer, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["auth", "can-i", "--list"];
+    all.extend_from_slice(args);
+    let table = s.ok(&all);
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+fn rules_review(s: &TestServer, args: &[&str]) -> serde_json::Value {
+    let body = r#"{"kind":"SelfSubjectRulesReview","apiVersion":"authorization.k8s.io/v1","spec":{"namespace":"p1"}}"#;
+    let mut all = vec![
+        "create",
+        "--raw",
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        "-f",
+        "-",
+    ];
+    all.extend_from_slice(args);
+    let out = s.kubectl_stdin(&all, body);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()["status"].take()
+}
+
+fn rules_reviews_list_bound_rules(backend: Backend) {
+    let s = backend.start_with(&["--authorization-mode=Node,RBAC"]);
+    s.ok(&["create", "namespace", "p1"]);
+    s.ok(&[
+        "-n",
+        "p1",
+        "create",
+        "role",
+        "r",
+        "--verb=get,list",
+        "--resource=pods",
+        "--resource-name=x",
+    ]);
+    s.ok(&[
+        "-n",
+        "p1",
+        "create",
+        "rolebinding",
+        "b",
+        "--role=r",
+        "--user=jane",
+    ]);
+    let rows = can_i_list(&s, &["--as", "jane", "-n", "p1"]);
+    for row in [
+        "Resources Non-Resource URLs Resource Names Verbs",
+        "selfsubjectrulesreviews.authorization.k8s.io [] [] [create]",
+        "pods [] [x] [get list]",
+        "[/apis/*] [] [get]",
+        "[/version] [] [get]",
+    ] {
+        assert!(
+            rows.iter().any(|r| r == row),
+            "{row:?} missing from {rows:#?}"
+        );
+    }
+    let elsewhere = can_i_list(&s, &["--as", "jane", "-n", "default"]);
+    assert!(
+        !elsewhere.iter().any(|r| r.starts_with("pods")),
+        "{elsewhere:#?}"
+    );
+
+    // RBAC alone lists every rule: complete, even when a binding names a
+    // missing role (an evaluation error).
+    let status = rules_review(&s, &["--as", "jane"]);
+    assert_eq!(status["incomplete"], false, "{status}");
+    assert!(status.get("evaluationError").is_none(), "{status}");
+    s.ok(&[
+        "-n",
+        "p1",
+        "create",
+        "rolebinding",
+        "b2",
+        "--role=gone",
+        "--user=jane",
+    ]);
+    s.ok(&[
+        "-n",
+        "p1",
+        "create",
+        "rolebinding",
+        "b3",
+        "--clusterrole=gone",
+        "--user=jane",
+    ]);
+    let status = rules_review(&s, &["--as", "jane"]);
+    assert_eq!(status["incomplete"], false, "{status}");
+    assert_eq!(
+        status["evaluationError"],
+        r#"[role.rbac.authorization.k8s.io "gone" not found, clusterrole.rbac.authorization.k8s.io "gone" not found]"#
+    );
+    // The Node authorizer cannot list a node's rules.
+    let node = ["--as", "system:node:n1", "--as-group", "system:nodes"];
+    let status = rules_review(&s, &node);
+    assert_eq!(status["incomplete"], true, "{status}");
+    assert_eq!(
+        status["evaluationError"],
+        "node authorizer does not support user rule resolution"
+    );
+}
+
+crate::harness::on_both_backends!(backend: removed_policy_comes_back, rules_reviews_list_bound_rules);

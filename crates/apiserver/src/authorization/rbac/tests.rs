@@ -325,6 +325,7 @@ async fn rules_for_lists_cluster_and_namespace_rules() {
     assert_eq!(rules.non_resource_rules.len(), 1);
     assert!(rbac.rules_for(&bob, "prod").await.resource_rules.is_empty());
     let carol = rbac.rules_for(&user("carol", &[]), "dev").await;
-    assert!(carol.incomplete);
+    // A missing role is an error, not an incomplete list, as upstream.
+    assert!(!carol.incomplete);
     assert_eq!(carol.errors.len(), 1);
 }
