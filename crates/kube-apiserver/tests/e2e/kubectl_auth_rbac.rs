@@ -285,7 +285,7 @@ fn describe_and_wide_columns(backend: Backend) {
     assert!(described.contains(&vec!["Tokens:", "<none>"]));
 }
 
-fn csr_yaml() -> String {
+fn csr_yaml(name: &str) -> String {
     let key = rcgen::KeyPair::generate().expect("key");
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     params
@@ -299,13 +299,13 @@ fn csr_yaml() -> String {
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(pem);
     format!(
-        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: erin}}\nspec:\n  request: {encoded}\n  signerName: kubernetes.io/kube-apiserver-client\n  expirationSeconds: 86400\n  usages: [client auth]\n"
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: {name}}}\nspec:\n  request: {encoded}\n  signerName: kubernetes.io/kube-apiserver-client\n  expirationSeconds: 86400\n  usages: [client auth]\n"
     )
 }
 
 fn certificate_approve_and_deny(backend: Backend) {
     let s = backend.start_with(RBAC);
-    let yaml = csr_yaml();
+    let yaml = csr_yaml("erin");
     s.apply_yaml(&yaml);
     let listed = s.ok(&["get", "csr", "erin"]);
     assert_eq!(
@@ -375,9 +375,45 @@ fn certificate_approve_and_deny(backend: Backend) {
     );
 }
 
+fn certificate_deny_is_final(backend: Backend) {
+    let s = backend.start_with(RBAC);
+    s.apply_yaml(&csr_yaml("gus"));
+    let out = s.ok(&["certificate", "deny", "gus"]);
+    assert_eq!(
+        out.trim(),
+        "certificatesigningrequest.certificates.k8s.io/gus denied"
+    );
+    let conditions = s.ok(&[
+        "get",
+        "csr",
+        "gus",
+        "-o",
+        "jsonpath={range .status.conditions[*]}{.type}/{.status}/{.reason}/{.message}{end}",
+    ]);
+    assert_eq!(
+        conditions,
+        "Denied/True/KubectlDeny/This CSR was denied by kubectl certificate deny."
+    );
+    assert_eq!(
+        rows(&s.ok(&["get", "csr", "gus"]))[1].last(),
+        Some(&"Denied")
+    );
+    let err = s.fails(&["certificate", "approve", "gus"]);
+    assert_eq!(
+        err.trim(),
+        "error: certificate signing request \"gus\" is already Denied"
+    );
+    let err = s.fails(&["certificate", "approve", "nope"]);
+    assert_eq!(
+        err.trim(),
+        "Error from server (NotFound): certificatesigningrequests.certificates.k8s.io \"nope\" not found"
+    );
+}
+
 crate::harness::on_both_backends!(backend:
     auth_reconcile_creates_keeps_and_removes,
     escalation_is_refused_with_upstreams_message,
     describe_and_wide_columns,
     certificate_approve_and_deny,
+    certificate_deny_is_final,
 );
