@@ -165,9 +165,20 @@ fn core_kinds_print_upstream_columns() {
     // The quota controller records what the namespace's pods use.
     s.apply_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: sized}\nspec:\n  containers:\n  - {name: c, image: nginx, resources: {limits: {cpu: 500m}, requests: {memory: 64Mi}}}\n");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let used = |s: &TestServer| s.ok(&["get", "quota", "quota", "-o", "jsonpath={.status.used.pods}"]);
+    let used = |s: &TestServer| {
+        s.ok(&[
+            "get",
+            "quota",
+            "quota",
+            "-o",
+            "jsonpath={.status.used.pods}",
+        ])
+    };
     while used(&s) != "1" {
-        assert!(std::time::Instant::now() < deadline, "quota usage not recorded");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "quota usage not recorded"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 
