@@ -24,6 +24,7 @@ use crate::registry::admission_policies as policies;
 use crate::registry::autoscaling as hpa;
 use crate::registry::certificate_approval;
 use crate::registry::defaults;
+use crate::registry::pod_defaults;
 use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validation;
@@ -252,6 +253,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         builtin::<core::Pod>(returns_deleted(core_types::pods()), all(&["po"])),
         builtin::<core::PodTemplate>(
             returns_deleted(ResourceStrategy {
+                defaults: pod_defaults::pod_template_defaults,
                 validate: validation::pod::validate_pod_template,
                 ..plain()
             }),
@@ -259,6 +261,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         ),
         builtin::<core::ReplicationController>(
             orphans_by_default(ResourceStrategy {
+                defaults: pod_defaults::replication_controller_defaults,
                 validate: validation::workloads::validate_replication_controller,
                 ..ResourceStrategy::spec_status()
             }),

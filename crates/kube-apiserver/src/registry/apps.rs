@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::core::{default_field, default_pod_spec};
+use super::core::default_field;
+use super::pod_defaults::default_pod_spec;
 use super::ResourceStrategy;
 
 fn default_template(obj: &mut Value) {
@@ -64,6 +65,19 @@ fn statefulset_defaults(obj: &mut Value) {
             "persistentVolumeClaimRetentionPolicy",
             json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
         );
+        // Claim templates get a claim's defaults, status included.
+        let claims = spec
+            .get_mut("volumeClaimTemplates")
+            .and_then(Value::as_array_mut);
+        for claim in claims.into_iter().flatten().filter(|c| c.is_object()) {
+            if let Some(claim_spec) = claim.get_mut("spec").filter(|s| s.is_object()) {
+                default_field(claim_spec, "volumeMode", json!("Filesystem"));
+            }
+            default_field(claim, "status", json!({}));
+            if let Some(status) = claim.get_mut("status") {
+                default_field(status, "phase", json!("Pending"));
+            }
+        }
     }
     default_template(obj);
 }

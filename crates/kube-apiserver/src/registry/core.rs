@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use apiserver::registry::GcPolicy;
 use serde_json::{json, Value};
 
-use super::pod_resources::{default_pod_resources, qos_class};
+use super::pod_defaults::{self, default_pod, default_pod_spec};
+use super::pod_resources::qos_class;
 use super::printers::*;
 use super::ResourceStrategy;
 
@@ -17,51 +18,18 @@ pub fn default_field(obj: &mut Value, key: &str, value: Value) {
     }
 }
 
-/// Upstream's container defaults (`SetDefaults_Container`, ports' protocol).
-fn default_container(c: &mut Value) {
-    default_field(c, "terminationMessagePath", json!("/dev/termination-log"));
-    default_field(c, "terminationMessagePolicy", json!("File"));
-    default_field(c, "resources", json!({}));
-    let image = text(c, "/image").to_owned();
-    let after_slash = image.rsplit('/').next().unwrap_or("");
-    let tagged_latest = after_slash.ends_with(":latest");
-    let has_tag = after_slash.contains(':') || image.contains('@');
-    let policy = if tagged_latest || !has_tag {
-        "Always"
-    } else {
-        "IfNotPresent"
-    };
-    default_field(c, "imagePullPolicy", json!(policy));
-    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
-        for p in ports {
-            default_field(p, "protocol", json!("TCP"));
-        }
-    }
-}
-
-/// Upstream's pod spec defaults (`SetDefaults_PodSpec` and containers).
-pub fn default_pod_spec(spec: &mut Value) {
-    default_field(spec, "dnsPolicy", json!("ClusterFirst"));
-    default_field(spec, "restartPolicy", json!("Always"));
-    default_field(spec, "terminationGracePeriodSeconds", json!(30));
-    default_field(spec, "securityContext", json!({}));
-    default_field(spec, "schedulerName", json!("default-scheduler"));
-    default_field(spec, "enableServiceLinks", json!(true));
-    for list in ["containers", "initContainers"] {
-        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
-            cs.iter_mut().for_each(default_container);
-        }
-    }
-}
-
 fn pod_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {
         default_pod_spec(spec);
-        default_pod_resources(spec);
+        default_pod(spec);
     }
 }
 
 fn pod_on_create(obj: &mut Value) {
+    // Admission may have filled serviceAccountName after decoding.
+    if let Some(spec) = obj.get_mut("spec") {
+        pod_defaults::service_account_alias(spec);
+    }
     obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
 }
 

@@ -13,6 +13,7 @@ pub mod core;
 pub mod defaults;
 pub mod eviction;
 pub mod kubelet_connect;
+pub mod pod_defaults;
 pub mod pod_resources;
 pub mod pod_subresources;
 pub mod printers;

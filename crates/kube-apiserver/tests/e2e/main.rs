@@ -41,6 +41,7 @@ mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_conformance;
 mod openapi_v2;
+mod pod_defaults;
 mod pod_security;
 mod pod_spec_validation;
 mod pod_subresources;

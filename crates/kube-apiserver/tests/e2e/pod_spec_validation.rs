@@ -74,11 +74,11 @@ fn user_mistakes_are_refused_with_upstream_messages() {
         ],
     );
 
-    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      volumes: [{name: v}]\n      containers: [{name: c, image: nginx, readinessProbe: {periodSeconds: 5}}]\n";
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      volumes: [{name: v, emptyDir: {}, secret: {secretName: s}}]\n      containers: [{name: c, image: nginx, readinessProbe: {periodSeconds: 5}}]\n";
     assert_has(
         &refused(&s, deploy),
         &[
-            "spec.template.spec.volumes[0]: Required value: must specify a volume type",
+            "spec.template.spec.volumes[0].secret: Forbidden: may not specify more than 1 volume type",
             "spec.template.spec.containers[0].readinessProbe: Required value: must specify a handler type",
         ],
     );

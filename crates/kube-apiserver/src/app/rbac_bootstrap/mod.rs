@@ -21,6 +21,7 @@ use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 
 use crate::authorization::node_rules::node_rules;
 
+mod controller_roles;
 mod reconcile;
 
 use reconcile::ensure;
@@ -532,7 +533,9 @@ pub fn install(server: &mut GenericApiServer, rbac: Option<&Arc<RbacAuthorizer>>
                 let [cluster_roles, cluster_role_bindings, roles, role_bindings] = &*stores;
                 let policy = [
                     (cluster_roles, default_cluster_roles()),
+                    (cluster_roles, controller_roles::roles()),
                     (cluster_role_bindings, default_cluster_role_bindings()),
+                    (cluster_role_bindings, controller_roles::role_bindings()),
                     (roles, default_namespace_roles()),
                     (role_bindings, default_namespace_role_bindings()),
                 ];
