@@ -74,7 +74,7 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
     Ok(Some(match name {
         "AlwaysAdmit" => Plugin::both(name, Arc::new(simple::AlwaysAdmit)),
         "AlwaysDeny" => Plugin::both(name, Arc::new(simple::AlwaysDeny)),
-        "NamespaceLifecycle" => Plugin::validating(
+        "NamespaceLifecycle" => Plugin::mutating(
             name,
             Arc::new(namespace::NamespaceLifecycle { stores: s() }),
         ),

@@ -29,16 +29,17 @@ pub struct NamespaceLifecycle {
 
 impl Handler for NamespaceLifecycle {
     fn handles(&self, op: Operation) -> bool {
-        matches!(
-            op,
-            Operation::Create | Operation::Update | Operation::Delete
-        )
+        matches!(op, Operation::Create | Operation::Delete)
     }
 }
 
+/// A mutating plugin upstream, so it answers before ServiceAccount and the
+/// other mutating plugins look anything up in the namespace. Only creates
+/// are checked: updates and deletes of content in a missing namespace find
+/// no object anyway.
 #[async_trait]
-impl ValidationInterface for NamespaceLifecycle {
-    async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
+impl MutationInterface for NamespaceLifecycle {
+    async fn admit(&self, a: &mut Attributes) -> Result<(), ApiError> {
         if a.operation == Operation::Delete
             && a.is("", "namespaces")
             && a.subresource.is_empty()
@@ -46,7 +47,7 @@ impl ValidationInterface for NamespaceLifecycle {
         {
             return Err(a.forbidden("this namespace may not be deleted"));
         }
-        if !in_namespace(a) {
+        if a.operation != Operation::Create || !in_namespace(a) {
             return Ok(());
         }
         let Some(ns) = self
@@ -56,12 +57,7 @@ impl ValidationInterface for NamespaceLifecycle {
         else {
             return Err(ApiError::not_found("", "namespaces", &a.namespace));
         };
-        // Upstream marks a namespace being deleted with both; either counts.
-        let terminating = text(&ns, "/status/phase") == Some("Terminating")
-            || ns
-                .pointer("/metadata/deletionTimestamp")
-                .is_some_and(|t| !t.is_null());
-        if a.operation == Operation::Create && terminating {
+        if text(&ns, "/status/phase") == Some("Terminating") {
             let mut err = a.forbidden(format!(
                 "unable to create new content in namespace {} because it is being terminated",
                 a.namespace

@@ -52,6 +52,13 @@ fn a_terminating_namespace_shows_its_phase_while_content_is_held(s: &TestServer)
     s.ok(&["delete", "namespace", "slow", "--wait=false"]);
     let phase = ["get", "namespace", "slow", "-o", "jsonpath={.status.phase}"];
     assert_eq!(s.ok(&phase), "Terminating");
+    // NamespaceLifecycle answers before ServiceAccount looks for the
+    // namespace's (deleted) default account.
+    let err = s.fails(&["run", "late", "-n", "slow", "--image=nginx"]);
+    assert!(
+        err.contains("pods \"late\" is forbidden: unable to create new content in namespace slow because it is being terminated"),
+        "{err}"
+    );
     s.ok(&[
         "patch",
         "configmap",
@@ -63,6 +70,18 @@ fn a_terminating_namespace_shows_its_phase_while_content_is_held(s: &TestServer)
         "{\"metadata\":{\"finalizers\":null}}",
     ]);
     s.ok(&["wait", "--for=delete", "namespace/slow", "--timeout=30s"]);
+}
+
+/// Content for a namespace that does not exist is refused with 404 by
+/// NamespaceLifecycle, the first mutating plugin.
+fn content_of_a_missing_namespace_is_not_found(s: &TestServer) {
+    let err = s.fails(&["run", "lost", "-n", "nowhere", "--image=nginx"]);
+    assert!(
+        err.contains("Error from server (NotFound): namespaces \"nowhere\" not found"),
+        "{err}"
+    );
+    let err = s.fails(&["create", "serviceaccount", "robot", "-n", "nowhere"]);
+    assert!(err.contains("namespaces \"nowhere\" not found"), "{err}");
 }
 
 /// Upstream labels every namespace with its name, and keeps the label.
@@ -100,6 +119,7 @@ fn namespaces_carry_their_name_label(s: &TestServer) {
 
 crate::harness::on_both_backends!(
     namespaces_carry_their_name_label,
+    content_of_a_missing_namespace_is_not_found,
     deleting_a_namespace_deletes_its_content_first,
     a_terminating_namespace_shows_its_phase_while_content_is_held
 );
