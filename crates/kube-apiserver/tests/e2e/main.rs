@@ -53,6 +53,7 @@ mod printer_columns_workloads;
 mod quantities;
 mod rbac;
 mod rbac_bootstrap;
+mod rbac_controller_roles;
 mod resource_quota;
 mod runtime_config;
 mod scale_admission;
