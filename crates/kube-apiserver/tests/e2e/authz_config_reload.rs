@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::authentication::https_server;
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 fn as_alice(server: &TestServer, args: &[&str]) -> Output {
     let ca = server.dir.path().join("pki").join("ca.crt");
@@ -78,14 +78,13 @@ fn reloads(server: &TestServer, status: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn authorization_config_changes_apply_without_a_restart() {
+fn authorization_config_changes_apply_without_a_restart(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let tokens = files.path().join("tokens.csv");
     std::fs::write(&tokens, "alice-token,alice,1\n").expect("token file");
     let config = files.path().join("authz.yaml");
     std::fs::write(&config, format!("{HEAD}{RBAC}")).expect("config");
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         &format!("--authorization-config={}", config.display()),
         &format!("--token-auth-file={}", tokens.display()),
     ]);
@@ -126,3 +125,5 @@ fn authorization_config_changes_apply_without_a_restart() {
     ]);
     assert!(as_alice(&server, &["get", "configmaps"]).status.success());
 }
+
+crate::harness::on_both_backends!(backend: authorization_config_changes_apply_without_a_restart);

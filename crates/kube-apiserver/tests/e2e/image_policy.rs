@@ -11,7 +11,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::authentication::https_server;
-use crate::harness::TestServer;
+use crate::harness::{Backend, Served};
 
 fn kubeconfig(dir: &Path, port: u16, ca: &str) -> PathBuf {
     let b64 = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -46,11 +46,11 @@ fn admission_config(dir: &Path, kubeconfig: &Path, default_allow: bool) -> PathB
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [pods]\n";
 
-fn start(dir: &Path, admission: &Path) -> (TestServer, PathBuf) {
+fn start(backend: Backend, dir: &Path, admission: &Path) -> (Served, PathBuf) {
     let policy = dir.join("policy.yaml");
     std::fs::write(&policy, POLICY).expect("policy");
     let log = dir.join("audit.log");
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         "--enable-admission-plugins=ImagePolicyWebhook",
         &format!("--admission-control-config-file={}", admission.display()),
         &format!("--audit-policy-file={}", policy.display()),
@@ -73,8 +73,7 @@ fn create_annotations(log: &Path, name: &str) -> Value {
         .unwrap_or_else(|| panic!("no create event of pod {name} in {text}"))
 }
 
-#[test]
-fn the_backend_allows_and_denies_pods_by_image_and_is_cached() {
+fn the_backend_allows_and_denies_pods_by_image_and_is_cached(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let seen = Arc::new(Mutex::new(Vec::new()));
     let kept = seen.clone();
@@ -97,7 +96,7 @@ fn the_backend_allows_and_denies_pods_by_image_and_is_cached() {
     }));
     let hook = kubeconfig(files.path(), port, &ca);
     let admission = admission_config(files.path(), &hook, false);
-    let (server, log) = start(files.path(), &admission);
+    let (server, log) = start(backend, files.path(), &admission);
 
     server.ok(&[
         "run",
@@ -163,15 +162,14 @@ fn the_backend_allows_and_denies_pods_by_image_and_is_cached() {
     );
 }
 
-#[test]
-fn an_unreachable_backend_refuses_pods_unless_default_allow() {
+fn an_unreachable_backend_refuses_pods_unless_default_allow(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let (_, ca, _) = https_server::start(Arc::new(|_, _| Value::Null));
     // Nothing listens on port 1 of the loopback.
     let dead = kubeconfig(files.path(), 1, &ca);
 
     let closed = admission_config(files.path(), &dead, false);
-    let (server, _) = start(files.path(), &closed);
+    let (server, _) = start(backend, files.path(), &closed);
     let refused = server.fails(&["run", "web", "--image=nginx"]);
     assert!(
         refused.contains("pods \"web\" is forbidden: Post \"https://127.0.0.1:1/review\""),
@@ -181,10 +179,12 @@ fn an_unreachable_backend_refuses_pods_unless_default_allow() {
 
     let open_dir = tempfile::tempdir().expect("temp dir");
     let open = admission_config(open_dir.path(), &dead, true);
-    let (server, log) = start(open_dir.path(), &open);
+    let (server, log) = start(backend, open_dir.path(), &open);
     server.ok(&["run", "web", "--image=nginx"]);
     assert_eq!(
         create_annotations(&log, "web")["imagepolicywebhook.image-policy.k8s.io/failed-open"],
         "true"
     );
 }
+
+crate::harness::on_both_backends!(backend: the_backend_allows_and_denies_pods_by_image_and_is_cached, an_unreachable_backend_refuses_pods_unless_default_allow);

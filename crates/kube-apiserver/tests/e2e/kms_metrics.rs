@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::TestServer;
+use crate::harness::Backend;
 
 const PROVIDER_PREFIX: &str = "k8s:enc:kms:v2:test-kms:";
 
@@ -64,8 +64,7 @@ fn value(metrics: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-#[test]
-fn kms_writes_and_reads_show_in_the_encryption_metrics() {
+fn kms_writes_and_reads_show_in_the_encryption_metrics(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let socket = files.path().join("kms.sock");
     let _plugin = Plugin::start(&socket);
@@ -79,7 +78,7 @@ fn kms_writes_and_reads_show_in_the_encryption_metrics() {
     )
     .expect("write config");
     let flag = format!("--encryption-provider-config={}", config.display());
-    let mut s = TestServer::start_with(&[&flag]);
+    let mut s = backend.start_with(&[&flag]);
     for name in ["a", "b", "c"] {
         s.ok(&["create", "secret", "generic", name, "--from-literal=k=v"]);
     }
@@ -160,3 +159,5 @@ fn kms_writes_and_reads_show_in_the_encryption_metrics() {
         "{metrics}"
     );
 }
+
+crate::harness::on_both_backends!(backend: kms_writes_and_reads_show_in_the_encryption_metrics);

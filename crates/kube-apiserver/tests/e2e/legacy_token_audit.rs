@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::harness::TestServer;
+use crate::harness::{Backend, TestServer};
 
 const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [configmaps]\n";
 
@@ -62,13 +62,12 @@ fn annotations(log: &Path, ns: &str) -> Value {
         .unwrap_or_else(|| panic!("no configmaps event in {ns} in {text}"))
 }
 
-#[test]
-fn legacy_token_requests_are_annotated_in_the_audit_log() {
+fn legacy_token_requests_are_annotated_in_the_audit_log(backend: Backend) {
     let files = tempfile::tempdir().expect("temp dir");
     let policy = files.path().join("policy.yaml");
     std::fs::write(&policy, POLICY).expect("policy");
     let log = files.path().join("audit.log");
-    let server = TestServer::start_with(&[
+    let server = backend.start_with(&[
         &format!("--audit-policy-file={}", policy.display()),
         &format!("--audit-log-path={}", log.display()),
     ]);
@@ -123,3 +122,5 @@ fn legacy_token_requests_are_annotated_in_the_audit_log() {
     );
     assert_eq!(a["authentication.k8s.io/legacy-token"], account);
 }
+
+crate::harness::on_both_backends!(backend: legacy_token_requests_are_annotated_in_the_audit_log);

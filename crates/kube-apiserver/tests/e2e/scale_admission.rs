@@ -36,9 +36,7 @@ fn replicas(s: &TestServer, ns: &str) -> String {
     ])
 }
 
-#[test]
-fn scaling_in_a_restricted_namespace_warns_about_nothing() {
-    let s = TestServer::start();
+fn scaling_in_a_restricted_namespace_warns_about_nothing(s: &TestServer) {
     s.ok(&["create", "namespace", "psa"]);
     s.ok(&[
         "label",
@@ -60,7 +58,7 @@ fn scaling_in_a_restricted_namespace_warns_about_nothing() {
         &["scale", "deployment", "web", "-n", "psa", "--replicas=3"],
     );
     assert!(!scaled.contains("Warning"), "{scaled}");
-    assert_eq!(replicas(&s, "psa"), "3");
+    assert_eq!(replicas(s, "psa"), "3");
 }
 
 const MAX_REPLICAS: &str = r#"apiVersion: admissionregistration.k8s.io/v1
@@ -86,9 +84,7 @@ spec:
   validationActions: [Deny]
 "#;
 
-#[test]
-fn a_policy_on_deployments_scale_judges_the_scale() {
-    let s = TestServer::start();
+fn a_policy_on_deployments_scale_judges_the_scale(s: &TestServer) {
     s.ok(&["create", "deployment", "web", "--image=nginx"]);
     s.apply_yaml(MAX_REPLICAS);
     s.ok(&["scale", "deployment", "web", "--replicas=5"]);
@@ -102,7 +98,7 @@ fn a_policy_on_deployments_scale_judges_the_scale() {
         ),
         "{err}"
     );
-    assert_eq!(replicas(&s, "default"), "5");
+    assert_eq!(replicas(s, "default"), "5");
     // A write of the deployment itself is not the subresource's.
     s.ok(&[
         "patch",
@@ -111,7 +107,7 @@ fn a_policy_on_deployments_scale_judges_the_scale() {
         "-p",
         r#"{"spec":{"replicas":7}}"#,
     ]);
-    assert_eq!(replicas(&s, "default"), "7");
+    assert_eq!(replicas(s, "default"), "7");
 }
 
 /// Answers an AdmissionReview allowing it with `patch` (JSON patch), and
@@ -144,12 +140,10 @@ fn mutating_hook(name: &str, port: u16, ca: &str, group: &str, resources: &str) 
     )
 }
 
-#[test]
-fn a_mutating_webhook_on_deployments_scale_sees_and_changes_the_scale() {
+fn a_mutating_webhook_on_deployments_scale_sees_and_changes_the_scale(s: &TestServer) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]);
     let (port, ca, _) = https_server::start(webhook(patch, seen.clone()));
-    let s = TestServer::start();
     s.ok(&["create", "deployment", "web", "--image=nginx"]);
     s.apply_yaml(&mutating_hook(
         "scale",
@@ -160,7 +154,7 @@ fn a_mutating_webhook_on_deployments_scale_sees_and_changes_the_scale() {
     ));
     let out = s.ok(&["scale", "deployment", "web", "--replicas=2"]);
     assert!(out.contains("scaled"), "{out}");
-    assert_eq!(replicas(&s, "default"), "4");
+    assert_eq!(replicas(s, "default"), "4");
     let requests = seen.lock().map(|s| s.clone()).unwrap_or_default();
     assert_eq!(requests.len(), 1, "only the scale write: {requests:?}");
     let r = &requests[0];
@@ -211,12 +205,10 @@ spec:
     )
 }
 
-#[test]
-fn an_if_needed_policy_runs_again_after_a_webhook_changed_the_object() {
+fn an_if_needed_policy_runs_again_after_a_webhook_changed_the_object(s: &TestServer) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let patch = json!([{"op": "add", "path": "/metadata/labels/from-webhook", "value": "yes"}]);
     let (port, ca, calls) = https_server::start(webhook(patch, seen));
-    let s = TestServer::start();
     s.apply_yaml(&mutating_hook("label", port, &ca, "", "configmaps"));
     let copied = |name: &str| {
         s.kubectl_stdin(
@@ -242,3 +234,10 @@ fn an_if_needed_policy_runs_again_after_a_webhook_changed_the_object() {
     // The webhook (Never) was not called again in the second pass.
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+crate::harness::on_both_backends!(
+    scaling_in_a_restricted_namespace_warns_about_nothing,
+    a_policy_on_deployments_scale_judges_the_scale,
+    a_mutating_webhook_on_deployments_scale_sees_and_changes_the_scale,
+    an_if_needed_policy_runs_again_after_a_webhook_changed_the_object
+);
