@@ -3,13 +3,14 @@
 //! lifetime asked for — by default the API's audiences and an hour, at
 //! least ten minutes, at most `--service-account-max-token-expiration` —
 //! optionally bound to a Pod, Secret or Node that must exist (with the UID
-//! given) and whose deletion invalidates the token.
+//! given) and whose deletion invalidates the token. A capped lifetime is
+//! reported in a `Warning` header, as upstream's.
 
 use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::{ApiError, StatusReason};
-use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
+use apiserver::admission::{admit_create, GroupVersionKind, RequestContext, SubresourceCreate};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::registry::ResourceInfo;
 use chrono::{SecondsFormat, TimeZone, Utc};
@@ -168,6 +169,12 @@ impl TokenRequests {
             .and_then(Value::as_i64)
             .unwrap_or(requested);
         if self.max_expiration_seconds > 0 && expiration > self.max_expiration_seconds {
+            if let Some(context) = RequestContext::current() {
+                context.add_warning(format!(
+                    "requested expiration of {expiration} seconds shortened to {} seconds",
+                    self.max_expiration_seconds
+                ));
+            }
             expiration = self.max_expiration_seconds;
         }
         spec["expirationSeconds"] = json!(expiration);

@@ -61,6 +61,7 @@ mod service_accounts;
 mod service_allocation;
 mod spec_validation;
 mod storage_encoding;
+mod token_request_limits;
 mod update_validation;
 mod watch_and_lifecycle;
 mod watch_list;
