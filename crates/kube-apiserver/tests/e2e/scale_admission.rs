@@ -46,7 +46,7 @@ fn scaling_in_a_restricted_namespace_warns_about_nothing(s: &TestServer) {
         "pod-security.kubernetes.io/warn=restricted",
     ]);
     let created = stderr_of(
-        &s,
+        s,
         &["create", "deployment", "web", "-n", "psa", "--image=nginx"],
     );
     assert!(
@@ -54,7 +54,7 @@ fn scaling_in_a_restricted_namespace_warns_about_nothing(s: &TestServer) {
         "{created}"
     );
     let scaled = stderr_of(
-        &s,
+        s,
         &["scale", "deployment", "web", "-n", "psa", "--replicas=3"],
     );
     assert!(!scaled.contains("Warning"), "{scaled}");
