@@ -4,7 +4,8 @@
 //! least ten minutes, at most `--service-account-max-token-expiration` —
 //! optionally bound to a Pod, Secret or Node that must exist (with the UID
 //! given) and whose deletion invalidates the token. A capped lifetime is
-//! reported in a `Warning` header, as upstream's.
+//! reported in a `Warning` header and the token's ID in the request's audit
+//! events, as upstream's.
 
 use std::sync::Arc;
 
@@ -28,6 +29,8 @@ const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 /// extends (warning after it) while `--service-account-extend-token-expiration`.
 const WARN_ONLY_EXPIRATION_SECONDS: i64 = 3607;
 const EXTENDED_EXPIRATION_SECONDS: i64 = 24 * 365 * 3600;
+/// The audit annotation naming the token a request issued.
+const ISSUED_CREDENTIAL_ID: &str = "authentication.kubernetes.io/issued-credential-id";
 
 /// The settings of TokenRequest.
 pub struct TokenRequests {
@@ -183,7 +186,12 @@ impl TokenRequests {
             namespace: &namespace,
             name: &name,
         };
-        let token = self.sign(subject, audiences, expiration, bound, now)?;
+        let jti = uuid::Uuid::new_v4().to_string();
+        let token = self.sign(subject, audiences, expiration, bound, now, &jti)?;
+        // Upstream names the issued token in the request's audit events.
+        if let Some(context) = RequestContext::current() {
+            context.add_audit_annotation(ISSUED_CREDENTIAL_ID, format!("JTI={jti}"));
+        }
         let expires = Utc
             .timestamp_opt(now.timestamp() + expiration, 0)
             .single()
@@ -239,6 +247,7 @@ impl TokenRequests {
         expiration: i64,
         bound: Bound,
         now: chrono::DateTime<Utc>,
+        jti: &str,
     ) -> Result<String, ApiError> {
         let is_kube_audience = audiences.iter().all(|a| self.api_audiences.contains(a));
         let iat = now.timestamp();
@@ -258,7 +267,7 @@ impl TokenRequests {
             exp: Some(iat + lifetime),
             iat: Some(iat),
             nbf: Some(iat),
-            jti: uuid::Uuid::new_v4().to_string(),
+            jti: jti.to_owned(),
             kubernetes: KubernetesClaim {
                 namespace: namespace.to_owned(),
                 serviceaccount: reference(sa),

@@ -6,7 +6,8 @@
 //! while the answer still reports the asked expiry, unless
 //! `--service-account-extend-token-expiration=false`; lifetimes under ten
 //! minutes or over 2^32 s are 422; bound objects must exist and carry the
-//! UID given (409 otherwise).
+//! UID given (409 otherwise); the audit events of a TokenRequest name the
+//! issued token (`authentication.kubernetes.io/issued-credential-id`).
 
 use std::process::Output;
 
@@ -246,9 +247,56 @@ fn bound_objects_must_exist_with_the_uid_given(s: &TestServer) {
     );
 }
 
+const TOKEN_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [serviceaccounts/token]\n";
+
+/// The annotations of the ResponseComplete events of token requests.
+fn token_request_annotations(log: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["stage"] == "ResponseComplete" && e["objectRef"]["subresource"] == "token")
+        .map(|e| e["annotations"].clone())
+        .collect()
+}
+
+fn audit_events_name_the_issued_token(backend: Backend) {
+    let files = tempfile::tempdir().expect("temp dir");
+    let policy = files.path().join("policy.yaml");
+    std::fs::write(&policy, TOKEN_POLICY).expect("policy");
+    let log = files.path().join("audit.log");
+    let server = backend.start_with(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ]);
+    server.ok(&["create", "serviceaccount", "builder"]);
+    let token = server.ok(&["create", "token", "builder"]);
+    let jti = claims(token.trim())["jti"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!jti.is_empty());
+    let events = token_request_annotations(&log);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        events[0]["authentication.kubernetes.io/issued-credential-id"],
+        format!("JTI={jti}")
+    );
+    // A refused request issued nothing.
+    server.fails(&["create", "token", "builder", "--duration", "5m"]);
+    let events = token_request_annotations(&log);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(
+        events[1]
+            .get("authentication.kubernetes.io/issued-credential-id")
+            .is_none(),
+        "{events:?}"
+    );
+}
+
 crate::harness::on_both_backends!(
     lifetimes_outside_upstreams_bounds_are_invalid,
     bound_objects_must_exist_with_the_uid_given;
     backend: lifetimes_over_the_maximum_are_shortened_with_a_warning,
     no_extension_when_the_flag_is_off,
+    audit_events_name_the_issued_token,
 );
