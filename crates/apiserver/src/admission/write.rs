@@ -178,7 +178,9 @@ pub async fn admit_create(
         Some(create.namespace),
         create.name,
         false,
-        RequestContext::new(create.user),
+        // The request's own context, when it has one, so that plugins'
+        // warnings and audit annotations reach its response and events.
+        RequestContext::current().unwrap_or_else(|| RequestContext::new(create.user)),
     );
     attrs.kind = create.kind;
     let context = attrs.request.clone();

@@ -7,7 +7,8 @@
 //! `--service-account-extend-token-expiration=false`; lifetimes under ten
 //! minutes or over 2^32 s are 422; bound objects must exist and carry the
 //! UID given (409 otherwise); the audit events of a TokenRequest name the
-//! issued token (`authentication.kubernetes.io/issued-credential-id`).
+//! issued token (`authentication.kubernetes.io/issued-credential-id`)
+//! and admission's warnings reach the response.
 
 use std::process::Output;
 
@@ -293,9 +294,49 @@ fn audit_events_name_the_issued_token(backend: Backend) {
     );
 }
 
+const WARN_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: short-tokens}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [serviceaccounts/token]
+  validations:
+  - expression: "object.spec.expirationSeconds <= 3600"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: short-tokens-warn}
+spec:
+  policyName: short-tokens
+  validationActions: [Warn]
+"#;
+
+fn admission_warnings_reach_the_response(s: &TestServer) {
+    s.ok(&["create", "serviceaccount", "builder"]);
+    s.apply_yaml(WARN_POLICY);
+    let out = s.kubectl(&["create", "token", "builder", "--duration", "2h"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'short-tokens' with binding \
+             'short-tokens-warn': failed expression: object.spec.expirationSeconds <= 3600"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&["create", "token", "builder", "--duration", "1h"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
+}
+
 crate::harness::on_both_backends!(
     lifetimes_outside_upstreams_bounds_are_invalid,
-    bound_objects_must_exist_with_the_uid_given;
+    bound_objects_must_exist_with_the_uid_given,
+    admission_warnings_reach_the_response;
     backend: lifetimes_over_the_maximum_are_shortened_with_a_warning,
     no_extension_when_the_flag_is_off,
     audit_events_name_the_issued_token,
