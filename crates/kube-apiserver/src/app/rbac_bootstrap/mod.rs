@@ -22,8 +22,10 @@ use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 use crate::authorization::node_rules::node_rules;
 
 mod controller_roles;
+mod namespace_policy;
 mod reconcile;
 
+use namespace_policy::{default_namespace_role_bindings, default_namespace_roles};
 use reconcile::ensure;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
@@ -465,41 +467,6 @@ pub fn default_cluster_role_bindings() -> Vec<Value> {
     ]
 }
 
-/// The default Roles of the system namespaces.
-pub fn default_namespace_roles() -> Vec<Value> {
-    let mut reader = json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "Role",
-        "metadata": {"name": "extension-apiserver-authentication-reader",
-            "namespace": "kube-system",
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-    });
-    // Lets extension API servers read the client CA they trust.
-    let mut read = rule(READ, &[""], &["configmaps"]);
-    read["resourceNames"] = json!(["extension-apiserver-authentication"]);
-    reader["rules"] = json!([read]);
-    vec![reader]
-}
-
-/// The default RoleBindings of the system namespaces.
-pub fn default_namespace_role_bindings() -> Vec<Value> {
-    let users = ["system:kube-controller-manager", "system:kube-scheduler"];
-    let subjects: Vec<Value> = users
-        .iter()
-        .map(|u| json!({"kind": "User", "apiGroup": GROUP, "name": u}))
-        .collect();
-    vec![json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "RoleBinding",
-        "metadata": {"name": "system::extension-apiserver-authentication-reader",
-            "namespace": "kube-system",
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-        "roleRef": {"apiGroup": GROUP, "kind": "Role",
-            "name": "extension-apiserver-authentication-reader"},
-        "subjects": subjects,
-    })]
-}
-
 /// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
 /// `server`, and installs the bootstrap hook (upstream creates the default
 /// policy whatever the authorization modes).
@@ -656,14 +623,6 @@ mod tests {
         for binding in default_cluster_role_bindings() {
             let name = binding["roleRef"]["name"].as_str().unwrap_or_default();
             assert!(!role(&roles, name).is_null(), "{name}");
-        }
-        for binding in default_namespace_role_bindings() {
-            let ns = &binding["metadata"]["namespace"];
-            let found = default_namespace_roles().into_iter().any(|r| {
-                r["metadata"]["namespace"] == *ns
-                    && r["metadata"]["name"] == binding["roleRef"]["name"]
-            });
-            assert!(found, "{binding}");
         }
         let admin = &default_cluster_role_bindings()[0];
         assert_eq!(admin["subjects"][0]["name"], "system:masters");
