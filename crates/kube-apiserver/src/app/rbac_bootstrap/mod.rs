@@ -21,6 +21,7 @@ use storage::{ListOptions, ReadVersion, WatchEvent, WatchOptions};
 
 use crate::authorization::node_rules::node_rules;
 
+mod component_roles;
 mod controller_roles;
 mod namespace_policy;
 mod reconcile;
@@ -43,14 +44,22 @@ const READ_WRITE: &[&str] = &[
 ];
 const AGGREGATE_TO: &str = "rbac.authorization.k8s.io/aggregate-to-";
 
+/// A copy of `items` in order: upstream's rule builder keeps every list
+/// of a rule sorted.
+fn sorted<'a>(items: &[&'a str]) -> Vec<&'a str> {
+    let mut items = items.to_vec();
+    items.sort_unstable();
+    items
+}
+
 /// A resource rule.
 fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
-    json!({"verbs": verbs, "apiGroups": groups, "resources": resources})
+    json!({"verbs": sorted(verbs), "apiGroups": sorted(groups), "resources": sorted(resources)})
 }
 
 /// A non-resource rule.
 fn urls(verbs: &[&str], urls: &[&str]) -> Value {
-    json!({"verbs": verbs, "nonResourceURLs": urls})
+    json!({"verbs": sorted(verbs), "nonResourceURLs": sorted(urls)})
 }
 
 fn cluster_role(name: &str, labels: Value, rules: Vec<Value>) -> Value {
@@ -387,6 +396,7 @@ pub fn default_cluster_roles() -> Vec<Value> {
         aggregated_role("edit", "edit", aggregate_label("admin")),
         aggregated_role("admin", "admin", json!({})),
     ];
+    roles.extend(component_roles::component_roles());
     for i in 0..roles.len() {
         let all: Vec<&Value> = roles.iter().collect();
         if let Some(rules) = aggregated_rules(&roles[i], &all) {
@@ -450,7 +460,7 @@ fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
 
 /// The default ClusterRoleBindings.
 pub fn default_cluster_role_bindings() -> Vec<Value> {
-    vec![
+    let mut bindings = vec![
         cluster_role_binding("cluster-admin", &["system:masters"]),
         cluster_role_binding("system:discovery", &["system:authenticated"]),
         cluster_role_binding("system:basic-user", &["system:authenticated"]),
@@ -464,7 +474,9 @@ pub fn default_cluster_role_bindings() -> Vec<Value> {
             &["system:serviceaccounts"],
         ),
         cluster_role_binding("system:node", &[]),
-    ]
+    ];
+    bindings.extend(component_roles::component_role_bindings());
+    bindings
 }
 
 /// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
