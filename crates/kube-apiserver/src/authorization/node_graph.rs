@@ -126,13 +126,26 @@ pub fn pod_claims(pod: &Value) -> Vec<String> {
         .collect()
 }
 
-/// ResourceClaims a pod uses: named in its spec or generated for it (as
-/// its status records).
+/// ResourceClaims a pod uses (upstream's `resourceclaim.Name` over its
+/// claims): a claim named in its spec, the claim generated from a template
+/// as the status entry of the same name records it, and the claim made for
+/// its extended resources.
 pub fn pod_resource_claims(pod: &Value) -> Vec<&str> {
+    let generated = |claim: &str| {
+        items(pod, "/status/resourceClaimStatuses")
+            .find(|s| text(s, "/name") == claim)
+            .map_or("", |s| text(s, "/resourceClaimName"))
+    };
     let mut names: Vec<&str> = items(pod, "/spec/resourceClaims")
-        .map(|c| text(c, "/resourceClaimName"))
-        .chain(items(pod, "/status/resourceClaimStatuses").map(|c| text(c, "/resourceClaimName")))
+        .map(|c| match text(c, "/resourceClaimName") {
+            "" if !text(c, "/resourceClaimTemplateName").is_empty() => generated(text(c, "/name")),
+            name => name,
+        })
         .collect();
+    names.push(text(
+        pod,
+        "/status/extendedResourceClaimStatus/resourceClaimName",
+    ));
     names.retain(|n| !n.is_empty());
     names
 }

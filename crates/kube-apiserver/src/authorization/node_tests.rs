@@ -207,6 +207,36 @@ async fn claims_volumes_and_tokens_follow_the_pods_of_the_node() {
     assert_eq!(decide(&a, &n1, va).await, allow());
 }
 
+/// Generated claims count only through the status entry of a templated
+/// spec claim, plus the claim made for the pod's extended resources.
+#[tokio::test]
+async fn generated_resource_claims_follow_the_pod_status() {
+    let (kind, mut dra) = pod(
+        "dra",
+        "n1",
+        json!({"resourceClaims": [{"name": "tpl", "resourceClaimTemplateName": "t"}]}),
+    );
+    dra["status"] = json!({
+        "resourceClaimStatuses": [
+            {"name": "tpl", "resourceClaimName": "dra-tpl-abc"},
+            {"name": "stray", "resourceClaimName": "stray-claim"}],
+        "extendedResourceClaimStatus": {"resourceClaimName": "dra-extended-xyz", "requestMappings": []},
+    });
+    let a = NodeAuthorizer::new();
+    a.bind(Graph::new(Arc::new(Fixed(vec![(kind, dra)]))));
+    let n1 = kubelet("n1");
+    for (claim, expected) in [
+        ("dra-tpl-abc", allow()),
+        ("dra-extended-xyz", allow()),
+        ("stray-claim", unrelated("n1")),
+        ("t", unrelated("n1")),
+    ] {
+        let mut r = req("get", "resourceclaims", "ns", claim);
+        r.group = "resource.k8s.io";
+        assert_eq!(decide(&a, &n1, r).await, expected, "{claim}");
+    }
+}
+
 #[tokio::test]
 async fn nodes_leases_and_csinodes_are_their_own() {
     let a = authorizer();
