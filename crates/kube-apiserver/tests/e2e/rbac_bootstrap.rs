@@ -199,4 +199,104 @@ fn rules_reviews_list_bound_rules(backend: Backend) {
     );
 }
 
-crate::harness::on_both_backends!(backend: removed_policy_comes_back, rules_reviews_list_bound_rules);
+/// `kubectl auth can-i <query> --as <user>` as a yes or no (kubectl exits
+/// non-zero on "no").
+fn can_i(s: &TestServer, user: &[&str], query: &[&str]) -> bool {
+    let mut args = vec!["auth", "can-i"];
+    args.extend_from_slice(query);
+    args.extend_from_slice(user);
+    let out = s.kubectl(&args);
+    let answer = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(answer == "yes" || answer == "no", "{args:?}: {answer:?}");
+    out.status.success()
+}
+
+/// The component identities get what upstream's bootstrap policy grants
+/// them, and no more.
+fn component_identities_have_upstreams_access(backend: Backend) {
+    let s = backend.start_with(&["--authorization-mode=Node,RBAC"]);
+    let names = s.ok(&["get", "clusterroles", "-o", "name"]);
+    for role in [
+        "system:kube-scheduler",
+        "system:kube-controller-manager",
+        "system:node-proxier",
+        "system:volume-scheduler",
+        "system:certificates.k8s.io:kubelet-serving-approver",
+        "system:heapster",
+    ] {
+        let line = format!("clusterrole.rbac.authorization.k8s.io/{role}");
+        assert!(names.lines().any(|l| l == line), "{role} missing: {names}");
+    }
+    let scheduler = ["--as", "system:kube-scheduler"];
+    assert!(can_i(&s, &scheduler, &["create", "bindings"]));
+    assert!(can_i(&s, &scheduler, &["update", "persistentvolumes"]));
+    assert!(!can_i(&s, &scheduler, &["create", "pods"]));
+    let proxy = ["--as", "system:kube-proxy"];
+    assert!(can_i(
+        &s,
+        &proxy,
+        &["list", "endpointslices.discovery.k8s.io"]
+    ));
+    assert!(!can_i(&s, &proxy, &["get", "secrets"]));
+    let dns = ["--as", "system:serviceaccount:kube-system:kube-dns"];
+    assert!(can_i(&s, &dns, &["list", "services", "-A"]));
+    assert!(!can_i(&s, &dns, &["delete", "services"]));
+    let kcm = ["--as", "system:kube-controller-manager"];
+    assert!(can_i(&s, &kcm, &["watch", "deployments.apps", "-A"]));
+    assert!(can_i(&s, &kcm, &["create", "serviceaccounts/token"]));
+    assert!(!can_i(&s, &kcm, &["delete", "pods"]));
+}
+
+/// The kube-system Roles leader election and extension API servers use.
+fn namespace_policy_grants_leader_locking(backend: Backend) {
+    let s = backend.start_with(&["--authorization-mode=Node,RBAC"]);
+    let roles = s.ok(&["-n", "kube-system", "get", "roles", "-o", "name"]);
+    for role in [
+        "extension-apiserver-authentication-reader",
+        "system::leader-locking-kube-controller-manager",
+        "system::leader-locking-kube-scheduler",
+        "system:controller:bootstrap-signer",
+        "system:controller:cloud-provider",
+        "system:controller:token-cleaner",
+    ] {
+        let line = format!("role.rbac.authorization.k8s.io/{role}");
+        assert!(roles.lines().any(|l| l == line), "{role} missing: {roles}");
+    }
+    let public = s.ok(&["-n", "kube-public", "get", "rolebindings", "-o", "name"]);
+    assert!(
+        public.contains("rolebinding.rbac.authorization.k8s.io/system:controller:bootstrap-signer")
+    );
+    let in_system = ["-n", "kube-system"];
+    let scheduler = ["--as", "system:kube-scheduler"];
+    let mut query = vec!["update", "leases.coordination.k8s.io/some-lock"];
+    query.extend_from_slice(&in_system);
+    assert!(can_i(&s, &scheduler, &query));
+    // Only in kube-system, and only with the lease named after it elsewhere.
+    let elsewhere = [
+        "update",
+        "leases.coordination.k8s.io/some-lock",
+        "-n",
+        "default",
+    ];
+    assert!(!can_i(&s, &scheduler, &elsewhere));
+    let sa = [
+        "--as",
+        "system:serviceaccount:kube-system:leader-election-controller",
+    ];
+    // LeaseCandidates are not served by default, so kubectl cannot ask
+    // about them: ask about the leases the same Role grants.
+    let mut query = vec!["create", "leases.coordination.k8s.io"];
+    query.extend_from_slice(&in_system);
+    assert!(can_i(&s, &sa, &query));
+    let signer = ["--as", "system:serviceaccount:kube-system:bootstrap-signer"];
+    let cluster_info = ["update", "configmaps/cluster-info", "-n", "kube-public"];
+    assert!(can_i(&s, &signer, &cluster_info));
+    assert!(!can_i(
+        &s,
+        &signer,
+        &["update", "configmaps/other", "-n", "kube-public"]
+    ));
+}
+
+crate::harness::on_both_backends!(backend: removed_policy_comes_back, rules_reviews_list_bound_rules,
+    component_identities_have_upstreams_access, namespace_policy_grants_leader_locking);
