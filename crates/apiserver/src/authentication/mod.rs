@@ -1,7 +1,8 @@
 //! Who is asking (upstream's `k8s.io/apiserver/pkg/authentication` and
 //! kube-apiserver's authenticator chain): the user of a request or of a
 //! bearer token, found by a union of authenticators — front-proxy request
-//! headers, the verified client certificate, then bearer tokens through every token authenticator
+//! headers, the client certificate (verified against the client CA per
+//! request), then bearer tokens through every token authenticator
 //! (static token file, bootstrap tokens, service-account JWTs, …), with
 //! successful token checks cached briefly — and `system:authenticated`
 //! added, or the anonymous user when nothing applied and `--anonymous-auth`
@@ -11,6 +12,7 @@
 pub mod cache;
 pub mod request_header;
 pub mod token_file;
+pub mod x509;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,7 +24,8 @@ use http::HeaderMap;
 
 use crate::serving::{ClientCert, PeerCertificates};
 use cache::TokenCache;
-use request_header::{CertVerifier, RequestHeader};
+use request_header::RequestHeader;
+use x509::ClientCa;
 
 pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
@@ -151,13 +154,12 @@ pub struct Authentication {
 /// Which client certificates authenticate as themselves.
 #[derive(Debug, Clone)]
 enum ClientCerts {
-    /// Every certificate the TLS layer accepted (it trusts the client CA
-    /// only).
-    TlsVerified,
-    /// Those issued by `--client-ca-file`: the TLS layer also accepts
-    /// front-proxy certificates.
-    IssuedBy(CertVerifier),
-    /// None: the TLS layer trusts only the front-proxy CA.
+    /// None, and they are not looked at (no x509 authenticator).
+    Ignored,
+    /// Those issued by `--client-ca-file`, verified at request time (the
+    /// TLS layer only asks for a certificate).
+    IssuedBy(ClientCa),
+    /// None: only front proxies present certificates.
     Refused,
 }
 
@@ -173,7 +175,7 @@ impl fmt::Debug for Authentication {
 }
 
 impl Default for Authentication {
-    /// Client certificates and anonymous requests only.
+    /// Anonymous requests only.
     fn default() -> Self {
         Authentication::new(true, Vec::new())
     }
@@ -191,17 +193,19 @@ impl Authentication {
             tokens: Vec::new(),
             cache: None,
             request_header: None,
-            client_certs: ClientCerts::TlsVerified,
+            client_certs: ClientCerts::Ignored,
         }
+    }
+
+    /// Authenticates client certificates issued by `ca` (`--client-ca-file`).
+    pub fn with_client_ca(mut self, ca: ClientCa) -> Self {
+        self.client_certs = ClientCerts::IssuedBy(ca);
+        self
     }
 
     /// Trusts front proxies (`--requestheader-*`); `client_ca` then tells
     /// which certificates authenticate as themselves.
-    pub fn with_request_header(
-        mut self,
-        rh: RequestHeader,
-        client_ca: Option<CertVerifier>,
-    ) -> Self {
+    pub fn with_request_header(mut self, rh: RequestHeader, client_ca: Option<ClientCa>) -> Self {
         self.request_header = Some(rh);
         self.client_certs = match client_ca {
             Some(ca) => ClientCerts::IssuedBy(ca),
@@ -264,8 +268,9 @@ impl Authentication {
         }
         if let Some(cert) = client_cert {
             match self.certificate_user(cert, chain) {
-                Ok(user) => return Ok(user),
-                Err(e) => errors.push(e),
+                Some(Ok(user)) => return Ok(user),
+                Some(Err(e)) => errors.push(e),
+                None => {}
             }
         }
         if let Some(token) = bearer_token(headers) {
@@ -292,30 +297,17 @@ impl Authentication {
         &self,
         cert: &ClientCert,
         chain: Option<&[rustls::pki_types::CertificateDer<'static>]>,
-    ) -> Result<UserInfo, AuthError> {
-        match &self.client_certs {
-            ClientCerts::TlsVerified => {}
-            ClientCerts::IssuedBy(ca) => ca
-                .verify(chain.unwrap_or_default())
-                .map_err(|e| AuthError::ClientCert(e.to_string()))?,
-            ClientCerts::Refused => {
-                return Err(AuthError::ClientCert("no client CA is configured".into()))
-            }
-        }
-        let cert_user = cert
-            .user()
-            .map_err(|e| AuthError::ClientCert(e.to_string()))?;
-        let mut user = UserInfo {
-            name: cert_user.name.clone(),
-            uid: cert_user.uid.clone().unwrap_or_default(),
-            groups: cert_user.groups.clone(),
-            extra: BTreeMap::new(),
+    ) -> Option<Result<UserInfo, AuthError>> {
+        let verified = match &self.client_certs {
+            ClientCerts::Ignored => return None,
+            ClientCerts::IssuedBy(ca) => ca.verify(chain.unwrap_or_default()),
+            ClientCerts::Refused => Err("no client CA is configured".into()),
         };
-        user.extra.insert(
-            CREDENTIAL_ID_KEY.into(),
-            vec![cert_user.credential_id.clone()],
-        );
-        Ok(user.with_authenticated_group())
+        Some(
+            verified
+                .map_err(AuthError::ClientCert)
+                .and_then(|()| certificate_identity(cert)),
+        )
     }
 
     /// The user of a bearer token for `audiences` (empty: the API's), as
@@ -463,3 +455,21 @@ pub fn space_before_bearer_token(headers: &HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// The user a verified client certificate names (CN, O, UID, credential ID).
+fn certificate_identity(cert: &ClientCert) -> Result<UserInfo, AuthError> {
+    let cert_user = cert
+        .user()
+        .map_err(|e| AuthError::ClientCert(e.to_string()))?;
+    let mut user = UserInfo {
+        name: cert_user.name.clone(),
+        uid: cert_user.uid.clone().unwrap_or_default(),
+        groups: cert_user.groups.clone(),
+        extra: BTreeMap::new(),
+    };
+    user.extra.insert(
+        CREDENTIAL_ID_KEY.into(),
+        vec![cert_user.credential_id.clone()],
+    );
+    Ok(user.with_authenticated_group())
+}

@@ -195,3 +195,69 @@ fn only_a_space_before_the_bearer_token_is_flagged() {
         }
     }
 }
+
+/// A CA written to `dir/name.crt` and a client certificate for `cn` it
+/// issued (expired in 2001 when `expired`).
+fn issued_chain(
+    dir: &std::path::Path,
+    name: &str,
+    cn: &str,
+    expired: bool,
+) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, name);
+    std::fs::write(
+        dir.join(format!("{name}.crt")),
+        ca.self_signed(&ca_key).unwrap().pem(),
+    )
+    .unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::default();
+    leaf.distinguished_name.push(DnType::CommonName, cn);
+    if expired {
+        leaf.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        leaf.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    }
+    vec![leaf.signed_by(&key, &issuer).unwrap().der().clone()]
+}
+
+#[tokio::test]
+async fn client_certificates_are_verified_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = issued_chain(dir.path(), "client-ca", "alice", false);
+    let foreign = issued_chain(dir.path(), "other-ca", "mallory", false);
+    let expired = issued_chain(dir.path(), "old-ca", "dora", true);
+    let bundle = ["client-ca", "old-ca"]
+        .map(|ca| std::fs::read_to_string(dir.path().join(format!("{ca}.crt"))).unwrap())
+        .concat();
+    std::fs::write(dir.path().join("bundle.crt"), bundle).unwrap();
+    let ca = x509::ClientCa::load(&dir.path().join("bundle.crt")).unwrap();
+    let authn = Authentication::new(true, api()).with_client_ca(ca);
+    let ask = |chain: &Vec<rustls::pki_types::CertificateDer<'static>>| {
+        let cert = ClientCert::from_der(&chain[0]).unwrap();
+        let peer = PeerCertificates(Arc::new(chain.clone()));
+        let authn = &authn;
+        async move {
+            authn
+                .authenticate_request(&mut HeaderMap::new(), Some(&cert), Some(&peer), "/api")
+                .await
+        }
+    };
+    assert_eq!(ask(&good).await.unwrap().name, "alice");
+    // Foreign: an authentication error (401), never anonymous.
+    assert!(matches!(ask(&foreign).await, Err(AuthError::ClientCert(_))));
+    assert!(matches!(ask(&expired).await, Err(AuthError::ClientCert(_))));
+
+    // Without a client CA, certificates are not looked at.
+    let cert = ClientCert::from_der(&foreign[0]).unwrap();
+    let open = Authentication::new(true, api());
+    let user = open
+        .authenticate_request(&mut HeaderMap::new(), Some(&cert), None, "/api")
+        .await
+        .unwrap();
+    assert_eq!(user.name, ANONYMOUS_USER);
+}

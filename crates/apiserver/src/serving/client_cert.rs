@@ -3,9 +3,10 @@
 //! CN → user name, O → groups, the Kubernetes UID attribute → uid, and a
 //! credential ID from the certificate's SHA-256 fingerprint.
 //!
-//! The TLS layer has already verified the chain against `--client-ca-file`;
+//! The TLS layer only checks that the client holds the certificate's key;
 //! the server puts a [`ClientCert`] into the extensions of every request of
-//! that connection for the authentication filter to use.
+//! that connection, and the authentication filter uses it once the chain
+//! verifies against the client CA.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub struct ClientCertUser {
     pub credential_id: String,
 }
 
-/// Why a verified certificate does not yield a user (upstream answers these
+/// Why a certificate does not yield a user (upstream answers these
 /// with an authentication error rather than "no opinion").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientCertError {
@@ -46,13 +47,13 @@ pub enum ClientCertError {
 }
 
 /// Request extension: the certificate chain the client presented (leaf
-/// first), verified by the TLS layer against every CA it trusts, for
-/// authenticators that need to know which CA issued it.
+/// first), not verified by the TLS layer: authenticators check it against
+/// the CA they trust.
 #[derive(Debug, Clone)]
 pub struct PeerCertificates(pub Arc<Vec<rustls::pki_types::CertificateDer<'static>>>);
 
-/// Request extension: the outcome of converting the connection's verified
-/// client certificate. Absent when no certificate was presented or its
+/// Request extension: the outcome of converting the connection's client
+/// certificate (valid only once its chain verifies). Absent when no certificate was presented or its
 /// subject has no common name (upstream's authenticator then has no opinion).
 /// Cloning is a reference-count increment.
 #[derive(Debug, Clone)]
@@ -64,7 +65,7 @@ impl ClientCert {
         self.0.as_ref().as_ref()
     }
 
-    /// Converts the leaf certificate (DER) of a verified chain; `None` when
+    /// Converts the leaf certificate (DER) of a chain; `None` when
     /// the subject has no common name.
     pub fn from_der(der: &[u8]) -> Option<Self> {
         let cert = match x509_parser::parse_x509_certificate(der) {

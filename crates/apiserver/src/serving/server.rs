@@ -98,8 +98,9 @@ pub enum ServeError {
 /// to `options.shutdown_timeout`, and aborts whatever is left.
 ///
 /// Every request carries `ConnectInfo<SocketAddr>` (the peer address) and,
-/// when the client presented a verified certificate whose subject has a
-/// common name, a [`ClientCert`] in its extensions.
+/// when the client presented a certificate (unverified: the x509
+/// authenticator checks it) whose subject has a common name, a
+/// [`ClientCert`] in its extensions.
 pub async fn serve<S, B>(
     listener: TcpListener,
     tls: impl Into<ServerTls>,

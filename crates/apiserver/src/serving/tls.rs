@@ -1,17 +1,26 @@
 //! The serving TLS configuration (upstream's `SecureServingInfo` TLS part):
 //! serving certificate and key from PEM files, optional client CA whose
-//! certificates are requested and verified but not required, minimum
-//! version, cipher suites and ALPN.
+//! subjects are hinted to clients when a certificate is requested (as Go's
+//! `tls.RequestClientCert`: the chain is verified by the x509
+//! authenticator per request, so a bad certificate gets a 401 rather than
+//! a failed handshake), minimum version, cipher suites and ALPN.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::CryptoProvider;
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::UnixTime;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 use rustls::sign::CertifiedKey;
-use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+    SupportedProtocolVersion,
+};
 
 use super::ciphers::{self, TlsVersion, UnknownCipherSuite};
 use super::sni::{SniCertKey, SniResolver};
@@ -53,7 +62,7 @@ pub struct TlsOptions {
     /// PEM private key (PKCS#8, PKCS#1 or SEC1).
     pub key_file: PathBuf,
     /// PEM bundle of CAs that sign client certificates; when set, clients
-    /// are asked for a certificate, which is verified if presented.
+    /// are asked for a certificate (verified per request by the x509 authenticator).
     pub client_ca_file: Option<PathBuf>,
     pub min_version: TlsVersion,
     /// Upstream cipher-suite names; empty means the defaults.
@@ -82,15 +91,19 @@ impl TlsOptions {
         let builder = match &self.client_ca_file {
             Some(path) => {
                 let roots = Arc::new(load_roots(path)?);
-                // Anonymous and token-authenticated clients must still get in.
-                let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
-                    .allow_unauthenticated()
+                // Only for the hints: the subjects of the client CAs.
+                let hints = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
                     .build()
                     .map_err(|source| TlsConfigError::ClientCa {
                         path: path.clone(),
                         source,
-                    })?;
-                builder.with_client_cert_verifier(verifier)
+                    })?
+                    .root_hint_subjects()
+                    .to_vec();
+                builder.with_client_cert_verifier(Arc::new(RequestClientCert {
+                    hints,
+                    algorithms: provider.signature_verification_algorithms,
+                }))
             }
             None => builder.with_no_client_auth(),
         };
@@ -141,4 +154,55 @@ fn load_roots(path: &Path) -> Result<RootCertStore, TlsConfigError> {
         roots.add(cert)?;
     }
     Ok(roots)
+}
+
+/// Asks for a client certificate without requiring or verifying it (Go's
+/// `tls.RequestClientCert`); only the handshake signature, which proves
+/// the client holds the certificate's key, is checked here.
+#[derive(Debug)]
+struct RequestClientCert {
+    hints: Vec<DistinguishedName>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for RequestClientCert {
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // The x509 authenticator verifies the chain at request time.
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
 }

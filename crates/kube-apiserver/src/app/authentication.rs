@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use apiserver::authentication::request_header::{CaError, CertVerifier, RequestHeader};
 use apiserver::authentication::token_file::{TokenFile, TokenFileError};
+use apiserver::authentication::x509::{ClientCa, ClientCaError};
 use apiserver::authentication::Authentication;
 use apiserver::server::GenericApiServer;
 
@@ -45,6 +46,8 @@ pub enum AuthenticationError {
     Webhook(#[from] WebhookConfigError),
     #[error(transparent)]
     Ca(#[from] CaError),
+    #[error(transparent)]
+    ClientCa(#[from] ClientCaError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("{path}: {source}")]
@@ -397,6 +400,11 @@ pub fn build(
         }
         None => Authentication::new(flags.anonymous, api_audiences.clone()),
     };
+    // Checked per request and re-read when the file changes, as upstream.
+    let x509_ca = client_ca.map(ClientCa::load).transpose()?;
+    if let Some(ca) = &x509_ca {
+        ca.start_reloading();
+    }
     if let Some(ca) = &flags.front_proxy.client_ca {
         let fp = &flags.front_proxy;
         let rh = RequestHeader {
@@ -407,8 +415,9 @@ pub fn build(
             group_headers: fp.group_headers.clone(),
             extra_prefixes: fp.extra_prefixes.clone(),
         };
-        let client_ca = client_ca.map(CertVerifier::load).transpose()?;
-        chain = chain.with_request_header(rh, client_ca);
+        chain = chain.with_request_header(rh, x509_ca);
+    } else if let Some(ca) = x509_ca {
+        chain = chain.with_client_ca(ca);
     }
     let oidc = flags.oidc.take();
     let (jwt, config_watch) = jwt_authenticators(config, oidc, &flags, &issuers)?;

@@ -1,0 +1,227 @@
+//! The client-certificate CA of the x509 authenticator (upstream's
+//! `request/x509` with dynamic CA content from `--client-ca-file`): the
+//! TLS layer only asks for a certificate, and every request's chain is
+//! verified here against the CA bundle at the time of the request, so an
+//! expired, not-yet-valid or foreign certificate fails authentication (401)
+//! instead of the handshake.
+//!
+//! The bundle is re-read when the file changes: its size and modification
+//! time are checked every [`CHANGE_CHECK_INTERVAL`] (standing in for
+//! upstream's file-change notification) and its content re-read every
+//! [`RESYNC_INTERVAL`] (upstream's resync). A changed file that does not
+//! parse keeps the previous bundle, as upstream does.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, SystemTime};
+
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{DistinguishedName, RootCertStore};
+
+/// How often the file's size and modification time are compared.
+pub const CHANGE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the content is re-read regardless (upstream: every minute).
+pub const RESYNC_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Errors loading a CA bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientCaError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// One parsed bundle: the verifier and the subjects clients are hinted.
+struct Bundle {
+    verifier: Arc<dyn ClientCertVerifier>,
+    content: Vec<u8>,
+}
+
+struct Inner {
+    path: PathBuf,
+    current: RwLock<Arc<Bundle>>,
+}
+
+/// A client CA bundle read from a file and kept current. Cloning shares it.
+#[derive(Clone)]
+pub struct ClientCa(Arc<Inner>);
+
+impl std::fmt::Debug for ClientCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ClientCa").field(&self.0.path).finish()
+    }
+}
+
+fn parse(path: &Path, content: Vec<u8>) -> Result<Bundle, ClientCaError> {
+    let invalid = |message: String| ClientCaError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut roots = RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut content.as_slice()) {
+        let cert = cert.map_err(|e| invalid(e.to_string()))?;
+        roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(invalid("no certificates found".into()));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| invalid(e.to_string()))?;
+    Ok(Bundle { verifier, content })
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ClientCaError> {
+    std::fs::read(path).map_err(|source| ClientCaError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+impl ClientCa {
+    /// Reads a PEM CA bundle (blocking file I/O).
+    pub fn load(path: &Path) -> Result<Self, ClientCaError> {
+        let bundle = parse(path, read(path)?)?;
+        Ok(Self(Arc::new(Inner {
+            path: path.to_path_buf(),
+            current: RwLock::new(Arc::new(bundle)),
+        })))
+    }
+
+    fn bundle(&self) -> Arc<Bundle> {
+        // A poisoned lock still holds a complete bundle: writers only swap an Arc.
+        match self.0.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Whether `chain` (leaf first) was issued by the current bundle's CAs
+    /// and is valid now.
+    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
+        let (leaf, intermediates) = chain.split_first().ok_or("no certificate")?;
+        self.bundle()
+            .verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The subjects of the current bundle's CAs (the TLS layer's hints).
+    pub fn subjects(&self) -> Vec<DistinguishedName> {
+        self.bundle().verifier.root_hint_subjects().to_vec()
+    }
+
+    /// Re-reads the file now; `Ok(true)` when its content changed and the
+    /// new bundle is in use (blocking file I/O).
+    pub fn reload(&self) -> Result<bool, ClientCaError> {
+        let content = read(&self.0.path)?;
+        if content == self.bundle().content {
+            return Ok(false);
+        }
+        let bundle = Arc::new(parse(&self.0.path, content)?);
+        match self.0.current.write() {
+            Ok(mut guard) => *guard = bundle,
+            Err(poisoned) => *poisoned.into_inner() = bundle,
+        }
+        Ok(true)
+    }
+
+    /// Keeps the bundle current in a background task until every clone of
+    /// this `ClientCa` is dropped. Needs a Tokio runtime.
+    pub fn start_reloading(&self) {
+        tokio::spawn(keep_current(Arc::downgrade(&self.0)));
+    }
+}
+
+/// Size and modification time, the cheap change signal.
+fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+async fn keep_current(inner: Weak<Inner>) {
+    let mut last_stamp = None;
+    let mut since_resync = Duration::ZERO;
+    loop {
+        tokio::time::sleep(CHANGE_CHECK_INTERVAL).await;
+        since_resync += CHANGE_CHECK_INTERVAL;
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let ca = ClientCa(strong);
+        let path = ca.0.path.clone();
+        let checked = tokio::task::spawn_blocking(move || stamp(&path)).await;
+        let current = checked.ok().flatten();
+        if current == last_stamp && since_resync < RESYNC_INTERVAL {
+            continue;
+        }
+        since_resync = Duration::ZERO;
+        let reloading = ca.clone();
+        match tokio::task::spawn_blocking(move || reloading.reload()).await {
+            Ok(Ok(changed)) => {
+                last_stamp = current;
+                if changed {
+                    tracing::info!(path = %ca.0.path.display(), "reloaded client CA bundle");
+                }
+            }
+            Ok(Err(err)) => {
+                tracing::error!(error = %err, "client CA bundle does not load; keeping the previous one");
+            }
+            Err(err) => tracing::error!(error = %err, "client CA reload task failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+    fn ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.self_signed(&key).unwrap();
+        (cert.pem(), Issuer::new(params, key))
+    }
+
+    fn leaf(issuer: &Issuer<'static, KeyPair>) -> Vec<CertificateDer<'static>> {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, "alice");
+        vec![params.signed_by(&key, issuer).unwrap().der().clone()]
+    }
+
+    #[test]
+    fn verifies_against_the_reloaded_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.crt");
+        let (old_pem, old) = ca("old");
+        let (new_pem, new) = ca("new");
+        std::fs::write(&path, &old_pem).unwrap();
+        let client_ca = ClientCa::load(&path).unwrap();
+        assert!(client_ca.verify(&leaf(&old)).is_ok());
+        assert!(client_ca.verify(&leaf(&new)).is_err());
+        assert!(client_ca.verify(&[]).is_err());
+        assert!(!client_ca.reload().unwrap());
+
+        std::fs::write(&path, format!("{old_pem}{new_pem}")).unwrap();
+        assert!(client_ca.reload().unwrap());
+        assert!(client_ca.verify(&leaf(&new)).is_ok());
+        assert_eq!(client_ca.subjects().len(), 2);
+
+        // A broken file keeps the previous bundle.
+        std::fs::write(&path, "garbage").unwrap();
+        assert!(client_ca.reload().is_err());
+        assert!(client_ca.verify(&leaf(&new)).is_ok());
+    }
+}
