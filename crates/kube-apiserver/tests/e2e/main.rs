@@ -18,6 +18,7 @@ mod authz_node;
 mod authz_webhook;
 mod autoscaling_versions;
 mod cbor;
+mod client_ca_reload;
 mod component_statuses;
 mod crd;
 mod crd_apply;
