@@ -113,6 +113,23 @@ fn a_ca_added_to_the_client_ca_file_is_trusted_without_restart(server: &TestServ
         assert!(Instant::now() < deadline, "the added CA was not picked up");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // kubectl (client-go answers every certificate request with its
+    // certificate, whatever CA names the server hints) gets in as bob too.
+    let out = server.kubectl_as_cert(
+        &bob,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "bob");
     // The first CA is still trusted.
     assert_eq!(whoami(&serving_ca, server.port, &alice).0, 201);
 }
