@@ -266,8 +266,8 @@ impl Authentication {
                 Err(e) => errors.push(e),
             }
         }
-        if let Some(cert) = client_cert {
-            match self.certificate_user(cert, chain) {
+        if client_cert.is_some() || chain.is_some() {
+            match self.certificate_user(client_cert, chain.unwrap_or_default()) {
                 Some(Ok(user)) => return Ok(user),
                 Some(Err(e)) => errors.push(e),
                 None => {}
@@ -292,22 +292,23 @@ impl Authentication {
     }
 
     /// The user of a client certificate (CN, O, UID, credential ID), once
-    /// it is known to come from the client CA.
+    /// its chain verifies against the client CA. As upstream, the chain is
+    /// verified first: a bad one fails even without a common name (`cert`
+    /// is `None`), while a good one without a common name has no opinion.
     fn certificate_user(
         &self,
-        cert: &ClientCert,
-        chain: Option<&[rustls::pki_types::CertificateDer<'static>]>,
+        cert: Option<&ClientCert>,
+        chain: &[rustls::pki_types::CertificateDer<'static>],
     ) -> Option<Result<UserInfo, AuthError>> {
         let verified = match &self.client_certs {
             ClientCerts::Ignored => return None,
-            ClientCerts::IssuedBy(ca) => ca.verify(chain.unwrap_or_default()),
-            ClientCerts::Refused => Err("no client CA is configured".into()),
+            ClientCerts::IssuedBy(ca) => ca.verify(chain),
+            ClientCerts::Refused => cert.map(|_| Err("no client CA is configured".to_owned()))?,
         };
-        Some(
-            verified
-                .map_err(AuthError::ClientCert)
-                .and_then(|()| certificate_identity(cert)),
-        )
+        if let Err(e) = verified {
+            return Some(Err(AuthError::ClientCert(e)));
+        }
+        cert.map(certificate_identity)
     }
 
     /// The user of a bearer token for `audiences` (empty: the API's), as

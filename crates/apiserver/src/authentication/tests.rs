@@ -251,6 +251,17 @@ async fn client_certificates_are_verified_per_request() {
     // Foreign: an authentication error (401), never anonymous.
     assert!(matches!(ask(&foreign).await, Err(AuthError::ClientCert(_))));
     assert!(matches!(ask(&expired).await, Err(AuthError::ClientCert(_))));
+    // A chain without a named user (no common name) is still verified.
+    let peer = PeerCertificates(Arc::new(foreign.clone()));
+    let nameless = authn
+        .authenticate_request(&mut HeaderMap::new(), None, Some(&peer), "/api")
+        .await;
+    assert!(matches!(nameless, Err(AuthError::ClientCert(_))));
+    let peer = PeerCertificates(Arc::new(good.clone()));
+    let anonymous = authn
+        .authenticate_request(&mut HeaderMap::new(), None, Some(&peer), "/api")
+        .await;
+    assert_eq!(anonymous.unwrap().name, ANONYMOUS_USER);
 
     // Without a client CA, certificates are not looked at.
     let cert = ClientCert::from_der(&foreign[0]).unwrap();

@@ -247,6 +247,21 @@ fn bad_client_certificates_are_refused_or_ignored(server: &TestServer) {
         answer.json()["status"]["userInfo"],
         json!({"username": "system:anonymous", "groups": ["system:unauthenticated"]})
     );
+    // The chain is verified before the subject is read: a nameless
+    // certificate of another CA is refused, not anonymous.
+    let nameless_foreign = issue(
+        server,
+        "nameless-foreign",
+        CertSpec {
+            cn: None,
+            expired: false,
+            foreign_ca: true,
+        },
+    );
+    assert_unauthorized(
+        &whoami(server, &[], Some(&nameless_foreign)),
+        "nameless certificate of another CA",
+    );
     // Basic credentials are not read at all: anonymous too.
     let answer = whoami(server, &["Authorization: Basic Y2Fyb2w6c2VjcmV0"], None);
     assert_eq!(
