@@ -13,8 +13,6 @@ use std::sync::Arc;
 use http::HeaderMap;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
-use rustls::server::WebPkiClientVerifier;
-use rustls::RootCertStore;
 
 use super::{AuthError, UserInfo};
 
@@ -42,18 +40,7 @@ impl CertVerifier {
             message,
         };
         let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
-        let mut roots = RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut bytes.as_slice()) {
-            let cert = cert.map_err(|e| invalid(e.to_string()))?;
-            roots.add(cert).map_err(|e| invalid(e.to_string()))?;
-        }
-        if roots.is_empty() {
-            return Err(invalid("no certificates found".into()));
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| invalid(e.to_string()))?;
+        let verifier = super::x509::pem_verifier(&bytes).map_err(invalid)?;
         Ok(CertVerifier(verifier))
     }
 

@@ -63,19 +63,25 @@ fn parse(path: &Path, content: Vec<u8>) -> Result<Bundle, ClientCaError> {
         path: path.to_path_buf(),
         message,
     };
+    let verifier = pem_verifier(&content).map_err(invalid)?;
+    Ok(Bundle { verifier, content })
+}
+
+/// A verifier of client chains against the CAs of a PEM bundle; the
+/// message of an error says what is wrong with the bundle.
+pub(super) fn pem_verifier(pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, String> {
     let mut roots = RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut content.as_slice()) {
-        let cert = cert.map_err(|e| invalid(e.to_string()))?;
-        roots.add(cert).map_err(|e| invalid(e.to_string()))?;
+    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+        let cert = cert.map_err(|e| e.to_string())?;
+        roots.add(cert).map_err(|e| e.to_string())?;
     }
     if roots.is_empty() {
-        return Err(invalid("no certificates found".into()));
+        return Err("no certificates found".into());
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
-        .map_err(|e| invalid(e.to_string()))?;
-    Ok(Bundle { verifier, content })
+        .map_err(|e| e.to_string())
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, ClientCaError> {
