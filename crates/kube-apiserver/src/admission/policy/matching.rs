@@ -86,7 +86,13 @@ pub fn matches(
 ) -> Result<bool, String> {
     let is_namespace = a.is("", "namespaces");
     let namespaced = !a.namespace.is_empty() && !is_namespace;
-    if !any_rule(constraints.get("resourceRules"), a, namespaced)
+    // A binding's matchResources without resourceRules narrows nothing by
+    // resource; only its selectors and exclusions apply.
+    let unrestricted = constraints
+        .get("resourceRules")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if !(unrestricted || any_rule(constraints.get("resourceRules"), a, namespaced))
         || any_rule(constraints.get("excludeResourceRules"), a, namespaced)
     {
         return Ok(false);
@@ -118,4 +124,61 @@ pub fn matches(
         .as_deref()
         .map(|o| obj_selector.matches(&labels(Some(o))));
     Ok(new.unwrap_or(false) || old.unwrap_or(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use apiserver::admission::{Operation, RequestContext};
+    use apiserver::filters::authentication::UserInfo;
+    use apiserver::registry::ResourceInfo;
+    use serde_json::json;
+
+    use super::*;
+
+    fn configmap_create() -> Attributes {
+        let info = ResourceInfo {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            singular: "configmap".into(),
+            kind: "ConfigMap".into(),
+            list_kind: "ConfigMapList".into(),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec![],
+            has_status: false,
+            has_scale: false,
+            storage_root: "configmaps".into(),
+        };
+        let object = json!({"metadata": {"name": "c", "namespace": "team"}});
+        let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
+        Attributes::new(
+            &info,
+            Operation::Create,
+            Some(object),
+            None,
+            "",
+            None,
+            "",
+            false,
+            request,
+        )
+    }
+
+    #[test]
+    fn match_resources_without_resource_rules_select_by_labels_only() {
+        let a = configmap_create();
+        let test_ns = json!({"metadata": {"labels": {"env": "test"}}});
+        let prod_ns = json!({"metadata": {"labels": {"env": "prod"}}});
+        let by_ns = json!({"namespaceSelector": {"matchLabels": {"env": "test"}}});
+        assert_eq!(matches(&by_ns, &a, Some(&test_ns)), Ok(true));
+        assert_eq!(matches(&by_ns, &a, Some(&prod_ns)), Ok(false));
+        assert_eq!(matches(&json!({"resourceRules": []}), &a, None), Ok(true));
+        let excluded = json!({"excludeResourceRules": [{"apiGroups": [""],
+            "apiVersions": ["*"], "operations": ["*"], "resources": ["configmaps"]}]});
+        assert_eq!(matches(&excluded, &a, Some(&test_ns)), Ok(false));
+    }
 }
