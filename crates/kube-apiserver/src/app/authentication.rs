@@ -434,6 +434,10 @@ pub fn build(
             api_audiences,
             max_expiration_seconds: i64::try_from(flags.max_expiration.as_secs()).unwrap_or(0),
             extend_expiration: flags.extend_expiration,
+            uid_validation: opts
+                .feature_gates
+                .get("TokenRequestServiceAccountUIDValidation")
+                != Some(&false),
             objects: objects.clone(),
         })
     });

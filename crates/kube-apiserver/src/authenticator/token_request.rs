@@ -31,6 +31,9 @@ const WARN_ONLY_EXPIRATION_SECONDS: i64 = 3607;
 const EXTENDED_EXPIRATION_SECONDS: i64 = 24 * 365 * 3600;
 /// The audit annotation naming the token a request issued.
 const ISSUED_CREDENTIAL_ID: &str = "authentication.kubernetes.io/issued-credential-id";
+/// The audit annotation of a request naming another UID than the account's
+/// (with the UID validation gate off).
+const UID_MISMATCH: &str = "authentication.k8s.io/token-request-uid-mismatch";
 
 /// The settings of TokenRequest.
 pub struct TokenRequests {
@@ -41,6 +44,9 @@ pub struct TokenRequests {
     pub max_expiration_seconds: i64,
     /// `--service-account-extend-token-expiration`.
     pub extend_expiration: bool,
+    /// Feature gate `TokenRequestServiceAccountUIDValidation`: a request
+    /// naming another UID than the account's is refused.
+    pub uid_validation: bool,
     pub objects: Arc<Objects>,
 }
 
@@ -130,16 +136,7 @@ impl TokenRequests {
             .objects
             .get(Kind::ServiceAccount, &namespace, &name)
             .await?;
-        let sa_uid = str_at(&sa, "/metadata/uid");
-        let given_uid = str_at(&body, "/metadata/uid");
-        if !given_uid.is_empty() && given_uid != sa_uid {
-            return Err(ApiError::conflict(
-                GROUP,
-                KIND,
-                &name,
-                format!("the UID in the token request ({given_uid}) does not match the UID of the service account ({sa_uid})"),
-            ));
-        }
+        let uid = self.check_uid(str_at(&body, "/metadata/uid"), &sa, &name)?;
         let mut spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
         let audiences: Vec<String> = match spec.get("audiences").and_then(Value::as_array) {
             Some(list) if !list.is_empty() => list
@@ -154,7 +151,7 @@ impl TokenRequests {
         body["metadata"] = json!({
             "name": name,
             "namespace": namespace,
-            "uid": sa_uid,
+            "uid": uid,
             "creationTimestamp": now.to_rfc3339_opts(SecondsFormat::Secs, true),
         });
         let requested = spec
@@ -200,6 +197,30 @@ impl TokenRequests {
         body["spec"] = spec;
         body["status"] = json!({"token": token, "expirationTimestamp": expires});
         Ok(body)
+    }
+
+    /// A UID in the request must be the account's: a conflict with
+    /// `TokenRequestServiceAccountUIDValidation` (on by default), else an
+    /// audit annotation and a warning, the request's UID kept as upstream.
+    /// Returns the UID the response carries.
+    fn check_uid(&self, given: &str, sa: &Value, name: &str) -> Result<String, ApiError> {
+        let sa_uid = str_at(sa, "/metadata/uid");
+        if given.is_empty() || given == sa_uid {
+            return Ok(sa_uid.to_owned());
+        }
+        let mismatch = format!(
+            "the UID in the token request ({given}) does not match the UID of the service account ({sa_uid})"
+        );
+        if self.uid_validation {
+            return Err(ApiError::conflict(GROUP, KIND, name, mismatch));
+        }
+        if let Some(context) = RequestContext::current() {
+            context.add_warning(format!(
+                "{mismatch} but TokenRequestServiceAccountUIDValidation is not enabled. In the future, this will return a conflict error"
+            ));
+            context.add_audit_annotation(UID_MISMATCH, mismatch);
+        }
+        Ok(given.to_owned())
     }
 
     /// Runs admission on the request (NodeRestriction checks bound pods

@@ -32,6 +32,11 @@ fn signing_key(dir: &std::path::Path) -> keys::SigningKey {
 }
 
 fn fixture() -> Fixture {
+    fixture_with_uid_validation(true)
+}
+
+/// With feature gate `TokenRequestServiceAccountUIDValidation` as given.
+fn fixture_with_uid_validation(uid_validation: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let kv = Arc::new(EmbeddedKv::open(&dir.path().join("db")).unwrap());
     let factory = StorageFactory {
@@ -66,6 +71,7 @@ fn fixture() -> Fixture {
         api_audiences: vec![ISSUER.into()],
         max_expiration_seconds: 0,
         extend_expiration: true,
+        uid_validation,
         objects: objects.clone(),
     });
     let auth = JwtAuthenticator {
@@ -314,6 +320,33 @@ async fn token_requests_carry_the_accounts_uid_and_refuse_another() {
         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "missing"}});
     let err = f.token("builder", short).await.unwrap_err();
     assert_eq!(err.code, 422, "{}", err.message);
+}
+
+#[tokio::test]
+async fn without_uid_validation_another_uid_is_kept_with_a_warning() {
+    let f = fixture_with_uid_validation(false);
+    let account = f.create("serviceaccounts", sa("builder")).await;
+    let sa_uid = str_at(&account, "/metadata/uid").to_owned();
+    let context = apiserver::admission::RequestContext::new(Arc::new(UserInfo::default()));
+    let create = f.requests.clone().resource().create;
+    let resp = context
+        .scope(create(CreateRequest {
+            body: json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "metadata": {"uid": "stale"}, "spec": {}}),
+            user: Arc::new(UserInfo::default()),
+            namespace: Some("default".into()),
+            name: Some("builder".into()),
+        }))
+        .await
+        .unwrap();
+    assert_eq!(resp["metadata"]["uid"], "stale");
+    assert!(resp["status"]["token"]
+        .as_str()
+        .is_some_and(|t| !t.is_empty()));
+    assert_eq!(
+        context.take_warnings(),
+        vec![format!("the UID in the token request (stale) does not match the UID of the service account ({sa_uid}) but TokenRequestServiceAccountUIDValidation is not enabled. In the future, this will return a conflict error")]
+    );
 }
 
 impl Fixture {
