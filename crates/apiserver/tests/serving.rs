@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::authentication::x509::ClientCa;
 use apiserver::serving::{
     serve, ClientCert, ServeError, ServeOptions, ServerTls, SniCertKey, TlsConfigError, TlsOptions,
     TlsVersion,
@@ -124,7 +125,7 @@ impl Pki {
         TlsOptions {
             cert_file: self.dir.path().join("tls.crt"),
             key_file: self.dir.path().join("tls.key"),
-            client_ca_file: Some(self.dir.path().join("ca.crt")),
+            client_cas: vec![ClientCa::load(&self.dir.path().join("ca.crt")).unwrap()],
             min_version: TlsVersion::Tls12,
             cipher_suites: Vec::new(),
             http2: true,

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
+use tokio::sync::watch;
+
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
@@ -46,6 +48,8 @@ struct Bundle {
 struct Inner {
     path: PathBuf,
     current: RwLock<Arc<Bundle>>,
+    /// Marked changed whenever a new bundle is in use.
+    changes: watch::Sender<()>,
 }
 
 /// A client CA bundle read from a file and kept current. Cloning shares it.
@@ -98,6 +102,7 @@ impl ClientCa {
         Ok(Self(Arc::new(Inner {
             path: path.to_path_buf(),
             current: RwLock::new(Arc::new(bundle)),
+            changes: watch::Sender::new(()),
         })))
     }
 
@@ -137,7 +142,14 @@ impl ClientCa {
             Ok(mut guard) => *guard = bundle,
             Err(poisoned) => *poisoned.into_inner() = bundle,
         }
+        self.0.changes.send_replace(());
         Ok(true)
+    }
+
+    /// A receiver marked changed each time a new bundle comes into use
+    /// (the TLS layer re-reads [`Self::subjects`] then).
+    pub fn subscribe(&self) -> watch::Receiver<()> {
+        self.0.changes.subscribe()
     }
 
     /// Keeps the bundle current in a background task until every clone of
@@ -221,7 +233,11 @@ mod tests {
         assert!(!client_ca.reload().unwrap());
 
         std::fs::write(&path, format!("{old_pem}{new_pem}")).unwrap();
+        let mut changes = client_ca.subscribe();
+        assert!(!changes.has_changed().unwrap());
         assert!(client_ca.reload().unwrap());
+        assert!(changes.has_changed().unwrap());
+        changes.mark_unchanged();
         assert!(client_ca.verify(&leaf(&new)).is_ok());
         assert_eq!(client_ca.subjects().len(), 2);
 
@@ -229,5 +245,6 @@ mod tests {
         std::fs::write(&path, "garbage").unwrap();
         assert!(client_ca.reload().is_err());
         assert!(client_ca.verify(&leaf(&new)).is_ok());
+        assert!(!changes.has_changed().unwrap());
     }
 }

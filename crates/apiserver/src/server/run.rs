@@ -169,7 +169,7 @@ impl PreparedServer {
     pub async fn run(
         self,
         listener: TcpListener,
-        tls: Arc<rustls::ServerConfig>,
+        tls: impl Into<serving::ServerTls>,
         options: ServeOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), serving::ServeError> {

@@ -1,6 +1,7 @@
 //! Certificate rotation without a restart (upstream's dynamic serving
 //! certificate and client-CA controllers): the TLS configuration is rebuilt
-//! whenever the serving certificate, key or client CA file changes, and new
+//! whenever the serving certificate or key file changes or a client CA
+//! bundle is reloaded (then the hinted CA names follow), and new
 //! connections use the latest good configuration.
 
 use std::path::PathBuf;
@@ -53,7 +54,8 @@ fn join_error(err: tokio::task::JoinError) -> TlsConfigError {
 
 impl TlsOptions {
     /// Builds the configuration now, then rebuilds it whenever one of its
-    /// files changes (checked every `interval`). A change that does not
+    /// files changes (checked every `interval`) or one of its client CA
+    /// bundles is reloaded (at once). A change that does not
     /// build (a key written before its certificate, a bad file) keeps the
     /// previous configuration and is retried at the next check. Checking
     /// stops once every receiver is dropped.
@@ -61,6 +63,8 @@ impl TlsOptions {
         self,
         interval: Duration,
     ) -> Result<watch::Receiver<Arc<ServerConfig>>, TlsConfigError> {
+        // Subscribed before the first build, so no reload goes unseen.
+        let ca_changes = self.client_cas.iter().map(|ca| ca.subscribe()).collect();
         let options = Arc::new(self);
         let files = options.watched_files();
         let initial = snapshot(&files).await;
@@ -71,7 +75,12 @@ impl TlsOptions {
                 .map_err(join_error)??
         };
         let (publish, latest) = watch::channel(config);
-        tokio::spawn(watch_files(options, files, initial, publish, interval));
+        let watched = Watched {
+            files,
+            last: initial,
+            ca_changes,
+        };
+        tokio::spawn(watch_files(options, watched, publish, interval));
         Ok(latest)
     }
 
@@ -82,7 +91,6 @@ impl TlsOptions {
             .flat_map(|sni| [&sni.cert_file, &sni.key_file]);
         [&self.cert_file, &self.key_file]
             .into_iter()
-            .chain(self.client_ca_file.as_ref())
             .chain(sni)
             .cloned()
             .collect()
@@ -98,20 +106,44 @@ async fn snapshot(files: &[PathBuf]) -> Vec<Option<Vec<u8>>> {
     contents
 }
 
+/// What the configuration was last built from.
+struct Watched {
+    files: Vec<PathBuf>,
+    /// The files' contents at the last good build.
+    last: Vec<Option<Vec<u8>>>,
+    /// One per client CA bundle, marked on each reload.
+    ca_changes: Vec<watch::Receiver<()>>,
+}
+
+/// Resolves when any of the bundles was reloaded; never when there are none.
+async fn any_reloaded(changes: &mut [watch::Receiver<()>]) {
+    if changes.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = changes.iter_mut().map(|rx| Box::pin(rx.changed()));
+    if futures::future::select_all(waits).await.0.is_err() {
+        // The bundle is gone (only at shutdown): nothing more to follow.
+        std::future::pending().await
+    }
+}
+
 async fn watch_files(
     options: Arc<TlsOptions>,
-    files: Vec<PathBuf>,
-    mut last: Vec<Option<Vec<u8>>>,
+    mut watched: Watched,
     publish: watch::Sender<Arc<ServerConfig>>,
     interval: Duration,
 ) {
+    // A reloaded CA bundle not yet in a published configuration.
+    let mut hints_stale = false;
     loop {
         tokio::select! {
             () = publish.closed() => return,
             () = tokio::time::sleep(interval) => {}
+            () = any_reloaded(&mut watched.ca_changes) => hints_stale = true,
         }
-        let current = snapshot(&files).await;
-        if current == last {
+        let files = &watched.files;
+        let current = snapshot(files).await;
+        if current == watched.last && !hints_stale {
             continue;
         }
         let rebuilt = {
@@ -123,12 +155,138 @@ async fn watch_files(
         match rebuilt {
             Ok(Ok(config)) => {
                 publish.send_replace(config);
-                last = current;
-                tracing::info!(files = ?files, "reloaded serving certificates");
+                watched.last = current;
+                hints_stale = false;
+                tracing::info!(files = ?files, "reloaded serving certificates and client CA names");
             }
             Ok(Err(err)) | Err(err) => {
                 tracing::error!(error = %err, "changed serving certificates do not load; keeping the previous ones");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use rcgen::{CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    use rustls::client::ResolvesClientCert;
+    use rustls::pki_types::ServerName;
+    use rustls::sign::CertifiedKey;
+    use rustls::{ClientConfig, RootCertStore, SignatureScheme};
+
+    use super::*;
+    use crate::authentication::x509::ClientCa;
+    use crate::serving::TlsVersion;
+
+    fn ca(name: &str) -> (rcgen::Certificate, Issuer<'static, KeyPair>) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.self_signed(&key).unwrap();
+        (cert, Issuer::new(params, key))
+    }
+
+    /// Records the CA names the server hints; presents no certificate.
+    #[derive(Debug, Default)]
+    struct HintRecorder(Mutex<Vec<Vec<u8>>>);
+
+    impl ResolvesClientCert for HintRecorder {
+        fn resolve(&self, hints: &[&[u8]], _: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+            *self.0.lock().unwrap() = hints.iter().map(|h| h.to_vec()).collect();
+            None
+        }
+
+        fn has_certs(&self) -> bool {
+            true
+        }
+    }
+
+    /// The CA names hinted in a handshake with `server`, as common names
+    /// found in them.
+    async fn hinted(
+        server: Arc<ServerConfig>,
+        roots: &RootCertStore,
+        names: &[&str],
+    ) -> Vec<String> {
+        let recorder = Arc::new(HintRecorder::default());
+        let client =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots.clone())
+                .with_client_cert_resolver(recorder.clone());
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let accept = tokio_rustls::TlsAcceptor::from(server).accept(a);
+        let connect = tokio_rustls::TlsConnector::from(Arc::new(client))
+            .connect(ServerName::try_from("localhost").unwrap(), b);
+        let (accepted, connected) = tokio::join!(accept, connect);
+        accepted.unwrap();
+        connected.unwrap();
+        let hints = recorder.0.lock().unwrap().clone();
+        hints
+            .iter()
+            .filter_map(|hint| {
+                let name = names
+                    .iter()
+                    .find(|n| hint.windows(n.len()).any(|w| w == n.as_bytes()))?;
+                Some((*name).to_owned())
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn hinted_ca_names_follow_a_reloaded_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (serving_ca, serving_issuer) = ca("serving-ca");
+        let server_key = KeyPair::generate().unwrap();
+        let server_cert = CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .signed_by(&server_key, &serving_issuer)
+            .unwrap();
+        std::fs::write(dir.path().join("tls.crt"), server_cert.pem()).unwrap();
+        std::fs::write(dir.path().join("tls.key"), server_key.serialize_pem()).unwrap();
+        let (first, _) = ca("first-ca");
+        let (second, _) = ca("second-ca");
+        let (proxy, _) = ca("proxy-ca");
+        let bundle = dir.path().join("ca.crt");
+        std::fs::write(&bundle, first.pem()).unwrap();
+        std::fs::write(dir.path().join("proxy.crt"), proxy.pem()).unwrap();
+        let client_ca = ClientCa::load(&bundle).unwrap();
+        let proxy_ca = ClientCa::load(&dir.path().join("proxy.crt")).unwrap();
+        let options = TlsOptions {
+            cert_file: dir.path().join("tls.crt"),
+            key_file: dir.path().join("tls.key"),
+            // The same CA twice is hinted once.
+            client_cas: vec![client_ca.clone(), proxy_ca.clone(), proxy_ca],
+            min_version: TlsVersion::Tls12,
+            cipher_suites: Vec::new(),
+            http2: true,
+            sni_cert_keys: Vec::new(),
+        };
+        let mut latest = options.reloading(Duration::from_secs(3600)).await.unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(serving_ca.der().clone()).unwrap();
+        let names = ["first-ca", "second-ca", "proxy-ca"];
+        let current = latest.borrow_and_update().clone();
+        assert_eq!(
+            hinted(current, &roots, &names).await,
+            ["first-ca", "proxy-ca"]
+        );
+
+        std::fs::write(&bundle, second.pem()).unwrap();
+        assert!(client_ca.reload().unwrap());
+        // Published at once, not at the next file check an hour away.
+        tokio::time::timeout(Duration::from_secs(10), latest.changed())
+            .await
+            .unwrap()
+            .unwrap();
+        let current = latest.borrow_and_update().clone();
+        assert_eq!(
+            hinted(current, &roots, &names).await,
+            ["second-ca", "proxy-ca"]
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The serving TLS configuration (upstream's `SecureServingInfo` TLS part):
-//! serving certificate and key from PEM files, optional client CA whose
-//! subjects are hinted to clients when a certificate is requested (as Go's
-//! `tls.RequestClientCert`: the chain is verified by the x509
+//! serving certificate and key from PEM files, optional client CA bundles
+//! whose subjects are hinted to clients when a certificate is requested (as
+//! Go's `tls.RequestClientCert`: the chain is verified by the x509
 //! authenticator per request, so a bad certificate gets a 401 rather than
 //! a failed handshake), minimum version, cipher suites and ALPN.
 
@@ -15,12 +15,13 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::UnixTime;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::server::WebPkiClientVerifier;
 use rustls::sign::CertifiedKey;
 use rustls::{
-    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+    DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme,
     SupportedProtocolVersion,
 };
+
+use crate::authentication::x509::ClientCa;
 
 use super::ciphers::{self, TlsVersion, UnknownCipherSuite};
 use super::sni::{SniCertKey, SniResolver};
@@ -41,11 +42,6 @@ pub enum TlsConfigError {
     NoCertificates { path: PathBuf },
     #[error(transparent)]
     CipherSuite(#[from] UnknownCipherSuite),
-    #[error("client CA file {path}: {source}")]
-    ClientCa {
-        path: PathBuf,
-        source: rustls::server::VerifierBuilderError,
-    },
     #[error("invalid TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
     #[error("building the TLS configuration: {0}")]
@@ -53,17 +49,20 @@ pub enum TlsConfigError {
 }
 
 /// Inputs of the serving TLS configuration (`--tls-cert-file`,
-/// `--tls-private-key-file`, `--client-ca-file`, `--tls-min-version`,
-/// `--tls-cipher-suites`, `--tls-sni-cert-key`).
+/// `--tls-private-key-file`, `--tls-min-version`, `--tls-cipher-suites`,
+/// `--tls-sni-cert-key`, and the CAs of `--client-ca-file` and
+/// `--requestheader-client-ca-file`).
 #[derive(Debug, Clone)]
 pub struct TlsOptions {
     /// PEM certificate chain, leaf first.
     pub cert_file: PathBuf,
     /// PEM private key (PKCS#8, PKCS#1 or SEC1).
     pub key_file: PathBuf,
-    /// PEM bundle of CAs that sign client certificates; when set, clients
-    /// are asked for a certificate (verified per request by the x509 authenticator).
-    pub client_ca_file: Option<PathBuf>,
+    /// CA bundles that sign client certificates, kept current by their
+    /// authenticators; when any, clients are asked for a certificate
+    /// (verified per request by the authenticators) with the union of
+    /// their subjects as hints, as upstream's union CA content.
+    pub client_cas: Vec<ClientCa>,
     pub min_version: TlsVersion,
     /// Upstream cipher-suite names; empty means the defaults.
     pub cipher_suites: Vec<String>,
@@ -88,24 +87,13 @@ impl TlsOptions {
         };
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)?;
-        let builder = match &self.client_ca_file {
-            Some(path) => {
-                let roots = Arc::new(load_roots(path)?);
-                // Only for the hints: the subjects of the client CAs.
-                let hints = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
-                    .build()
-                    .map_err(|source| TlsConfigError::ClientCa {
-                        path: path.clone(),
-                        source,
-                    })?
-                    .root_hint_subjects()
-                    .to_vec();
-                builder.with_client_cert_verifier(Arc::new(RequestClientCert {
-                    hints,
-                    algorithms: provider.signature_verification_algorithms,
-                }))
-            }
-            None => builder.with_no_client_auth(),
+        let builder = if self.client_cas.is_empty() {
+            builder.with_no_client_auth()
+        } else {
+            builder.with_client_cert_verifier(Arc::new(RequestClientCert {
+                hints: hint_subjects(&self.client_cas),
+                algorithms: provider.signature_verification_algorithms,
+            }))
         };
         let (certs, key) = (load_certs(&self.cert_file)?, load_key(&self.key_file)?);
         let mut config = if self.sni_cert_keys.is_empty() {
@@ -148,12 +136,16 @@ pub(super) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsConfigE
     PrivateKeyDer::from_pem_file(path).map_err(pem_err(path))
 }
 
-fn load_roots(path: &Path) -> Result<RootCertStore, TlsConfigError> {
-    let mut roots = RootCertStore::empty();
-    for cert in load_certs(path)? {
-        roots.add(cert)?;
+/// The subjects of the bundles' current CAs, in order, each once (Go's
+/// pool of the concatenated bundles lists a CA in both only once).
+fn hint_subjects(cas: &[ClientCa]) -> Vec<DistinguishedName> {
+    let mut hints: Vec<DistinguishedName> = Vec::new();
+    for subject in cas.iter().flat_map(ClientCa::subjects) {
+        if !hints.iter().any(|seen| seen.as_ref() == subject.as_ref()) {
+            hints.push(subject);
+        }
     }
-    Ok(roots)
+    hints
 }
 
 /// Asks for a client certificate without requiring or verifying it (Go's

@@ -87,6 +87,9 @@ pub struct AuthenticationSetup {
     pub root_ca: Option<String>,
     /// Reloads `--authentication-config` when it changes.
     pub config_watch: Option<ConfigWatch>,
+    /// The client CA, then the front-proxy CA, each kept current: the TLS
+    /// layer hints their subjects (upstream's union CA content).
+    pub client_cas: Vec<ClientCa>,
 }
 
 struct Flags {
@@ -330,38 +333,6 @@ fn validate(flags: &Flags) -> Result<(), AuthenticationError> {
     Ok(())
 }
 
-/// The CA bundle the TLS layer trusts for client certificates: the client
-/// CA, plus the front-proxy CA (`--requestheader-client-ca-file`) when
-/// set, then written together into the data directory (blocking I/O).
-pub fn trusted_client_cas(
-    opts: &CompletedOptions,
-    client_ca: Option<PathBuf>,
-) -> Result<Option<PathBuf>, AuthenticationError> {
-    let Some(front_proxy) = front_proxy_flags(opts)?.client_ca else {
-        return Ok(client_ca);
-    };
-    let read = |path: &PathBuf| {
-        std::fs::read_to_string(path).map_err(|source| AuthenticationError::Io {
-            path: path.clone(),
-            source,
-        })
-    };
-    let mut bundle = match &client_ca {
-        Some(path) => read(path)?,
-        None => String::new(),
-    };
-    if !bundle.is_empty() && !bundle.ends_with('\n') {
-        bundle.push('\n');
-    }
-    bundle.push_str(&read(&front_proxy)?);
-    let path = opts.options.data_dir.join("trusted-client-cas.crt");
-    std::fs::write(&path, bundle).map_err(|source| AuthenticationError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(Some(path))
-}
-
 /// Builds the chain from the flags (blocking: reads key, token and CA
 /// files). `client_ca` is `--client-ca-file` (or the generated CA).
 pub fn build(
@@ -394,31 +365,14 @@ pub fn build(
         .transpose()?;
     let public_keys = public_keys(&flags, signing.as_ref(), defaults)?;
     let anonymous = config.as_ref().and_then(|c| c.anonymous.clone());
-    let mut chain = match anonymous {
+    let chain = match anonymous {
         Some(a) => {
             Authentication::new(a.enabled, api_audiences.clone()).with_anonymous_paths(a.paths)
         }
         None => Authentication::new(flags.anonymous, api_audiences.clone()),
     };
-    // Checked per request and re-read when the file changes, as upstream.
-    let x509_ca = client_ca.map(ClientCa::load).transpose()?;
-    if let Some(ca) = &x509_ca {
-        ca.start_reloading();
-    }
-    if let Some(ca) = &flags.front_proxy.client_ca {
-        let fp = &flags.front_proxy;
-        let rh = RequestHeader {
-            ca: CertVerifier::load(ca)?,
-            allowed_names: fp.allowed_names.clone(),
-            username_headers: fp.username_headers.clone(),
-            uid_headers: fp.uid_headers.clone(),
-            group_headers: fp.group_headers.clone(),
-            extra_prefixes: fp.extra_prefixes.clone(),
-        };
-        chain = chain.with_request_header(rh, x509_ca);
-    } else if let Some(ca) = x509_ca {
-        chain = chain.with_client_ca(ca);
-    }
+    let (mut chain, client_cas) =
+        with_certificate_authenticators(chain, client_ca, &flags.front_proxy)?;
     let oidc = flags.oidc.take();
     let (jwt, config_watch) = jwt_authenticators(config, oidc, &flags, &issuers)?;
     let keys = ServiceAccountKeys {
@@ -456,7 +410,43 @@ pub fn build(
         issuers,
         jwks_uri,
         public_keys,
+        client_cas,
     })
+}
+
+/// Adds the x509 and front-proxy authenticators; returns the client CA
+/// and front-proxy CA bundles (blocking: reads them), which are checked per
+/// request and re-read when their files change, as upstream's.
+fn with_certificate_authenticators(
+    chain: Authentication,
+    client_ca: Option<&std::path::Path>,
+    fp: &FrontProxyFlags,
+) -> Result<(Authentication, Vec<ClientCa>), AuthenticationError> {
+    let x509_ca = client_ca.map(ClientCa::load).transpose()?;
+    let mut client_cas: Vec<ClientCa> = x509_ca.iter().cloned().collect();
+    let chain = match &fp.client_ca {
+        Some(ca) => {
+            let verifier = CertVerifier::load(ca)?;
+            client_cas.push(ClientCa::load(ca)?);
+            let rh = RequestHeader {
+                ca: verifier,
+                allowed_names: fp.allowed_names.clone(),
+                username_headers: fp.username_headers.clone(),
+                uid_headers: fp.uid_headers.clone(),
+                group_headers: fp.group_headers.clone(),
+                extra_prefixes: fp.extra_prefixes.clone(),
+            };
+            chain.with_request_header(rh, x509_ca)
+        }
+        None => match x509_ca {
+            Some(ca) => chain.with_client_ca(ca),
+            None => chain,
+        },
+    };
+    for ca in &client_cas {
+        ca.start_reloading();
+    }
+    Ok((chain, client_cas))
 }
 
 /// `--service-account-key-file` keys, else the signing key's, else those

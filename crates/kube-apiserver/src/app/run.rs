@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::serving::{ServeOptions, TlsOptions, TlsVersion};
+use apiserver::serving::{ServeOptions, TlsOptions, TlsVersion, DEFAULT_RELOAD_INTERVAL};
 use storage::Kv;
 use storage_embedded::EmbeddedKv;
 use storage_etcd::{wait_for_etcd, EtcdConfig};
@@ -57,6 +57,8 @@ async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> 
 
 struct Serving {
     tls: TlsOptions,
+    /// `--client-ca-file`, else the generated CA.
+    client_ca_file: Option<PathBuf>,
     kubeconfig: Option<PathBuf>,
     /// Where service-account keys default from.
     keys: DefaultKeys,
@@ -73,7 +75,8 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
     let mut tls = TlsOptions {
         cert_file: PathBuf::new(),
         key_file: PathBuf::new(),
-        client_ca_file: o.client_ca_file.clone(),
+        // The authenticators' bundles, once they are loaded.
+        client_cas: Vec::new(),
         min_version,
         cipher_suites: o.secure_serving.tls_cipher_suites.clone(),
         http2: true,
@@ -91,6 +94,7 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
         };
         return Ok(Serving {
             tls,
+            client_ca_file: o.client_ca_file.clone(),
             kubeconfig: None,
             keys,
         });
@@ -113,11 +117,9 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
     let pki = tokio::task::spawn_blocking(move || ensure_pki(&data_dir, &pki_opts)).await??;
     tls.cert_file = pki.serving_cert;
     tls.key_file = pki.serving_key;
-    if tls.client_ca_file.is_none() {
-        tls.client_ca_file = Some(pki.ca_cert);
-    }
     Ok(Serving {
         tls,
+        client_ca_file: o.client_ca_file.clone().or(Some(pki.ca_cert)),
         kubeconfig: Some(pki.kubeconfig),
         keys: DefaultKeys {
             generated_signing_key: Some(pki.sa_key),
@@ -137,24 +139,21 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     let o = &opts.options;
     let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
     let serving = serving_material(&opts).await?;
-    let tls_config = {
-        let (mut tls, opts) = (serving.tls.clone(), opts.clone());
-        tokio::task::spawn_blocking(move || -> Result<_, RunError> {
-            // Front-proxy certificates are accepted beside client ones.
-            tls.client_ca_file = authentication::trusted_client_cas(&opts, tls.client_ca_file)?;
-            Ok(tls.server_config()?)
-        })
-        .await??
-    };
     let authn = {
         let (opts, keys) = (opts.clone(), serving.keys.clone());
-        let client_ca = serving.tls.client_ca_file.clone();
+        let client_ca = serving.client_ca_file.clone();
         let external = external_address(&opts);
         tokio::task::spawn_blocking(move || {
             authentication::build(&opts, &keys, &external, client_ca.as_deref())
         })
         .await??
     };
+    // Handshakes hint the authenticators' current CA names, and new
+    // connections get rotated serving certificates (upstream's dynamic
+    // serving content).
+    let mut tls = serving.tls.clone();
+    tls.client_cas = authn.client_cas.clone();
+    let tls_config = tls.reloading(DEFAULT_RELOAD_INTERVAL).await?;
     let config = generic_config(&opts, kv.clone(), authn.authentication.clone())?;
     let factory = StorageFactory {
         kv,
@@ -164,7 +163,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
             media_type: StorageMediaType::from_flag(&o.etcd.storage_media_type),
         },
     };
-    let client_ca = match serving.tls.client_ca_file.clone() {
+    let client_ca = match serving.client_ca_file.clone() {
         Some(path) => Some(tokio::fs::read_to_string(path).await?),
         None => None,
     };

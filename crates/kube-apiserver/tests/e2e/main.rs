@@ -62,6 +62,7 @@ mod service_accounts;
 mod service_allocation;
 mod spec_validation;
 mod storage_encoding;
+mod tls_client_ca_reload;
 mod token_request_limits;
 mod update_validation;
 mod watch_and_lifecycle;
