@@ -6,30 +6,16 @@
 
 use serde_json::{json, Value};
 
-use super::{cluster_role, rule, GROUP, READ};
+use super::{
+    cluster_role, cluster_role_binding, events_rule, named, rule, service_account, user, READ,
+    RESOURCE,
+};
 
 /// What may read and update an object (upstream's `ReadUpdate`).
 const READ_UPDATE: &[&str] = &["get", "list", "patch", "update", "watch"];
 const LIST_WATCH: &[&str] = &["list", "watch"];
 const CERTIFICATES: &str = "certificates.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
-const RESOURCE: &str = "resource.k8s.io";
-
-/// Recording events through either events API.
-fn events_rule() -> Value {
-    rule(
-        &["create", "patch", "update"],
-        &["", "events.k8s.io"],
-        &["events"],
-    )
-}
-
-/// A rule limited to the named objects.
-fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
-    let mut r = rule(verbs, groups, resources);
-    r["resourceNames"] = json!(names);
-    r
-}
 
 fn role(name: &str, rules: Vec<Value>) -> Value {
     cluster_role(name, json!({}), rules)
@@ -123,14 +109,20 @@ fn kube_scheduler() -> Value {
                 &["subjectaccessreviews"],
             ),
             rule(READ, &[STORAGE], &["csinodes"]),
+            // CSI volume limits count the attachments.
+            rule(READ, &[STORAGE], &["volumeattachments"]),
             // Pod affinity's namespaceSelector.
             rule(READ, &[""], &["namespaces"]),
             rule(READ, &[STORAGE], &["csidrivers"]),
             rule(READ, &[STORAGE], &["csistoragecapacities"]),
-            // Dynamic resource allocation (GA, on by default).
-            rule(READ, &[RESOURCE], &["deviceclasses", "resourceclaims"]),
-            rule(READ_UPDATE, &[RESOURCE], &["resourceclaims/status"]),
-            rule(READ, &[RESOURCE], &["resourceslices"]),
+            // DynamicResourceAllocation (GA, on by default).
+            rule(READ, RESOURCE, &["deviceclasses"]),
+            rule(READ_UPDATE, RESOURCE, &["resourceclaims"]),
+            rule(READ_UPDATE, RESOURCE, &["resourceclaims/status"]),
+            rule(READ_UPDATE, &[""], &["pods/finalizers"]),
+            rule(READ, RESOURCE, &["resourceslices"]),
+            // DRADeviceTaints (GA, on by default).
+            rule(READ, RESOURCE, &["devicetaintrules"]),
         ],
     )
 }
@@ -142,6 +134,7 @@ fn node_proxier() -> Value {
             rule(LIST_WATCH, &[""], &["endpoints", "services"]),
             rule(READ, &[""], &["nodes"]),
             events_rule(),
+            rule(LIST_WATCH, &["networking.k8s.io"], &["servicecidrs"]),
             rule(LIST_WATCH, &["discovery.k8s.io"], &["endpointslices"]),
         ],
     )
@@ -156,15 +149,10 @@ fn kubelet_api_admin() -> Value {
             rule(
                 &["*"],
                 &[""],
-                &[
-                    "nodes/log",
-                    "nodes/metrics",
-                    "nodes/proxy",
-                    "nodes/spec",
-                    "nodes/stats",
-                ],
+                &["nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"],
             ),
-            // The kubelet's fine-grained authorization subresources.
+            // KubeletFineGrainedAuthz (on by default): the kubelet's
+            // finer-grained subresources.
             rule(
                 &["*"],
                 &[""],
@@ -253,35 +241,22 @@ pub(super) fn component_roles() -> Vec<Value> {
     ]
 }
 
-fn binding(name: &str, subject: Value) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
-        "subjects": [subject],
-    })
-}
-
-fn user(name: &str) -> Value {
-    json!({"kind": "User", "apiGroup": GROUP, "name": name})
+/// A binding of the ClusterRole of the same name to a component's user.
+fn binding(name: &str, component: &str) -> Value {
+    cluster_role_binding(name, vec![user(component)])
 }
 
 /// The bindings of the component roles to the components' identities.
 pub(super) fn component_role_bindings() -> Vec<Value> {
     vec![
-        binding("system:node-proxier", user("system:kube-proxy")),
+        binding("system:node-proxier", "system:kube-proxy"),
         binding(
             "system:kube-controller-manager",
-            user("system:kube-controller-manager"),
+            "system:kube-controller-manager",
         ),
-        binding(
-            "system:kube-dns",
-            json!({"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"}),
-        ),
-        binding("system:kube-scheduler", user("system:kube-scheduler")),
-        binding("system:volume-scheduler", user("system:kube-scheduler")),
+        cluster_role_binding("system:kube-dns", vec![service_account("kube-dns")]),
+        binding("system:kube-scheduler", "system:kube-scheduler"),
+        binding("system:volume-scheduler", "system:kube-scheduler"),
     ]
 }
 
@@ -419,8 +394,60 @@ mod tests {
         let proxier = &find(&roles, "system:node-proxier")["rules"];
         assert_eq!(
             proxier[3],
+            json!({"apiGroups": ["networking.k8s.io"], "resources": ["servicecidrs"],
+                "verbs": ["list", "watch"]})
+        );
+        assert_eq!(
+            proxier[4],
             json!({"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
                 "verbs": ["list", "watch"]})
+        );
+    }
+
+    #[test]
+    fn kubelet_api_admin_has_the_fine_grained_subresources_apart() {
+        let roles = component_roles();
+        let all = ["*"];
+        assert_eq!(
+            find(&roles, "system:kubelet-api-admin")["rules"],
+            json!([
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["proxy"]},
+                {"apiGroups": [""], "verbs": all,
+                    "resources": ["nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"]},
+                {"apiGroups": [""], "verbs": all,
+                    "resources": ["nodes/configz", "nodes/healthz", "nodes/pods"]},
+            ])
+        );
+    }
+
+    #[test]
+    fn scheduler_reads_attachments_and_allocates_claims() {
+        let roles = component_roles();
+        let rules = find(&roles, "system:kube-scheduler")["rules"].clone();
+        let rules = rules.as_array().cloned().unwrap_or_default();
+        let read = ["get", "list", "watch"];
+        let read_update = ["get", "list", "patch", "update", "watch"];
+        let resource = "resource.k8s.io";
+        assert_eq!(
+            rules[15],
+            json!({"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"],
+                "verbs": read})
+        );
+        assert_eq!(
+            rules[19..],
+            [
+                json!({"apiGroups": [resource], "resources": ["deviceclasses"], "verbs": read}),
+                json!({"apiGroups": [resource], "resources": ["resourceclaims"],
+                    "verbs": read_update}),
+                json!({"apiGroups": [resource], "resources": ["resourceclaims/status"],
+                    "verbs": read_update}),
+                json!({"apiGroups": [""], "resources": ["pods/finalizers"],
+                    "verbs": read_update}),
+                json!({"apiGroups": [resource], "resources": ["resourceslices"], "verbs": read}),
+                json!({"apiGroups": [resource], "resources": ["devicetaintrules"],
+                    "verbs": read}),
+            ]
         );
     }
 }

@@ -8,7 +8,10 @@
 
 use serde_json::{json, Value};
 
-use super::{cluster_role, rule, GROUP};
+use super::{
+    cluster_role, cluster_role_binding, events_rule, named, rule,
+    service_account as account_subject, GROUP, RESOURCE,
+};
 
 const PREFIX: &str = "system:controller:";
 
@@ -21,7 +24,6 @@ const CERTIFICATES: &[&str] = &["certificates.k8s.io"];
 const DISCOVERY: &[&str] = &["discovery.k8s.io"];
 const NETWORKING: &[&str] = &["networking.k8s.io"];
 const POLICY: &[&str] = &["policy"];
-const RESOURCE: &[&str] = &["resource.k8s.io"];
 const STORAGE: &[&str] = &["storage.k8s.io"];
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -107,34 +109,12 @@ pub fn role_bindings() -> Vec<Value> {
     CONTROLLERS
         .iter()
         .map(|(account, _)| {
-            let name = format!("{PREFIX}{account}");
-            json!({
-                "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
-                "metadata": {"name": name,
-                    "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-                    "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-                "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": account,
-                    "namespace": "kube-system"}],
-            })
+            cluster_role_binding(
+                &format!("{PREFIX}{account}"),
+                vec![account_subject(account)],
+            )
         })
         .collect()
-}
-
-/// A resource rule limited to the named objects.
-fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
-    let mut limited = rule(verbs, groups, resources);
-    limited["resourceNames"] = json!(names);
-    limited
-}
-
-/// Creating and updating events, which nearly every controller does.
-fn events() -> Value {
-    rule(
-        &["create", "patch", "update"],
-        &["", "events.k8s.io"],
-        &["events"],
-    )
 }
 
 fn attach_detach() -> Vec<Value> {
@@ -147,7 +127,7 @@ fn attach_detach() -> Vec<Value> {
         rule(READ, CORE, &["nodes"]),
         rule(PATCH_UPDATE, CORE, &["nodes/status"]),
         rule(LIST_WATCH, CORE, &["pods"]),
-        events(),
+        events_rule(),
         rule(
             &["create", "delete", "get", "list", "watch"],
             STORAGE,
@@ -171,7 +151,7 @@ fn cronjob() -> Vec<Value> {
         rule(UPDATE, BATCH, &["cronjobs/status"]),
         rule(UPDATE, BATCH, &["cronjobs/finalizers"]),
         rule(&["delete", "list", "watch"], CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -184,7 +164,7 @@ fn daemon_set() -> Vec<Value> {
         rule(CREATE_PODS, CORE, &["pods"]),
         rule(&["create"], CORE, &["pods/binding"]),
         rule(MANAGE, APPS, &["controllerrevisions"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -195,7 +175,7 @@ fn deployment() -> Vec<Value> {
         rule(UPDATE, APPS_EXT, &["deployments/finalizers"]),
         rule(MANAGE, APPS_EXT, &["replicasets"]),
         rule(READ_UPDATE, CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -209,7 +189,7 @@ fn disruption() -> Vec<Value> {
         rule(UPDATE, POLICY, &["poddisruptionbudgets/status"]),
         rule(PATCH_UPDATE, CORE, &["pods/status"]),
         rule(&["get"], ALL, &["*/scale"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -218,7 +198,7 @@ fn endpoint() -> Vec<Value> {
         rule(READ, CORE, &["pods", "services"]),
         rule(OWN, CORE, &["endpoints"]),
         rule(&["create"], CORE, &["endpoints/restricted"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -228,7 +208,7 @@ fn endpointslice() -> Vec<Value> {
         // Slices owned by a service block its deletion, which needs this.
         rule(UPDATE, CORE, &["services/finalizers"]),
         rule(OWN, DISCOVERY, &["endpointslices"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -238,7 +218,7 @@ fn endpointslice_mirroring() -> Vec<Value> {
         rule(UPDATE, CORE, &["services/finalizers"]),
         rule(UPDATE, CORE, &["endpoints/finalizers"]),
         rule(OWN, DISCOVERY, &["endpointslices"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -251,7 +231,7 @@ fn expand() -> Vec<Value> {
         ),
         rule(PATCH_UPDATE, CORE, &["persistentvolumeclaims/status"]),
         rule(READ, CORE, &["persistentvolumeclaims"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -264,7 +244,7 @@ fn ephemeral_volume() -> Vec<Value> {
             CORE,
             &["persistentvolumeclaims"],
         ),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -283,7 +263,7 @@ fn resource_claim() -> Vec<Value> {
             &["resourceclaims", "resourceclaims/status"],
         ),
         rule(PATCH_UPDATE, CORE, &["pods/status"]),
-        events(),
+        events_rule(),
         // Allocation and reservedFor are authorized on this synthetic
         // subresource (DRAResourceClaimGranularStatusAuthorization).
         rule(PATCH_UPDATE, RESOURCE, &["resourceclaims/binding"]),
@@ -297,13 +277,16 @@ fn device_taint_eviction() -> Vec<Value> {
         rule(READ, RESOURCE, &["resourceclaims"]),
         rule(READ, RESOURCE, &["resourceslices"]),
         rule(READ, RESOURCE, &["deviceclasses"]),
-        events(),
+        events_rule(),
+        // DRADeviceTaintRules (GA, on by default).
+        rule(PATCH_UPDATE, RESOURCE, &["devicetaintrules/status"]),
+        rule(READ, RESOURCE, &["devicetaintrules"]),
     ]
 }
 
 fn generic_garbage_collector() -> Vec<Value> {
     let verbs = &["delete", "get", "list", "patch", "update", "watch"];
-    vec![rule(verbs, ALL, &["*"]), events()]
+    vec![rule(verbs, ALL, &["*"]), events_rule()]
 }
 
 fn horizontal_pod_autoscaler() -> Vec<Value> {
@@ -319,7 +302,7 @@ fn horizontal_pod_autoscaler() -> Vec<Value> {
         rule(LIST_WATCH, &["metrics.k8s.io"], &["pods"]),
         rule(READ, &["custom.metrics.k8s.io"], &["*"]),
         rule(READ, &["external.metrics.k8s.io"], &["*"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -333,7 +316,7 @@ fn job() -> Vec<Value> {
         rule(UPDATE, BATCH, &["jobs/status"]),
         rule(UPDATE, BATCH, &["jobs/finalizers"]),
         rule(CREATE_PODS, CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -359,7 +342,7 @@ fn node() -> Vec<Value> {
         rule(PATCH_UPDATE, CORE, &["nodes/status"]),
         rule(PATCH_UPDATE, CORE, &["pods/status"]),
         rule(&["delete", "get", "list", "watch"], CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -376,7 +359,7 @@ fn persistent_volume_binder() -> Vec<Value> {
         ),
         rule(READ, STORAGE, &["storageclasses"]),
         rule(LIST_WATCH, CORE, &["nodes"]),
-        events(),
+        events_rule(),
         // The recycler watches its pod's events.
         rule(&["watch"], CORE, &["events"]),
     ]
@@ -396,7 +379,7 @@ fn replicaset() -> Vec<Value> {
         rule(UPDATE, APPS_EXT, &["replicasets/status"]),
         rule(UPDATE, APPS_EXT, &["replicasets/finalizers"]),
         rule(CREATE_PODS, CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -406,7 +389,7 @@ fn replication() -> Vec<Value> {
         rule(UPDATE, CORE, &["replicationcontrollers/status"]),
         rule(UPDATE, CORE, &["replicationcontrollers/finalizers"]),
         rule(CREATE_PODS, CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -415,7 +398,7 @@ fn resourcequota() -> Vec<Value> {
         // Quota may count anything.
         rule(LIST_WATCH, ALL, &["*"]),
         rule(UPDATE, CORE, &["resourcequotas/status"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -423,12 +406,12 @@ fn route() -> Vec<Value> {
     vec![
         rule(LIST_WATCH, CORE, &["nodes"]),
         rule(&["patch"], CORE, &["nodes/status"]),
-        events(),
+        events_rule(),
     ]
 }
 
 fn service_account() -> Vec<Value> {
-    vec![rule(&["create"], CORE, &["serviceaccounts"]), events()]
+    vec![rule(&["create"], CORE, &["serviceaccounts"]), events_rule()]
 }
 
 fn service() -> Vec<Value> {
@@ -436,7 +419,7 @@ fn service() -> Vec<Value> {
         rule(READ, CORE, &["services"]),
         rule(PATCH_UPDATE, CORE, &["services/status"]),
         rule(LIST_WATCH, CORE, &["nodes"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -450,7 +433,7 @@ fn service_cidrs() -> Vec<Value> {
         rule(PATCH_UPDATE, NETWORKING, &["servicecidrs/finalizers"]),
         rule(PATCH_UPDATE, NETWORKING, &["servicecidrs/status"]),
         rule(READ, NETWORKING, &["ipaddresses"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -473,14 +456,14 @@ fn statefulset() -> Vec<Value> {
         ),
         rule(&["delete", "update"], CORE, &["persistentvolumeclaims"]),
         rule(UPDATE, CORE, &["pods/finalizers"]),
-        events(),
+        events_rule(),
     ]
 }
 
 fn ttl() -> Vec<Value> {
     vec![
         rule(&["list", "patch", "update", "watch"], CORE, &["nodes"]),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -522,7 +505,7 @@ fn certificate() -> Vec<Value> {
             &["authorization.k8s.io"],
             &["subjectaccessreviews"],
         ),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -531,12 +514,15 @@ fn pvc_protection() -> Vec<Value> {
         rule(READ_UPDATE, CORE, &["persistentvolumeclaims"]),
         rule(UPDATE, CORE, &["persistentvolumeclaims/status"]),
         rule(READ, CORE, &["pods"]),
-        events(),
+        events_rule(),
     ]
 }
 
 fn pv_protection() -> Vec<Value> {
-    vec![rule(READ_UPDATE, CORE, &["persistentvolumes"]), events()]
+    vec![
+        rule(READ_UPDATE, CORE, &["persistentvolumes"]),
+        events_rule(),
+    ]
 }
 
 fn volumeattributesclass_protection() -> Vec<Value> {
@@ -544,19 +530,22 @@ fn volumeattributesclass_protection() -> Vec<Value> {
         rule(READ, CORE, &["persistentvolumeclaims"]),
         rule(READ, CORE, &["persistentvolumes"]),
         rule(READ_UPDATE, STORAGE, &["volumeattributesclasses"]),
-        events(),
+        events_rule(),
     ]
 }
 
 fn ttl_after_finished() -> Vec<Value> {
     vec![
         rule(&["delete", "get", "list", "watch"], BATCH, &["jobs"]),
-        events(),
+        events_rule(),
     ]
 }
 
 fn root_ca_cert_publisher() -> Vec<Value> {
-    vec![rule(&["create", "update"], CORE, &["configmaps"]), events()]
+    vec![
+        rule(&["create", "update"], CORE, &["configmaps"]),
+        events_rule(),
+    ]
 }
 
 fn validatingadmissionpolicy_status() -> Vec<Value> {
@@ -568,7 +557,7 @@ fn validatingadmissionpolicy_status() -> Vec<Value> {
             group,
             &["validatingadmissionpolicies/status"],
         ),
-        events(),
+        events_rule(),
     ]
 }
 
@@ -587,7 +576,7 @@ fn legacy_service_account_token_cleaner() -> Vec<Value> {
 
 fn selinux_warning() -> Vec<Value> {
     vec![
-        events(),
+        events_rule(),
         rule(READ, CORE, &["persistentvolumes"]),
         rule(READ, CORE, &["persistentvolumeclaims"]),
         rule(READ, CORE, &["pods"]),

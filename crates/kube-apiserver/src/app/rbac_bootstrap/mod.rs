@@ -6,6 +6,9 @@
 //! the RBAC authorizer to the RBAC stores. The aggregated roles (admin,
 //! edit, view, and any with an aggregationRule) are kept the union of the
 //! roles they select by a controller the hook starts.
+//!
+//! The policy is upstream's with 1.37's default feature gates; rules of
+//! gates off by default are left out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,13 +28,15 @@ mod component_roles;
 mod controller_roles;
 mod namespace_policy;
 mod reconcile;
+mod user_roles;
 
 use namespace_policy::{default_namespace_role_bindings, default_namespace_roles};
 use reconcile::ensure;
+use user_roles::{admin_rules, edit_rules, view_rules};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
-const READ: &[&str] = &["get", "list", "watch"];
-const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+const RESOURCE: &[&str] = &["resource.k8s.io"];
+pub(crate) const READ: &[&str] = &["get", "list", "watch"];
 const READ_WRITE: &[&str] = &[
     "create",
     "delete",
@@ -52,9 +57,16 @@ fn sorted<'a>(items: &[&'a str]) -> Vec<&'a str> {
     items
 }
 
-/// A resource rule.
-fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+/// A resource rule, its lists sorted as upstream's rule builder leaves them.
+pub(crate) fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
     json!({"verbs": sorted(verbs), "apiGroups": sorted(groups), "resources": sorted(resources)})
+}
+
+/// A resource rule limited to the named objects.
+fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
+    let mut limited = rule(verbs, groups, resources);
+    limited["resourceNames"] = json!(sorted(names));
+    limited
 }
 
 /// A non-resource rule.
@@ -62,15 +74,30 @@ fn urls(verbs: &[&str], urls: &[&str]) -> Value {
     json!({"verbs": sorted(verbs), "nonResourceURLs": sorted(urls)})
 }
 
+/// Recording events through either events API (upstream's `eventsRule`).
+fn events_rule() -> Value {
+    rule(
+        &["create", "patch", "update"],
+        &["", "events.k8s.io"],
+        &["events"],
+    )
+}
+
+/// The label and annotation upstream puts on every bootstrap object.
+fn bootstrap_metadata(name: &str) -> Value {
+    json!({"name": name,
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}})
+}
+
 fn cluster_role(name: &str, labels: Value, rules: Vec<Value>) -> Value {
-    let mut all_labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
-    if let (Some(all), Some(extra)) = (all_labels.as_object_mut(), labels.as_object()) {
+    let mut metadata = bootstrap_metadata(name);
+    if let (Some(all), Some(extra)) = (metadata["labels"].as_object_mut(), labels.as_object()) {
         all.extend(extra.clone());
     }
     json!({
         "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": all_labels,
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "metadata": metadata,
         "rules": rules,
     })
 }
@@ -87,203 +114,71 @@ fn aggregate_label(to: &str) -> Value {
     json!({ format!("{AGGREGATE_TO}{to}"): "true" })
 }
 
-fn view_rules() -> Vec<Value> {
+fn group(name: &str) -> Value {
+    json!({"kind": "Group", "apiGroup": GROUP, "name": name})
+}
+
+fn user(name: &str) -> Value {
+    json!({"kind": "User", "apiGroup": GROUP, "name": name})
+}
+
+/// A kube-system ServiceAccount, where the components' identities live.
+fn service_account(name: &str) -> Value {
+    json!({"kind": "ServiceAccount", "name": name, "namespace": "kube-system"})
+}
+
+/// A binding of the ClusterRole of the same name; one without subjects has
+/// none in upstream's policy either.
+fn cluster_role_binding(name: &str, subjects: Vec<Value>) -> Value {
+    let mut binding = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
+        "metadata": bootstrap_metadata(name),
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+    });
+    if !subjects.is_empty() {
+        binding["subjects"] = Value::Array(subjects);
+    }
+    binding
+}
+
+/// The health, metrics and component status endpoints monitoring reads.
+fn monitoring_rules() -> Vec<Value> {
     vec![
-        rule(
-            READ,
-            &[""],
+        urls(
+            &["get"],
             &[
-                "pods",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/status",
-                "endpoints",
-                "persistentvolumeclaims",
-                "persistentvolumeclaims/status",
-                "configmaps",
+                "/metrics",
+                "/metrics/slis",
+                "/livez",
+                "/readyz",
+                "/healthz",
+                "/livez/*",
+                "/readyz/*",
+                "/healthz/*",
             ],
         ),
-        rule(
-            READ,
-            &[""],
-            &[
-                "limitranges",
-                "resourcequotas",
-                "bindings",
-                "events",
-                "pods/status",
-                "resourcequotas/status",
-                "namespaces/status",
-                "replicationcontrollers/status",
-                "pods/log",
-            ],
-        ),
-        // Reading namespaces at namespace scope means reading this namespace.
-        rule(READ, &[""], &["namespaces"]),
-        rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
-        rule(
-            READ,
-            &["apps"],
-            &[
-                "controllerrevisions",
-                "statefulsets",
-                "statefulsets/scale",
-                "statefulsets/status",
-                "daemonsets",
-                "daemonsets/status",
-                "deployments",
-                "deployments/scale",
-                "deployments/status",
-                "replicasets",
-                "replicasets/scale",
-                "replicasets/status",
-            ],
-        ),
-        rule(
-            READ,
-            &["autoscaling"],
-            &[
-                "horizontalpodautoscalers",
-                "horizontalpodautoscalers/status",
-            ],
-        ),
-        rule(
-            READ,
-            &["batch"],
-            &["jobs", "jobs/status", "cronjobs", "cronjobs/status"],
-        ),
-        rule(
-            READ,
-            &["extensions"],
-            &[
-                "daemonsets",
-                "daemonsets/status",
-                "deployments",
-                "deployments/scale",
-                "deployments/status",
-                "ingresses",
-                "ingresses/status",
-                "replicasets",
-                "replicasets/scale",
-                "replicasets/status",
-                "replicationcontrollers/scale",
-                "networkpolicies",
-            ],
-        ),
-        rule(
-            READ,
-            &["policy"],
-            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-        ),
-        rule(
-            READ,
-            &["networking.k8s.io"],
-            &["ingresses", "ingresses/status", "networkpolicies"],
-        ),
+        // ComponentFlagz and ComponentStatusz (beta, on by default).
+        urls(&["get"], &["/flagz"]),
+        urls(&["get"], &["/statusz"]),
     ]
 }
 
-fn edit_rules() -> Vec<Value> {
-    vec![
-        rule(&["impersonate"], &[""], &["serviceaccounts"]),
-        rule(
-            WRITE,
-            &[""],
-            &[
-                "pods",
-                "pods/attach",
-                "pods/proxy",
-                "pods/exec",
-                "pods/portforward",
-            ],
-        ),
-        rule(&["create"], &[""], &["pods/eviction"]),
-        rule(
-            WRITE,
-            &[""],
-            &[
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/proxy",
-                "persistentvolumeclaims",
-                "configmaps",
-                "secrets",
-                "events",
-            ],
-        ),
-        rule(&["create"], &[""], &["serviceaccounts/token"]),
-        rule(
-            WRITE,
-            &["apps"],
-            &[
-                "statefulsets",
-                "statefulsets/scale",
-                "daemonsets",
-                "deployments",
-                "deployments/scale",
-                "deployments/rollback",
-                "replicasets",
-                "replicasets/scale",
-            ],
-        ),
-        rule(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
-        rule(WRITE, &["batch"], &["jobs", "cronjobs"]),
-        rule(
-            WRITE,
-            &["extensions"],
-            &[
-                "daemonsets",
-                "deployments",
-                "deployments/scale",
-                "deployments/rollback",
-                "ingresses",
-                "replicasets",
-                "replicasets/scale",
-                "replicationcontrollers/scale",
-                "networkpolicies",
-            ],
-        ),
-        rule(WRITE, &["policy"], &["poddisruptionbudgets"]),
-        rule(
-            WRITE,
-            &["networking.k8s.io"],
-            &["networkpolicies", "ingresses"],
-        ),
-        // What view leaves out as too powerful to read.
-        rule(
-            READ,
-            &[""],
-            &[
-                "pods/attach",
-                "pods/proxy",
-                "pods/exec",
-                "pods/portforward",
-                "secrets",
-                "services/proxy",
-            ],
-        ),
+/// The discovery, self-review and delegation roles every cluster binds.
+fn access_roles() -> Vec<Value> {
+    let health = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
+    let discovery = [
+        &health[..],
+        &[
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+            "/openapi",
+            "/openapi/*",
+        ],
     ]
-}
-
-fn admin_rules() -> Vec<Value> {
+    .concat();
     vec![
-        rule(
-            &["create"],
-            &["authorization.k8s.io"],
-            &["localsubjectaccessreviews"],
-        ),
-        rule(READ_WRITE, &[GROUP], &["roles", "rolebindings"]),
-    ]
-}
-
-/// The default ClusterRoles, in upstream's order of aggregation (a role
-/// comes after the roles it aggregates).
-pub fn default_cluster_roles() -> Vec<Value> {
-    let mut roles = vec![
         cluster_role(
             "cluster-admin",
             json!({}),
@@ -292,30 +187,12 @@ pub fn default_cluster_roles() -> Vec<Value> {
         cluster_role(
             "system:discovery",
             json!({}),
-            vec![urls(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/",
-                ],
-            )],
+            vec![urls(&["get"], &discovery)],
         ),
         cluster_role(
             "system:public-info-viewer",
             json!({}),
-            vec![urls(
-                &["get"],
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-            )],
+            vec![urls(&["get"], &health)],
         ),
         cluster_role(
             "system:basic-user",
@@ -333,23 +210,7 @@ pub fn default_cluster_roles() -> Vec<Value> {
                 ),
             ],
         ),
-        cluster_role(
-            "system:monitoring",
-            json!({}),
-            vec![urls(
-                &["get"],
-                &[
-                    "/metrics",
-                    "/metrics/slis",
-                    "/livez",
-                    "/readyz",
-                    "/healthz",
-                    "/livez/*",
-                    "/readyz/*",
-                    "/healthz/*",
-                ],
-            )],
-        ),
+        cluster_role("system:monitoring", json!({}), monitoring_rules()),
         cluster_role(
             "system:service-account-issuer-discovery",
             json!({}),
@@ -375,6 +236,14 @@ pub fn default_cluster_roles() -> Vec<Value> {
                 ),
             ],
         ),
+    ]
+}
+
+/// The default ClusterRoles, in upstream's order of aggregation (a role
+/// comes after the roles it aggregates).
+pub fn default_cluster_roles() -> Vec<Value> {
+    let mut roles = access_roles();
+    roles.extend([
         // Bound to no one: the Node authorizer grants kubelets these rules.
         cluster_role("system:node", json!({}), node_rules()),
         cluster_role(
@@ -395,7 +264,7 @@ pub fn default_cluster_roles() -> Vec<Value> {
         aggregated_role("view", "view", aggregate_label("edit")),
         aggregated_role("edit", "edit", aggregate_label("admin")),
         aggregated_role("admin", "admin", json!({})),
-    ];
+    ]);
     roles.extend(component_roles::component_roles());
     for i in 0..roles.len() {
         let all: Vec<&Value> = roles.iter().collect();
@@ -443,37 +312,23 @@ pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Option<Vec<Value>> {
     Some(rules)
 }
 
-fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
-    let subjects: Vec<Value> = groups
-        .iter()
-        .map(|g| json!({"kind": "Group", "apiGroup": GROUP, "name": g}))
-        .collect();
-    json!({
-        "apiVersion": format!("{GROUP}/v1"), "kind": "ClusterRoleBinding",
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
-        "subjects": subjects,
-    })
-}
-
 /// The default ClusterRoleBindings.
 pub fn default_cluster_role_bindings() -> Vec<Value> {
+    let authenticated = || group("system:authenticated");
     let mut bindings = vec![
-        cluster_role_binding("cluster-admin", &["system:masters"]),
-        cluster_role_binding("system:discovery", &["system:authenticated"]),
-        cluster_role_binding("system:basic-user", &["system:authenticated"]),
+        cluster_role_binding("cluster-admin", vec![group("system:masters")]),
+        cluster_role_binding("system:discovery", vec![authenticated()]),
+        cluster_role_binding("system:basic-user", vec![authenticated()]),
         cluster_role_binding(
             "system:public-info-viewer",
-            &["system:authenticated", "system:unauthenticated"],
+            vec![authenticated(), group("system:unauthenticated")],
         ),
-        cluster_role_binding("system:monitoring", &["system:monitoring"]),
+        cluster_role_binding("system:monitoring", vec![group("system:monitoring")]),
         cluster_role_binding(
             "system:service-account-issuer-discovery",
-            &["system:serviceaccounts"],
+            vec![group("system:serviceaccounts")],
         ),
-        cluster_role_binding("system:node", &[]),
+        cluster_role_binding("system:node", Vec::new()),
     ];
     bindings.extend(component_roles::component_role_bindings());
     bindings
@@ -638,5 +493,99 @@ mod tests {
         }
         let admin = &default_cluster_role_bindings()[0];
         assert_eq!(admin["subjects"][0]["name"], "system:masters");
+        // Upstream binds system:node to no one; the Node authorizer serves nodes.
+        let node = default_cluster_role_bindings()
+            .into_iter()
+            .find(|b| b["metadata"]["name"] == "system:node");
+        assert!(node.is_some_and(|b| b.get("subjects").is_none()));
+    }
+
+    /// Every policy object's rules, with the object's name.
+    fn every_rule() -> Vec<(String, Value)> {
+        let roles = default_cluster_roles()
+            .into_iter()
+            .chain(controller_roles::roles())
+            .chain(default_namespace_roles());
+        let mut out = Vec::new();
+        for role in roles {
+            let name = name_of(&role).to_owned();
+            for rule in role["rules"].as_array().into_iter().flatten() {
+                out.push((name.clone(), rule.clone()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_list_of_every_rule_is_sorted() {
+        for (name, rule) in every_rule() {
+            for (field, list) in rule.as_object().into_iter().flatten() {
+                let items: Vec<&str> = list
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                assert!(!items.is_empty(), "{name} {field}");
+                assert!(
+                    items.windows(2).all(|pair| pair[0] < pair[1]),
+                    "{name} {field}: {items:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn edit_rules_follow_upstreams_order() {
+        let roles = default_cluster_roles();
+        let edit = &role(&roles, "system:aggregate-to-edit")["rules"];
+        let escalating = [
+            "pods/attach",
+            "pods/exec",
+            "pods/portforward",
+            "pods/proxy",
+            "secrets",
+            "services/proxy",
+        ];
+        assert_eq!(
+            edit[0],
+            json!({"verbs": READ, "apiGroups": [""], "resources": escalating})
+        );
+        assert_eq!(
+            edit[1],
+            json!({"verbs": ["impersonate"], "apiGroups": [""], "resources": ["serviceaccounts"]})
+        );
+        assert_eq!(
+            edit[12],
+            json!({"verbs": READ_WRITE, "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"]})
+        );
+        assert_eq!(
+            edit[13],
+            json!({"verbs": ["create", "delete", "deletecollection", "patch", "update"],
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["resourceclaims", "resourceclaimtemplates"]})
+        );
+        assert_eq!(edit.as_array().map(Vec::len), Some(14));
+        let view = &role(&roles, "view")["rules"];
+        assert_eq!(
+            view[10],
+            json!({"verbs": READ, "apiGroups": ["resource.k8s.io"],
+                "resources": ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"]})
+        );
+    }
+
+    #[test]
+    fn monitoring_reads_health_metrics_and_component_pages() {
+        let roles = default_cluster_roles();
+        assert_eq!(
+            role(&roles, "system:monitoring")["rules"],
+            json!([
+                {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/healthz/*", "/livez",
+                    "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"]},
+                {"verbs": ["get"], "nonResourceURLs": ["/flagz"]},
+                {"verbs": ["get"], "nonResourceURLs": ["/statusz"]},
+            ])
+        );
     }
 }

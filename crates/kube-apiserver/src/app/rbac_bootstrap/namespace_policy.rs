@@ -5,19 +5,17 @@
 
 use serde_json::{json, Value};
 
-use super::{rule, GROUP, READ};
+use super::{bootstrap_metadata, events_rule, named, rule, service_account, user, GROUP, READ};
 
 const KUBE_SYSTEM: &str = "kube-system";
 const KUBE_PUBLIC: &str = "kube-public";
 /// What leader election does with its lock objects.
 const LOCKING: &[&str] = &["create", "get", "list", "update", "watch"];
-/// What the bootstrap-token controllers do with events.
-const EVENTS: &[&str] = &["create", "patch", "update"];
 
 fn metadata(name: &str, namespace: &str) -> Value {
-    json!({"name": name, "namespace": namespace,
-        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}})
+    let mut metadata = bootstrap_metadata(name);
+    metadata["namespace"] = json!(namespace);
+    metadata
 }
 
 fn role(name: &str, namespace: &str, rules: Vec<Value>) -> Value {
@@ -26,22 +24,6 @@ fn role(name: &str, namespace: &str, rules: Vec<Value>) -> Value {
         "metadata": metadata(name, namespace),
         "rules": rules,
     })
-}
-
-/// A rule limited to the named objects.
-fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
-    let mut r = rule(verbs, groups, resources);
-    r["resourceNames"] = json!(names);
-    r
-}
-
-fn user(name: &str) -> Value {
-    json!({"kind": "User", "apiGroup": GROUP, "name": name})
-}
-
-/// A kube-system ServiceAccount (the controllers' identities live there).
-fn service_account(name: &str) -> Value {
-    json!({"kind": "ServiceAccount", "name": name, "namespace": KUBE_SYSTEM})
 }
 
 fn role_binding(name: &str, namespace: &str, role: &str, subjects: Vec<Value>) -> Value {
@@ -62,10 +44,6 @@ fn leader_locking(component: &str) -> Value {
             rule(LOCKING, &["coordination.k8s.io"], &["leasecandidates"]),
         ],
     )
-}
-
-fn events_rule() -> Value {
-    rule(EVENTS, &["", "events.k8s.io"], &["events"])
 }
 
 /// The default Roles of the system namespaces, in upstream's order.

