@@ -298,5 +298,100 @@ fn namespace_policy_grants_leader_locking(backend: Backend) {
     ));
 }
 
+/// What upstream's user-facing, kubelet API, monitoring, scheduler and
+/// proxy roles grant beyond their long-standing rules: leases and DRA
+/// claims to editors, the kubelet's fine-grained subresources (and not
+/// nodes/spec) to the kubelet API admin, the component pages to monitoring.
+fn policy_grants_upstreams_newer_rules(backend: Backend) {
+    let s = backend.start_with(&["--authorization-mode=Node,RBAC"]);
+    user_roles_grant_leases_and_claims(&s);
+    component_roles_grant_newer_rules(&s);
+}
+
+fn user_roles_grant_leases_and_claims(s: &TestServer) {
+    s.ok(&["create", "namespace", "p1"]);
+    for (name, role) in [("alice", "edit"), ("victor", "view")] {
+        let user = format!("--user={name}");
+        let role = format!("--clusterrole={role}");
+        s.ok(&["create", "rolebinding", name, &role, &user, "-n", "p1"]);
+    }
+    let alice = ["--as", "alice"];
+    let in_p1 = |verb: &'static str, resource: &'static str| [verb, resource, "-n", "p1"];
+    assert!(can_i(
+        s,
+        &alice,
+        &in_p1("create", "leases.coordination.k8s.io")
+    ));
+    assert!(can_i(
+        s,
+        &alice,
+        &in_p1("delete", "resourceclaims.resource.k8s.io")
+    ));
+    assert!(!can_i(s, &alice, &in_p1("create", "rolebindings")));
+    let victor = ["--as", "victor"];
+    assert!(can_i(
+        s,
+        &victor,
+        &in_p1("list", "resourceclaimtemplates.resource.k8s.io")
+    ));
+    assert!(!can_i(
+        s,
+        &victor,
+        &in_p1("create", "resourceclaims.resource.k8s.io")
+    ));
+    assert!(!can_i(
+        s,
+        &victor,
+        &in_p1("get", "leases.coordination.k8s.io")
+    ));
+}
+
+fn component_roles_grant_newer_rules(s: &TestServer) {
+    let api_admin = "--clusterrole=system:kubelet-api-admin";
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "kapi",
+        api_admin,
+        "--user=kapi",
+    ]);
+    let kapi = ["--as", "kapi"];
+    for (subresource, allowed) in [
+        ("configz", true),
+        ("pods", true),
+        ("stats", true),
+        ("spec", false),
+    ] {
+        let sub = format!("--subresource={subresource}");
+        assert_eq!(
+            can_i(s, &kapi, &["get", "nodes", &sub]),
+            allowed,
+            "{subresource}"
+        );
+    }
+    let monitor = ["--as", "m", "--as-group", "system:monitoring"];
+    for url in ["/statusz", "/flagz", "/metrics/slis"] {
+        assert!(can_i(s, &monitor, &["get", url]), "{url}");
+    }
+    assert!(!can_i(s, &monitor, &["get", "/debug/pprof"]));
+
+    let scheduler = ["--as", "system:kube-scheduler"];
+    let claims = "resourceclaims.resource.k8s.io";
+    assert!(can_i(
+        s,
+        &scheduler,
+        &["list", "volumeattachments.storage.k8s.io"]
+    ));
+    assert!(can_i(s, &scheduler, &["update", claims, "-A"]));
+    assert!(!can_i(s, &scheduler, &["create", claims, "-A"]));
+    let proxy = ["--as", "system:kube-proxy"];
+    assert!(can_i(
+        s,
+        &proxy,
+        &["watch", "servicecidrs.networking.k8s.io"]
+    ));
+}
+
 crate::harness::on_both_backends!(backend: removed_policy_comes_back, rules_reviews_list_bound_rules,
-    component_identities_have_upstreams_access, namespace_policy_grants_leader_locking);
+    component_identities_have_upstreams_access, namespace_policy_grants_leader_locking,
+    policy_grants_upstreams_newer_rules);
