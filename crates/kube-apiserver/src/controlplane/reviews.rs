@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
+use apimachinery::validation::selectors::{
+    validate_field_selector_requirement, validate_label_selector_requirement, LabelSelectorOptions,
+};
 use apiserver::authentication::{Authentication, UserInfo};
 use apiserver::authorization::{Attributes, Decision};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
@@ -61,7 +64,94 @@ fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// Upstream's validation of an access review's spec.
+const UNION: &str = "exactly one of nonResourceAttributes or resourceAttributes must be specified";
+
+/// Upstream's (1.37) checks of a selector of `spec.resourceAttributes`:
+/// raw selector or requirements, not both, each requirement well formed
+/// (operators this server does not know are accepted).
+fn validate_selector(selector: &Value, path: &Path, label: bool) -> Vec<FieldError> {
+    let raw = str_at(selector, "/rawSelector");
+    let requirements = selector
+        .get("requirements")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut errors = Vec::new();
+    if !raw.is_empty() && !requirements.is_empty() {
+        errors.push(FieldError::invalid(
+            &path.child("rawSelector"),
+            raw,
+            "may not specified at the same time as requirements",
+        ));
+    }
+    if raw.is_empty() && requirements.is_empty() {
+        errors.push(FieldError::required(
+            &path.child("requirements"),
+            format!("when {path} is specified, requirements or rawSelector is required"),
+        ));
+    }
+    let options = LabelSelectorOptions {
+        allow_unknown_operator: true,
+        ..LabelSelectorOptions::default()
+    };
+    for (i, requirement) in requirements.iter().enumerate() {
+        let at = path.child("requirements").index(i);
+        errors.extend(if label {
+            validate_label_selector_requirement(requirement, options, &at)
+        } else {
+            validate_field_selector_requirement(requirement, true, &at)
+        });
+    }
+    errors
+}
+
+/// Whether a decoded field holds its zero value (what Go's `omitempty`
+/// drops and semantic equality treats as unset).
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+/// The set fields of `metadata`, as upstream would encode its ObjectMeta.
+fn set_metadata(body: &Value) -> serde_json::Map<String, Value> {
+    body.get("metadata")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| !is_zero(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Reviews carry no object metadata (a LocalSubjectAccessReview its
+/// namespace only); managedFields are ignored.
+fn validate_metadata(kind: ReviewKind, body: &Value) -> Option<FieldError> {
+    let meta = set_metadata(body);
+    let allowed = |k: &str| k == "managedFields" || (kind == ReviewKind::Local && k == "namespace");
+    if meta.keys().all(|k| allowed(k)) {
+        return None;
+    }
+    let detail = match kind {
+        ReviewKind::Local => "must be empty except for namespace",
+        _ => "must be empty",
+    };
+    Some(FieldError::invalid(
+        &Path::new("metadata"),
+        Value::Object(meta),
+        detail,
+    ))
+}
+
+/// Upstream's validation of an access review (`ValidateSubjectAccessReview`
+/// and its Self/Local variants): the attributes union reported at `spec`,
+/// the subject, the selectors, the metadata, then the local review's
+/// namespace rules.
 fn validate(kind: ReviewKind, body: &Value, namespace: Option<&str>) -> Result<(), ApiError> {
     let spec = Path::new("spec");
     let resource = body
@@ -72,23 +162,14 @@ fn validate(kind: ReviewKind, body: &Value, namespace: Option<&str>) -> Result<(
         .filter(|v| !v.is_null());
     let mut errors = Vec::new();
     match (resource, non_resource) {
-        (None, None) => errors.push(FieldError::required(
-            &spec.child("resourceAttributes"),
-            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-        )),
-        (Some(_), Some(nr)) => errors.push(FieldError::invalid(
-            &spec.child("nonResourceAttributes"),
-            nr.clone(),
-            "cannot be specified in combination with resourceAttributes",
-        )),
+        (None, None) => errors.push(FieldError::invalid(&spec, Value::Null, UNION)),
+        (Some(_), Some(nr)) => errors.push(FieldError::invalid(&spec, nr.clone(), UNION)),
         _ => {}
     }
-    if kind == ReviewKind::Subject
+    let groups = body.pointer("/spec/groups").and_then(Value::as_array);
+    if kind != ReviewKind::SelfSubject
         && str_at(body, "/spec/user").is_empty()
-        && body
-            .pointer("/spec/groups")
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
+        && groups.is_none_or(Vec::is_empty)
     {
         errors.push(FieldError::invalid(
             &spec.child("user"),
@@ -96,12 +177,19 @@ fn validate(kind: ReviewKind, body: &Value, namespace: Option<&str>) -> Result<(
             "at least one of user or group must be specified",
         ));
     }
+    let attrs_path = spec.child("resourceAttributes");
+    for (field, label) in [("fieldSelector", false), ("labelSelector", true)] {
+        if let Some(sel) = resource.and_then(|r| r.get(field)).filter(|v| !v.is_null()) {
+            errors.extend(validate_selector(sel, &attrs_path.child(field), label));
+        }
+    }
+    errors.extend(validate_metadata(kind, body));
     if kind == ReviewKind::Local {
         let ns = namespace.unwrap_or("");
         if let Some(attrs) = resource {
             if str_at(attrs, "/namespace") != ns {
                 errors.push(FieldError::invalid(
-                    &spec.child("resourceAttributes").child("namespace"),
+                    &attrs_path.child("namespace"),
                     str_at(attrs, "/namespace"),
                     "must match metadata.namespace",
                 ));
@@ -162,6 +250,13 @@ async fn access_review(
     requester: &UserInfo,
     namespace: Option<&str>,
 ) -> Result<Value, ApiError> {
+    // Echoed as upstream re-encodes the decoded object: zero fields dropped,
+    // a local review in the request's namespace.
+    let mut meta = set_metadata(&body);
+    if let (ReviewKind::Local, Some(ns)) = (kind, namespace) {
+        meta.entry("namespace").or_insert_with(|| json!(ns));
+    }
+    body["metadata"] = Value::Object(meta);
     validate(kind, &body, namespace)?;
     let user = review_user(kind, &body, requester);
     let outcome = match body
@@ -376,7 +471,69 @@ pub fn authentication_v1(authn: Arc<Authentication>) -> Vec<VirtualResource> {
 
 #[cfg(test)]
 mod tests {
-    use super::evaluation_error;
+    use super::{evaluation_error, validate, ReviewKind};
+    use serde_json::{json, Value};
+
+    fn refusal(kind: ReviewKind, body: Value, namespace: Option<&str>) -> String {
+        validate(kind, &body, namespace)
+            .expect_err("invalid review")
+            .message
+    }
+
+    #[test]
+    fn access_reviews_are_validated_as_upstream_1_37() {
+        let sar = ReviewKind::Subject;
+        assert_eq!(
+            refusal(sar, json!({"spec": {}}), None),
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: [spec: Invalid value: null: \
+             exactly one of nonResourceAttributes or resourceAttributes must be specified, \
+             spec.user: Invalid value: \"\": at least one of user or group must be specified]"
+        );
+        let both = json!({"spec": {"user": "jane", "resourceAttributes": {"verb": "get"},
+            "nonResourceAttributes": {"verb": "get", "path": "/logs"}}});
+        assert_eq!(
+            refusal(ReviewKind::SelfSubject, both, None),
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec: Invalid value: \
+             {\"path\":\"/logs\",\"verb\":\"get\"}: exactly one of nonResourceAttributes or \
+             resourceAttributes must be specified"
+        );
+        let named = json!({"metadata": {"name": "foo", "creationTimestamp": null},
+            "spec": {"groups": ["g"], "nonResourceAttributes": {"verb": "get", "path": "/"}}});
+        assert_eq!(
+            refusal(sar, named, None),
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: metadata: Invalid value: \
+             {\"name\":\"foo\"}: must be empty"
+        );
+        let blank = json!({"metadata": {"creationTimestamp": null},
+            "spec": {"user": "jane", "nonResourceAttributes": {"verb": "get", "path": "/"}}});
+        assert!(validate(sar, &blank, None).is_ok());
+    }
+
+    #[test]
+    fn selectors_and_local_reviews() {
+        let selectors = json!({"spec": {"user": "jane", "resourceAttributes": {"verb": "list",
+            "fieldSelector": {},
+            "labelSelector": {"rawSelector": "a=b",
+                "requirements": [{"key": "a", "operator": "Bogus"}]}}}});
+        assert_eq!(
+            refusal(ReviewKind::Subject, selectors, None),
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: [\
+             spec.resourceAttributes.fieldSelector.requirements: Required value: when \
+             spec.resourceAttributes.fieldSelector is specified, requirements or rawSelector is \
+             required, spec.resourceAttributes.labelSelector.rawSelector: Invalid value: \"a=b\": \
+             may not specified at the same time as requirements]"
+        );
+        let local = json!({"metadata": {"namespace": "team", "name": "x"},
+            "spec": {"resourceAttributes": {"verb": "get", "namespace": "other"}}});
+        assert_eq!(
+            refusal(ReviewKind::Local, local, Some("team")),
+            "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: [\
+             spec.user: Invalid value: \"\": at least one of user or group must be specified, \
+             metadata: Invalid value: {\"name\":\"x\",\"namespace\":\"team\"}: must be empty \
+             except for namespace, spec.resourceAttributes.namespace: Invalid value: \
+             \"other\": must match metadata.namespace]"
+        );
+    }
 
     #[test]
     fn evaluation_errors_read_like_upstream_aggregates() {
