@@ -155,6 +155,7 @@ impl Metrics {
         );
         self.apf.register(registry);
         crate::audit::metrics::global().register(registry);
+        crate::admission::metrics::global().register(registry);
         self.authorization_config.register(
             registry,
             "apiserver_authorization_config_controller",
@@ -309,9 +310,16 @@ fn internal_error(e: impl fmt::Display) -> Response<Body> {
     )
 }
 
+/// Counters upstream names without the `_total` suffix.
+pub(crate) const BARE_COUNTERS: [&str; 2] = [
+    "apiserver_admission_webhook_rejection_count",
+    "apiserver_admission_webhook_fail_open_count",
+];
+
 /// The encoder writes OpenMetrics, where a counter family is named without
 /// its `_total` suffix; Prometheus text 0.0.4 names it with the suffix, so
-/// HELP and TYPE lines of counters get it back.
+/// HELP and TYPE lines of counters get it back, except for the
+/// [`BARE_COUNTERS`], whose samples lose it instead.
 fn to_text_format(open_metrics: &str) -> String {
     let counters: Vec<&str> = open_metrics
         .lines()
@@ -327,18 +335,27 @@ fn to_text_format(open_metrics: &str) -> String {
                 let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
                 out.push_str(prefix);
                 out.push_str(name);
-                if counters.contains(&name) {
+                if counters.contains(&name) && !BARE_COUNTERS.contains(&name) {
                     out.push_str("_total");
                 }
                 out.push(' ');
                 out.push_str(tail);
             }
             None if line == "# EOF" => continue,
-            None => out.push_str(line),
+            None => out.push_str(&bare_counter_sample(line).unwrap_or_else(|| line.to_owned())),
         }
         out.push('\n');
     }
     out
+}
+
+/// A sample of a [`BARE_COUNTERS`] family, without the encoder's `_total`.
+fn bare_counter_sample(line: &str) -> Option<String> {
+    BARE_COUNTERS.iter().find_map(|name| {
+        let rest = line.strip_prefix(name)?.strip_prefix("_total")?;
+        rest.starts_with(['{', ' '])
+            .then(|| format!("{name}{rest}"))
+    })
 }
 
 /// Upstream's reported verbs (`apiserver_request_total`'s `verb`).

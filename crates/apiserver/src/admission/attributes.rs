@@ -56,11 +56,33 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
+impl GroupVersionKind {
+    /// The kind a resource's objects are served as.
+    pub fn of(info: &ResourceInfo) -> Self {
+        GroupVersionKind {
+            group: info.group.clone(),
+            version: info.version.clone(),
+            kind: info.kind.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GroupVersionResource {
     pub group: String,
     pub version: String,
     pub resource: String,
+}
+
+impl GroupVersionResource {
+    /// The resource at the version `info` serves.
+    pub fn of(info: &ResourceInfo) -> Self {
+        GroupVersionResource {
+            group: info.group.clone(),
+            version: info.version.clone(),
+            resource: info.resource.clone(),
+        }
+    }
 }
 
 /// One write as the plugins see it.
@@ -85,6 +107,8 @@ pub struct Attributes {
     pub request: Arc<RequestContext>,
     /// What the second pass of mutating admission needs to know.
     pub reinvocation: ReinvocationContext,
+    /// The other versions of the resource, when it has any.
+    pub equivalents: Option<super::Equivalents>,
 }
 
 impl Attributes {
@@ -129,16 +153,8 @@ impl Attributes {
             operation,
             object,
             old_object,
-            kind: GroupVersionKind {
-                group: info.group.clone(),
-                version: info.version.clone(),
-                kind: info.kind.clone(),
-            },
-            resource: GroupVersionResource {
-                group: info.group.clone(),
-                version: info.version.clone(),
-                resource: info.resource.clone(),
-            },
+            kind: GroupVersionKind::of(info),
+            resource: GroupVersionResource::of(info),
             subresource: subresource.to_owned(),
             namespace,
             name,
@@ -146,6 +162,7 @@ impl Attributes {
             options,
             request,
             reinvocation: ReinvocationContext::default(),
+            equivalents: None,
         }
     }
 

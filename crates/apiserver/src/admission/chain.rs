@@ -3,9 +3,11 @@
 //! one in that order, validation every validating one.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use apimachinery::status::ApiError;
 
+use super::metrics::{self, Step};
 use super::{Attributes, MutationInterface, Operation, ValidationInterface};
 
 /// One enabled plugin: its mutating side, validating side, or both.
@@ -84,12 +86,15 @@ impl Chain {
     /// (upstream's reinvocation handler): in-tree plugins are idempotent,
     /// webhooks and policies decide which of their hooks to call again.
     pub async fn admit(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
-        self.admit_once(attrs).await?;
-        if attrs.reinvocation.should_reinvoke() {
+        let start = Instant::now();
+        let mut result = self.admit_once(attrs).await;
+        if result.is_ok() && attrs.reinvocation.should_reinvoke() {
             attrs.reinvocation.set_is_reinvoke();
-            self.admit_once(attrs).await?;
+            result = self.admit_once(attrs).await;
         }
-        Ok(())
+        let rejected = result.is_err();
+        metrics::global().observe_step(start.elapsed(), rejected, Step::Admit, attrs.operation);
+        result
     }
 
     async fn admit_once(&self, attrs: &mut Attributes) -> Result<(), ApiError> {
@@ -99,7 +104,10 @@ impl Chain {
                 .as_ref()
                 .filter(|m| m.handles(attrs.operation))
             {
-                m.admit(attrs).await?;
+                let start = Instant::now();
+                let result = m.admit(attrs).await;
+                observe_plugin(plugin.name, start, &result, Step::Admit, attrs.operation);
+                result?;
             }
         }
         Ok(())
@@ -107,17 +115,40 @@ impl Chain {
 
     /// Runs the validating plugins in order; the first refusal ends it.
     pub async fn validate(&self, attrs: &Attributes) -> Result<(), ApiError> {
+        let start = Instant::now();
+        let result = self.validate_all(attrs).await;
+        let rejected = result.is_err();
+        metrics::global().observe_step(start.elapsed(), rejected, Step::Validate, attrs.operation);
+        result
+    }
+
+    async fn validate_all(&self, attrs: &Attributes) -> Result<(), ApiError> {
         for plugin in &self.plugins {
             if let Some(v) = plugin
                 .validating
                 .as_ref()
                 .filter(|v| v.handles(attrs.operation))
             {
-                v.validate(attrs).await?;
+                let start = Instant::now();
+                let result = v.validate(attrs).await;
+                observe_plugin(plugin.name, start, &result, Step::Validate, attrs.operation);
+                result?;
             }
         }
         Ok(())
     }
+}
+
+/// `apiserver_admission_controller_admission_duration_seconds` of one call.
+fn observe_plugin(
+    name: &str,
+    start: Instant,
+    result: &Result<(), ApiError>,
+    step: Step,
+    op: Operation,
+) {
+    let rejected = result.is_err();
+    metrics::global().observe_controller(name, start.elapsed(), rejected, step, op);
 }
 
 #[cfg(test)]

@@ -62,6 +62,18 @@ impl RequestContext {
         }
     }
 
+    /// An annotation only audit events of at least `level` carry.
+    pub fn add_audit_annotation_with_level(
+        &self,
+        key: &str,
+        value: impl Into<String>,
+        level: crate::audit::Level,
+    ) {
+        if let Some(audit) = &self.audit {
+            audit.add_annotation_with_level(key, value, level);
+        }
+    }
+
     pub fn take_warnings(&self) -> Vec<String> {
         self.warnings
             .lock()

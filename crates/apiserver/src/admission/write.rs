@@ -7,7 +7,7 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use serde_json::Value;
 
-use super::{Attributes, Chain, GroupVersionKind, Operation, RequestContext};
+use super::{Attributes, Chain, Equivalents, GroupVersionKind, Operation, RequestContext};
 use crate::authentication::UserInfo;
 use crate::registry::ResourceInfo;
 
@@ -32,6 +32,7 @@ pub struct WriteAdmission {
     subresource: &'static str,
     dry_run: bool,
     view: Option<Arc<dyn AdmissionView>>,
+    equivalents: Option<Equivalents>,
 }
 
 impl WriteAdmission {
@@ -48,7 +49,17 @@ impl WriteAdmission {
             subresource,
             dry_run,
             view: None,
+            equivalents: None,
         })
+    }
+
+    /// Admits the write with the resource's other served versions, for
+    /// rules matching equivalent resources.
+    pub fn with_equivalents(self, equivalents: Option<&Equivalents>) -> Self {
+        WriteAdmission {
+            equivalents: equivalents.cloned(),
+            ..self
+        }
     }
 
     /// Admits the write as a write of `view`'s subresource and kind, the
@@ -79,8 +90,9 @@ impl WriteAdmission {
             self.dry_run,
             self.request.clone(),
         );
-        if let Some(view) = &self.view {
-            attrs.kind = view.kind();
+        match &self.view {
+            Some(view) => attrs.kind = view.kind(),
+            None => attrs.equivalents.clone_from(&self.equivalents),
         }
         attrs
     }

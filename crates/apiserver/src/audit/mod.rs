@@ -113,25 +113,36 @@ pub struct AuditContext {
 
 #[derive(Debug, Default)]
 pub(crate) struct Additions {
-    pub annotations: Vec<(String, String)>,
+    /// Each annotation with the least level of the events that carry it.
+    pub annotations: Vec<(String, String, Level)>,
     pub impersonated_user: Option<EventUser>,
 }
 
 impl AuditContext {
     /// Adds an annotation; a key already set keeps its first value (as upstream).
     pub fn add_annotation(&self, key: &str, value: impl Into<String>) {
+        self.add_annotation_with_level(key, value, Level::Metadata);
+    }
+
+    /// Adds an annotation that only events of at least `level` carry
+    /// (upstream's `AddAnnotationWithLevel`, e.g. a webhook's patch, which
+    /// shows the request's content).
+    pub fn add_annotation_with_level(&self, key: &str, value: impl Into<String>, level: Level) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.annotations.iter().any(|(k, _)| k == key) {
+        if state.annotations.iter().any(|(k, ..)| k == key) {
             tracing::debug!(key, "audit annotation already set; keeping the first value");
             return;
         }
-        state.annotations.push((key.to_owned(), value.into()));
+        state
+            .annotations
+            .push((key.to_owned(), value.into(), level));
     }
 
     /// The annotations added so far, in order.
     pub fn annotations(&self) -> Vec<(String, String)> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.annotations.clone()
+        let pairs = state.annotations.iter();
+        pairs.map(|(k, v, _)| (k.clone(), v.clone())).collect()
     }
 
     /// Records who the request acts as (impersonation).
@@ -146,9 +157,10 @@ impl AuditContext {
     }
 
     /// Copies what was added so far into `event`.
-    pub(crate) fn apply(&self, event: &mut Event) {
+    pub fn apply(&self, event: &mut Event) {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        for (k, v) in &state.annotations {
+        let carried = state.annotations.iter().filter(|(.., l)| *l <= event.level);
+        for (k, v, _) in carried {
             event
                 .annotations
                 .entry(k.clone())
@@ -183,5 +195,26 @@ pub fn add_authentication_annotation(key: &str, value: impl Into<String>) {
 pub fn add_annotation(extensions: &http::Extensions, key: &str, value: impl Into<String>) {
     if let Some(ctx) = extensions.get::<Arc<AuditContext>>() {
         ctx.add_annotation(key, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_reach_only_events_of_their_level() {
+        let ctx = AuditContext::default();
+        ctx.add_annotation("a.example.com/meta", "1");
+        ctx.add_annotation_with_level("a.example.com/patch", "2", Level::Request);
+        ctx.add_annotation("a.example.com/meta", "ignored");
+        let mut metadata = Event::new(Level::Metadata, "id".into());
+        ctx.apply(&mut metadata);
+        assert_eq!(metadata.annotations.len(), 1);
+        assert_eq!(metadata.annotations["a.example.com/meta"], "1");
+        let mut request = Event::new(Level::Request, "id".into());
+        ctx.apply(&mut request);
+        assert_eq!(request.annotations.len(), 2);
+        assert_eq!(request.annotations["a.example.com/patch"], "2");
     }
 }

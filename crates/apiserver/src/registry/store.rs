@@ -13,7 +13,7 @@ use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::strategy::{Strategy, UpdateSubresource};
-use crate::admission::{AdmissionView, Chain, Operation, WriteAdmission};
+use crate::admission::{AdmissionView, Chain, Equivalents, Operation, WriteAdmission};
 
 mod delete;
 
@@ -66,6 +66,8 @@ pub struct Store {
     /// The admission chain, set once the server's stores exist (plugins
     /// read other resources' stores).
     admission: OnceLock<Arc<Chain>>,
+    /// The resource's other served versions, if any.
+    equivalents: OnceLock<Equivalents>,
 }
 
 impl Store {
@@ -82,6 +84,7 @@ impl Store {
             storage,
             key_root,
             admission: OnceLock::new(),
+            equivalents: OnceLock::new(),
         }
     }
 
@@ -96,6 +99,18 @@ impl Store {
     /// the same one (custom resources).
     pub fn admission(&self) -> Option<Arc<Chain>> {
         self.admission.get().cloned()
+    }
+
+    /// Names the other versions this resource is served at, for admission
+    /// rules that match equivalent resources. Only the first call counts.
+    pub fn set_equivalents(&self, equivalents: Equivalents) {
+        let _ = self.equivalents.set(equivalents);
+    }
+
+    /// The admission of a write made while serving a request.
+    fn write_admission(&self, subresource: &'static str, dry_run: bool) -> Option<WriteAdmission> {
+        let admission = WriteAdmission::for_request(self.admission.get(), subresource, dry_run)?;
+        Some(admission.with_equivalents(self.equivalents.get()))
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {
@@ -187,7 +202,7 @@ impl Store {
     /// Creates an object. The namespace has already been checked against the
     /// request's; the body is decoded and defaulted.
     pub async fn create(&self, mut obj: Value, opts: &WriteOptions) -> Result<Object, ApiError> {
-        let admission = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run);
+        let admission = self.write_admission("", opts.dry_run);
         if let Some(a) = &admission {
             obj = a.admit(&self.info, Operation::Create, obj, None).await?;
         }
@@ -325,12 +340,12 @@ impl Store {
         let created = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let allow_create =
             self.strategy.allow_create_on_update() && target == Target::Main && view.is_none();
-        let admission =
-            WriteAdmission::for_request(self.admission.get(), target.subresource(), opts.dry_run)
-                .map(|a| match view {
-                    Some(view) => a.viewed_as(view),
-                    None => a,
-                });
+        let admission = self
+            .write_admission(target.subresource(), opts.dry_run)
+            .map(|a| match view {
+                Some(view) => a.viewed_as(view),
+                None => a,
+            });
         let step = UpdateStep {
             info: self.info.clone(),
             strategy: self.strategy.clone(),

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
+use apiserver::admission::{EquivalentVersions, GroupVersionKind, GroupVersionResource};
 use async_trait::async_trait;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -38,6 +39,17 @@ pub enum Converter {
 impl Converter {
     /// Converts `objects` to `api_version`, leaving those already there.
     pub async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>> {
+        self.convert_objects(objects, api_version)
+            .await
+            .map_err(StorageError::callback)
+    }
+
+    /// As [`Self::convert`], failing with the request's error.
+    async fn convert_objects(
+        &self,
+        objects: Vec<Value>,
+        api_version: &str,
+    ) -> std::result::Result<Vec<Value>, ApiError> {
         let needs = |o: &Value| o.get("apiVersion").and_then(Value::as_str) != Some(api_version);
         if !objects.iter().any(needs) {
             return Ok(objects);
@@ -55,17 +67,12 @@ impl Converter {
             Converter::Webhook(w) => w
                 .convert(objects, api_version)
                 .await
-                .map_err(|e| StorageError::callback(ApiError::internal_error(e))),
+                .map_err(ApiError::internal_error),
             Converter::Builtin(convert) => objects
                 .into_iter()
-                .map(|o| {
-                    convert(o, api_version)
-                        .map_err(|e| StorageError::callback(ApiError::internal_error(e)))
-                })
+                .map(|o| convert(o, api_version).map_err(ApiError::internal_error))
                 .collect(),
-            Converter::Broken(message) => Err(StorageError::callback(ApiError::internal_error(
-                message.clone(),
-            ))),
+            Converter::Broken(message) => Err(ApiError::internal_error(message.clone())),
         }
     }
 
@@ -282,6 +289,33 @@ fn resource_version(obj: &Value) -> &str {
     obj.pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// The versions one stored resource is served at, and the converter
+/// between them: what admission rules with `matchPolicy: Equivalent` match.
+pub struct ServedVersions {
+    pub versions: Vec<(GroupVersionResource, GroupVersionKind)>,
+    pub converter: Arc<Converter>,
+}
+
+#[async_trait]
+impl EquivalentVersions for ServedVersions {
+    fn versions(&self) -> Vec<(GroupVersionResource, GroupVersionKind)> {
+        self.versions.clone()
+    }
+
+    async fn convert(
+        &self,
+        object: Value,
+        api_version: &str,
+    ) -> std::result::Result<Value, ApiError> {
+        let mut out = self
+            .converter
+            .convert_objects(vec![object], api_version)
+            .await?;
+        out.pop()
+            .ok_or_else(|| ApiError::internal_error("conversion returned no object"))
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use apiserver::admission::Chain;
+use apiserver::admission::{Chain, Equivalents, GroupVersionKind, GroupVersionResource};
 use apiserver::registry::resource::ALL_VERBS;
 use apiserver::registry::{ResourceInfo, Store};
 use apiserver::server::{DynamicResource, DynamicVersion};
@@ -17,7 +17,7 @@ use storage::cacher::{Cacher, CacherConfig};
 use storage::{Kv, Storage};
 
 use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
-use super::conversion::{Converter, ConvertingStorage};
+use super::conversion::{Converter, ConvertingStorage, ServedVersions};
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
 use super::strategy::{CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema};
@@ -187,6 +187,19 @@ pub(crate) fn resource_info(
     }
 }
 
+/// The resource and kind of each served version of a CRD.
+fn served_versions(
+    crd: &CustomResourceDefinition,
+) -> Vec<(GroupVersionResource, GroupVersionKind)> {
+    let served = crd.spec.versions.iter().filter(|v| v.served);
+    served
+        .map(|v| {
+            let info = resource_info(crd, v);
+            (GroupVersionResource::of(&info), GroupVersionKind::of(&info))
+        })
+        .collect()
+}
+
 impl StoreFactory {
     /// The served versions of one CRD, by version name.
     fn crd_resources(&self, crd: &CustomResourceDefinition) -> Vec<(String, DynamicResource)> {
@@ -204,6 +217,10 @@ impl StoreFactory {
             return Vec::new();
         };
         let converter = Arc::new(converter(crd));
+        let equivalents = Equivalents(Arc::new(ServedVersions {
+            versions: served_versions(crd),
+            converter: converter.clone(),
+        }));
         crd.spec
             .versions
             .iter()
@@ -228,6 +245,7 @@ impl StoreFactory {
                 if let Some(chain) = self.admission.get() {
                     store.set_admission(chain.clone());
                 }
+                store.set_equivalents(equivalents.clone());
                 let warning = v.deprecated.unwrap_or(false).then(|| {
                     v.deprecation_warning
                         .clone()

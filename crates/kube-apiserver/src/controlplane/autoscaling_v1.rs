@@ -12,13 +12,14 @@
 
 use std::sync::Arc;
 
+use apiserver::admission::{Equivalents, GroupVersionKind, GroupVersionResource};
 use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
 use serde_json::{json, Map, Value};
 
 use super::builtin;
 use super::openapi::ResourceSchema;
-use crate::apiextensions::conversion::{Converter, ConvertingStorage};
+use crate::apiextensions::conversion::{Converter, ConvertingStorage, ServedVersions};
 
 pub const V1: &str = "autoscaling/v1";
 pub const V2: &str = "autoscaling/v2";
@@ -42,9 +43,10 @@ pub fn install(server: &mut GenericApiServer, prefix: &str) -> Vec<ResourceSchem
         return Vec::new();
     };
     let b = builtin::horizontal_pod_autoscalers_v1();
+    let converter = Arc::new(Converter::Builtin(convert));
     let storage = ConvertingStorage::new(
         v2.storage().clone(),
-        Arc::new(Converter::Builtin(convert)),
+        converter.clone(),
         V1.into(),
         V2.into(),
     );
@@ -53,6 +55,16 @@ pub fn install(server: &mut GenericApiServer, prefix: &str) -> Vec<ResourceSchem
         schema: b.schema,
     };
     let store = Arc::new(Store::new(b.info, b.strategy, Arc::new(storage), prefix));
+    // Both versions are one resource to admission rules matching
+    // equivalent resources.
+    let versions = [&store.info, &v2.info]
+        .map(|info| (GroupVersionResource::of(info), GroupVersionKind::of(info)));
+    let equivalents = Equivalents(Arc::new(ServedVersions {
+        versions: versions.to_vec(),
+        converter,
+    }));
+    v2.set_equivalents(equivalents.clone());
+    store.set_equivalents(equivalents);
     let (group, version) = GROUP_VERSION;
     server.install_converted_version(group, version, vec![store]);
     vec![schema]

@@ -164,8 +164,9 @@ fn pods_get_service_account_credentials_limit_defaults_and_quota(s: &TestServer)
     json_of(&pod(s, "three"));
 }
 
-/// The test's webhook: `/validate` refuses objects labelled `deny`,
-/// `/mutate` labels every object `mutated=yes`.
+/// The test's webhook: `/validate` refuses objects labelled `deny` (and
+/// returns an audit annotation when it allows), `/mutate` labels every
+/// object `mutated=yes`.
 async fn answer(path: String, body: Bytes) -> Value {
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let request = &review["request"];
@@ -175,7 +176,8 @@ async fn answer(path: String, body: Bytes) -> Value {
         if denied {
             json!({"uid": uid, "allowed": false, "status": {"code": 403, "message": "objects labelled deny are refused"}})
         } else {
-            json!({"uid": uid, "allowed": true, "warnings": ["validated by the test"]})
+            json!({"uid": uid, "allowed": true, "warnings": ["validated by the test"],
+                   "auditAnnotations": {"verdict": "allowed", "bad/key": "dropped"}})
         }
     } else {
         let patch = if request["object"]["metadata"]["labels"].is_object() {
@@ -190,7 +192,7 @@ async fn answer(path: String, body: Bytes) -> Value {
 }
 
 /// Starts the HTTPS webhook on a loopback port; returns its address and CA.
-fn start_webhook() -> (SocketAddr, String) {
+pub(crate) fn start_webhook() -> (SocketAddr, String) {
     let ca_key = rcgen::KeyPair::generate().expect("key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

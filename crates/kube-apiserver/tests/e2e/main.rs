@@ -4,7 +4,9 @@
 mod admission;
 mod admission_plugins;
 mod admission_policy;
+mod admission_webhook_audit;
 mod admission_webhook_details;
+mod admission_webhook_equivalent;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;

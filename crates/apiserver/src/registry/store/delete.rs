@@ -17,7 +17,6 @@ use super::super::object_meta;
 use super::super::resource::ResourceInfo;
 use super::super::strategy::Strategy;
 use super::{DeleteOutcome, Store};
-use crate::admission::WriteAdmission;
 
 /// Why the deletion update stopped without writing.
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +86,7 @@ impl Store {
         let key = self.object_key(namespace, name);
         let current = self.get(namespace, name, GetOptions::default()).await?;
         check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
-        if let Some(a) = WriteAdmission::for_request(self.admission.get(), "", opts.dry_run) {
+        if let Some(a) = self.write_admission("", opts.dry_run) {
             a.delete(&self.info, current.clone()).await?;
         }
         let mut probe = (*current).clone();

@@ -28,6 +28,8 @@ pub enum CallError {
     NoKnownVersion,
     #[error("failed to call webhook: Post \"{url}\": {message}")]
     Transport { url: String, message: String },
+    #[error("failed to call webhook: Post \"{url}\": the server responded with status {code}")]
+    Status { url: String, code: u16 },
     #[error("failed to call webhook: Post \"{url}\": context deadline exceeded")]
     Timeout { url: String },
     #[error("received invalid webhook response: {0}")]
@@ -36,6 +38,26 @@ pub enum CallError {
     UndecodablePatch(String),
     #[error("unsupported patch type {0:?}")]
     UnsupportedPatchType(String),
+}
+
+impl CallError {
+    /// The HTTP code of the failure as upstream's webhook metrics record
+    /// it: the webhook's own answer when it sent an error status, else the
+    /// code of the status error upstream's dispatchers build (mutating and
+    /// validating ones differ for an unreachable webhook).
+    pub fn code(&self, mutating: bool) -> u16 {
+        match self {
+            CallError::Status { code, .. } => *code,
+            CallError::Config(_) if mutating => 500,
+            CallError::Transport { .. } | CallError::Timeout { .. } if mutating => 503,
+            CallError::Response(_) | CallError::UndecodablePatch(_) => 503,
+            CallError::Config(_)
+            | CallError::NoKnownVersion
+            | CallError::Transport { .. }
+            | CallError::Timeout { .. }
+            | CallError::UnsupportedPatchType(_) => 400,
+        }
+    }
 }
 
 /// Where to send the request.
@@ -189,9 +211,9 @@ async fn post(client_config: &Value, target: &Target, review: &Value) -> Result<
         .map_err(|e| transport(&e))?
         .to_bytes();
     if !status.is_success() {
-        return Err(CallError::Transport {
+        return Err(CallError::Status {
             url: target.url.clone(),
-            message: format!("the server responded with status {}", status.as_u16()),
+            code: status.as_u16(),
         });
     }
     serde_json::from_slice(&bytes).map_err(|e| CallError::Response(e.to_string()))

@@ -3,9 +3,10 @@
 //! namespace and object label selectors.
 
 use apimachinery::labels::Selector;
-use apiserver::admission::{Attributes, Operation};
+use apiserver::admission::{Attributes, GroupVersionResource, Operation};
 use serde_json::Value;
 
+use super::versioned::Invocation;
 use crate::admission::lookup::{text, Stores};
 
 pub fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
@@ -29,8 +30,32 @@ fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
     })
 }
 
-/// Whether one of the webhook's rules covers the request.
-pub fn rules_match(webhook: &Value, a: &Attributes, namespaced: bool) -> bool {
+/// The version the webhook is called for: the request's own when a rule
+/// covers it, else (unless `matchPolicy` is `Exact`) the first equivalent
+/// version a rule covers.
+pub fn invocation(webhook: &Value, a: &Attributes, namespaced: bool) -> Option<Invocation> {
+    if rules_match(webhook, a, &a.resource, namespaced) {
+        return Some(Invocation::of_request(a));
+    }
+    if text(webhook, "/matchPolicy") == Some("Exact") {
+        return None;
+    }
+    let versions = a.equivalents.as_ref()?.0.versions();
+    versions
+        .into_iter()
+        .filter(|(resource, _)| *resource != a.resource)
+        .find(|(resource, _)| rules_match(webhook, a, resource, namespaced))
+        .map(|(resource, kind)| Invocation { resource, kind })
+}
+
+/// Whether one of the webhook's rules covers the request made to
+/// `resource`.
+fn rules_match(
+    webhook: &Value,
+    a: &Attributes,
+    resource: &GroupVersionResource,
+    namespaced: bool,
+) -> bool {
     let op = a.operation.as_str();
     webhook
         .get("rules")
@@ -39,9 +64,9 @@ pub fn rules_match(webhook: &Value, a: &Attributes, namespaced: bool) -> bool {
         .flatten()
         .any(|rule| {
             listed(rule.get("operations"), op)
-                && listed(rule.get("apiGroups"), &a.resource.group)
-                && listed(rule.get("apiVersions"), &a.resource.version)
-                && resource_listed(rule.get("resources"), &a.resource.resource, &a.subresource)
+                && listed(rule.get("apiGroups"), &resource.group)
+                && listed(rule.get("apiVersions"), &resource.version)
+                && resource_listed(rule.get("resources"), &resource.resource, &a.subresource)
                 && match text(rule, "/scope").unwrap_or("*") {
                     "Cluster" => !namespaced,
                     "Namespaced" => namespaced,
@@ -181,23 +206,26 @@ mod tests {
                           "apiVersions": ["*"], "resources": resources, "scope": scope}]})
     }
 
+    fn exact(hook: &Value, a: &Attributes) -> bool {
+        rules_match(hook, a, &a.resource, true)
+    }
+
     #[test]
     fn rules_match_operations_resources_subresources_and_scope() {
         let create = pods(Operation::Create, "", json!({}));
         let status = pods(Operation::Update, "status", json!({}));
-        assert!(rules_match(&hook(&["pods"], "*"), &create, true));
-        assert!(!rules_match(&hook(&["pods"], "*"), &status, true));
-        assert!(rules_match(&hook(&["pods/status"], "*"), &status, true));
-        assert!(rules_match(&hook(&["*/*"], "*"), &status, true));
-        assert!(rules_match(&hook(&["*/*"], "*"), &create, true));
-        assert!(rules_match(&hook(&["pods/*"], "*"), &create, true));
-        assert!(!rules_match(&hook(&["*"], "*"), &status, true));
-        assert!(rules_match(&hook(&["*"], "Namespaced"), &create, true));
-        assert!(!rules_match(&hook(&["*"], "Cluster"), &create, true));
-        assert!(!rules_match(
+        assert!(exact(&hook(&["pods"], "*"), &create));
+        assert!(!exact(&hook(&["pods"], "*"), &status));
+        assert!(exact(&hook(&["pods/status"], "*"), &status));
+        assert!(exact(&hook(&["*/*"], "*"), &status));
+        assert!(exact(&hook(&["*/*"], "*"), &create));
+        assert!(exact(&hook(&["pods/*"], "*"), &create));
+        assert!(!exact(&hook(&["*"], "*"), &status));
+        assert!(exact(&hook(&["*"], "Namespaced"), &create));
+        assert!(!exact(&hook(&["*"], "Cluster"), &create));
+        assert!(!exact(
             &hook(&["pods"], "*"),
-            &pods(Operation::Delete, "", json!({})),
-            true
+            &pods(Operation::Delete, "", json!({}))
         ));
     }
 

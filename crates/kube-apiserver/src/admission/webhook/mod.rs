@@ -6,22 +6,28 @@
 //! pass when a later change went past them), validating ones run
 //! concurrently and may only refuse.
 
+mod annotations;
 mod client;
 mod conditions;
 mod matching;
+mod versioned;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use apimachinery::status::{ApiError, StatusReason};
+use apiserver::admission::metrics::{self, Rejection, Step, WebhookCall};
 use apiserver::admission::{
-    Attributes, Handler, HookReinvocation, MutationInterface, Operation, ValidationInterface,
+    Attributes, GroupVersionKind, GroupVersionResource, Handler, HookReinvocation,
+    MutationInterface, Operation, ValidationInterface,
 };
 use async_trait::async_trait;
 use base64::Engine;
 use serde_json::{json, Value};
 
 use super::lookup::{text, Stores};
+use annotations::MutationAnnotator;
 use conditions::{Conditions, Verdict};
+use versioned::{Converted, Invocation};
 
 const MUTATING: (&str, &str) = (
     "admissionregistration.k8s.io",
@@ -35,13 +41,17 @@ const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
 /// The plugin's name, under which its reinvocation state is kept.
 const MUTATING_PLUGIN: &str = "MutatingAdmissionWebhook";
 
+/// One webhook of a configuration.
+struct Hook {
+    configuration: String,
+    /// `<configuration>/<index>`, as upstream's webhook UID.
+    uid: String,
+    webhook: Value,
+}
+
 /// The webhooks of every configuration of one kind, configurations in name
-/// order (as upstream sorts them), each with a key naming it among them
-/// (`<configuration>/<index>`, as upstream's webhook UID).
-async fn webhooks(
-    stores: &Stores,
-    (group, resource): (&str, &str),
-) -> Result<Vec<(String, Value)>, ApiError> {
+/// order (as upstream sorts them).
+async fn webhooks(stores: &Stores, (group, resource): (&str, &str)) -> Result<Vec<Hook>, ApiError> {
     let mut configs = stores.list(group, resource, None).await?;
     configs.sort_by(|a, b| text(a, "/metadata/name").cmp(&text(b, "/metadata/name")));
     Ok(configs
@@ -53,7 +63,11 @@ async fn webhooks(
                 .into_iter()
                 .flatten()
                 .enumerate()
-                .map(move |(i, hook)| (format!("{config}/{i}"), hook.clone()))
+                .map(move |(i, hook)| Hook {
+                    configuration: config.to_owned(),
+                    uid: format!("{config}/{i}"),
+                    webhook: hook.clone(),
+                })
         })
         .collect())
 }
@@ -79,35 +93,32 @@ impl Dispatcher {
         }
     }
 
-    /// Whether `webhook` is to be called for this request: its rules,
-    /// selectors and match conditions. Dry runs are refused for webhooks
-    /// with side effects.
-    async fn should_call(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
-        if !self.matches(webhook, a).await? {
-            return Ok(false);
+    /// The version `webhook` is to be called for, if the request is one
+    /// it is for: its rules, selectors and match conditions.
+    async fn matches(
+        &self,
+        webhook: &Value,
+        a: &Attributes,
+    ) -> Result<Option<Invocation>, ApiError> {
+        if matching::is_exempt(a) || !matching::is_admissible(a.operation) {
+            return Ok(None);
         }
-        dry_run_check(webhook, a)?;
-        Ok(true)
-    }
-
-    /// Whether the request is one `webhook` is for: its rules, selectors
-    /// and match conditions.
-    async fn matches(&self, webhook: &Value, a: &Attributes) -> Result<bool, ApiError> {
-        if matching::is_exempt(a)
-            || !matching::is_admissible(a.operation)
-            || !matching::rules_match(webhook, a, namespaced(a))
-            || !matching::object_selector_matches(webhook, a)
+        let Some(invocation) = matching::invocation(webhook, a, namespaced(a)) else {
+            return Ok(None);
+        };
+        if !matching::object_selector_matches(webhook, a)
             || !matching::namespace_selector_matches(webhook, a, &self.stores).await?
         {
-            return Ok(false);
+            return Ok(None);
         }
         if webhook.get("matchConditions").is_some() {
-            let review = review(a, "v1");
+            let converted = versioned::objects_for(&invocation, a).await?;
+            let review = review(a, &invocation, converted.as_ref(), "v1");
             match self.conditions.evaluate(webhook, &review["request"]) {
                 Verdict::Match => {}
-                Verdict::NoMatch => return Ok(false),
+                Verdict::NoMatch => return Ok(None),
                 Verdict::Error(_) if text(webhook, "/failurePolicy") == Some("Ignore") => {
-                    return Ok(false)
+                    return Ok(None)
                 }
                 Verdict::Error(e) => {
                     return Err(a.forbidden(format!(
@@ -117,7 +128,7 @@ impl Dispatcher {
                 }
             }
         }
-        Ok(true)
+        Ok(Some(invocation))
     }
 }
 
@@ -157,23 +168,40 @@ fn review_version(webhook: &Value) -> Option<&'static str> {
     })
 }
 
+fn gvk(kind: &GroupVersionKind) -> Value {
+    json!({"group": kind.group, "version": kind.version, "kind": kind.kind})
+}
+
+fn gvr(resource: &GroupVersionResource) -> Value {
+    json!({"group": resource.group, "version": resource.version, "resource": resource.resource})
+}
+
 /// The AdmissionReview request of one call, in `version` (v1 and v1beta1
-/// carry the same fields).
-fn review(a: &Attributes, version: &str) -> Value {
+/// carry the same fields): the objects at the version the webhook is
+/// called for (`converted` when that is not the request's), the request's
+/// own kind and resource as `requestKind` and `requestResource`.
+fn review(
+    a: &Attributes,
+    invocation: &Invocation,
+    converted: Option<&Converted>,
+    version: &str,
+) -> Value {
     let uid = uuid::Uuid::new_v4().to_string();
-    let gvk = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
-    let gvr = json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource});
+    let (object, old_object) = match converted {
+        Some(c) => (c.object.clone(), c.old_object.clone()),
+        None => (a.object.clone(), a.old_object.as_deref().cloned()),
+    };
     let mut request = json!({
         "uid": uid,
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
+        "kind": gvk(&invocation.kind),
+        "resource": gvr(&invocation.resource),
+        "requestKind": gvk(&a.kind),
+        "requestResource": gvr(&a.resource),
         "name": a.name,
         "operation": a.operation.as_str(),
         "userInfo": user_info(a),
-        "object": a.object.clone().unwrap_or(Value::Null),
-        "oldObject": a.old_object.as_deref().cloned().unwrap_or(Value::Null),
+        "object": object.unwrap_or(Value::Null),
+        "oldObject": old_object.unwrap_or(Value::Null),
         "dryRun": a.dry_run,
         "options": a.options,
     });
@@ -211,19 +239,15 @@ fn denied(webhook: &str, status: Option<&Value>) -> ApiError {
     ApiError::new(code, reason, message)
 }
 
-/// What came back from one webhook: allowed (with the patch of a mutating
-/// webhook, if any), or its failure ignored by policy.
-enum Outcome {
-    Allowed(Option<json_patch::Patch>),
-    Ignored,
-}
-
-/// Why one exchange with a webhook did not allow the request.
+/// Why one webhook did not allow the request.
 enum Failure {
     /// The call failed; the webhook's failure policy decides.
     Call(client::CallError),
     /// The webhook denied the request.
     Denied(ApiError),
+    /// This server refused to go on (a dry run the webhook cannot take, a
+    /// patch that does not apply).
+    Refused(ApiError),
 }
 
 impl From<client::CallError> for Failure {
@@ -232,27 +256,56 @@ impl From<client::CallError> for Failure {
     }
 }
 
-/// Calls one webhook and checks its answer; failures obey its failure
-/// policy (Fail unless Ignore) and fail the request as upstream's internal
-/// error.
-async fn call(
+/// Settles the outcome of one webhook call: records it in the webhook
+/// metrics and applies the failure policy to a failed call (Fail unless
+/// Ignore; a failure that fails the request is upstream's internal
+/// error). `None` when the call failed open.
+fn settle<T>(
     webhook: &Value,
-    a: &Attributes,
-    stores: &Stores,
-    mutating: bool,
-) -> Result<Outcome, ApiError> {
-    let name = name(webhook);
-    match exchange(webhook, a, stores, mutating).await {
-        Ok(patch) => Ok(Outcome::Allowed(patch)),
-        Err(Failure::Denied(e)) => Err(e),
-        Err(Failure::Call(e)) if text(webhook, "/failurePolicy") == Some("Ignore") => {
-            tracing::warn!(webhook = name, error = %e, "failed calling webhook; failure policy Ignore");
-            Ok(Outcome::Ignored)
+    call: WebhookCall,
+    start: Instant,
+    result: Result<T, Failure>,
+) -> Result<Option<T>, ApiError> {
+    let m = metrics::global();
+    let elapsed = start.elapsed();
+    match result {
+        Ok(v) => {
+            m.observe_webhook(&call, elapsed, 200, false);
+            Ok(Some(v))
         }
-        Err(Failure::Call(e)) => Err(ApiError::internal_error(format!(
-            "failed calling webhook \"{name}\": {e}"
-        ))),
+        Err(Failure::Denied(e)) => {
+            m.observe_webhook_rejection(&call, Rejection::Denied, e.code);
+            m.observe_webhook(&call, elapsed, e.code, true);
+            Err(e)
+        }
+        Err(Failure::Refused(e)) => {
+            m.observe_webhook_rejection(&call, Rejection::Internal, 0);
+            m.observe_webhook(&call, elapsed, 0, true);
+            Err(e)
+        }
+        Err(Failure::Call(e)) => {
+            let code = e.code(call.step == Step::Admit);
+            if text(webhook, "/failurePolicy") == Some("Ignore") {
+                tracing::warn!(webhook = call.name, error = %e, "failed calling webhook, failing open");
+                m.observe_webhook(&call, elapsed, code, false);
+                m.observe_webhook_fail_open(&call);
+                return Ok(None);
+            }
+            m.observe_webhook_rejection(&call, Rejection::CallingWebhook, code);
+            m.observe_webhook(&call, elapsed, code, true);
+            Err(ApiError::internal_error(format!(
+                "failed calling webhook \"{}\": {e}",
+                call.name
+            )))
+        }
     }
+}
+
+/// A mutating webhook's JSON patch: the operations to apply, and the
+/// patch as sent, for the audit annotation.
+struct WebhookPatch {
+    operations: json_patch::Patch,
+    sent: Value,
 }
 
 /// One round trip: the review sent, the answer verified, its audit
@@ -261,26 +314,23 @@ async fn call(
 async fn exchange(
     webhook: &Value,
     a: &Attributes,
+    (invocation, converted): (&Invocation, Option<&Converted>),
     stores: &Stores,
     mutating: bool,
-) -> Result<Option<json_patch::Patch>, Failure> {
+) -> Result<Option<WebhookPatch>, Failure> {
     let name = name(webhook);
     let version = review_version(webhook).ok_or(client::CallError::NoKnownVersion)?;
     let timeout = webhook
         .get("timeoutSeconds")
         .and_then(Value::as_u64)
         .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-    let request = review(a, version);
+    let request = review(a, invocation, converted, version);
     let null = Value::Null;
     let config = webhook.get("clientConfig").unwrap_or(&null);
     let answer = client::call(config, stores, &request, Duration::from_secs(timeout)).await?;
     let response = verify_response(answer, &request["request"]["uid"], version, mutating)?;
-    let annotations = response.get("auditAnnotations").and_then(Value::as_object);
-    for (key, value) in annotations.into_iter().flatten() {
-        if let Some(value) = value.as_str() {
-            a.request
-                .add_audit_annotation(&format!("{name}/{key}"), value);
-        }
+    if let Some(returned) = response.get("auditAnnotations").and_then(Value::as_object) {
+        annotations::record_returned(&a.request, name, returned);
     }
     for w in matching::strings(response.get("warnings")) {
         a.request.add_warning(w);
@@ -358,7 +408,7 @@ fn verify_response(
 fn decode_patch(
     response: &Value,
     version: &str,
-) -> Result<Option<json_patch::Patch>, client::CallError> {
+) -> Result<Option<WebhookPatch>, client::CallError> {
     let Some(patch) = response.get("patch").and_then(Value::as_str) else {
         return Ok(None);
     };
@@ -370,8 +420,10 @@ fn decode_patch(
     if bytes.is_empty() {
         return Ok(None);
     }
-    let patch: json_patch::Patch = serde_json::from_slice(&bytes).map_err(|e| undecodable(&e))?;
-    if patch.0.is_empty() {
+    let sent: Value = serde_json::from_slice(&bytes).map_err(|e| undecodable(&e))?;
+    let operations: json_patch::Patch =
+        serde_json::from_value(sent.clone()).map_err(|e| undecodable(&e))?;
+    if operations.0.is_empty() {
         return Ok(None);
     }
     // v1beta1 answers were pinned to JSONPatch.
@@ -385,7 +437,7 @@ fn decode_patch(
             patch_type.to_owned(),
         ));
     }
-    Ok(Some(patch))
+    Ok(Some(WebhookPatch { operations, sent }))
 }
 
 /// Applies a webhook's JSON patch to the object; returns whether it
@@ -409,21 +461,72 @@ impl MutatingWebhook {
         }
     }
 
-    /// Calls one webhook the request is for; returns whether it changed
-    /// the object.
-    async fn run(&self, webhook: &Value, a: &mut Attributes) -> Result<bool, ApiError> {
-        dry_run_check(webhook, a)?;
-        let Outcome::Allowed(Some(patch)) = call(webhook, a, &self.dispatcher.stores, true).await?
-        else {
+    /// Calls one webhook the request is for, with its audit annotations
+    /// and metrics; returns whether it changed the object.
+    async fn run(
+        &self,
+        hook: &Hook,
+        invocation: &Invocation,
+        a: &mut Attributes,
+        annotator: &MutationAnnotator<'_>,
+    ) -> Result<bool, ApiError> {
+        let call = WebhookCall {
+            name: name(&hook.webhook),
+            step: Step::Admit,
+            operation: a.operation,
+        };
+        let start = Instant::now();
+        let result = self.mutate(&hook.webhook, invocation, a, annotator).await;
+        annotator.called(matches!(result, Ok(true)));
+        let settled = settle(&hook.webhook, call, start, result)?;
+        if settled.is_none() {
+            annotator.failed_open();
+        }
+        Ok(settled.unwrap_or(false))
+    }
+
+    /// One call and its patch applied (to the object at the webhook's
+    /// version, converted back); whether the object changed.
+    async fn mutate(
+        &self,
+        webhook: &Value,
+        invocation: &Invocation,
+        a: &mut Attributes,
+        annotator: &MutationAnnotator<'_>,
+    ) -> Result<bool, Failure> {
+        dry_run_check(webhook, a).map_err(Failure::Refused)?;
+        let converted = versioned::objects_for(invocation, a)
+            .await
+            .map_err(Failure::Refused)?;
+        let stores = &self.dispatcher.stores;
+        let called = (invocation, converted.as_ref());
+        let Some(patch) = exchange(webhook, a, called, stores, true).await? else {
             return Ok(false);
         };
-        let Some(object) = a.object.as_mut() else {
-            return Err(ApiError::internal_error(format!(
+        let refused = |e: String| Failure::Refused(ApiError::internal_error(e));
+        let cannot_modify = || {
+            refused(format!(
                 "admission webhook \"{}\" attempted to modify the object, which is not supported for this operation",
                 name(webhook)
-            )));
+            ))
         };
-        apply_patch(&patch, object).map_err(ApiError::internal_error)
+        let changed = match converted {
+            None => {
+                let object = a.object.as_mut().ok_or_else(cannot_modify)?;
+                apply_patch(&patch.operations, object).map_err(refused)?
+            }
+            Some(c) => {
+                let mut object = c.object.ok_or_else(cannot_modify)?;
+                let changed = apply_patch(&patch.operations, &mut object).map_err(refused)?;
+                if changed {
+                    let back = versioned::back_to_request(a, object).await;
+                    a.object = Some(back.map_err(Failure::Refused)?);
+                }
+                changed
+            }
+        };
+        annotator.patched(&patch.sent);
+        Ok(changed)
     }
 
     /// Calls the webhooks in order (in the second pass, only those to be
@@ -435,18 +538,26 @@ impl MutatingWebhook {
     ) -> Result<(), ApiError> {
         let hooks = webhooks(&self.dispatcher.stores, MUTATING).await?;
         let is_reinvoke = a.reinvocation.is_reinvoke();
-        for (key, hook) in &hooks {
-            if !self.dispatcher.matches(hook, a).await?
-                || (is_reinvoke && !state.should_reinvoke(key))
-            {
+        for (index, hook) in hooks.iter().enumerate() {
+            let Some(invocation) = self.dispatcher.matches(&hook.webhook, a).await? else {
+                continue;
+            };
+            if is_reinvoke && !state.should_reinvoke(&hook.uid) {
                 continue;
             }
-            if self.run(hook, a).await? {
+            let annotator = MutationAnnotator {
+                request: a.request.clone(),
+                round: usize::from(is_reinvoke),
+                index,
+                configuration: &hook.configuration,
+                webhook: name(&hook.webhook),
+            };
+            if self.run(hook, &invocation, a, &annotator).await? {
                 state.require_reinvoking_previously_invoked();
                 a.reinvocation.set_should_reinvoke();
             }
-            if text(hook, "/reinvocationPolicy") == Some("IfNeeded") {
-                state.invoked_reinvocable(key.clone());
+            if text(&hook.webhook, "/reinvocationPolicy") == Some("IfNeeded") {
+                state.invoked_reinvocable(hook.uid.clone());
             }
         }
         Ok(())
@@ -481,6 +592,42 @@ impl ValidatingWebhook {
             dispatcher: Dispatcher::new(stores),
         }
     }
+
+    /// Calls one webhook (the `index`th of those called), with its metrics
+    /// and failed-open annotation.
+    async fn check(
+        &self,
+        (webhook, invocation): (&Value, &Invocation),
+        index: usize,
+        a: &Attributes,
+    ) -> Result<(), ApiError> {
+        let call = WebhookCall {
+            name: name(webhook),
+            step: Step::Validate,
+            operation: a.operation,
+        };
+        let start = Instant::now();
+        let result = self.exchange(webhook, invocation, a).await;
+        if settle(webhook, call, start, result)?.is_none() {
+            annotations::validating_failed_open(&a.request, index, call.name);
+        }
+        Ok(())
+    }
+
+    async fn exchange(
+        &self,
+        webhook: &Value,
+        invocation: &Invocation,
+        a: &Attributes,
+    ) -> Result<(), Failure> {
+        dry_run_check(webhook, a).map_err(Failure::Refused)?;
+        let converted = versioned::objects_for(invocation, a)
+            .await
+            .map_err(Failure::Refused)?;
+        let called = (invocation, converted.as_ref());
+        exchange(webhook, a, called, &self.dispatcher.stores, false).await?;
+        Ok(())
+    }
 }
 
 impl Handler for ValidatingWebhook {
@@ -492,16 +639,17 @@ impl Handler for ValidatingWebhook {
 #[async_trait]
 impl ValidationInterface for ValidatingWebhook {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        let d = &self.dispatcher;
-        let hooks = webhooks(&d.stores, VALIDATING).await?;
+        let hooks = webhooks(&self.dispatcher.stores, VALIDATING).await?;
         let mut selected = Vec::new();
-        for (_, hook) in &hooks {
-            if d.should_call(hook, a).await? {
-                selected.push(hook);
+        for hook in &hooks {
+            if let Some(invocation) = self.dispatcher.matches(&hook.webhook, a).await? {
+                selected.push((&hook.webhook, invocation));
             }
         }
+        let calls = selected.iter().enumerate();
         let results =
-            futures::future::join_all(selected.iter().map(|h| call(h, a, &d.stores, false))).await;
+            futures::future::join_all(calls.map(|(i, (hook, inv))| self.check((hook, inv), i, a)))
+                .await;
         // The first refusal in webhook order is the answer.
         for result in results {
             result?;
@@ -548,10 +696,11 @@ mod tests {
         let Ok(Some(patch)) = decode_patch(&response, "v1") else {
             panic!("patch not decoded");
         };
+        assert_eq!(patch.sent[0]["value"], json!({"a": "b"}));
         let mut obj = json!({"metadata": {}});
-        assert_eq!(apply_patch(&patch, &mut obj), Ok(true));
+        assert_eq!(apply_patch(&patch.operations, &mut obj), Ok(true));
         assert_eq!(obj["metadata"]["labels"]["a"], "b");
-        assert_eq!(apply_patch(&patch, &mut obj), Ok(false));
+        assert_eq!(apply_patch(&patch.operations, &mut obj), Ok(false));
         let other = json!({"patchType": "Merge", "patch": encoded("[{\"op\":\"remove\",\"path\":\"/a\"}]")});
         assert_eq!(
             decode_patch(&other, "v1")

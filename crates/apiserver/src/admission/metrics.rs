@@ -1,0 +1,230 @@
+//! Admission series (upstream's `pkg/admission/metrics`): the latency of
+//! each admission step (the whole mutating or validating phase), of each
+//! plugin, and of each webhook call, with the webhook request, rejection
+//! and fail-open counters. Process-wide, as upstream's legacy registry:
+//! the server's `/metrics` registry renders them. Upstream's summary
+//! variant of the step latency is left out (prometheus-client has no
+//! summaries).
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::Operation;
+
+/// 5 ms to 2.5 s: plugins and steps.
+const STEP_BUCKETS: [f64; 6] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5];
+/// 5 ms to 25 s: webhooks, which may take up to their timeout.
+const WEBHOOK_BUCKETS: [f64; 8] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
+
+type Labels<const N: usize> = [(&'static str, String); N];
+type HistogramFamily<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
+
+/// Which half of admission a plugin or webhook ran in (the `type` label).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    Admit,
+    Validate,
+}
+
+impl Step {
+    fn as_str(self) -> &'static str {
+        match self {
+            Step::Admit => "admit",
+            Step::Validate => "validate",
+        }
+    }
+
+    /// Webhook series spell the validating half `validating`.
+    fn webhook_type(self) -> &'static str {
+        match self {
+            Step::Admit => "admit",
+            Step::Validate => "validating",
+        }
+    }
+}
+
+/// Why a webhook refused a request (`error_type`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rejection {
+    /// The webhook answered with a denial.
+    Denied,
+    /// Calling the webhook failed and its failure policy is Fail.
+    CallingWebhook,
+    /// Something else failed in this server (e.g. applying the patch).
+    Internal,
+}
+
+impl Rejection {
+    fn as_str(self) -> &'static str {
+        match self {
+            Rejection::Denied => "no_error",
+            Rejection::CallingWebhook => "calling_webhook_error",
+            Rejection::Internal => "apiserver_internal_error",
+        }
+    }
+}
+
+/// The admission series.
+#[derive(Debug)]
+pub struct AdmissionMetrics {
+    step: HistogramFamily<3>,
+    controller: HistogramFamily<4>,
+    webhook: HistogramFamily<4>,
+    webhook_requests: Family<Labels<5>, Counter>,
+    webhook_rejections: Family<Labels<5>, Counter>,
+    webhook_fail_open: Family<Labels<2>, Counter>,
+}
+
+static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
+    step: Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS)),
+    controller: Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS)),
+    webhook: Family::new_with_constructor(|| Histogram::new(WEBHOOK_BUCKETS)),
+    webhook_requests: Family::default(),
+    webhook_rejections: Family::default(),
+    webhook_fail_open: Family::default(),
+});
+
+/// The process's admission series.
+pub fn global() -> &'static AdmissionMetrics {
+    &METRICS
+}
+
+/// Codes above 600 are counted as 600, as upstream bounds the label.
+fn code_label(code: u16) -> String {
+    code.min(600).to_string()
+}
+
+impl AdmissionMetrics {
+    /// Adds the series to `registry`.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        // Counters are registered without `_total`, which the encoder
+        // appends; help texts without their final period, which it adds.
+        registry.register(
+            "apiserver_admission_step_admission_duration_seconds",
+            "Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit)",
+            self.step.clone(),
+        );
+        registry.register(
+            "apiserver_admission_controller_admission_duration_seconds",
+            "Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit)",
+            self.controller.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit)",
+            self.webhook.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_request",
+            "Admission webhook request total, identified by name and broken out for each admission type (validating or mutating) and operation, whether the request was rejected and the HTTP status code (codes above 600 counted as 600)",
+            self.webhook_requests.clone(),
+        );
+        // Upstream names these two counters without `_total`; the
+        // rendering drops the suffix the encoder adds (see
+        // `crate::metrics::BARE_COUNTERS`).
+        registry.register(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation, with the error type (calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and the rejection code (codes above 600 counted as 600)",
+            self.webhook_rejections.clone(),
+        );
+        registry.register(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook fail open count, identified by name and broken out for each admission type (validating or mutating)",
+            self.webhook_fail_open.clone(),
+        );
+    }
+
+    /// One whole admission phase took `elapsed`.
+    pub fn observe_step(&self, elapsed: Duration, rejected: bool, step: Step, op: Operation) {
+        let labels = [
+            ("type", step.as_str().to_owned()),
+            ("operation", op.as_str().to_owned()),
+            ("rejected", rejected.to_string()),
+        ];
+        self.step
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One plugin took `elapsed`.
+    pub fn observe_controller(
+        &self,
+        name: &str,
+        elapsed: Duration,
+        rejected: bool,
+        step: Step,
+        op: Operation,
+    ) {
+        let labels = [
+            ("name", name.to_owned()),
+            ("type", step.as_str().to_owned()),
+            ("operation", op.as_str().to_owned()),
+            ("rejected", rejected.to_string()),
+        ];
+        self.controller
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// One webhook call took `elapsed` and ended with HTTP `code` (0 when
+    /// this server failed).
+    pub fn observe_webhook(
+        &self,
+        call: &WebhookCall,
+        elapsed: Duration,
+        code: u16,
+        rejected: bool,
+    ) {
+        let requests = [
+            ("name", call.name.to_owned()),
+            ("type", call.step.webhook_type().to_owned()),
+            ("operation", call.operation.as_str().to_owned()),
+            ("code", code_label(code)),
+            ("rejected", rejected.to_string()),
+        ];
+        self.webhook_requests.get_or_create(&requests).inc();
+        let latency = [
+            ("name", call.name.to_owned()),
+            ("type", call.step.webhook_type().to_owned()),
+            ("operation", call.operation.as_str().to_owned()),
+            ("rejected", rejected.to_string()),
+        ];
+        self.webhook
+            .get_or_create(&latency)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A webhook call refused the request.
+    pub fn observe_webhook_rejection(&self, call: &WebhookCall, why: Rejection, code: u16) {
+        let labels = [
+            ("name", call.name.to_owned()),
+            ("type", call.step.webhook_type().to_owned()),
+            ("operation", call.operation.as_str().to_owned()),
+            ("error_type", why.as_str().to_owned()),
+            ("rejection_code", code_label(code)),
+        ];
+        self.webhook_rejections.get_or_create(&labels).inc();
+    }
+
+    /// A failed webhook call was ignored by its failure policy.
+    pub fn observe_webhook_fail_open(&self, call: &WebhookCall) {
+        let labels = [
+            ("name", call.name.to_owned()),
+            ("type", call.step.webhook_type().to_owned()),
+        ];
+        self.webhook_fail_open.get_or_create(&labels).inc();
+    }
+}
+
+/// What the webhook series say about one call.
+#[derive(Debug, Clone, Copy)]
+pub struct WebhookCall<'a> {
+    pub name: &'a str,
+    pub step: Step,
+    pub operation: Operation,
+}
