@@ -384,6 +384,8 @@ fn component_roles_grant_newer_rules(s: &TestServer) {
     ));
     assert!(can_i(s, &scheduler, &["update", claims, "-A"]));
     assert!(!can_i(s, &scheduler, &["create", claims, "-A"]));
+    let binding = ["patch", claims, "--subresource=binding", "-A"];
+    assert!(can_i(s, &scheduler, &binding));
     let proxy = ["--as", "system:kube-proxy"];
     assert!(can_i(
         s,

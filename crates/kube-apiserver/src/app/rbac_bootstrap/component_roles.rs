@@ -123,6 +123,10 @@ fn kube_scheduler() -> Value {
             rule(READ, RESOURCE, &["resourceslices"]),
             // DRADeviceTaints (GA, on by default).
             rule(READ, RESOURCE, &["devicetaintrules"]),
+            // Allocation and reservedFor are authorized on this synthetic
+            // subresource (DRAResourceClaimGranularStatusAuthorization, on
+            // by default).
+            rule(&["patch", "update"], RESOURCE, &["resourceclaims/binding"]),
         ],
     )
 }
@@ -447,6 +451,8 @@ mod tests {
                 json!({"apiGroups": [resource], "resources": ["resourceslices"], "verbs": read}),
                 json!({"apiGroups": [resource], "resources": ["devicetaintrules"],
                     "verbs": read}),
+                json!({"apiGroups": [resource], "resources": ["resourceclaims/binding"],
+                    "verbs": ["patch", "update"]}),
             ]
         );
     }
