@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
+pub mod cache_control;
 pub mod cors;
 pub mod hsts;
 pub mod impersonation;
@@ -24,9 +25,9 @@ use crate::server::CompletedConfig;
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
 /// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID → HSTS →
-/// metrics → max in flight (when priority and fairness is off) → timeout →
-/// CORS → authentication → audit → impersonation → priority and fairness →
-/// authorization → (admission, in the REST handler) → handler.
+/// cache control → metrics → max in flight (when priority and fairness is
+/// off) → timeout → CORS → authentication → audit → impersonation → priority
+/// and fairness → authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let handler = handler.layer(from_fn_with_state(
         config.authorization.clone(),
@@ -73,6 +74,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
     };
     handler
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
+        .layer(axum::middleware::from_fn(cache_control::filter))
         .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
         .layer(from_fn_with_state(config.audit.clone(), audit::init))
         .layer(from_fn_with_state(
