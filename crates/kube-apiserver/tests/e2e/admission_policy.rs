@@ -1,9 +1,12 @@
 //! ValidatingAdmissionPolicy end to end: a policy and its binding refuse
 //! or warn about Deployments through kubectl, parameters come from a
-//! ConfigMap, and failurePolicy Ignore lets requests past a broken
-//! expression.
+//! ConfigMap, failurePolicy Ignore lets requests past a broken
+//! expression, and the Audit action and audit annotations reach the audit
+//! log.
 
-use crate::harness::TestServer;
+use serde_json::Value;
+
+use crate::harness::{Backend, TestServer};
 
 fn policy(name: &str, expression: &str, extra: &str) -> String {
     format!(
@@ -149,8 +152,57 @@ fn failure_policy_decides_on_broken_expressions(s: &TestServer) {
     );
 }
 
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: apps, resources: [deployments]}]\n- level: None\n";
+
+fn audit_action_and_annotations_reach_the_audit_log(backend: Backend) {
+    let files = tempfile::tempdir().expect("temp dir");
+    let policy_file = files.path().join("audit-policy.yaml");
+    std::fs::write(&policy_file, AUDIT_POLICY).expect("policy");
+    let log = files.path().join("audit.log");
+    let s = backend.start_with(&[
+        &format!("--audit-policy-file={}", policy_file.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ]);
+    let annotated = policy(
+        "audited-replicas",
+        "object.spec.replicas <= 2",
+        "auditAnnotations:\n  - {key: replicas, valueExpression: \"'replicas: ' + string(object.spec.replicas)\"}\n  - {key: skipped, valueExpression: 'null'}",
+    )
+    .replace("validations:\n  - expression: \"object.spec.replicas <= 2\"", "validations:\n  - expression: \"true\"\n  - expression: \"object.spec.replicas <= 2\"\n    message: too many");
+    s.apply_yaml(&annotated);
+    s.apply_yaml(&binding(
+        "audited-binding",
+        "audited-replicas",
+        "Audit, Warn",
+        "",
+    ));
+    let out = deployment(&s, "big", 3);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let event = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["verb"] == "create" && e["objectRef"]["name"] == "big")
+        .unwrap_or_else(|| panic!("no create event for big in {text}"));
+    let annotations = &event["annotations"];
+    assert_eq!(
+        annotations["validation.policy.admission.k8s.io/validation_failure"],
+        r#"[{"message":"too many","policy":"audited-replicas","binding":"audited-binding","expressionIndex":1,"validationActions":["Audit","Warn"]}]"#,
+        "{event:#}"
+    );
+    assert_eq!(
+        annotations["audited-replicas/replicas"], "replicas: 3",
+        "{event:#}"
+    );
+    assert!(
+        annotations["audited-replicas/skipped"].is_null(),
+        "{event:#}"
+    );
+}
+
 crate::harness::on_both_backends!(
     deny_refuses_and_warn_warns,
     params_come_from_a_config_map,
-    failure_policy_decides_on_broken_expressions
+    failure_policy_decides_on_broken_expressions;
+    backend: audit_action_and_annotations_reach_the_audit_log
 );

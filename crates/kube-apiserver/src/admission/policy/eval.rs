@@ -25,6 +25,8 @@ const VARIABLES: &[&str] = &[
 const CACHE_LIMIT: usize = 4096;
 /// Longest message a `messageExpression` may produce (upstream's limit).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+/// Longest audit annotation value; longer ones are cut (as upstream).
+const MAX_AUDIT_ANNOTATION_BYTES: usize = 10 * 1024;
 
 /// The values the expressions of one evaluation see.
 #[derive(Clone, Copy)]
@@ -39,6 +41,8 @@ pub struct Inputs<'a> {
 /// One failed validation (or failed evaluation).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Failure {
+    /// The validation's place in the policy (upstream's expression index).
+    pub index: usize,
     pub message: String,
     /// The validation's reason (None: Invalid, or an evaluation error).
     pub reason: Option<String>,
@@ -158,28 +162,61 @@ impl Compiled {
             Ok(false) => return Evaluation::default(),
             Err(e) => {
                 return Evaluation {
-                    errors: vec![e],
+                    errors: vec![(0, e)],
                     ..Evaluation::default()
                 }
             }
         }
         let vars = self.variables(spec, inputs);
         let mut out = Evaluation::default();
-        for validation in array(spec, "validations") {
+        for (index, validation) in array(spec, "validations").enumerate() {
             let source = text(validation, "/expression").unwrap_or_default();
             match self.run(source, inputs, &vars) {
                 Ok(Value::Bool(true)) => {}
                 Ok(Value::Bool(false)) => out.failures.push(Failure {
+                    index,
                     message: self.message(validation, inputs, &vars),
                     reason: text(validation, "/reason").map(str::to_owned),
                 }),
-                Ok(other) => out.errors.push(format!(
+                Ok(other) => out.errors.push((index, format!(
                     "expression '{source}' resulted in error: expected a boolean result, got {other}"
-                )),
-                Err(e) => out.errors.push(e),
+                ))),
+                Err(e) => out.errors.push((index, e)),
             }
         }
+        out.audit_annotations = self.audit_annotations(spec, inputs, &vars);
         out
+    }
+
+    /// The policy's `auditAnnotations`: each key with its value (None when
+    /// the expression gives null or an empty string), or why it failed.
+    fn audit_annotations(
+        &self,
+        spec: &Value,
+        inputs: &Inputs<'_>,
+        vars: &Value,
+    ) -> Vec<AuditAnnotation> {
+        let annotations = array(spec, "auditAnnotations");
+        annotations
+            .map(|annotation| {
+                let key = text(annotation, "/key").unwrap_or_default().to_owned();
+                let source = text(annotation, "/valueExpression").unwrap_or_default();
+                let value = match self.run(source, inputs, vars) {
+                    Ok(Value::String(s)) if s.is_empty() => Ok(None),
+                    Ok(Value::String(mut s)) => {
+                        truncate(&mut s, MAX_AUDIT_ANNOTATION_BYTES);
+                        Ok(Some(s))
+                    }
+                    Ok(Value::Null) => Ok(None),
+                    Ok(other) => Err(format!(
+                        "valueExpression '{source}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                        type_name(&other)
+                    )),
+                    Err(e) => Err(e),
+                };
+                AuditAnnotation { key, value }
+            })
+            .collect()
     }
 
     /// A failed validation's message: its `messageExpression` when that
@@ -206,7 +243,41 @@ impl Compiled {
 #[derive(Debug, Default)]
 pub struct Evaluation {
     pub failures: Vec<Failure>,
-    pub errors: Vec<String>,
+    /// Expressions that could not be evaluated, with their index.
+    pub errors: Vec<(usize, String)>,
+    pub audit_annotations: Vec<AuditAnnotation>,
+}
+
+/// One of a policy's `auditAnnotations`, evaluated.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AuditAnnotation {
+    pub key: String,
+    pub value: Result<Option<String>, String>,
+}
+
+/// Cuts `s` to at most `max` bytes, on a character boundary.
+fn truncate(s: &mut String, max: usize) {
+    if s.len() > max {
+        let cut = (0..=max)
+            .rev()
+            .find(|i| s.is_char_boundary(*i))
+            .unwrap_or(0);
+        s.truncate(cut);
+    }
+}
+
+/// CEL's name of a value's type, for messages.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null_type",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "double",
+        Value::Number(n) if n.is_u64() && !n.is_i64() => "uint",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
+    }
 }
 
 fn array<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
@@ -270,13 +341,44 @@ mod tests {
         assert!(skipped.failures.is_empty() && skipped.errors.is_empty());
         let out = run(&spec, &json!({"spec": {"replicas": 2}}), &Value::Null);
         assert_eq!(out.errors.len(), 2, "{:?}", out.errors);
+        assert!(out.errors[0]
+            .1
+            .starts_with("expression 'object.spec.missing == 1' resulted in error"));
+        assert_eq!(out.errors[1].0, 1);
         assert!(
-            out.errors[0].starts_with("expression 'object.spec.missing == 1' resulted in error")
-        );
-        assert!(
-            out.errors[1].starts_with("compilation failed"),
+            out.errors[1].1.starts_with("compilation failed"),
             "{}",
-            out.errors[1]
+            out.errors[1].1
         );
+    }
+
+    #[test]
+    fn audit_annotations_are_strings_or_nothing() {
+        let spec = json!({
+            "validations": [{"expression": "true"}, {"expression": "object.spec.replicas < 3"}],
+            "auditAnnotations": [
+                {"key": "replicas", "valueExpression": "'got ' + string(object.spec.replicas)"},
+                {"key": "none", "valueExpression": "null"},
+                {"key": "empty", "valueExpression": "''"},
+                {"key": "number", "valueExpression": "object.spec.replicas"}
+            ]
+        });
+        let out = run(&spec, &json!({"spec": {"replicas": 6}}), &Value::Null);
+        assert_eq!(out.failures[0].index, 1);
+        let values: Vec<_> = out
+            .audit_annotations
+            .iter()
+            .map(|a| (a.key.as_str(), &a.value))
+            .collect();
+        assert_eq!(values[0], ("replicas", &Ok(Some("got 6".to_owned()))));
+        assert_eq!(values[1], ("none", &Ok(None)));
+        assert_eq!(values[2], ("empty", &Ok(None)));
+        assert_eq!(
+            values[3],
+            ("number", &Err("valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null.".to_owned()))
+        );
+        let mut long = "é".repeat(6000);
+        truncate(&mut long, MAX_AUDIT_ANNOTATION_BYTES + 1);
+        assert_eq!(long.len(), MAX_AUDIT_ANNOTATION_BYTES);
     }
 }

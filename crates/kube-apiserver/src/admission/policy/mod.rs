@@ -2,10 +2,13 @@
 //! whose `matchConstraints` and bindings' `matchResources` cover a request
 //! are evaluated in CEL, once per parameter object the binding selects;
 //! failed validations are acted on as the binding's `validationActions`
-//! say (Deny refuses the request, Warn adds a warning). The mutating
+//! say (Deny refuses the request, Warn adds a warning, Audit records the
+//! failure in the audit events, beside the policy's `auditAnnotations`;
+//! see [`audit`]). The mutating
 //! counterpart, MutatingAdmissionPolicy, is in [`mutating`]; both share
 //! the matching, parameters and CEL evaluation of the modules below.
 
+mod audit;
 mod dispatch;
 mod eval;
 mod matching;
@@ -77,15 +80,13 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
             })
             .collect();
         let request = request(a);
+        let mut annotations = audit::Collector::default();
         for invocation in &invocations {
-            self.run(
-                invocation,
-                a,
-                &request,
-                loaded.namespace.as_deref(),
-                &mut denials,
-            );
+            let namespace = loaded.namespace.as_deref();
+            let outcome = (&mut denials, &mut annotations);
+            self.run(invocation, a, &request, namespace, outcome);
         }
+        annotations.publish(a);
         match denials.into_iter().next() {
             Some(d) => Err(denied(a, d)),
             None => Ok(()),
@@ -94,14 +95,14 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
 }
 
 impl ValidatingAdmissionPolicy {
-    /// Evaluates one invocation's validations.
+    /// Evaluates one invocation's validations and audit annotations.
     fn run(
         &self,
         invocation: &Invocation<'_>,
         a: &Attributes,
         request: &Value,
         namespace: Option<&Value>,
-        denials: &mut Vec<Denial>,
+        (denials, annotations): (&mut Vec<Denial>, &mut audit::Collector),
     ) {
         let (policy, binding) = (invocation.policy, invocation.binding);
         let fail = fails_closed(policy);
@@ -120,26 +121,38 @@ impl ValidatingAdmissionPolicy {
             .errors
             .into_iter()
             .filter(|_| fail)
-            .map(|message| (message, None));
+            .map(|(index, message)| (index, message, None));
         let failures = evaluation
             .failures
             .into_iter()
-            .map(|f| (f.message, f.reason));
-        for (message, reason) in failures.chain(errors) {
-            act(policy, binding, a, message, reason, denials);
+            .map(|f| (f.index, f.message, f.reason));
+        for (index, message, reason) in failures.chain(errors) {
+            act((policy, binding), a, (index, message, reason), denials);
+        }
+        for annotation in evaluation.audit_annotations {
+            match annotation.value {
+                Ok(Some(value)) => annotations.add(name(policy), &annotation.key, value),
+                Ok(None) => {}
+                // A failed audit annotation refuses the request when the
+                // policy fails closed.
+                Err(message) if fail => denials.push(Denial {
+                    policy: name(policy).to_owned(),
+                    binding: Some(name(binding).to_owned()),
+                    message,
+                    reason: None,
+                }),
+                Err(_) => {}
+            }
         }
     }
 }
 
-/// Acts on one failed validation as the binding's actions say. Audit
-/// annotations are not recorded: this server's admission has no audit
-/// event to carry them.
+/// Acts on one failed validation (its index, message and reason) as the
+/// binding's actions say.
 fn act(
-    policy: &Value,
-    binding: &Value,
+    (policy, binding): (&Value, &Value),
     a: &Attributes,
-    message: String,
-    reason: Option<String>,
+    (index, message, reason): (usize, String, Option<String>),
     denials: &mut Vec<Denial>,
 ) {
     let actions = binding
@@ -161,6 +174,7 @@ fn act(
                 name(policy),
                 name(binding)
             )),
+            "Audit" => audit::validation_failure(a, binding, index, &message),
             _ => {}
         }
     }
