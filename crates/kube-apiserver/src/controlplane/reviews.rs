@@ -17,7 +17,7 @@ use apiserver::authentication::{Authentication, UserInfo};
 use apiserver::authorization::{Attributes, Decision};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::filters::authorization::Authorization;
-use apiserver::registry::ResourceInfo;
+use apiserver::registry::{object_meta, ResourceInfo};
 use serde_json::{json, Value};
 
 fn info(group: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceInfo {
@@ -346,9 +346,12 @@ fn evaluation_error(errors: &[String]) -> Option<String> {
 fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
     Arc::new(move |req: CreateRequest| {
         let authz = authz.clone();
-        let (mut body, user) = (req.body, req.user);
+        let (body, user) = (req.body, req.user);
         Box::pin(async move {
             let namespace = str_at(&body, "/spec/namespace").to_owned();
+            if namespace.is_empty() {
+                return Err(ApiError::bad_request("no namespace on request"));
+            }
             let rules = authz.rules_for(&user, &namespace).await;
             let mut status = json!({
                 "resourceRules": rules.resource_rules,
@@ -358,8 +361,8 @@ fn rules_review_handler(authz: Arc<Authorization>) -> CreateHandler {
             if let Some(error) = evaluation_error(&rules.errors) {
                 status["evaluationError"] = json!(error);
             }
-            body["status"] = status;
-            Ok(body)
+            // Upstream answers a new review holding only the status.
+            Ok(json!({"metadata": {}, "spec": {}, "status": status}))
         })
     })
 }
@@ -444,6 +447,7 @@ async fn token_review(authn: &Authentication, mut body: Value) -> Result<Value, 
         }),
         Err(e) => json!({"user": {}, "error": e.to_string()}),
     };
+    body["metadata"] = Value::Object(set_metadata(&body));
     body["status"] = status;
     Ok(body)
 }
@@ -454,9 +458,12 @@ pub fn authentication_v1(authn: Arc<Authentication>) -> Vec<VirtualResource> {
         VirtualResource {
             info: info(group, "selfsubjectreviews", "SelfSubjectReview", false),
             create: Arc::new(|req: CreateRequest| {
-                let mut body = req.body;
-                body["status"] = json!({"userInfo": user_info(&req.user)});
-                Box::pin(async move { Ok(body) })
+                // A new review stamped now, as upstream answers.
+                let review = json!({
+                    "metadata": {"creationTimestamp": object_meta::now()},
+                    "status": {"userInfo": user_info(&req.user)},
+                });
+                Box::pin(async move { Ok(review) })
             }),
         },
         VirtualResource {

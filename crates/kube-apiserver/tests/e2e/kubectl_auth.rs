@@ -474,6 +474,48 @@ fn create_token_options_and_errors(backend: Backend) {
     );
 }
 
+/// Access, rules and self reviews answered in upstream's shape: validation
+/// errors at upstream's paths, a rules review needs a namespace and answers
+/// only its status, a self review is stamped with its creation time.
+fn reviews_answer_in_upstreams_shape(backend: Backend) {
+    let s = backend.start_with(RBAC);
+    let create = |body: &str| s.kubectl_stdin(&["create", "-f", "-", "-o", "json"], body);
+    let out = create(
+        r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{}}"#,
+    );
+    assert_eq!(
+        stderr(&out),
+        "The SubjectAccessReview \"\" is invalid: \n\
+         * spec: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified\n\
+         * spec.user: Invalid value: \"\": at least one of user or group must be specified\n"
+    );
+    let rules = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","#;
+    let out = create(&format!(r#"{rules}"spec":{{}}}}"#));
+    assert_eq!(
+        stderr(&out).trim(),
+        r#"Error from server (BadRequest): error when creating "STDIN": no namespace on request"#
+    );
+    let out = create(&format!(
+        r#"{rules}"metadata":{{"name":"x"}},"spec":{{"namespace":"default"}}}}"#
+    ));
+    let review: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("review JSON");
+    assert_eq!(review["metadata"], serde_json::json!({}));
+    assert_eq!(review["spec"], serde_json::json!({}));
+    assert_eq!(
+        review["status"]["resourceRules"][0]["verbs"],
+        serde_json::json!(["*"])
+    );
+    let json = s.ok(&["auth", "whoami", "-o", "json", "--as=jane"]);
+    let review: serde_json::Value = serde_json::from_str(&json).expect("review JSON");
+    let stamp = review["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(stamp).is_ok(),
+        "{review}"
+    );
+}
+
 /// The claims of a JWT (its middle part, base64url without padding).
 fn jwt_claims(token: &str) -> serde_json::Value {
     use base64::Engine as _;
@@ -491,4 +533,5 @@ crate::harness::on_both_backends!(backend:
     service_account_token_kubeconfig,
     whoami_across_kubectl_versions,
     create_token_options_and_errors,
+    reviews_answer_in_upstreams_shape,
 );
