@@ -27,6 +27,7 @@ use crate::registry::defaults;
 use crate::registry::pod_defaults;
 use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
+use crate::registry::validating_policies;
 use crate::registry::validation;
 use crate::registry::webhook_configurations;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
@@ -373,8 +374,14 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 webhook_configurations::mutating(),
                 API_EXTENSIONS,
             ),
-            builtin::<admission::ValidatingAdmissionPolicy>(status(), API_EXTENSIONS),
-            builtin::<admission::ValidatingAdmissionPolicyBinding>(plain(), API_EXTENSIONS),
+            builtin::<admission::ValidatingAdmissionPolicy>(
+                validating_policies::validating_policies(status()),
+                API_EXTENSIONS,
+            ),
+            builtin::<admission::ValidatingAdmissionPolicyBinding>(
+                validating_policies::validating_policy_bindings(),
+                API_EXTENSIONS,
+            ),
             builtin::<admission::ValidatingWebhookConfiguration>(
                 webhook_configurations::validating(),
                 API_EXTENSIONS,

@@ -35,7 +35,7 @@ const WITH_PARAMS: &[&str] = &[
     "variables",
     "params",
 ];
-const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 /// A mutating policy cannot match DELETE.
@@ -63,7 +63,7 @@ pub fn mutating_policy_bindings() -> ResourceStrategy {
     }
 }
 
-fn default_policy(obj: &mut Value) {
+pub(super) fn default_policy(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -73,7 +73,7 @@ fn default_policy(obj: &mut Value) {
     }
 }
 
-fn default_binding(obj: &mut Value) {
+pub(super) fn default_binding(obj: &mut Value) {
     if let Some(resources) = obj.pointer_mut("/spec/matchResources") {
         default_match_resources(resources);
     }
@@ -95,27 +95,33 @@ fn default_match_resources(resources: &mut Value) {
     }
 }
 
-fn text<'a>(v: &'a Value, field: &str) -> &'a str {
+pub(super) fn text<'a>(v: &'a Value, field: &str) -> &'a str {
     v.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn items<'a>(v: &'a Value, field: &str) -> &'a [Value] {
+pub(super) fn items<'a>(v: &'a Value, field: &str) -> &'a [Value] {
     v.get(field)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
 }
 
-fn strings<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
+pub(super) fn strings<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
     items(v, field).iter().filter_map(Value::as_str).collect()
 }
 
-fn present(v: &Value, field: &str) -> bool {
+pub(super) fn present(v: &Value, field: &str) -> bool {
     v.get(field).is_some_and(|f| !f.is_null())
 }
 
 /// An enumerated field: Required when absent, NotSupported when unknown.
-fn one_of(v: &Value, field: &str, supported: &[&str], path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn one_of(
+    v: &Value,
+    field: &str,
+    supported: &[&str],
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) {
     match text(v, field) {
         "" => errs.push(FieldError::required(&path.child(field), "")),
         value if !supported.contains(&value) => errs.push(FieldError::not_supported(
@@ -128,7 +134,13 @@ fn one_of(v: &Value, field: &str, supported: &[&str], path: &Path, errs: &mut Ve
 }
 
 /// Compiles a CEL expression as the plugin does, reporting why not.
-fn compile(source: &str, mutation: bool, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn compile(
+    source: &str,
+    mutation: bool,
+    params: bool,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) {
     let variables = if params { WITH_PARAMS } else { VARIABLES };
     let compiled = if mutation {
         Expression::compile_mutation(source, variables)
@@ -150,19 +162,9 @@ fn validate_policy(obj: &Value) -> Vec<FieldError> {
     if let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) {
         param_kind(kind, &path.child("paramKind"), &mut errs);
     }
-    let constraints_path = path.child("matchConstraints");
-    match spec.get("matchConstraints").filter(|c| !c.is_null()) {
-        None => errs.push(FieldError::required(&constraints_path, "")),
-        Some(constraints) => {
-            match_resources(constraints, &constraints_path, &mut errs);
-            if items(constraints, "resourceRules").is_empty() {
-                errs.push(FieldError::required(
-                    &constraints_path.child("resourceRules"),
-                    "",
-                ));
-            }
-            mutating_operations(constraints, &constraints_path, &mut errs);
-        }
+    if let Some(constraints) = match_constraints(spec, &path, &mut errs) {
+        let constraints_path = path.child("matchConstraints");
+        mutating_operations(constraints, &constraints_path, &mut errs);
     }
     match_conditions(spec, params, &path.child("matchConditions"), &mut errs);
     for (i, variable) in items(spec, "variables").iter().enumerate() {
@@ -217,7 +219,29 @@ fn validate_binding(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+/// A policy's `matchConstraints`: required, with at least one resource
+/// rule (which gives the expressions their types).
+pub(super) fn match_constraints<'a>(
+    spec: &'a Value,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) -> Option<&'a Value> {
+    let constraints_path = path.child("matchConstraints");
+    let Some(constraints) = spec.get("matchConstraints").filter(|c| !c.is_null()) else {
+        errs.push(FieldError::required(&constraints_path, ""));
+        return None;
+    };
+    match_resources(constraints, &constraints_path, errs);
+    if items(constraints, "resourceRules").is_empty() {
+        errs.push(FieldError::required(
+            &constraints_path.child("resourceRules"),
+            "",
+        ));
+    }
+    Some(constraints)
+}
+
+pub(super) fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let api_version = text(kind, "apiVersion");
     let version_path = path.child("apiVersion");
     if api_version.is_empty() {
@@ -271,7 +295,7 @@ fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     }
 }
 
-fn param_ref(param_ref: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn param_ref(param_ref: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let name = text(param_ref, "name");
     let selector = param_ref.get("selector").filter(|s| !s.is_null());
     for msg in is_path_segment_name(name)
@@ -321,7 +345,7 @@ fn selector(resources: &Value, field: &str, path: &Path, errs: &mut Vec<FieldErr
     }
 }
 
-fn match_resources(resources: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn match_resources(resources: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     one_of(resources, "matchPolicy", MATCH_POLICIES, path, errs);
     selector(resources, "namespaceSelector", path, errs);
     selector(resources, "objectSelector", path, errs);
@@ -498,7 +522,7 @@ fn is_cel_identifier(name: &str) -> bool {
         && !kube_cel::is_reserved(name)
 }
 
-fn variable(variable: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn variable(variable: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
     match text(variable, "name") {
         name if name.trim().is_empty() => errs.push(FieldError::required(
             &path.child("name"),
