@@ -167,7 +167,7 @@ fn escalation_is_refused_with_upstreams_message(backend: Backend) {
         "{err}"
     );
     assert!(
-        err.contains("\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"create\" \"delete\" \"deletecollection\" \"patch\" \"update\" \"get\" \"list\" \"watch\"]}\n"),
+        err.contains("\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"list\" \"watch\" \"create\" \"delete\" \"deletecollection\" \"patch\" \"update\"]}\n"),
         "{err}"
     );
     // What dave holds he may hand on.
