@@ -3,61 +3,23 @@
 //! `--requestheader-client-ca-file` (with a common name in
 //! `--requestheader-allowed-names`, when given) may assert the user in
 //! request headers — user name, UID, groups and `<prefix><key>` extras.
-//! Also the check that a client certificate was issued by a given CA,
-//! since the TLS layer accepts certificates of either CA.
+//! The TLS layer accepts certificates of either CA, so the chain is
+//! checked here against the front-proxy bundle as it is at request time.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
 
 use http::HeaderMap;
-use rustls::pki_types::{CertificateDer, UnixTime};
-use rustls::server::danger::ClientCertVerifier;
+use rustls::pki_types::CertificateDer;
 
+use super::x509::ClientCa;
 use super::{AuthError, UserInfo};
-
-#[derive(Debug, thiserror::Error)]
-pub enum CaError {
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
-}
-
-/// Verifies client certificate chains against one CA bundle.
-#[derive(Clone)]
-pub struct CertVerifier(Arc<dyn ClientCertVerifier>);
-
-impl std::fmt::Debug for CertVerifier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CertVerifier")
-    }
-}
-
-impl CertVerifier {
-    /// Reads a PEM CA bundle (blocking file I/O).
-    pub fn load(path: &Path) -> Result<Self, CaError> {
-        let invalid = |message: String| CaError::Invalid {
-            path: path.display().to_string(),
-            message,
-        };
-        let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
-        let verifier = super::x509::pem_verifier(&bytes).map_err(invalid)?;
-        Ok(CertVerifier(verifier))
-    }
-
-    /// Whether `chain` (leaf first) was issued by this bundle's CAs.
-    pub fn verify(&self, chain: &[CertificateDer<'static>]) -> Result<(), String> {
-        let (leaf, intermediates) = chain.split_first().ok_or("no certificate")?;
-        self.0
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-}
 
 /// The `--requestheader-*` settings.
 #[derive(Debug, Clone)]
 pub struct RequestHeader {
-    pub ca: CertVerifier,
+    /// `--requestheader-client-ca-file`, kept current and shared with the
+    /// TLS layer's hints (upstream's dynamic CA content).
+    pub ca: ClientCa,
     /// Common names allowed to assert users; empty allows any.
     pub allowed_names: Vec<String>,
     pub username_headers: Vec<String>,

@@ -9,7 +9,8 @@
 //! time are checked every [`CHANGE_CHECK_INTERVAL`] (standing in for
 //! upstream's file-change notification) and its content re-read every
 //! [`RESYNC_INTERVAL`] (upstream's resync). A changed file that does not
-//! parse keeps the previous bundle, as upstream does.
+//! parse keeps the previous bundle, as upstream does. The front-proxy CA
+//! (`--requestheader-client-ca-file`) is kept current the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, Weak};
@@ -73,7 +74,7 @@ fn parse(path: &Path, content: Vec<u8>) -> Result<Bundle, ClientCaError> {
 
 /// A verifier of client chains against the CAs of a PEM bundle; the
 /// message of an error says what is wrong with the bundle.
-pub(super) fn pem_verifier(pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, String> {
+fn pem_verifier(pem: &[u8]) -> Result<Arc<dyn ClientCertVerifier>, String> {
     let mut roots = RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut &pem[..]) {
         let cert = cert.map_err(|e| e.to_string())?;

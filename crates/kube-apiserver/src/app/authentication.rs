@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::authentication::request_header::{CaError, CertVerifier, RequestHeader};
+use apiserver::authentication::request_header::RequestHeader;
 use apiserver::authentication::token_file::{TokenFile, TokenFileError};
 use apiserver::authentication::x509::{ClientCa, ClientCaError};
 use apiserver::authentication::Authentication;
@@ -44,8 +44,6 @@ pub enum AuthenticationError {
     Key(#[from] KeyError),
     #[error(transparent)]
     Webhook(#[from] WebhookConfigError),
-    #[error(transparent)]
-    Ca(#[from] CaError),
     #[error(transparent)]
     ClientCa(#[from] ClientCaError),
     #[error(transparent)]
@@ -426,10 +424,11 @@ fn with_certificate_authenticators(
     let mut client_cas: Vec<ClientCa> = x509_ca.iter().cloned().collect();
     let chain = match &fp.client_ca {
         Some(ca) => {
-            let verifier = CertVerifier::load(ca)?;
-            client_cas.push(ClientCa::load(ca)?);
+            // One bundle serves both the handshake hints and the check.
+            let front_proxy_ca = ClientCa::load(ca)?;
+            client_cas.push(front_proxy_ca.clone());
             let rh = RequestHeader {
-                ca: verifier,
+                ca: front_proxy_ca,
                 allowed_names: fp.allowed_names.clone(),
                 username_headers: fp.username_headers.clone(),
                 uid_headers: fp.uid_headers.clone(),

@@ -2,9 +2,12 @@
 //! front-proxy CA with an allowed common name asserts the user in
 //! `X-Remote-*` headers; without them, or from another CA or name, it is
 //! no user at all. Requests go over raw HTTPS (curl) to set the headers.
+//! The front-proxy CA file is re-read when it changes, as upstream's
+//! dynamic CA content.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -145,6 +148,51 @@ fn front_proxies_assert_users_in_headers(backend: Backend) {
     assert!(data["client-ca-file"]
         .as_str()
         .is_some_and(|c| c.contains("BEGIN CERTIFICATE")));
+}
+
+/// A front proxy whose CA was replaced in the file authenticates without a
+/// restart, and the replaced CA's proxies no longer do. The CA check is
+/// independent of the storage, so this runs on the embedded store.
+#[test]
+fn front_proxy_ca_file_is_reloaded() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let (old_dir, new_dir) = (files.path().join("old"), files.path().join("new"));
+    std::fs::create_dir_all(&old_dir).expect("mkdir");
+    std::fs::create_dir_all(&new_dir).expect("mkdir");
+    let (old_ca, old_issued) = front_proxy_pki(&old_dir, &["front-proxy-client"]);
+    let (new_ca, new_issued) = front_proxy_pki(&new_dir, &["front-proxy-client"]);
+    let bundle = files.path().join("front-proxy-ca.crt");
+    std::fs::copy(&old_ca, &bundle).expect("copy");
+    let ca_flag = format!("--requestheader-client-ca-file={}", bundle.display());
+    let server = TestServer::start_with(&[
+        &ca_flag,
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+    ]);
+    let asserted = ["X-Remote-User: jane"];
+    let as_proxy = |(cert, key): &(PathBuf, PathBuf)| whoami(&server, cert, key, &asserted);
+    let (code, body) = as_proxy(&old_issued[0]);
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["status"]["userInfo"]["username"], "jane");
+    assert_eq!(as_proxy(&new_issued[0]).0, 401);
+
+    std::fs::copy(&new_ca, &bundle).expect("replace");
+    // The file is checked every second.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (code, body) = as_proxy(&new_issued[0]);
+        if code == 201 {
+            assert_eq!(body["status"]["userInfo"]["username"], "jane");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "new CA not in use: {code} {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, body) = as_proxy(&old_issued[0]);
+    assert_eq!(code, 401, "{body}");
 }
 
 crate::harness::on_both_backends!(
