@@ -35,7 +35,7 @@ const WITH_PARAMS: &[&str] = &[
     "variables",
     "params",
 ];
-pub(super) const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
+const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 /// A mutating policy cannot match DELETE.
@@ -110,18 +110,12 @@ pub(super) fn strings<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
     items(v, field).iter().filter_map(Value::as_str).collect()
 }
 
-pub(super) fn present(v: &Value, field: &str) -> bool {
+fn present(v: &Value, field: &str) -> bool {
     v.get(field).is_some_and(|f| !f.is_null())
 }
 
 /// An enumerated field: Required when absent, NotSupported when unknown.
-pub(super) fn one_of(
-    v: &Value,
-    field: &str,
-    supported: &[&str],
-    path: &Path,
-    errs: &mut Vec<FieldError>,
-) {
+fn one_of(v: &Value, field: &str, supported: &[&str], path: &Path, errs: &mut Vec<FieldError>) {
     match text(v, field) {
         "" => errs.push(FieldError::required(&path.child(field), "")),
         value if !supported.contains(&value) => errs.push(FieldError::not_supported(
@@ -152,29 +146,66 @@ pub(super) fn compile(
     }
 }
 
+/// Checks of one kind of policy beside the shared ones (a mutating
+/// policy's operations).
+pub(super) type ExtraChecks = fn(&Value, &Path, &mut Vec<FieldError>);
+
+/// What every admission policy's spec is checked for, in upstream's order:
+/// failure policy, parameter kind, match constraints (with `extra`), match
+/// conditions and variables. Returns whether the policy has parameters.
+pub(super) fn validate_policy_basics(
+    spec: &Value,
+    path: &Path,
+    extra: ExtraChecks,
+    errs: &mut Vec<FieldError>,
+) -> bool {
+    one_of(spec, "failurePolicy", FAILURE_POLICIES, path, errs);
+    let params = present(spec, "paramKind");
+    if let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) {
+        param_kind(kind, &path.child("paramKind"), errs);
+    }
+    if let Some(constraints) = match_constraints(spec, path, errs) {
+        extra(constraints, &path.child("matchConstraints"), errs);
+    }
+    match_conditions(spec, params, &path.child("matchConditions"), errs);
+    for (i, var) in items(spec, "variables").iter().enumerate() {
+        variable(var, params, &path.child("variables").index(i), errs);
+    }
+    params
+}
+
+/// What every policy binding's spec is checked for: the policy's name,
+/// the parameter reference and the match resources (with `extra`).
+pub(super) fn validate_binding_basics(
+    spec: &Value,
+    path: &Path,
+    extra: ExtraChecks,
+    errs: &mut Vec<FieldError>,
+) {
+    match text(spec, "policyName") {
+        "" => errs.push(FieldError::required(&path.child("policyName"), "")),
+        name => {
+            for msg in name_is_dns_subdomain(name, false) {
+                errs.push(FieldError::invalid(&path.child("policyName"), name, msg));
+            }
+        }
+    }
+    if let Some(reference) = spec.get("paramRef").filter(|r| !r.is_null()) {
+        param_ref(reference, &path.child("paramRef"), errs);
+    }
+    if let Some(resources) = spec.get("matchResources").filter(|r| !r.is_null()) {
+        let resources_path = path.child("matchResources");
+        match_resources(resources, &resources_path, errs);
+        extra(resources, &resources_path, errs);
+    }
+}
+
 fn validate_policy(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let path = Path::new("spec");
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
-    one_of(spec, "failurePolicy", FAILURE_POLICIES, &path, &mut errs);
-    let params = present(spec, "paramKind");
-    if let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) {
-        param_kind(kind, &path.child("paramKind"), &mut errs);
-    }
-    if let Some(constraints) = match_constraints(spec, &path, &mut errs) {
-        let constraints_path = path.child("matchConstraints");
-        mutating_operations(constraints, &constraints_path, &mut errs);
-    }
-    match_conditions(spec, params, &path.child("matchConditions"), &mut errs);
-    for (i, variable) in items(spec, "variables").iter().enumerate() {
-        self::variable(
-            variable,
-            params,
-            &path.child("variables").index(i),
-            &mut errs,
-        );
-    }
+    let params = validate_policy_basics(spec, &path, mutating_operations, &mut errs);
     let mutations = items(spec, "mutations");
     if mutations.is_empty() {
         errs.push(FieldError::required(
@@ -197,31 +228,15 @@ fn validate_policy(obj: &Value) -> Vec<FieldError> {
 
 fn validate_binding(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let path = Path::new("spec");
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
-    match text(spec, "policyName") {
-        "" => errs.push(FieldError::required(&path.child("policyName"), "")),
-        name => {
-            for msg in name_is_dns_subdomain(name, false) {
-                errs.push(FieldError::invalid(&path.child("policyName"), name, msg));
-            }
-        }
-    }
-    if let Some(param_ref) = spec.get("paramRef").filter(|r| !r.is_null()) {
-        self::param_ref(param_ref, &path.child("paramRef"), &mut errs);
-    }
-    if let Some(resources) = spec.get("matchResources").filter(|r| !r.is_null()) {
-        let resources_path = path.child("matchResources");
-        match_resources(resources, &resources_path, &mut errs);
-        mutating_operations(resources, &resources_path, &mut errs);
-    }
+    validate_binding_basics(spec, &Path::new("spec"), mutating_operations, &mut errs);
     errs
 }
 
 /// A policy's `matchConstraints`: required, with at least one resource
 /// rule (which gives the expressions their types).
-pub(super) fn match_constraints<'a>(
+fn match_constraints<'a>(
     spec: &'a Value,
     path: &Path,
     errs: &mut Vec<FieldError>,
@@ -241,7 +256,7 @@ pub(super) fn match_constraints<'a>(
     Some(constraints)
 }
 
-pub(super) fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let api_version = text(kind, "apiVersion");
     let version_path = path.child("apiVersion");
     if api_version.is_empty() {
@@ -295,7 +310,7 @@ pub(super) fn param_kind(kind: &Value, path: &Path, errs: &mut Vec<FieldError>) 
     }
 }
 
-pub(super) fn param_ref(param_ref: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+fn param_ref(param_ref: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let name = text(param_ref, "name");
     let selector = param_ref.get("selector").filter(|s| !s.is_null());
     for msg in is_path_segment_name(name)
@@ -345,7 +360,7 @@ fn selector(resources: &Value, field: &str, path: &Path, errs: &mut Vec<FieldErr
     }
 }
 
-pub(super) fn match_resources(resources: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+fn match_resources(resources: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     one_of(resources, "matchPolicy", MATCH_POLICIES, path, errs);
     selector(resources, "namespaceSelector", path, errs);
     selector(resources, "objectSelector", path, errs);
@@ -522,7 +537,7 @@ fn is_cel_identifier(name: &str) -> bool {
         && !kube_cel::is_reserved(name)
 }
 
-pub(super) fn variable(variable: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
+fn variable(variable: &Value, params: bool, path: &Path, errs: &mut Vec<FieldError>) {
     match text(variable, "name") {
         name if name.trim().is_empty() => errs.push(FieldError::required(
             &path.child("name"),

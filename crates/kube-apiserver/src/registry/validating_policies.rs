@@ -8,13 +8,12 @@
 use std::collections::HashSet;
 
 use apimachinery::field_errors::{FieldError, Path};
-use apimachinery::validation::{is_qualified_name, name_is_dns_subdomain};
+use apimachinery::validation::is_qualified_name;
 use serde_json::{json, Value};
 
 use super::admission_policies::{
-    compile, default_binding, default_policy, items, match_conditions, match_constraints,
-    match_resources, one_of, param_kind, param_ref, present, strings, text, variable,
-    FAILURE_POLICIES,
+    compile, default_binding, default_policy, items, strings, text, validate_binding_basics,
+    validate_policy_basics,
 };
 use super::ResourceStrategy;
 
@@ -51,16 +50,7 @@ fn validate_policy(obj: &Value) -> Vec<FieldError> {
     let path = Path::new("spec");
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
-    one_of(spec, "failurePolicy", FAILURE_POLICIES, &path, &mut errs);
-    let params = present(spec, "paramKind");
-    if let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) {
-        param_kind(kind, &path.child("paramKind"), &mut errs);
-    }
-    match_constraints(spec, &path, &mut errs);
-    match_conditions(spec, params, &path.child("matchConditions"), &mut errs);
-    for (i, var) in items(spec, "variables").iter().enumerate() {
-        variable(var, params, &path.child("variables").index(i), &mut errs);
-    }
+    let params = validate_policy_basics(spec, &path, |_, _, _| {}, &mut errs);
     let (validations, annotations) = (items(spec, "validations"), items(spec, "auditAnnotations"));
     if validations.is_empty() && annotations.is_empty() {
         let detail = "validations or auditAnnotations must contain at least one item";
@@ -183,20 +173,7 @@ fn validate_binding(obj: &Value) -> Vec<FieldError> {
     let path = Path::new("spec");
     let null = Value::Null;
     let spec = obj.get("spec").unwrap_or(&null);
-    match text(spec, "policyName") {
-        "" => errs.push(FieldError::required(&path.child("policyName"), "")),
-        name => {
-            for msg in name_is_dns_subdomain(name, false) {
-                errs.push(FieldError::invalid(&path.child("policyName"), name, msg));
-            }
-        }
-    }
-    if let Some(reference) = spec.get("paramRef").filter(|r| !r.is_null()) {
-        param_ref(reference, &path.child("paramRef"), &mut errs);
-    }
-    if let Some(resources) = spec.get("matchResources").filter(|r| !r.is_null()) {
-        match_resources(resources, &path.child("matchResources"), &mut errs);
-    }
+    validate_binding_basics(spec, &path, |_, _, _| {}, &mut errs);
     validation_actions(spec, &path.child("validationActions"), &mut errs);
     errs
 }
