@@ -141,6 +141,12 @@ pub const KNOWN: &[Gate] = &[
     gate("DRAPartitionableDevices", true, Stage::Beta, false),
     gate("DRAPrioritizedList", true, Stage::Ga, true),
     gate("DRAResourceClaimDeviceStatus", true, Stage::Ga, true),
+    gate(
+        "DRAResourceClaimGranularStatusAuthorization",
+        true,
+        Stage::Beta,
+        false,
+    ),
     gate("DRASchedulerFilterTimeout", true, Stage::Beta, false),
     gate("DRAWorkloadResourceClaims", false, Stage::Beta, false),
     gate("DeclarativeValidation", true, Stage::Ga, true),
@@ -225,7 +231,7 @@ pub const KNOWN: &[Gate] = &[
     gate("KMSv1", false, Stage::Deprecated, false),
     gate("KubeletCrashLoopBackOffMax", true, Stage::Beta, false),
     gate("KubeletEnsureSecretPulledImages", true, Stage::Beta, false),
-    gate("KubeletFineGrainedAuthz", true, Stage::Beta, false),
+    gate("KubeletFineGrainedAuthz", true, Stage::Ga, true),
     gate("KubeletInUserNamespace", false, Stage::Alpha, false),
     gate("KubeletPSI", true, Stage::Beta, false),
     gate(
@@ -580,6 +586,32 @@ mod tests {
                 "cannot set feature gate WatchCacheInitializationPostStartHook to false, feature is locked to true".to_string(),
             ]
         );
+    }
+
+    /// Entries checked against upstream's 1.37 versioned gates.
+    #[test]
+    fn node_and_dra_authorization_gates_are_as_upstream() {
+        let (gates, errors) = resolve(&settings(&[
+            ("", "DRAResourceClaimGranularStatusAuthorization=false"),
+            ("", "KubeletServiceAccountTokenForCredentialProviders=false"),
+            ("", "KubeletFineGrainedAuthz=false"),
+        ]));
+        assert_eq!(
+            errors,
+            vec!["cannot set feature gate KubeletFineGrainedAuthz to false, feature is locked to true".to_string()]
+        );
+        assert_eq!(
+            gates.get("DRAResourceClaimGranularStatusAuthorization"),
+            Some(&false)
+        );
+        let listing = help_listing();
+        assert!(listing.contains(
+            "kube:DRAResourceClaimGranularStatusAuthorization=true|false (BETA - default=true)"
+        ));
+        assert!(listing.contains(
+            "kube:KubeletServiceAccountTokenForCredentialProviders=true|false (BETA - default=true)"
+        ));
+        assert!(!listing.contains("KubeletFineGrainedAuthz"));
     }
 
     #[test]
