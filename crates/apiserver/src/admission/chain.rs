@@ -141,7 +141,7 @@ impl Chain {
 
 /// `apiserver_admission_controller_admission_duration_seconds` of one call.
 fn observe_plugin(
-    name: &str,
+    name: &'static str,
     start: Instant,
     result: &Result<(), ApiError>,
     step: Step,

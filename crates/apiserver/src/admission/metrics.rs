@@ -22,7 +22,10 @@ const STEP_BUCKETS: [f64; 6] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5];
 const WEBHOOK_BUCKETS: [f64; 8] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
 
 type Labels<const N: usize> = [(&'static str, String); N];
-type HistogramFamily<const N: usize> = Family<Labels<N>, Histogram, fn() -> Histogram>;
+/// Labels of every admitted write's series: static, so that recording
+/// them allocates nothing.
+type StaticLabels<const N: usize> = [(&'static str, &'static str); N];
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Which half of admission a plugin or webhook ran in (the `type` label).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,9 +75,9 @@ impl Rejection {
 /// The admission series.
 #[derive(Debug)]
 pub struct AdmissionMetrics {
-    step: HistogramFamily<3>,
-    controller: HistogramFamily<4>,
-    webhook: HistogramFamily<4>,
+    step: HistogramFamily<StaticLabels<3>>,
+    controller: HistogramFamily<StaticLabels<4>>,
+    webhook: HistogramFamily<Labels<4>>,
     webhook_requests: Family<Labels<5>, Counter>,
     webhook_rejections: Family<Labels<5>, Counter>,
     webhook_fail_open: Family<Labels<2>, Counter>,
@@ -92,6 +95,14 @@ static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
 /// The process's admission series.
 pub fn global() -> &'static AdmissionMetrics {
     &METRICS
+}
+
+fn bool_label(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
 }
 
 /// Codes above 600 are counted as 600, as upstream bounds the label.
@@ -142,9 +153,9 @@ impl AdmissionMetrics {
     /// One whole admission phase took `elapsed`.
     pub fn observe_step(&self, elapsed: Duration, rejected: bool, step: Step, op: Operation) {
         let labels = [
-            ("type", step.as_str().to_owned()),
-            ("operation", op.as_str().to_owned()),
-            ("rejected", rejected.to_string()),
+            ("type", step.as_str()),
+            ("operation", op.as_str()),
+            ("rejected", bool_label(rejected)),
         ];
         self.step
             .get_or_create(&labels)
@@ -154,17 +165,17 @@ impl AdmissionMetrics {
     /// One plugin took `elapsed`.
     pub fn observe_controller(
         &self,
-        name: &str,
+        name: &'static str,
         elapsed: Duration,
         rejected: bool,
         step: Step,
         op: Operation,
     ) {
         let labels = [
-            ("name", name.to_owned()),
-            ("type", step.as_str().to_owned()),
-            ("operation", op.as_str().to_owned()),
-            ("rejected", rejected.to_string()),
+            ("name", name),
+            ("type", step.as_str()),
+            ("operation", op.as_str()),
+            ("rejected", bool_label(rejected)),
         ];
         self.controller
             .get_or_create(&labels)
