@@ -316,6 +316,8 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<certificates::CertificateSigningRequest>(
                 defaults::certificate_signing_requests(ResourceStrategy {
                     subresources: certificate_approval::CSR,
+                    validate_create: validation::certificates::validate_create,
+                    validate_update: validation::certificates::validate_update,
                     ..status()
                 }),
                 short(&["csr"]),

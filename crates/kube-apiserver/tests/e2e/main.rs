@@ -25,6 +25,7 @@ mod component_statuses;
 mod crd;
 mod crd_apply;
 mod crd_conversion;
+mod csr_validation;
 mod deletion;
 mod encryption_kms;
 mod etcd_backend;

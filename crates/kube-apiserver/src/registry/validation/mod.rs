@@ -8,6 +8,7 @@
 //! thresholds) are accepted when absent, so objects of resources this server
 //! does not default are not refused for what a default would have supplied.
 
+pub mod certificates;
 pub mod pod;
 mod pod_claims;
 mod pod_containers;
