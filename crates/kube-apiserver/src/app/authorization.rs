@@ -22,7 +22,7 @@ use storage::{GetOptions, ListOptions, ReadVersion};
 
 use crate::authenticator::kubeconfig::Endpoint;
 use crate::authorization::config::{AuthorizerEntry, ConfigFileError, Connection};
-use crate::authorization::node::NodeAuthorizer;
+use crate::authorization::node::{self, NodeAuthorizer};
 use crate::authorization::node_graph::{Graph, Kind, Objects};
 use crate::authorization::webhook::{FailurePolicy, WebhookAuthorizer, WebhookSettings};
 use crate::options::CompletedOptions;
@@ -47,8 +47,10 @@ pub enum AuthorizationError {
 pub fn modes(opts: &CompletedOptions) -> Result<Vec<AuthorizationMode>, AuthorizationError> {
     let flags = &opts.options.flags;
     let config_file = flags.string("authorization-config").unwrap_or_default();
+    let service_account_reads = node::service_account_reads(&opts.feature_gates);
     if !config_file.is_empty() {
-        let reloadable = reload::ReloadableAuthorizer::load(PathBuf::from(config_file))?;
+        let path = PathBuf::from(config_file);
+        let reloadable = reload::ReloadableAuthorizer::load(path, service_account_reads)?;
         return Ok(vec![AuthorizationMode::Named(NamedAuthorizer::new(
             reload::NAME,
             Arc::new(reloadable),
@@ -58,6 +60,9 @@ pub fn modes(opts: &CompletedOptions) -> Result<Vec<AuthorizationMode>, Authoriz
         .iter()
         .map(|mode| match mode.as_str() {
             "Webhook" => legacy_webhook(opts),
+            "Node" => Ok(node_mode(Arc::new(NodeAuthorizer::new(
+                service_account_reads,
+            )))),
             other => simple_mode(other),
         })
         .collect()
@@ -69,12 +74,12 @@ fn simple_mode(mode: &str) -> Result<AuthorizationMode, AuthorizationError> {
         "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
         "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
         "RBAC" => AuthorizationMode::Rbac(Arc::new(RbacAuthorizer::new())),
-        "Node" => AuthorizationMode::Named(NamedAuthorizer::new(
-            "node",
-            Arc::new(NodeAuthorizer::new()),
-        )),
         other => return Err(AuthorizationError::UnsupportedMode(other.to_owned())),
     })
+}
+
+fn node_mode(authorizer: Arc<NodeAuthorizer>) -> AuthorizationMode {
+    AuthorizationMode::Named(NamedAuthorizer::new("node", authorizer))
 }
 
 /// `--authorization-mode=Webhook` with the `--authorization-webhook-*` flags.
@@ -128,11 +133,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn for_entries(entries: &[AuthorizerEntry]) -> Self {
+    fn for_entries(entries: &[AuthorizerEntry], service_account_reads: bool) -> Self {
         let has = |kind: &str| entries.iter().any(|e| e.kind == kind);
         Shared {
             rbac: has("RBAC").then(|| Arc::new(RbacAuthorizer::new())),
-            node: has("Node").then(|| Arc::new(NodeAuthorizer::new())),
+            node: has("Node").then(|| Arc::new(NodeAuthorizer::new(service_account_reads))),
         }
     }
 }
@@ -148,10 +153,7 @@ fn entry_mode(
             "RBAC" => Ok(AuthorizationMode::Rbac(
                 shared.rbac.clone().ok_or_else(not_at_startup)?,
             )),
-            "Node" => Ok(AuthorizationMode::Named(NamedAuthorizer::new(
-                "node",
-                shared.node.clone().ok_or_else(not_at_startup)?,
-            ))),
+            "Node" => Ok(node_mode(shared.node.clone().ok_or_else(not_at_startup)?)),
             other => simple_mode(other),
         };
     };

@@ -1,13 +1,14 @@
 //! The Node authorizer (`--authorization-mode=Node`, upstream's
 //! `plugin/pkg/auth/authorizer/node`): kubelets — users
 //! `system:node:<name>` in group `system:nodes` — may read the secrets,
-//! configmaps, claims, volumes and service-account tokens of the pods bound
-//! to their node, manage their own Node, lease and CSINode, and do what the
-//! static node rules allow. Everything else, and every other user, gets no
+//! configmaps, claims, volumes, service accounts and service-account tokens
+//! of the pods bound to their node, manage their own Node, lease and
+//! CSINode, and do what the static node rules allow. Everything else, and every other user, gets no
 //! opinion so later modes (RBAC) decide. Relationships come from
 //! [`super::node_graph`], which reads the stores per request instead of
 //! keeping upstream's informer-fed graph.
 
+use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
 use apimachinery::fields::{FieldOperator, FieldSelector};
@@ -36,9 +37,19 @@ pub fn node_identity(user: &UserInfo) -> Option<&str> {
 
 /// The Node mode. Its stores exist only once the server chain is built:
 /// until [`NodeAuthorizer::bind`] no relationship is found.
-#[derive(Default)]
 pub struct NodeAuthorizer {
     graph: OnceLock<Graph>,
+    /// Whether kubelets may get their pods' service accounts (for image
+    /// credential providers and pod certificates).
+    service_account_reads: bool,
+}
+
+/// Upstream lets nodes get service accounts when either
+/// KubeletServiceAccountTokenForCredentialProviders or
+/// PodCertificateRequest is enabled.
+pub fn service_account_reads(gates: &BTreeMap<&str, bool>) -> bool {
+    let on = |name| gates.get(name) == Some(&true);
+    on("KubeletServiceAccountTokenForCredentialProviders") || on("PodCertificateRequest")
 }
 
 fn allow() -> Decision {
@@ -61,8 +72,11 @@ fn selects(attrs: &Attributes<'_>, field: &str, value: &str) -> bool {
 }
 
 impl NodeAuthorizer {
-    pub fn new() -> NodeAuthorizer {
-        NodeAuthorizer::default()
+    pub fn new(service_account_reads: bool) -> NodeAuthorizer {
+        NodeAuthorizer {
+            graph: OnceLock::new(),
+            service_account_reads,
+        }
     }
 
     /// Binds the graph to the server's objects; only the first binding counts.
@@ -123,6 +137,19 @@ impl NodeAuthorizer {
             return no_opinion("can only get/update/patch this type");
         }
         self.related(node, Kind::PersistentVolumeClaim, attrs).await
+    }
+
+    /// A pod's service account may be read by name (upstream's
+    /// `authorizeServiceAccount`); anything else must be a token request.
+    async fn service_account(&self, node: &str, attrs: &Attributes<'_>) -> Decision {
+        if attrs.verb != "get" || !attrs.subresource.is_empty() {
+            return self.create_token(node, attrs).await;
+        }
+        if !self.service_account_reads {
+            return no_opinion("not allowed to get service accounts");
+        }
+        self.read_namespaced(node, Kind::ServiceAccount, attrs)
+            .await
     }
 
     async fn create_token(&self, node: &str, attrs: &Attributes<'_>) -> Decision {
@@ -188,7 +215,7 @@ impl NodeAuthorizer {
             ("storage.k8s.io", "volumeattachments") => {
                 self.get(node, Kind::VolumeAttachment, attrs).await
             }
-            ("", "serviceaccounts") => self.create_token(node, attrs).await,
+            ("", "serviceaccounts") => self.service_account(node, attrs).await,
             ("coordination.k8s.io", "leases") => lease(node, attrs),
             ("storage.k8s.io", "csinodes") => csi_node(node, attrs),
             ("resource.k8s.io", "resourceslices") => self.resource_slice(node, attrs).await,

@@ -2,8 +2,8 @@
 //! authorizer graph). Upstream keeps a graph fed by informers; this server
 //! answers the same questions per request from the stores' watch caches:
 //! a secret, configmap, claim or service account is related to a node when
-//! a pod bound to the node (`spec.nodeName`) in its namespace references
-//! it; a persistent volume through the claim its `claimRef` names; a secret
+//! a pod bound to the node (`spec.nodeName`) in its namespace, other than
+//! a mirror pod, references it; a persistent volume through the claim its `claimRef` names; a secret
 //! also through such a volume; volume attachments and resource slices by
 //! their own `spec.nodeName`. A check lists one namespace's pods (a cached
 //! list, no storage round trip) — only secrets not referenced by any pod
@@ -150,23 +150,23 @@ pub fn pod_resource_claims(pod: &Value) -> Vec<&str> {
     names
 }
 
-/// The pod's service account (`default` when unset, as defaulting does).
-pub fn pod_service_account(pod: &Value) -> &str {
-    match text(pod, "/spec/serviceAccountName") {
-        "" => "default",
-        name => name,
-    }
-}
+/// Mirror pods (of a kubelet's static pods) reach only their node:
+/// upstream's graph adds no edge from what they reference.
+const MIRROR_POD_ANNOTATION: &str = "/metadata/annotations/kubernetes.io~1config.mirror";
 
 /// Whether a pod references an object of `kind` named `name` in its
 /// namespace.
 fn pod_references(pod: &Value, kind: Kind, name: &str) -> bool {
+    if pod.pointer(MIRROR_POD_ANNOTATION).is_some() {
+        return false;
+    }
     match kind {
         Kind::Secret => pod_secrets(pod).contains(&name),
         Kind::ConfigMap => pod_config_maps(pod).contains(&name),
         Kind::PersistentVolumeClaim => pod_claims(pod).iter().any(|c| c == name),
         Kind::ResourceClaim => pod_resource_claims(pod).contains(&name),
-        Kind::ServiceAccount => pod_service_account(pod) == name,
+        // An unset name is no edge, as upstream's graph.
+        Kind::ServiceAccount => !name.is_empty() && text(pod, "/spec/serviceAccountName") == name,
         _ => false,
     }
 }

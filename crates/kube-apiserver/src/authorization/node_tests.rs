@@ -89,7 +89,7 @@ fn authorizer() -> NodeAuthorizer {
             json!({"metadata": {"name": "va1"}, "spec": {"nodeName": "n1"}}),
         ),
     ]);
-    let node = NodeAuthorizer::new();
+    let node = NodeAuthorizer::new(true);
     node.bind(Graph::new(Arc::new(objects)));
     node
 }
@@ -222,7 +222,7 @@ async fn generated_resource_claims_follow_the_pod_status() {
             {"name": "stray", "resourceClaimName": "stray-claim"}],
         "extendedResourceClaimStatus": {"resourceClaimName": "dra-extended-xyz", "requestMappings": []},
     });
-    let a = NodeAuthorizer::new();
+    let a = NodeAuthorizer::new(true);
     a.bind(Graph::new(Arc::new(Fixed(vec![(kind, dra)]))));
     let n1 = kubelet("n1");
     for (claim, expected) in [
@@ -330,7 +330,88 @@ async fn static_rules_cover_the_rest_and_others_get_no_opinion() {
 
 #[tokio::test]
 async fn an_unbound_authorizer_finds_no_relationship() {
-    let a = NodeAuthorizer::new();
+    let a = NodeAuthorizer::new(true);
     let d = decide(&a, &kubelet("n1"), req("get", "secrets", "ns", "pull")).await;
     assert_eq!(d, unrelated("n1"));
+}
+
+#[tokio::test]
+async fn service_accounts_of_the_node_pods_can_be_read() {
+    let a = authorizer();
+    let n1 = kubelet("n1");
+    let n2 = kubelet("n2");
+    let get = || req("get", "serviceaccounts", "ns", "runner");
+    assert_eq!(decide(&a, &n1, get()).await, allow());
+    assert_eq!(decide(&a, &n2, get()).await, unrelated("n2"));
+    // Unlike secrets, only a named get: list and watch must be token requests.
+    assert_eq!(
+        decide(&a, &n1, req("list", "serviceaccounts", "ns", "")).await,
+        no_opinion("can only create tokens for individual service accounts")
+    );
+    assert_eq!(
+        decide(&a, &n1, req("update", "serviceaccounts", "ns", "runner")).await,
+        no_opinion("can only create tokens for individual service accounts")
+    );
+    let mut sub = get();
+    sub.subresource = "token";
+    assert_eq!(
+        decide(&a, &n1, sub).await,
+        no_opinion("can only create tokens for individual service accounts")
+    );
+    // The pod on n2 sets no service account: no edge to `default`.
+    assert_eq!(
+        decide(&a, &n2, req("get", "serviceaccounts", "ns", "default")).await,
+        unrelated("n2")
+    );
+    let off = NodeAuthorizer::new(false);
+    assert_eq!(
+        decide(&off, &n1, get()).await,
+        no_opinion("not allowed to get service accounts")
+    );
+    let mut token = req("create", "serviceaccounts", "ns", "runner");
+    token.subresource = "token";
+    assert_eq!(decide(&a, &n1, token).await, allow());
+}
+
+#[test]
+fn either_gate_lets_nodes_read_service_accounts() {
+    let gates = |pairs: &[(&'static str, bool)]| pairs.iter().copied().collect();
+    let both_off = gates(&[
+        ("KubeletServiceAccountTokenForCredentialProviders", false),
+        ("PodCertificateRequest", false),
+    ]);
+    assert!(!service_account_reads(&both_off));
+    let credential_providers = gates(&[
+        ("KubeletServiceAccountTokenForCredentialProviders", true),
+        ("PodCertificateRequest", false),
+    ]);
+    assert!(service_account_reads(&credential_providers));
+    assert!(service_account_reads(&gates(&[(
+        "PodCertificateRequest",
+        true
+    )])));
+}
+
+/// Mirror pods reach their node, but nothing they reference does.
+#[tokio::test]
+async fn mirror_pods_relate_nothing_to_their_node() {
+    let (kind, mut mirror) = pod(
+        "static",
+        "n1",
+        json!({"serviceAccountName": "sa",
+               "volumes": [{"name": "s", "secret": {"secretName": "s"}}]}),
+    );
+    mirror["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "hash"});
+    let a = NodeAuthorizer::new(true);
+    a.bind(Graph::new(Arc::new(Fixed(vec![(kind, mirror)]))));
+    let n1 = kubelet("n1");
+    assert_eq!(
+        decide(&a, &n1, req("get", "pods", "ns", "static")).await,
+        allow()
+    );
+    for resource in ["secrets", "serviceaccounts"] {
+        let name = if resource == "secrets" { "s" } else { "sa" };
+        let d = decide(&a, &n1, req("get", resource, "ns", name)).await;
+        assert_eq!(d, unrelated("n1"), "{resource}");
+    }
 }

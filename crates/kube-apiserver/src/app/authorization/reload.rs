@@ -53,14 +53,15 @@ fn build(entries: Vec<AuthorizerEntry>, shared: &Shared) -> Result<Chain, Author
 }
 
 impl ReloadableAuthorizer {
-    /// Reads the file the server starts with (blocking file I/O).
-    pub fn load(path: PathBuf) -> Result<Self, AuthorizationError> {
+    /// Reads the file the server starts with (blocking file I/O);
+    /// `service_account_reads` configures a Node authorizer it names.
+    pub fn load(path: PathBuf, service_account_reads: bool) -> Result<Self, AuthorizationError> {
         let data = std::fs::read(&path).map_err(|source| ConfigFileError::Io {
             path: path.clone(),
             source,
         })?;
         let entries = config::parse(&String::from_utf8_lossy(&data))?;
-        let shared = Shared::for_entries(&entries);
+        let shared = Shared::for_entries(&entries, service_account_reads);
         let required = entries
             .iter()
             .filter(|e| e.kind != "Webhook")
@@ -198,7 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("authz.yaml");
         write(&path, &["Node", "RBAC"]);
-        let authorizer = match ReloadableAuthorizer::load(path.clone()) {
+        let authorizer = match ReloadableAuthorizer::load(path.clone(), true) {
             Ok(a) => a,
             Err(e) => panic!("refused: {e}"),
         };
@@ -230,7 +231,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("authz.yaml");
         write(&path, &["AlwaysAllow"]);
-        let authorizer = match ReloadableAuthorizer::load(path.clone()) {
+        let authorizer = match ReloadableAuthorizer::load(path.clone(), true) {
             Ok(a) => a,
             Err(e) => panic!("refused: {e}"),
         };
