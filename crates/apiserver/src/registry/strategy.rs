@@ -67,6 +67,14 @@ pub trait Strategy: Send + Sync + 'static {
         *new = merged;
     }
 
+    /// Why the object named `name` may never be deleted, if it may not
+    /// (upstream REST `Delete` overrides, e.g. the system PriorityClasses):
+    /// a DELETE of it answers 403 with this reason, before anything else is
+    /// checked. Collection deletes are not affected, as upstream.
+    fn undeletable(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
+
     /// Called when an object is deleted: a resource that must clean up
     /// before its objects go (CRDs remove their custom resources) adds its
     /// finalizer here, so the object is marked for deletion instead of

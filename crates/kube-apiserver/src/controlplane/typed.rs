@@ -144,6 +144,9 @@ where
     fn table_order(&self) -> Option<RowOrder> {
         self.inner.table_order()
     }
+    fn undeletable(&self, name: &str) -> Option<&'static str> {
+        self.inner.undeletable(name)
+    }
     fn prepare_for_delete(&self, obj: &mut Value) -> bool {
         self.inner.prepare_for_delete(obj)
     }

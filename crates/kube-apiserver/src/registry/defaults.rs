@@ -57,9 +57,18 @@ fn priority_class_defaults(pc: &mut Value) {
     default_field(pc, "preemptionPolicy", json!("PreemptLowerPriority"));
 }
 
+/// Upstream's `SystemPriorityClasses()` stay: only collection deletes may
+/// remove them.
+fn system_priority_class(name: &str) -> Option<&'static str> {
+    ["system-node-critical", "system-cluster-critical"]
+        .contains(&name)
+        .then_some("this is a system priority class and cannot be deleted")
+}
+
 pub fn priority_classes(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         defaults: priority_class_defaults,
+        undeletable: system_priority_class,
         ..base
     }
 }

@@ -65,6 +65,8 @@ pub struct ResourceStrategy {
     /// `spec.finalizers`): then `on_delete` marks it.
     pub holds_deletion: fn(&Value) -> bool,
     pub on_delete: Mutate,
+    /// Names never deleted, and why (see [`Strategy::undeletable`]).
+    pub undeletable: fn(&str) -> Option<&'static str>,
     /// Graceful deletion (pods): the grace period of a deleted object.
     pub grace_period: GracePeriod,
     /// What dependents get when no propagation policy is asked for.
@@ -84,6 +86,9 @@ pub struct ResourceStrategy {
 fn no_op(_: &mut Value) {}
 fn deletes_at_once(_: &Value) -> bool {
     false
+}
+fn deletable(_: &str) -> Option<&'static str> {
+    None
 }
 fn not_graceful(_: &Value, _: Option<i64>) -> Option<i64> {
     None
@@ -114,6 +119,7 @@ impl Default for ResourceStrategy {
             name: name_is_dns_subdomain,
             holds_deletion: deletes_at_once,
             on_delete: no_op,
+            undeletable: deletable,
             grace_period: not_graceful,
             gc_policy: GcPolicy::DeleteDependents,
             returns_deleted_object: false,
@@ -211,6 +217,10 @@ impl Strategy for ResourceStrategy {
 
     fn holds_deletion(&self, obj: &Value) -> bool {
         (self.holds_deletion)(obj)
+    }
+
+    fn undeletable(&self, name: &str) -> Option<&'static str> {
+        (self.undeletable)(name)
     }
 
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {

@@ -54,6 +54,7 @@ mod printer_columns_extensions;
 mod printer_columns_networking;
 mod printer_columns_rbac_storage;
 mod printer_columns_workloads;
+mod priority_class_deletion;
 mod quantities;
 mod rbac;
 mod rbac_bootstrap;

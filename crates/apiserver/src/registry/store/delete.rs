@@ -83,6 +83,10 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
+        if let Some(reason) = self.strategy.undeletable(name) {
+            let (group, resource) = (&self.info.group, &self.info.resource);
+            return Err(ApiError::forbidden(group, resource, name, reason));
+        }
         let key = self.object_key(namespace, name);
         let current = self.get(namespace, name, GetOptions::default()).await?;
         check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
