@@ -1,7 +1,10 @@
 //! The ServiceAccount plugin: every pod runs as a service account (`default`
 //! unless named), which must exist; its API credentials are mounted as the
 //! projected `kube-api-access-<suffix>` volume in every container, and the
-//! account's image pull secrets are used when the pod names none.
+//! account's image pull secrets are used when the pod names none. An account
+//! annotated `kubernetes.io/enforce-mountable-secrets: "true"` limits the
+//! secrets its pods (and their ephemeral containers) may reference to those
+//! it lists.
 
 use std::time::Duration;
 
@@ -28,6 +31,9 @@ const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
 /// create shortly after its namespace.
 const DEFAULT_ACCOUNT_ATTEMPTS: u32 = 10;
 const RETRY_INTERVAL: Duration = Duration::from_millis(150);
+/// The (deprecated, still honoured) opt-in to mountable-secret limits.
+const ENFORCE_MOUNTABLE_SECRETS: &str = "kubernetes.io/enforce-mountable-secrets";
+const EPHEMERAL_CONTAINERS: &str = "ephemeralcontainers";
 
 pub struct ServiceAccount {
     pub stores: Stores,
@@ -35,12 +41,16 @@ pub struct ServiceAccount {
 
 impl Handler for ServiceAccount {
     fn handles(&self, op: Operation) -> bool {
-        op == Operation::Create
+        matches!(op, Operation::Create | Operation::Update)
     }
 }
 
 fn is_pod_create(a: &Attributes) -> bool {
-    a.is("", "pods") && a.subresource.is_empty()
+    a.operation == Operation::Create && a.is("", "pods") && a.subresource.is_empty()
+}
+
+fn is_ephemeral_update(a: &Attributes) -> bool {
+    a.operation == Operation::Update && a.is("", "pods") && a.subresource == EPHEMERAL_CONTAINERS
 }
 
 fn is_mirror(pod: &Value) -> bool {
@@ -71,6 +81,152 @@ impl ServiceAccount {
         }
         Ok(None)
     }
+
+    /// The pod's account, refused as upstream when it does not exist.
+    async fn pod_account(&self, a: &Attributes, pod: &Value) -> Result<Value, ApiError> {
+        let name = text(pod, "/spec/serviceAccountName")
+            .filter(|n| !n.is_empty())
+            .unwrap_or(DEFAULT_ACCOUNT);
+        match self.account(&a.namespace, name).await? {
+            Some(sa) => Ok(sa),
+            None => Err(a.forbidden(format!(
+                "error looking up service account {}/{name}: serviceaccount \"{name}\" not found",
+                a.namespace
+            ))),
+        }
+    }
+
+    /// Upstream's `Validate`: a created pod (or the ephemeral containers
+    /// added to one) may reference only the secrets its account lists, when
+    /// the account asks for that.
+    async fn limit_secrets(&self, a: &Attributes, pod: &Value) -> Result<(), ApiError> {
+        if text(pod, "/spec/serviceAccountName").is_none_or(str::is_empty) {
+            let name = text(pod, "/metadata/name").unwrap_or_default();
+            return Err(a.forbidden(format!(
+                "no service account specified for pod {}/{name}",
+                a.namespace
+            )));
+        }
+        let sa = self.pod_account(a, pod).await?;
+        if !enforces_mountable_secrets(&sa) {
+            return Ok(());
+        }
+        let refused = if is_ephemeral_update(a) {
+            ephemeral_secret_refusal(&sa, pod)
+        } else {
+            secret_refusal(&sa, pod)
+        };
+        match refused {
+            Some(msg) => Err(a.forbidden(msg)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The annotation read as Go's `strconv.ParseBool`; anything else is false.
+fn enforces_mountable_secrets(sa: &Value) -> bool {
+    sa.pointer("/metadata/annotations")
+        .and_then(|a| a.get(ENFORCE_MOUNTABLE_SECRETS))
+        .and_then(Value::as_str)
+        .is_some_and(|v| matches!(v, "1" | "t" | "T" | "TRUE" | "true" | "True"))
+}
+
+/// The `name`s of the objects in the array at `pointer`.
+fn names_at<'a>(obj: &'a Value, pointer: &str) -> Vec<&'a str> {
+    obj.pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("name").and_then(Value::as_str))
+        .collect()
+}
+
+fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Value> {
+    pod.pointer(&format!("/spec/{list}"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// The first secret a container's env or envFrom references that the
+/// account does not list, as upstream words it (`kind` is "container",
+/// "init container" or "ephemeral container").
+fn container_refusal(c: &Value, kind: &str, mountable: &[&str], account: &str) -> Option<String> {
+    let container = text(c, "/name").unwrap_or_default();
+    let env = c.get("env").and_then(Value::as_array).into_iter().flatten();
+    for var in env {
+        let Some(secret) = text(var, "/valueFrom/secretKeyRef/name") else {
+            continue;
+        };
+        if !mountable.contains(&secret) {
+            let var = text(var, "/name").unwrap_or_default();
+            return Some(format!(
+                "{kind} {container} with envVar {var} referencing secret.secretName=\"{secret}\" is not allowed because service account {account} does not reference that secret"
+            ));
+        }
+    }
+    let env_from = c
+        .get("envFrom")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    for source in env_from {
+        let Some(secret) = text(source, "/secretRef/name") else {
+            continue;
+        };
+        if !mountable.contains(&secret) {
+            return Some(format!(
+                "{kind} {container} with envFrom referencing secret.secretName=\"{secret}\" is not allowed because service account {account} does not reference that secret"
+            ));
+        }
+    }
+    None
+}
+
+/// Upstream's `limitSecretReferences`: secret volumes, then init
+/// containers, containers, and image pull secrets, first refusal wins.
+fn secret_refusal(sa: &Value, pod: &Value) -> Option<String> {
+    let account = text(sa, "/metadata/name").unwrap_or_default();
+    let mountable = names_at(sa, "/secrets");
+    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
+    for volume in volumes.into_iter().flatten() {
+        let Some(secret) = text(volume, "/secret/secretName") else {
+            continue;
+        };
+        if !mountable.contains(&secret) {
+            return Some(format!(
+                "volume with secret.secretName=\"{secret}\" is not allowed because service account {account} does not reference that secret"
+            ));
+        }
+    }
+    for (list, kind) in [
+        ("initContainers", "init container"),
+        ("containers", "container"),
+    ] {
+        if let Some(msg) =
+            containers(pod, list).find_map(|c| container_refusal(c, kind, &mountable, account))
+        {
+            return Some(msg);
+        }
+    }
+    let pull = names_at(sa, "/imagePullSecrets");
+    names_at(pod, "/spec/imagePullSecrets")
+        .iter()
+        .enumerate()
+        .find(|(_, name)| !pull.contains(name))
+        .map(|(i, name)| {
+            format!(
+                "imagePullSecrets[{i}].name=\"{name}\" is not allowed because service account {account} does not reference that imagePullSecret"
+            )
+        })
+}
+
+/// Upstream's `limitEphemeralContainerSecretReferences`.
+fn ephemeral_secret_refusal(sa: &Value, pod: &Value) -> Option<String> {
+    let account = text(sa, "/metadata/name").unwrap_or_default();
+    let mountable = names_at(sa, "/secrets");
+    containers(pod, "ephemeralContainers")
+        .find_map(|c| container_refusal(c, "ephemeral container", &mountable, account))
 }
 
 #[async_trait]
@@ -85,16 +241,10 @@ impl MutationInterface for ServiceAccount {
         if is_mirror(pod) {
             return mirror_pod_check(a, pod);
         }
-        let name = text(pod, "/spec/serviceAccountName")
-            .filter(|n| !n.is_empty())
+        let sa = self.pod_account(a, pod).await?;
+        let name = text(&sa, "/metadata/name")
             .unwrap_or(DEFAULT_ACCOUNT)
             .to_owned();
-        let Some(sa) = self.account(&a.namespace, &name).await? else {
-            return Err(a.forbidden(format!(
-                "error looking up service account {}/{name}: serviceaccount \"{name}\" not found",
-                a.namespace
-            )));
-        };
         let mount = automount(&sa, pod);
         let Some(spec) = a.object.as_mut().and_then(|p| object_mut(p, "spec")) else {
             return Ok(());
@@ -123,16 +273,16 @@ impl MutationInterface for ServiceAccount {
 #[async_trait]
 impl ValidationInterface for ServiceAccount {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        if !is_pod_create(a) {
+        if !is_pod_create(a) && !is_ephemeral_update(a) {
             return Ok(());
         }
         let Some(pod) = a.object.as_ref() else {
             return Ok(());
         };
-        if is_mirror(pod) {
+        if is_pod_create(a) && is_mirror(pod) {
             return mirror_pod_check(a, pod);
         }
-        Ok(())
+        self.limit_secrets(a, pod).await
     }
 }
 
@@ -274,6 +424,43 @@ mod tests {
         assert_eq!(
             volumes[0]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
             3607
+        );
+    }
+
+    #[test]
+    fn mountable_secrets_limit_what_pods_reference() {
+        let sa = json!({"metadata": {"name": "strict",
+            "annotations": {ENFORCE_MOUNTABLE_SECRETS: "true"}},
+            "secrets": [{"name": "ok"}], "imagePullSecrets": [{"name": "pull"}]});
+        assert!(enforces_mountable_secrets(&sa));
+        assert!(!enforces_mountable_secrets(&json!({"metadata": {
+            "annotations": {ENFORCE_MOUNTABLE_SECRETS: "yes"}}})));
+        let allowed = json!({"spec": {"volumes": [{"name": "v", "secret": {"secretName": "ok"}}],
+            "containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "ok"}}]}],
+            "imagePullSecrets": [{"name": "pull"}]}});
+        assert_eq!(secret_refusal(&sa, &allowed), None);
+        let volume = json!({"spec": {"volumes": [{"name": "v", "secret": {"secretName": "s1"}}]}});
+        assert_eq!(
+            secret_refusal(&sa, &volume).as_deref(),
+            Some("volume with secret.secretName=\"s1\" is not allowed because service account strict does not reference that secret")
+        );
+        let env = json!({"spec": {"containers": [{"name": "c", "env": [{"name": "A",
+            "valueFrom": {"secretKeyRef": {"name": "s9", "key": "k"}}}]}],
+            "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "s8"}}]}]}});
+        assert_eq!(
+            secret_refusal(&sa, &env).as_deref(),
+            Some("init container i with envFrom referencing secret.secretName=\"s8\" is not allowed because service account strict does not reference that secret")
+        );
+        let pull = json!({"spec": {"imagePullSecrets": [{"name": "pull"}, {"name": "other"}]}});
+        assert_eq!(
+            secret_refusal(&sa, &pull).as_deref(),
+            Some("imagePullSecrets[1].name=\"other\" is not allowed because service account strict does not reference that imagePullSecret")
+        );
+        assert_eq!(
+            ephemeral_secret_refusal(&sa, &json!({"spec": {"ephemeralContainers": [{"name": "dbg",
+                "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "s9"}}}]}]}}))
+            .as_deref(),
+            Some("ephemeral container dbg with envVar T referencing secret.secretName=\"s9\" is not allowed because service account strict does not reference that secret")
         );
     }
 
