@@ -175,24 +175,47 @@ fn applies_to<'a>(user: &UserInfo, binding: &'a Value) -> Option<&'a Value> {
         .find(|s| subject_matches(user, s, namespace))
 }
 
-fn not_found(resource: &str, name: &str) -> String {
-    // Upstream's listers name the resource in the singular.
-    ApiError::not_found(RBAC_GROUP, resource, name).message
+/// Why the role of a binding could not be read.
+#[derive(Debug, PartialEq)]
+pub enum RoleReferenceError {
+    /// The role does not exist: its kind in lower case (`role`,
+    /// `clusterrole`) and its name.
+    NotFound(&'static str, String),
+    Other(String),
 }
 
-/// The role a binding refers to; `Err` carries upstream's error text.
-async fn referenced_role(reader: &dyn PolicyReader, binding: &Value) -> Result<Object, String> {
+impl std::fmt::Display for RoleReferenceError {
+    /// Upstream's text: its listers name the resource in the singular.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoleReferenceError::NotFound(kind, name) => {
+                let message = ApiError::not_found(RBAC_GROUP, kind, name).message;
+                f.write_str(&message)
+            }
+            RoleReferenceError::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+/// The role a binding refers to.
+async fn referenced_role(
+    reader: &dyn PolicyReader,
+    binding: &Value,
+) -> Result<Object, RoleReferenceError> {
     let namespace = text(binding, "/metadata/namespace");
     let name = text(binding, "/roleRef/name");
     let found = match (text(binding, "/roleRef/kind"), namespace) {
         ("ClusterRole", _) => reader.cluster_role(name).await.map(|r| (r, "clusterrole")),
         ("Role", ns) if !ns.is_empty() => reader.role(ns, name).await.map(|r| (r, "role")),
-        (kind, _) => return Err(format!("unsupported role reference kind: {kind:?}")),
+        (kind, _) => {
+            let message = format!("unsupported role reference kind: {kind:?}");
+            return Err(RoleReferenceError::Other(message));
+        }
     };
     match found {
         Ok((Some(role), _)) => Ok(role),
-        Ok((None, resource)) => Err(not_found(resource, name)),
-        Err(e) => Err(e.message),
+        Ok((None, kind)) => Err(RoleReferenceError::NotFound(kind, name.to_owned())),
+        Err(e) => Err(RoleReferenceError::Other(e.message)),
     }
 }
 
@@ -226,7 +249,7 @@ async fn visit_rules(
             let role = match referenced_role(reader, binding).await {
                 Ok(role) => role,
                 Err(e) => {
-                    errors.push(e);
+                    errors.push(e.to_string());
                     continue;
                 }
             };
@@ -263,13 +286,15 @@ impl RbacAuthorizer {
     }
 
     /// The rules of the role a (Cluster)RoleBinding refers to (upstream's
-    /// `GetRoleReferenceRules`); `Err` carries upstream's error text, also
-    /// when the policy is not bound yet.
-    pub async fn role_reference_rules(&self, binding: &Value) -> Result<Vec<Value>, String> {
-        let reader = self
-            .reader
-            .get()
-            .ok_or_else(|| "the RBAC policy is not available yet".to_owned())?;
+    /// `GetRoleReferenceRules` through the role registry): a missing role
+    /// is the registry's 404, other failures carry upstream's error text.
+    pub async fn role_reference_rules(
+        &self,
+        binding: &Value,
+    ) -> Result<Vec<Value>, RoleReferenceError> {
+        let reader = self.reader.get().ok_or_else(|| {
+            RoleReferenceError::Other("the RBAC policy is not available yet".to_owned())
+        })?;
         let role = referenced_role(reader.as_ref(), binding).await?;
         Ok(role
             .get("rules")

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use apiserver::authorization::escalation::{escalation_error, owner_rules, PolicyRule};
+use apiserver::authorization::rbac::RoleReferenceError;
 use apiserver::authorization::{Attributes as AuthzAttributes, Decision, PRIVILEGED_GROUP};
 use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
@@ -142,11 +143,16 @@ impl RbacEscalation {
         if self.allowed(a, "bind", role_resource, role_name).await {
             return Ok(());
         }
-        let rules = match crate::app::authorization::rbac(&self.authorization) {
-            Some(rbac) => rbac.role_reference_rules(obj).await,
-            None => Err("no RBAC policy to resolve the role reference".to_owned()),
-        }
-        .map_err(|e| a.forbidden(e))?;
+        let Some(rbac) = crate::app::authorization::rbac(&self.authorization) else {
+            return Err(a.forbidden("no RBAC policy to resolve the role reference"));
+        };
+        // A missing role is the role registry's 404, as upstream reads it.
+        let rules = rbac.role_reference_rules(obj).await.map_err(|e| match e {
+            RoleReferenceError::NotFound(kind, name) => {
+                ApiError::not_found(GROUP, &format!("{kind}s"), &name)
+            }
+            RoleReferenceError::Other(message) => a.forbidden(message),
+        })?;
         let rules: Vec<PolicyRule> = rules.iter().map(PolicyRule::from_json).collect();
         self.confirm(a, &rules).await
     }

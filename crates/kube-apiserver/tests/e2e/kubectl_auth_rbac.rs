@@ -170,6 +170,26 @@ fn escalation_is_refused_with_upstreams_message(backend: Backend) {
         err.contains("\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"list\" \"watch\" \"create\" \"delete\" \"deletecollection\" \"patch\" \"update\"]}\n"),
         "{err}"
     );
+    // A missing role is the role registry's 404, not a refusal.
+    for (flag, resource) in [
+        ("--role=nope", "roles"),
+        ("--clusterrole=nope", "clusterroles"),
+    ] {
+        let err = s.fails(&[
+            "create",
+            "rolebinding",
+            "missing",
+            flag,
+            "--user=x",
+            "-n",
+            "team",
+            "--as=dave",
+        ]);
+        assert_eq!(
+            err.trim(),
+            format!("error: failed to create rolebinding: {resource}.rbac.authorization.k8s.io \"nope\" not found")
+        );
+    }
     // What dave holds he may hand on.
     let out = s.ok(&[
         "create",
