@@ -4,7 +4,8 @@
 //! priorities by default, CSIDrivers and the flowcontrol kinds get
 //! upstream's spec defaults, and a
 //! CertificateSigningRequest records who asked for it (upstream's
-//! `csrStrategy.PrepareForCreate`), whatever the body says.
+//! `csrStrategy.PrepareForCreate`), whatever the body says, and keeps its
+//! spec through updates.
 
 use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
@@ -171,9 +172,26 @@ fn csr_on_create(csr: &mut Value) {
     csr["status"] = json!({});
 }
 
+/// A request is immutable but through its subresources: an update keeps
+/// the stored spec (upstream's `csrStrategy.PrepareForUpdate`).
+fn csr_on_update(csr: &mut Value, old: &Value) {
+    match old.get("spec") {
+        Some(spec) => csr["spec"] = spec.clone(),
+        None => {
+            if let Some(map) = csr.as_object_mut() {
+                map.remove("spec");
+            }
+        }
+    }
+}
+
+/// Requests may be named anything a URL path segment can hold (upstream's
+/// `ValidateCertificateRequestName` accepts every name).
 pub fn certificate_signing_requests(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         on_create: csr_on_create,
+        on_update: csr_on_update,
+        name: apimachinery::validation::name_is_path_segment,
         ..base
     }
 }

@@ -49,6 +49,9 @@ pub struct ResourceStrategy {
     pub defaults: Mutate,
     /// Extra preparation on create (e.g. a pod's initial phase).
     pub on_create: Mutate,
+    /// Extra preparation of an update of the main resource (new, old), after
+    /// the status and generation rules (e.g. a CSR's spec kept as stored).
+    pub on_update: fn(&mut Value, &Value),
     pub validate: Validate,
     /// Rules beside `validate` that hold only when the object is created.
     pub validate_create: Validate,
@@ -87,6 +90,7 @@ fn no_op(_: &mut Value) {}
 fn deletes_at_once(_: &Value) -> bool {
     false
 }
+fn no_update_change(_: &mut Value, _: &Value) {}
 fn deletable(_: &str) -> Option<&'static str> {
     None
 }
@@ -108,6 +112,7 @@ impl Default for ResourceStrategy {
             generation: false,
             defaults: no_op,
             on_create: no_op,
+            on_update: no_update_change,
             validate: no_errors,
             validate_create: no_errors,
             validate_update: no_update_errors,
@@ -201,6 +206,7 @@ impl Strategy for ResourceStrategy {
             let bump = spec_of(new) != spec_of(old);
             new["metadata"]["generation"] = json!(old_generation + i64::from(bump));
         }
+        (self.on_update)(new, old)
     }
 
     fn name_validator(&self) -> NameValidator {

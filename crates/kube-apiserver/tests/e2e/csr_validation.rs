@@ -1,8 +1,9 @@
 //! CertificateSigningRequest validation end to end: kubectl is refused a
 //! request that is no PEM CSR, names a malformed or the legacy signer,
 //! repeats a usage or asks for less than ten minutes, with upstream's
-//! field errors; a signed request (made with rcgen) is created and can be
-//! relabelled.
+//! field errors; a signed request (made with rcgen) is created under a
+//! name that is no DNS subdomain (as kubelets name theirs), can be
+//! relabelled, and keeps its spec through updates.
 
 use base64::Engine as _;
 
@@ -67,7 +68,7 @@ fn bad_requests_are_refused_and_signed_ones_created(s: &TestServer) {
         "{err}"
     );
     let good = csr_yaml(
-        "good",
+        "node-csr-Ab_9",
         &signed_request(),
         "  signerName: example.com/signer\n  expirationSeconds: 600\n  usages: [digital signature, client auth]\n",
     );
@@ -77,9 +78,20 @@ fn bad_requests_are_refused_and_signed_ones_created(s: &TestServer) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    s.ok(&["label", "csr", "good", "team=a"]);
-    let signer = s.ok(&["get", "csr", "good", "-o", "jsonpath={.spec.signerName}"]);
-    assert_eq!(signer, "example.com/signer");
+    s.ok(&["label", "csr", "node-csr-Ab_9", "team=a"]);
+    let patch = r#"{"spec":{"signerName":"example.com/other","usages":["server auth"]}}"#;
+    s.ok(&["patch", "csr", "node-csr-Ab_9", "--type=merge", "-p", patch]);
+    let kept = s.ok(&[
+        "get",
+        "csr",
+        "node-csr-Ab_9",
+        "-o",
+        "jsonpath={.spec.signerName} {.spec.usages} {.metadata.labels.team}",
+    ]);
+    assert_eq!(
+        kept,
+        r#"example.com/signer ["digital signature","client auth"] a"#
+    );
 }
 
 crate::harness::on_both_backends!(bad_requests_are_refused_and_signed_ones_created);
