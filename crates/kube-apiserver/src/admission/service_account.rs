@@ -292,15 +292,77 @@ fn mirror_pod_check(a: &Attributes, pod: &Value) -> Result<(), ApiError> {
     if text(pod, "/spec/serviceAccountName").is_some_and(|n| !n.is_empty()) {
         return Err(a.forbidden("a mirror pod may not reference service accounts"));
     }
-    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
-    if volumes
-        .into_iter()
-        .flatten()
-        .any(|v| v.get("secret").is_some() || v.get("projected").is_some())
-    {
+    if references_secrets(pod) {
         return Err(a.forbidden("a mirror pod may not reference secrets"));
     }
+    if volumes(pod).any(|v| projected_sources(v).any(|s| s.get("serviceAccountToken").is_some())) {
+        return Err(a.forbidden("a mirror pod may not use ServiceAccountToken volume projections"));
+    }
     Ok(())
+}
+
+fn volumes(pod: &Value) -> impl Iterator<Item = &Value> {
+    pod.pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn projected_sources(volume: &Value) -> impl Iterator<Item = &Value> {
+    volume
+        .pointer("/projected/sources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn is_set(v: &Value, pointer: &str) -> bool {
+    v.pointer(pointer).is_some_and(|x| !x.is_null())
+}
+
+/// Volume sources whose secret reference upstream's `VisitPodSecretNames`
+/// follows.
+const VOLUME_SECRET_REFS: [&str; 9] = [
+    "/cephfs/secretRef",
+    "/cinder/secretRef",
+    "/flexVolume/secretRef",
+    "/rbd/secretRef",
+    "/secret",
+    "/scaleIO/secretRef",
+    "/iscsi/secretRef",
+    "/storageos/secretRef",
+    "/csi/nodePublishSecretRef",
+];
+
+/// Whether the pod names any secret (upstream's `VisitPodSecretNames` over
+/// all containers): image pull secrets, env and envFrom of any container,
+/// and secret-backed volumes.
+fn references_secrets(pod: &Value) -> bool {
+    let pull = pod
+        .pointer("/spec/imagePullSecrets")
+        .and_then(Value::as_array);
+    if pull.is_some_and(|p| !p.is_empty()) {
+        return true;
+    }
+    let in_container = |c: &Value| {
+        let mut env_from = c
+            .get("envFrom")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let mut env = c.get("env").and_then(Value::as_array).into_iter().flatten();
+        env_from.any(|e| is_set(e, "/secretRef"))
+            || env.any(|e| is_set(e, "/valueFrom/secretKeyRef"))
+    };
+    let any_container = ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .any(|list| containers(pod, list).any(in_container));
+    any_container
+        || volumes(pod).any(|v| {
+            text(v, "/azureFile/secretName").is_some_and(|n| !n.is_empty())
+                || VOLUME_SECRET_REFS.iter().any(|p| is_set(v, p))
+                || projected_sources(v).any(|s| is_set(s, "/secret"))
+        })
 }
 
 /// The pod's `automountServiceAccountToken` wins over the account's.
@@ -462,6 +524,29 @@ mod tests {
             .as_deref(),
             Some("ephemeral container dbg with envVar T referencing secret.secretName=\"s9\" is not allowed because service account strict does not reference that secret")
         );
+    }
+
+    #[test]
+    fn mirror_pods_may_not_name_secrets() {
+        let pod = |spec: Value| json!({"spec": spec});
+        assert!(!references_secrets(&pod(json!({"volumes": [{"name": "cm",
+            "projected": {"sources": [{"configMap": {"name": "c"}}]}}]}))));
+        assert!(references_secrets(&pod(
+            json!({"containers": [{"name": "c",
+            "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}]})
+        )));
+        assert!(references_secrets(&pod(json!({"volumes": [{"name": "p",
+            "projected": {"sources": [{"secret": {"name": "s"}}]}}]}))));
+        assert!(references_secrets(&pod(json!({"volumes": [{"name": "c",
+            "csi": {"driver": "d", "nodePublishSecretRef": {"name": "s"}}}]}))));
+        assert!(references_secrets(&pod(
+            json!({"imagePullSecrets": [{"name": "p"}]})
+        )));
+        let token = pod(json!({"volumes": [{"name": "t",
+            "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]}));
+        assert!(!references_secrets(&token));
+        assert!(volumes(&token)
+            .any(|v| projected_sources(v).any(|s| s.get("serviceAccountToken").is_some())));
     }
 
     #[test]
