@@ -92,6 +92,8 @@ pub async fn serve(
             if !decoded.is_object() {
                 return Err(ApiError::bad_request("the request body is not an object"));
             }
+            let mut decoded = decoded;
+            match_namespace(&mut decoded, info.namespaced, &request.namespace)?;
             let mut out = (resource.create)(CreateRequest {
                 body: decoded,
                 user: context.user.clone(),
@@ -122,4 +124,53 @@ pub async fn serve(
     }
     warnings.apply(resp.headers_mut());
     resp
+}
+
+/// The object's namespace as upstream's create handler settles it: a
+/// namespaced object without one takes the request's, one naming another
+/// namespace is refused, a cluster-scoped object has none.
+fn match_namespace(obj: &mut Value, namespaced: bool, request_ns: &str) -> Result<(), ApiError> {
+    let body_ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if body_ns == request_ns {
+        return Ok(());
+    }
+    if namespaced && !body_ns.is_empty() {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let meta = crate::registry::object_meta::metadata_mut(obj);
+    if namespaced {
+        meta.insert("namespace".into(), Value::String(request_ns.to_owned()));
+    } else {
+        meta.remove("namespace");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_object_namespace_is_settled_as_upstream() {
+        let mut local = json!({"metadata": {}});
+        assert!(match_namespace(&mut local, true, "team").is_ok());
+        assert_eq!(local["metadata"]["namespace"], "team");
+        let mut other = json!({"metadata": {"namespace": "other"}});
+        let err = match_namespace(&mut other, true, "team").unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "the namespace of the provided object does not match the namespace sent on the request"
+        );
+        let mut cluster = json!({"metadata": {"namespace": "team"}});
+        assert!(match_namespace(&mut cluster, false, "").is_ok());
+        assert_eq!(cluster["metadata"], json!({}));
+    }
 }
