@@ -18,6 +18,7 @@ use crate::cost::{observe, Estimator};
 use crate::library;
 use crate::limits::PER_CALL_LIMIT;
 use crate::schema::Node;
+use crate::validate::go_error_text;
 
 /// The schema of an untyped variable: any JSON value of any size.
 static UNTYPED: LazyLock<Node> = LazyLock::new(|| Node::parse(&Value::Null, false));
@@ -160,7 +161,7 @@ impl Expression {
             Some(expr) => CelValue::resolve(expr, &ctx),
             None => self.program.execute(&ctx),
         }
-        .map_err(|e| EvalError::Execution(e.to_string()))?;
+        .map_err(|e| EvalError::Execution(go_error_text(&e)))?;
         if let Some(mismatch) = &self.type_mismatch {
             return Err(EvalError::TypeMismatch(mismatch.clone()));
         }
@@ -315,10 +316,11 @@ mod tests {
         let Ok(failing) = Expression::compile("object.missing", &["object"]) else {
             panic!("compile");
         };
-        assert!(matches!(
+        // Worded as cel-go words it, as upstream's messages quote it.
+        assert_eq!(
             failing.evaluate(&[("object", &json!({}))]),
-            Err(EvalError::Execution(_))
-        ));
+            Err(EvalError::Execution("no such key: missing".to_owned()))
+        );
     }
 
     fn mutation(source: &str) -> Expression {

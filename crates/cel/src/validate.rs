@@ -367,7 +367,7 @@ fn evaluation_error(at: &Path, node: &Node, rule: &CompiledRule, e: &ExecutionEr
 }
 
 /// An evaluation error worded as cel-go words it.
-fn go_error_text(e: &ExecutionError) -> String {
+pub(crate) fn go_error_text(e: &ExecutionError) -> String {
     match e {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
