@@ -458,9 +458,17 @@ impl UpdateStep {
         let managed = new.pointer("/metadata/managedFields").cloned();
         match self.target {
             Target::Main => self.strategy.prepare_for_update(&mut new, &old),
-            Target::Status => self.strategy.prepare_for_status_update(&mut new, &old),
+            Target::Status => {
+                self.strategy.prepare_for_status_update(&mut new, &old);
+                self.strategy
+                    .prepare_for_subresource_update("status", &mut new, &old);
+            }
             Target::Subresource(name) => match self.update_subresource(name) {
-                Some(sub) => sub.prepare(&mut new, &old),
+                Some(sub) => {
+                    sub.prepare(&mut new, &old);
+                    self.strategy
+                        .prepare_for_subresource_update(name, &mut new, &old);
+                }
                 None => new = Value::clone(&old),
             },
         }

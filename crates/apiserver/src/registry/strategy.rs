@@ -67,6 +67,11 @@ pub trait Strategy: Send + Sync + 'static {
         *new = merged;
     }
 
+    /// Finishes a write to the `status` subresource or another update
+    /// subresource (`subresource` names it) once only its fields were
+    /// taken: e.g. timestamps the server keeps.
+    fn prepare_for_subresource_update(&self, _subresource: &str, _new: &mut Value, _old: &Value) {}
+
     /// Why the object named `name` may never be deleted, if it may not
     /// (upstream REST `Delete` overrides, e.g. the system PriorityClasses):
     /// a DELETE of it answers 403 with this reason, before anything else is

@@ -96,6 +96,10 @@ where
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
         self.inner.prepare_for_status_update(new, old)
     }
+    fn prepare_for_subresource_update(&self, subresource: &str, new: &mut Value, old: &Value) {
+        self.inner
+            .prepare_for_subresource_update(subresource, new, old)
+    }
     fn update_subresources(&self) -> &'static [UpdateSubresource] {
         self.inner.update_subresources()
     }

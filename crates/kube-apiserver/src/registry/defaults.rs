@@ -185,12 +185,46 @@ fn csr_on_update(csr: &mut Value, old: &Value) {
     }
 }
 
+/// Status and approval writes stamp the conditions (upstream's
+/// `populateConditionTimestamps`): `lastUpdateTime` when unset, and
+/// `lastTransitionTime` when unset, kept from a stored condition of the
+/// same type and status, else now.
+fn stamp_conditions(csr: &mut Value, old: &Value) {
+    let now = apiserver::registry::object_meta::now();
+    let old_conditions = old.pointer("/status/conditions").and_then(Value::as_array);
+    let conditions = csr
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut);
+    for condition in conditions.into_iter().flatten() {
+        let unset = |c: &Value, field: &str| {
+            c.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        };
+        if unset(condition, "lastUpdateTime") {
+            condition["lastUpdateTime"] = json!(now);
+        }
+        if unset(condition, "lastTransitionTime") {
+            let same = |o: &&Value| {
+                o.get("type") == condition.get("type")
+                    && o.get("status") == condition.get("status")
+                    && !unset(o, "lastTransitionTime")
+            };
+            let kept = old_conditions
+                .and_then(|old| old.iter().find(same))
+                .and_then(|o| o.get("lastTransitionTime").cloned());
+            condition["lastTransitionTime"] = kept.unwrap_or_else(|| json!(now));
+        }
+    }
+}
+
 /// Requests may be named anything a URL path segment can hold (upstream's
 /// `ValidateCertificateRequestName` accepts every name).
 pub fn certificate_signing_requests(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         on_create: csr_on_create,
         on_update: csr_on_update,
+        on_subresource_update: |_, csr, old| stamp_conditions(csr, old),
         name: apimachinery::validation::name_is_path_segment,
         ..base
     }
@@ -204,6 +238,28 @@ mod tests {
     use apiserver::authentication::UserInfo;
 
     use super::*;
+
+    #[test]
+    fn csr_conditions_are_stamped_and_keep_their_transition_time() {
+        let old = json!({"status": {"conditions": [
+            {"type": "Approved", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]}});
+        let mut csr = json!({"status": {"conditions": [
+            {"type": "Approved", "status": "True"},
+            {"type": "Failed", "status": "True", "lastUpdateTime": "2026-02-02T00:00:00Z"}
+        ]}});
+        stamp_conditions(&mut csr, &old);
+        let conditions = &csr["status"]["conditions"];
+        assert_eq!(conditions[0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        assert!(conditions[0]["lastUpdateTime"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')));
+        assert_eq!(conditions[1]["lastUpdateTime"], "2026-02-02T00:00:00Z");
+        let transition = conditions[1]["lastTransitionTime"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(transition.starts_with("20") && transition != "2026-01-01T00:00:00Z");
+    }
 
     #[test]
     fn volumes_and_claims_start_pending_with_upstreams_defaults() {

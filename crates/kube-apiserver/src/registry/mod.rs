@@ -52,6 +52,9 @@ pub struct ResourceStrategy {
     /// Extra preparation of an update of the main resource (new, old), after
     /// the status and generation rules (e.g. a CSR's spec kept as stored).
     pub on_update: fn(&mut Value, &Value),
+    /// Finishes a write to the status or another update subresource
+    /// (its name, new, old).
+    pub on_subresource_update: fn(&str, &mut Value, &Value),
     pub validate: Validate,
     /// Rules beside `validate` that hold only when the object is created.
     pub validate_create: Validate,
@@ -113,6 +116,7 @@ impl Default for ResourceStrategy {
             defaults: no_op,
             on_create: no_op,
             on_update: no_update_change,
+            on_subresource_update: |_, _, _| {},
             validate: no_errors,
             validate_create: no_errors,
             validate_update: no_update_errors,
@@ -207,6 +211,10 @@ impl Strategy for ResourceStrategy {
             new["metadata"]["generation"] = json!(old_generation + i64::from(bump));
         }
         (self.on_update)(new, old)
+    }
+
+    fn prepare_for_subresource_update(&self, subresource: &str, new: &mut Value, old: &Value) {
+        (self.on_subresource_update)(subresource, new, old)
     }
 
     fn name_validator(&self) -> NameValidator {

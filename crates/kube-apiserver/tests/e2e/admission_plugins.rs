@@ -222,6 +222,16 @@ fn approving_a_csr_needs_approve_on_its_signer(backend: Backend) {
         "jsonpath={.status.conditions[*].type}={.status.conditions[*].status}",
     ]);
     assert_eq!(conditions, "Approved=True");
+    // The approval is stamped as upstream stamps conditions.
+    let times = server.ok(&[
+        "get",
+        "csr",
+        "req",
+        "-o",
+        "jsonpath={.status.conditions[0].lastUpdateTime} {.status.conditions[0].lastTransitionTime}",
+    ]);
+    let (updated, transition) = times.split_once(' ').unwrap_or_default();
+    assert!(updated.ends_with('Z') && updated == transition, "{times}");
 }
 
 fn pods_created_on_a_node_carry_its_topology_labels(server: &TestServer) {
