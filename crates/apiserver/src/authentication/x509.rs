@@ -126,6 +126,11 @@ impl ClientCa {
             .map_err(|e| e.to_string())
     }
 
+    /// The current bundle as read (PEM), for publishing it.
+    pub fn pem(&self) -> String {
+        String::from_utf8_lossy(&self.bundle().content).into_owned()
+    }
+
     /// The subjects of the current bundle's CAs (the TLS layer's hints).
     pub fn subjects(&self) -> Vec<DistinguishedName> {
         self.bundle().verifier.root_hint_subjects().to_vec()

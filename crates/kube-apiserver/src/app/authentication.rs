@@ -85,9 +85,19 @@ pub struct AuthenticationSetup {
     pub root_ca: Option<String>,
     /// Reloads `--authentication-config` when it changes.
     pub config_watch: Option<ConfigWatch>,
-    /// The client CA, then the front-proxy CA, each kept current: the TLS
-    /// layer hints their subjects (upstream's union CA content).
-    pub client_cas: Vec<ClientCa>,
+    /// The client CA bundle, kept current.
+    pub client_ca: Option<ClientCa>,
+    /// The front-proxy CA bundle, kept current.
+    pub front_proxy_ca: Option<ClientCa>,
+}
+
+impl AuthenticationSetup {
+    /// The client CA, then the front-proxy CA: the TLS layer hints their
+    /// subjects (upstream's union CA content).
+    pub fn client_cas(&self) -> Vec<ClientCa> {
+        let cas = [&self.client_ca, &self.front_proxy_ca];
+        cas.into_iter().flatten().cloned().collect()
+    }
 }
 
 struct Flags {
@@ -369,7 +379,7 @@ pub fn build(
         }
         None => Authentication::new(flags.anonymous, api_audiences.clone()),
     };
-    let (mut chain, client_cas) =
+    let (mut chain, (client_ca_bundle, front_proxy_ca)) =
         with_certificate_authenticators(chain, client_ca, &flags.front_proxy)?;
     let oidc = flags.oidc.take();
     let (jwt, config_watch) = jwt_authenticators(config, oidc, &flags, &issuers)?;
@@ -408,9 +418,13 @@ pub fn build(
         issuers,
         jwks_uri,
         public_keys,
-        client_cas,
+        client_ca: client_ca_bundle,
+        front_proxy_ca,
     })
 }
+
+/// The client CA and front-proxy CA bundles.
+type CaBundles = (Option<ClientCa>, Option<ClientCa>);
 
 /// Adds the x509 and front-proxy authenticators; returns the client CA
 /// and front-proxy CA bundles (blocking: reads them), which are checked per
@@ -419,14 +433,13 @@ fn with_certificate_authenticators(
     chain: Authentication,
     client_ca: Option<&std::path::Path>,
     fp: &FrontProxyFlags,
-) -> Result<(Authentication, Vec<ClientCa>), AuthenticationError> {
+) -> Result<(Authentication, CaBundles), AuthenticationError> {
     let x509_ca = client_ca.map(ClientCa::load).transpose()?;
-    let mut client_cas: Vec<ClientCa> = x509_ca.iter().cloned().collect();
-    let chain = match &fp.client_ca {
-        Some(ca) => {
+    let proxy_ca = fp.client_ca.as_deref().map(ClientCa::load).transpose()?;
+    let bundles = (x509_ca.clone(), proxy_ca.clone());
+    let chain = match proxy_ca {
+        Some(front_proxy_ca) => {
             // One bundle serves both the handshake hints and the check.
-            let front_proxy_ca = ClientCa::load(ca)?;
-            client_cas.push(front_proxy_ca.clone());
             let rh = RequestHeader {
                 ca: front_proxy_ca,
                 allowed_names: fp.allowed_names.clone(),
@@ -442,10 +455,10 @@ fn with_certificate_authenticators(
             None => chain,
         },
     };
-    for ca in &client_cas {
+    for ca in [&bundles.0, &bundles.1].into_iter().flatten() {
         ca.start_reloading();
     }
-    Ok((chain, client_cas))
+    Ok((chain, bundles))
 }
 
 /// `--service-account-key-file` keys, else the signing key's, else those

@@ -3,11 +3,11 @@
 //! and its endpoints, the system priority classes, the apiserver identity
 //! Lease, and the aggregator's APIServices for the built-in group versions.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
+use apiserver::authentication::x509::ClientCa;
 use apiserver::registry::{Store, Target, WriteOptions};
 use apiserver::server::{DiscoveryRegistry, GenericApiServer, HookFn};
 use serde_json::{json, Value};
@@ -287,58 +287,84 @@ pub fn install_object_counter(
 }
 
 /// The front proxy's settings as `kube-system/extension-apiserver-authentication`
-/// publishes them for aggregated API servers: the CA file's path and the
-/// header lists (JSON arrays, as upstream writes them).
+/// publishes them for aggregated API servers: the CA bundle and the header
+/// lists (JSON arrays, as upstream writes them).
 pub struct RequestHeaderInfo {
-    ca_file: PathBuf,
+    ca: ClientCa,
     lists: Vec<(&'static str, String)>,
 }
 
 impl RequestHeaderInfo {
-    /// `None` unless `--requestheader-client-ca-file` is set.
-    pub fn from_options(opts: &CompletedOptions) -> Option<Self> {
+    /// `None` unless there is a front-proxy CA (`--requestheader-client-ca-file`).
+    pub fn from_options(opts: &CompletedOptions, ca: Option<ClientCa>) -> Option<Self> {
         let flags = &opts.options.flags;
-        let ca_file = flags.path("requestheader-client-ca-file").ok().flatten()?;
+        let ca = ca?;
         let mut lists = Vec::new();
-        for (key, flag) in [
-            (
-                "requestheader-username-headers",
-                "requestheader-username-headers",
-            ),
-            ("requestheader-group-headers", "requestheader-group-headers"),
-            (
-                "requestheader-extra-headers-prefix",
-                "requestheader-extra-headers-prefix",
-            ),
-            ("requestheader-allowed-names", "requestheader-allowed-names"),
-            ("requestheader-uid-headers", "requestheader-uid-headers"),
+        for key in [
+            "requestheader-username-headers",
+            "requestheader-group-headers",
+            "requestheader-extra-headers-prefix",
+            "requestheader-allowed-names",
+            "requestheader-uid-headers",
         ] {
-            let values = flags.list(flag).unwrap_or_default();
+            let values = flags.list(key).unwrap_or_default();
             if key == "requestheader-uid-headers" && values.is_empty() {
                 continue;
             }
             lists.push((key, Value::from(values).to_string()));
         }
-        Some(RequestHeaderInfo { ca_file, lists })
+        Some(RequestHeaderInfo { ca, lists })
     }
+}
 
-    async fn data(&self) -> Result<Vec<(&'static str, String)>, String> {
-        let ca = tokio::fs::read_to_string(&self.ca_file)
-            .await
-            .map_err(|e| format!("reading {}: {e}", self.ca_file.display()))?;
-        let mut data = vec![("requestheader-client-ca-file", ca)];
-        data.extend(self.lists.iter().cloned());
-        Ok(data)
+/// What `extension-apiserver-authentication` holds now.
+fn authentication_info(
+    client_ca: Option<&ClientCa>,
+    request_header: Option<&RequestHeaderInfo>,
+) -> Value {
+    let mut data = serde_json::Map::new();
+    if let Some(ca) = client_ca {
+        data.insert("client-ca-file".into(), Value::String(ca.pem()));
+    }
+    if let Some(rh) = request_header {
+        data.insert(
+            "requestheader-client-ca-file".into(),
+            Value::String(rh.ca.pem()),
+        );
+        for (key, value) in &rh.lists {
+            data.insert((*key).into(), Value::String(value.clone()));
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": AUTHENTICATION_INFO, "namespace": "kube-system"},
+        "data": data})
+}
+
+const AUTHENTICATION_INFO: &str = "extension-apiserver-authentication";
+
+/// Creates or replaces `extension-apiserver-authentication`.
+async fn publish_authentication_info(configmaps: &Store, cm: Value) -> Result<(), String> {
+    let body = Arc::new(cm.clone());
+    match configmaps.create(cm, &WriteOptions::default()).await {
+        Err(ApiError { code: 409, .. }) => {
+            let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
+            let ns = Some("kube-system");
+            let opts = WriteOptions::default();
+            let updated = configmaps.update(ns, AUTHENTICATION_INFO, Target::Main, mutate, &opts);
+            updated.await.map(|_| ()).map_err(|e| e.message)
+        }
+        other => other.map(|_| ()).map_err(|e| e.message),
     }
 }
 
 /// Publishes how clients authenticate (`client-ca-file`, and the front
 /// proxy's `requestheader-*` settings) in
-/// `kube-system/extension-apiserver-authentication`, as upstream's
-/// cluster authentication info controller does.
+/// `kube-system/extension-apiserver-authentication`, and publishes it
+/// again whenever a CA bundle is reloaded, as upstream's cluster
+/// authentication info controller does.
 pub fn install_authentication_info(
     server: &mut GenericApiServer,
-    client_ca: Option<String>,
+    client_ca: Option<ClientCa>,
     request_header: Option<RequestHeaderInfo>,
 ) {
     let Some(configmaps) = store_of(server, "", "configmaps") else {
@@ -351,40 +377,31 @@ pub fn install_authentication_info(
     server.add_post_start_hook(
         "start-cluster-authentication-info-controller",
         hook(move || {
-            let (configmaps, ca) = (configmaps.clone(), client_ca.clone());
+            let (configmaps, client_ca) = (configmaps.clone(), client_ca.clone());
             let request_header = request_header.clone();
             async move {
-                let mut data = serde_json::Map::new();
-                if let Some(ca) = ca {
-                    data.insert("client-ca-file".into(), Value::String(ca));
-                }
-                if let Some(rh) = request_header {
-                    for (key, value) in rh.data().await? {
-                        data.insert(key.into(), Value::String(value));
+                let bundles = [client_ca.as_ref(), request_header.as_ref().map(|rh| &rh.ca)];
+                // Subscribed before the first write, so no reload is missed.
+                let mut changes: Vec<_> = bundles
+                    .into_iter()
+                    .flatten()
+                    .map(ClientCa::subscribe)
+                    .collect();
+                let current =
+                    move || authentication_info(client_ca.as_ref(), request_header.as_deref());
+                publish_authentication_info(&configmaps, current()).await?;
+                tokio::spawn(async move {
+                    while !changes.is_empty() {
+                        let waits = changes.iter_mut().map(|c| Box::pin(c.changed()));
+                        if futures::future::select_all(waits).await.0.is_err() {
+                            return;
+                        }
+                        if let Err(e) = publish_authentication_info(&configmaps, current()).await {
+                            tracing::warn!(error = %e, "republishing {AUTHENTICATION_INFO}");
+                        }
                     }
-                }
-                let name = "extension-apiserver-authentication";
-                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": "kube-system"},
-                    "data": data});
-                let body = Arc::new(cm.clone());
-                match configmaps.create(cm, &WriteOptions::default()).await {
-                    Err(ApiError { code: 409, .. }) => {
-                        let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
-                        configmaps
-                            .update(
-                                Some("kube-system"),
-                                name,
-                                Target::Main,
-                                mutate,
-                                &WriteOptions::default(),
-                            )
-                            .await
-                            .map(|_| ())
-                            .map_err(|e| e.message)
-                    }
-                    other => other.map(|_| ()).map_err(|e| e.message),
-                }
+                });
+                Ok(())
             }
         }),
     );

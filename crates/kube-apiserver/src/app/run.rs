@@ -152,7 +152,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     // connections get rotated serving certificates (upstream's dynamic
     // serving content).
     let mut tls = serving.tls.clone();
-    tls.client_cas = authn.client_cas.clone();
+    tls.client_cas = authn.client_cas();
     let tls_config = tls.reloading(DEFAULT_RELOAD_INTERVAL).await?;
     let config = generic_config(&opts, kv.clone(), authn.authentication.clone())?;
     let factory = StorageFactory {
@@ -163,11 +163,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
             media_type: StorageMediaType::from_flag(&o.etcd.storage_media_type),
         },
     };
-    let client_ca = match serving.client_ca_file.clone() {
-        Some(path) => Some(tokio::fs::read_to_string(path).await?),
-        None => None,
-    };
-    let mut chain = create_server_chain(&config, &factory, &opts, client_ca, &authn)?;
+    let mut chain = create_server_chain(&config, &factory, &opts, &authn)?;
     if let Some(check) = encryption.health_check {
         chain.front.add_health_check(check);
     }

@@ -200,13 +200,10 @@ fn install_kubelet_connect(
 }
 
 /// Builds the chain and returns its front server (the aggregator).
-/// `client_ca` is the PEM of the CA that signs client certificates,
-/// published in `kube-system/extension-apiserver-authentication`.
 pub fn create_server_chain(
     config: &CompletedConfig,
     factory: &StorageFactory,
     opts: &CompletedOptions,
-    client_ca: Option<String>,
     authn_setup: &AuthenticationSetup,
 ) -> Result<ServerChain, ChainError> {
     let allow_privileged = opts.options.flags.bool("allow-privileged");
@@ -281,7 +278,9 @@ pub fn create_server_chain(
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::resource_quota::install(&mut kube);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
-    let request_header = bootstrap::RequestHeaderInfo::from_options(opts);
+    let front_proxy_ca = authn_setup.front_proxy_ca.clone();
+    let request_header = bootstrap::RequestHeaderInfo::from_options(opts, front_proxy_ca);
+    let client_ca = authn_setup.client_ca.clone();
     bootstrap::install_authentication_info(&mut kube, client_ca, request_header);
     bootstrap::install_legacy_token_tracking(&mut kube);
     // Upstream bootstraps the RBAC policy whatever the authorization modes.

@@ -132,6 +132,25 @@ fn a_ca_added_to_the_client_ca_file_is_trusted_without_restart(server: &TestServ
     assert_eq!(String::from_utf8_lossy(&out.stdout), "bob");
     // The first CA is still trusted.
     assert_eq!(whoami(&serving_ca, server.port, &alice).0, 201);
+    // Aggregated servers read the bundle as published, soon with both CAs.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let published = server.ok(&[
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.data.client-ca-file}",
+        ]);
+        if published.contains(second_pem.trim()) {
+            assert!(published.contains(first_pem.trim()), "{published}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "not republished: {published}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 crate::harness::on_both_backends!(a_ca_added_to_the_client_ca_file_is_trusted_without_restart);

@@ -193,6 +193,25 @@ fn front_proxy_ca_file_is_reloaded() {
     }
     let (code, body) = as_proxy(&old_issued[0]);
     assert_eq!(code, 401, "{body}");
+    // What aggregated servers read follows the file too.
+    let new_pem = std::fs::read_to_string(&new_ca).expect("new CA");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let published = server.ok(&[
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.data.requestheader-client-ca-file}",
+        ]);
+        if published.trim() == new_pem.trim() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not republished: {published}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 crate::harness::on_both_backends!(
