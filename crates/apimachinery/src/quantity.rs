@@ -17,6 +17,8 @@ const SPLIT_RE: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 const NANO_EXP: i32 = -9;
 /// Digits an int64 can always hold (upstream's `maxInt64Factors`).
 const MAX_INT64_FACTORS: usize = 18;
+/// Widest exact sum `add` writes out, in decimal digits.
+const MAX_SUM_DIGITS: i64 = 1 << 16;
 
 /// A string that is not a quantity, with upstream's messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -350,6 +352,54 @@ impl Quantity {
         self.scaled_value(-3)
     }
 
+    /// Adds `other` in place, as upstream's `Quantity.Add`: the sum keeps
+    /// this quantity's format (or takes `other`'s when this one is zero) and
+    /// is written in canonical form, so `1Gi` + `1Gi` reads `2Gi`.
+    pub fn add(&mut self, other: &Quantity) {
+        self.original = None;
+        if self.is_zero() {
+            self.format = other.format;
+            self.negative = other.negative;
+            self.digits.clone_from(&other.digits);
+            self.exp = other.exp;
+            return;
+        }
+        if other.is_zero() {
+            return;
+        }
+        let exp = self.exp.min(other.exp);
+        let width = |q: &Quantity| i64::from(q.exp) - i64::from(exp) + q.digits.len() as i64;
+        if width(self).max(width(other)) > MAX_SUM_DIGITS {
+            // Terms this far apart only arise from absurd exponents; the
+            // smaller one is kept out rather than spelled out digit by digit.
+            if self.cmp_magnitude(other) == Ordering::Less {
+                self.negative = other.negative;
+                self.digits.clone_from(&other.digits);
+                self.exp = other.exp;
+            }
+            return;
+        }
+        let aligned = |q: &Quantity| {
+            let mut d = q.digits.clone();
+            d.resize(d.len() + (q.exp - exp).unsigned_abs() as usize, 0);
+            d
+        };
+        let (a, b) = (aligned(self), aligned(other));
+        if self.negative == other.negative {
+            self.digits = add_digits(&a, &b);
+        } else if self.cmp_magnitude(other) == Ordering::Less {
+            self.digits = sub_digits(&b, &a);
+            self.negative = other.negative;
+        } else {
+            self.digits = sub_digits(&a, &b);
+        }
+        self.exp = exp;
+        self.normalize();
+        if self.digits.is_empty() {
+            self.negative = false;
+        }
+    }
+
     /// The canonical serialized form, ignoring any kept input.
     pub fn canonical(&self) -> String {
         if self.digits.is_empty() {
@@ -420,6 +470,38 @@ fn digits_to_string(digits: &[u8]) -> String {
     } else {
         s
     }
+}
+
+/// a + b, both aligned to the same exponent.
+fn add_digits(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let len = a.len().max(b.len());
+    let at = |d: &[u8], i: usize| d.len().checked_sub(i + 1).map_or(0, |j| d[j]);
+    let mut out = Vec::with_capacity(len + 1);
+    let mut carry = 0;
+    for i in 0..len {
+        let v = at(a, i) + at(b, i) + carry;
+        out.push(v % 10);
+        carry = v / 10;
+    }
+    if carry > 0 {
+        out.push(carry);
+    }
+    out.reverse();
+    out
+}
+
+/// a − b for a ≥ b, both aligned to the same exponent.
+fn sub_digits(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let at = |d: &[u8], i: usize| d.len().checked_sub(i + 1).map_or(0, |j| d[j]);
+    let mut out = Vec::with_capacity(a.len());
+    let mut borrow = 0;
+    for i in 0..a.len() {
+        let (x, y) = (at(a, i), at(b, i) + borrow);
+        borrow = u8::from(x < y);
+        out.push(x + borrow * 10 - y);
+    }
+    out.reverse();
+    out
 }
 
 /// digits × m, in place.

@@ -170,3 +170,62 @@ fn json_values() {
         Err(QuantityError::FormatWrong)
     );
 }
+
+fn sum(a: &str, b: &str) -> Quantity {
+    let mut s = q(a);
+    s.add(&q(b));
+    s
+}
+
+#[test]
+fn sums_keep_the_first_format() {
+    // (a, b, a + b as written), after upstream's TestAdd and
+    // TestQuantityAddZeroPreservesSuffix.
+    let cases = [
+        // BinarySI first.
+        ("1Gi", "1Gi", "2Gi"),
+        ("1Gi", "512Mi", "1536Mi"),
+        ("1Gi", "1024", "1048577Ki"),
+        ("1Gi", "1G", "2073741824"),
+        ("1Ki", "500m", "1024500m"),
+        // DecimalSI first.
+        ("1G", "1Gi", "2073741824"),
+        ("10", "10", "20"),
+        ("1k", "1e3", "2k"),
+        ("100m", "1Gi", "1073741824100m"),
+        ("999m", "1m", "1"),
+        // DecimalExponent first.
+        ("1e3", "1k", "2e3"),
+        ("1e3", "500m", "1000500e-3"),
+        ("1e6", "1n", "1000000000000001e-9"),
+        // A zero takes the other's format; adding zero changes nothing.
+        ("0", "1Gi", "1Gi"),
+        ("0", "100m", "100m"),
+        ("1Gi", "0", "1Gi"),
+        ("100m", "0", "100m"),
+        ("0", "0", "0"),
+        // The sum is written anew, not as either input.
+        ("007", "1", "8"),
+        // Signs.
+        ("1", "-3", "-2"),
+        ("-1Gi", "1Gi", "0"),
+        ("1.5", "-500m", "1"),
+        ("1", "-1n", "999999999n"),
+        ("-1", "-1", "-2"),
+        // Past int64.
+        ("9Ei", "9Ei", "18446744073709551614"),
+    ];
+    for (a, b, want) in cases {
+        assert_eq!(sum(a, b).to_string(), want, "{a} + {b}");
+    }
+    assert_eq!(sum("1Gi", "1").format(), Format::BinarySI);
+    assert_eq!(sum("1e3", "1Gi").format(), Format::DecimalExponent);
+    assert_eq!(sum("0", "1Gi").format(), Format::BinarySI);
+}
+
+#[test]
+fn sums_far_apart_keep_the_larger_term() {
+    assert_eq!(sum("1", "1e100000"), q("1e100000"));
+    assert_eq!(sum("1", "1e100000").format(), Format::DecimalSI);
+    assert_eq!(sum("1e100000", "1").to_string(), "10e99999");
+}
