@@ -10,6 +10,7 @@ pub mod dynamic;
 pub mod healthz;
 pub mod hooks;
 mod mux;
+mod paths;
 mod run;
 
 use std::collections::{BTreeMap, HashMap};
@@ -96,9 +97,7 @@ pub struct GenericApiServer {
     computed: HashMap<(String, String), GroupVersionComputed>,
     /// Group versions added and removed at run time.
     dynamic: DynamicGroups,
-    paths: HashMap<String, PathHandler>,
-    /// Handlers of every path below a prefix (after exact paths).
-    prefix_paths: Vec<(String, PathHandler)>,
+    paths: paths::Paths,
     delegate: Handler,
     post_start_hooks: Vec<PostStartHook>,
     pre_shutdown_hooks: Vec<PreShutdownHook>,
@@ -117,8 +116,7 @@ impl CompletedConfig {
             connecters: HashMap::new(),
             computed: HashMap::new(),
             dynamic: DynamicGroups::new(self.discovery.clone()),
-            paths: HashMap::new(),
-            prefix_paths: Vec::new(),
+            paths: paths::Paths::default(),
             delegate: delegate.unprotected_handler(),
             post_start_hooks: delegate.post_start_hooks(),
             pre_shutdown_hooks: delegate.pre_shutdown_hooks(),
@@ -285,13 +283,19 @@ impl GenericApiServer {
 
     /// Serves one non-resource path (exact match).
     pub fn handle_path(&mut self, path: &str, handler: PathHandler) {
-        self.paths.insert(path.to_owned(), handler);
+        self.paths.handle(path, handler);
+    }
+
+    /// Serves one non-resource path as upstream's go-restful web services
+    /// are routed: with trailing slashes too (those forms are not listed).
+    pub fn handle_restful_path(&mut self, path: &str, handler: PathHandler) {
+        self.paths.handle_restful(path, handler);
     }
 
     /// Serves every non-resource path starting with `prefix` that no exact
     /// path claims (documents that come and go at run time).
     pub fn handle_prefix(&mut self, prefix: &str, handler: PathHandler) {
-        self.prefix_paths.push((prefix.to_owned(), handler));
+        self.paths.handle_prefix(prefix, handler);
     }
 
     pub fn add_post_start_hook(&mut self, name: &str, run: HookFn) {
@@ -357,7 +361,6 @@ impl DelegationTarget for GenericApiServer {
             self.virtuals.clone(),
             self.dynamic.clone(),
             self.paths.clone(),
-            self.prefix_paths.clone(),
             self.delegate.clone(),
             self.config.clone(),
         )

@@ -17,9 +17,10 @@ use tower::ServiceExt;
 
 use super::discovery;
 use super::dynamic::DynamicGroups;
+use super::paths::Paths;
 use super::{
     CompletedConfig, GroupVersionComputed, GroupVersionConnecters, GroupVersionStores,
-    GroupVersionVirtuals, Handler, PathHandler,
+    GroupVersionVirtuals, Handler,
 };
 use crate::endpoints::computed_read;
 use crate::endpoints::connect::{self, ConnectResource};
@@ -48,8 +49,7 @@ pub struct Mux {
     connecters: HashMap<(String, String), GroupVersionConnecters>,
     computed: HashMap<(String, String), GroupVersionComputed>,
     dynamic: DynamicGroups,
-    paths: HashMap<String, PathHandler>,
-    prefix_paths: Vec<(String, PathHandler)>,
+    paths: Paths,
     delegate: Handler,
     config: CompletedConfig,
     handler_config: HandlerConfig,
@@ -60,8 +60,7 @@ impl Mux {
         groups: HashMap<(String, String), GroupVersionStores>,
         virtuals: HashMap<(String, String), GroupVersionVirtuals>,
         dynamic: DynamicGroups,
-        paths: HashMap<String, PathHandler>,
-        prefix_paths: Vec<(String, PathHandler)>,
+        paths: Paths,
         delegate: Handler,
         config: CompletedConfig,
     ) -> Self {
@@ -77,7 +76,6 @@ impl Mux {
             computed: HashMap::new(),
             dynamic,
             paths,
-            prefix_paths,
             delegate,
             config,
             handler_config,
@@ -170,13 +168,7 @@ impl Mux {
             }
         } else if let Some(resp) = self.serve_path(&req) {
             return resp;
-        } else if let Some(handler) = self.paths.get(req.uri().path()) {
-            return handler(req).await;
-        } else if let Some((_, handler)) = self
-            .prefix_paths
-            .iter()
-            .find(|(prefix, _)| req.uri().path().starts_with(prefix.as_str()))
-        {
+        } else if let Some(handler) = self.paths.find(req.uri().path()) {
             return handler(req).await;
         }
         match self.delegate.clone().oneshot(req).await {

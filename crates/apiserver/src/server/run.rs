@@ -60,7 +60,7 @@ impl GenericApiServer {
             self.install_health(endpoint, Arc::new(checks));
         }
         let version = self.config.version.clone();
-        self.handle_path(
+        self.handle_restful_path(
             "/version",
             Arc::new(move |_req| {
                 let body = response::encode(&version, Encoding::Json, true);
@@ -118,7 +118,7 @@ impl GenericApiServer {
 
     /// `/`: the index of every path served.
     fn install_index(&mut self) {
-        let mut paths: Vec<String> = self.paths.keys().cloned().collect();
+        let mut paths: Vec<String> = self.paths.listed().cloned().collect();
         paths.extend(["/api".to_owned(), "/apis".to_owned()]);
         for (group, version) in self.groups.keys() {
             if group.is_empty() {

@@ -57,6 +57,7 @@ fn handler(body: Bytes, content_type: &'static str) -> PathHandler {
 pub fn install(server: &mut GenericApiServer, issuer: &str, jwks_uri: &str, keys: &[PublicKey]) {
     let config = Bytes::from(configuration(issuer, jwks_uri, keys).to_string());
     let set = Bytes::from(jwks(keys).to_string());
-    server.handle_path(CONFIGURATION_PATH, handler(config, "application/json"));
-    server.handle_path(JWKS_PATH, handler(set, "application/jwk-set+json"));
+    // Go-restful web services upstream, so `path/` answers too.
+    server.handle_restful_path(CONFIGURATION_PATH, handler(config, "application/json"));
+    server.handle_restful_path(JWKS_PATH, handler(set, "application/jwk-set+json"));
 }
