@@ -26,6 +26,7 @@ mod simple;
 #[cfg(test)]
 mod testing;
 mod tolerations;
+mod versioned;
 mod volumes;
 pub mod webhook;
 

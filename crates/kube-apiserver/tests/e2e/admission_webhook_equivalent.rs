@@ -1,9 +1,11 @@
-//! `matchPolicy` of admission webhooks: with `Equivalent` (the default) a
-//! webhook registered for one version of a resource is also called for
-//! writes through its other served versions, sent the object converted to
-//! the version its rules name (`kind`, `resource`) beside the version
-//! used (`requestKind`, `requestResource`), and its patch reaches the
-//! object at the request's version; with `Exact` it is not called.
+//! `matchPolicy` of admission webhooks and validating policies: with
+//! `Equivalent` (the default) a webhook registered for one version of a
+//! resource is also called for writes through its other served versions,
+//! sent the object converted to the version its rules name (`kind`,
+//! `resource`) beside the version used (`requestKind`, `requestResource`),
+//! and its patch reaches the object at the request's version; with
+//! `Exact` it is not called. A ValidatingAdmissionPolicy sees such writes
+//! the same way.
 
 use std::sync::{Arc, Mutex};
 
@@ -164,4 +166,51 @@ fn equivalent_versions_reach_webhooks_converted() {
         "jsonpath={.metadata.labels.sent-as}",
     ]);
     assert_eq!(label, "autoscaling.v2");
+}
+
+fn version_policy(name: &str, policy: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  matchConstraints:\n    matchPolicy: {policy}\n    resourceRules:\n    - {{apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}}\n  validations:\n  - expression: \"object.metadata.name != 'refused'\"\n    messageExpression: \"'seen as ' + object.apiVersion + ' ' + request.kind.version + ', requested as ' + request.requestKind.version\"\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {name}}}\nspec: {{policyName: {name}, validationActions: [Deny]}}\n"
+    )
+}
+
+#[test]
+fn validating_policies_see_equivalent_versions_converted() {
+    let s = TestServer::start();
+    s.apply_yaml(CRD);
+    s.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=15s",
+        "crd/widgets.example.com",
+    ]);
+    s.apply_yaml(&version_policy("exact", "Exact"));
+    let v2 = "apiVersion: example.com/v2\nkind: Widget\nmetadata: {name: refused}\n";
+    // An Exact policy for v1 lets writes through v2 pass.
+    let created = s.kubectl_stdin(&["create", "-f", "-", "--dry-run=server"], v2);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    s.apply_yaml(&version_policy("equivalent", "Equivalent"));
+    // Policies take effect once the server has seen them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let out = s.kubectl_stdin(&["create", "-f", "-", "--dry-run=server"], v2);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            assert!(
+                err.contains("ValidatingAdmissionPolicy 'equivalent' with binding 'equivalent' denied request: seen as example.com/v1 v1, requested as v2"),
+                "{err}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the policy never applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }

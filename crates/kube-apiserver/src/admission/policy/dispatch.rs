@@ -5,12 +5,13 @@
 //! parameters, and the `request` variable the expressions see.
 
 use apimachinery::status::ApiError;
-use apiserver::admission::Attributes;
+use apiserver::admission::{Attributes, GroupVersionKind, GroupVersionResource};
 use serde_json::{json, Value};
 use storage::Object;
 
 use super::{matching, params};
 use crate::admission::lookup::{text, Stores};
+use crate::admission::versioned::Target;
 
 pub const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -75,6 +76,8 @@ pub struct Invocation<'l> {
     pub policy: &'l Value,
     pub binding: &'l Value,
     pub param: Option<Object>,
+    /// The version the policy's constraints see the request as.
+    pub target: Target,
 }
 
 /// A policy or binding that could not be used; `binding` is None for a
@@ -101,11 +104,11 @@ pub async fn invocations<'l>(
         let policy: &Value = policy;
         let matched = match policy.pointer("/spec/matchConstraints") {
             Some(c) => matching::matches(c, a, namespace),
-            None => Ok(false),
+            None => Ok(None),
         };
-        match matched {
-            Ok(true) => {}
-            Ok(false) => continue,
+        let target = match matched {
+            Ok(Some(target)) => target,
+            Ok(None) => continue,
             Err(e) => {
                 errors.push(ConfigError {
                     policy,
@@ -114,7 +117,7 @@ pub async fn invocations<'l>(
                 });
                 continue;
             }
-        }
+        };
         let of_policy = loaded
             .bindings
             .iter()
@@ -128,8 +131,8 @@ pub async fn invocations<'l>(
             };
             if let Some(resources) = binding.pointer("/spec/matchResources") {
                 match matching::matches(resources, a, namespace) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
+                    Ok(Some(_)) => {}
+                    Ok(None) => continue,
                     Err(e) => {
                         errors.push(config_error(e));
                         continue;
@@ -141,6 +144,7 @@ pub async fn invocations<'l>(
                     policy,
                     binding,
                     param,
+                    target: target.clone(),
                 })),
                 Err(e) => errors.push(config_error(e.to_string())),
             }
@@ -161,15 +165,18 @@ fn user_info(a: &Attributes) -> Value {
     info
 }
 
-/// The AdmissionRequest the `request` variable holds.
-pub fn request(a: &Attributes) -> Value {
-    let gvk = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
-    let gvr = json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource});
+/// The AdmissionRequest the `request` variable holds, of the request as
+/// `target` (its kind and resource; the request's own are `requestKind`
+/// and `requestResource`).
+pub fn request(a: &Attributes, target: &Target) -> Value {
+    let gvk =
+        |k: &GroupVersionKind| json!({"group": k.group, "version": k.version, "kind": k.kind});
+    let gvr = |r: &GroupVersionResource| json!({"group": r.group, "version": r.version, "resource": r.resource});
     let mut request = json!({
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
+        "kind": gvk(&target.kind),
+        "resource": gvr(&target.resource),
+        "requestKind": gvk(&a.kind),
+        "requestResource": gvr(&a.resource),
         "name": a.name,
         "operation": a.operation.as_str(),
         "userInfo": user_info(a),

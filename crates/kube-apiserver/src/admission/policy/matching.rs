@@ -4,10 +4,11 @@
 //! label selectors.
 
 use apimachinery::labels::Selector;
-use apiserver::admission::Attributes;
+use apiserver::admission::{Attributes, GroupVersionResource};
 use serde_json::{Map, Value};
 
 use crate::admission::lookup::text;
+use crate::admission::versioned::{first_covered, Target};
 
 fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
@@ -36,16 +37,21 @@ fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
     })
 }
 
-/// Whether one named-resource rule covers the request.
-fn rule_covers(rule: &Value, a: &Attributes, namespaced: bool) -> bool {
+/// Whether one named-resource rule covers the request made to `resource`.
+fn rule_covers(
+    rule: &Value,
+    a: &Attributes,
+    resource: &GroupVersionResource,
+    namespaced: bool,
+) -> bool {
     let names_ok = match rule.get("resourceNames").and_then(Value::as_array) {
         Some(names) if !names.is_empty() => names.iter().any(|n| n.as_str() == Some(&a.name)),
         _ => true,
     };
     listed(rule.get("operations"), a.operation.as_str())
-        && listed(rule.get("apiGroups"), &a.resource.group)
-        && listed(rule.get("apiVersions"), &a.resource.version)
-        && resource_listed(rule.get("resources"), &a.resource.resource, &a.subresource)
+        && listed(rule.get("apiGroups"), &resource.group)
+        && listed(rule.get("apiVersions"), &resource.version)
+        && resource_listed(rule.get("resources"), &resource.resource, &a.subresource)
         && names_ok
         && match text(rule, "/scope").unwrap_or("*") {
             "Cluster" => !namespaced,
@@ -54,12 +60,18 @@ fn rule_covers(rule: &Value, a: &Attributes, namespaced: bool) -> bool {
         }
 }
 
-fn any_rule(rules: Option<&Value>, a: &Attributes, namespaced: bool) -> bool {
-    rules
+/// The version of the request one of `rules` covers (with `matchPolicy:
+/// Equivalent`, possibly an equivalent one).
+fn covered(rules: Option<&Value>, exact: bool, a: &Attributes, namespaced: bool) -> Option<Target> {
+    let rules = rules
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|r| rule_covers(r, a, namespaced))
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    first_covered(a, exact, |resource| {
+        rules
+            .iter()
+            .any(|r| rule_covers(r, a, resource, namespaced))
+    })
 }
 
 fn selector(constraints: &Value, field: &str) -> Result<Selector, String> {
@@ -76,14 +88,15 @@ fn labels(obj: Option<&Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// Whether `constraints` (a `MatchResources`) cover the request, given the
-/// labels of the request's namespace object (None when cluster-scoped).
-/// Malformed selectors are configuration errors.
+/// The version the request is seen as when `constraints` (a
+/// `MatchResources`) cover it, given the labels of the request's namespace
+/// object (None when cluster-scoped). Malformed selectors are
+/// configuration errors.
 pub fn matches(
     constraints: &Value,
     a: &Attributes,
     namespace: Option<&Value>,
-) -> Result<bool, String> {
+) -> Result<Option<Target>, String> {
     let is_namespace = a.is("", "namespaces");
     let namespaced = !a.namespace.is_empty() && !is_namespace;
     // A binding's matchResources without resourceRules narrows nothing by
@@ -92,11 +105,20 @@ pub fn matches(
         .get("resourceRules")
         .and_then(Value::as_array)
         .is_none_or(Vec::is_empty);
-    if !(unrestricted || any_rule(constraints.get("resourceRules"), a, namespaced))
-        || any_rule(constraints.get("excludeResourceRules"), a, namespaced)
-    {
-        return Ok(false);
-    }
+    let exact = text(constraints, "/matchPolicy") == Some("Exact");
+    let target = match unrestricted {
+        true => Some(Target::of_request(a)),
+        false => covered(constraints.get("resourceRules"), exact, a, namespaced),
+    };
+    let excluded = covered(
+        constraints.get("excludeResourceRules"),
+        exact,
+        a,
+        namespaced,
+    );
+    let (Some(target), None) = (target, excluded) else {
+        return Ok(None);
+    };
     let ns_selector = selector(constraints, "namespaceSelector")?;
     if !ns_selector.is_empty() {
         let ns_labels = if is_namespace {
@@ -108,12 +130,12 @@ pub fn matches(
             Map::new()
         };
         if (is_namespace || namespaced) && !ns_selector.matches(&ns_labels) {
-            return Ok(false);
+            return Ok(None);
         }
     }
     let obj_selector = selector(constraints, "objectSelector")?;
     if obj_selector.is_empty() {
-        return Ok(true);
+        return Ok(Some(target));
     }
     let new = a
         .object
@@ -123,7 +145,8 @@ pub fn matches(
         .old_object
         .as_deref()
         .map(|o| obj_selector.matches(&labels(Some(o))));
-    Ok(new.unwrap_or(false) || old.unwrap_or(false))
+    let selected = new.unwrap_or(false) || old.unwrap_or(false);
+    Ok(selected.then_some(target))
 }
 
 #[cfg(test)]
@@ -174,11 +197,14 @@ mod tests {
         let test_ns = json!({"metadata": {"labels": {"env": "test"}}});
         let prod_ns = json!({"metadata": {"labels": {"env": "prod"}}});
         let by_ns = json!({"namespaceSelector": {"matchLabels": {"env": "test"}}});
-        assert_eq!(matches(&by_ns, &a, Some(&test_ns)), Ok(true));
-        assert_eq!(matches(&by_ns, &a, Some(&prod_ns)), Ok(false));
-        assert_eq!(matches(&json!({"resourceRules": []}), &a, None), Ok(true));
+        assert!(matches!(matches(&by_ns, &a, Some(&test_ns)), Ok(Some(_))));
+        assert_eq!(matches(&by_ns, &a, Some(&prod_ns)), Ok(None));
+        assert!(matches!(
+            matches(&json!({"resourceRules": []}), &a, None),
+            Ok(Some(_))
+        ));
         let excluded = json!({"excludeResourceRules": [{"apiGroups": [""],
             "apiVersions": ["*"], "operations": ["*"], "resources": ["configmaps"]}]});
-        assert_eq!(matches(&excluded, &a, Some(&test_ns)), Ok(false));
+        assert_eq!(matches(&excluded, &a, Some(&test_ns)), Ok(None));
     }
 }

@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::lookup::Stores;
+use super::versioned;
 use dispatch::{fails_closed, name, request, Invocation};
 use eval::{Compiled, Inputs, Mode};
 pub use mutating::MutatingAdmissionPolicy;
@@ -79,12 +80,25 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
                 reason: None,
             })
             .collect();
-        let request = request(a);
         let mut annotations = audit::Collector::default();
         for invocation in &invocations {
-            let namespace = loaded.namespace.as_deref();
-            let outcome = (&mut denials, &mut annotations);
-            self.run(invocation, a, &request, namespace, outcome);
+            // A policy matching an equivalent version sees the objects
+            // converted to it (upstream's versioned attributes).
+            let converted = versioned::objects_for(&invocation.target, a).await?;
+            let null = Value::Null;
+            let (object, old_object) = match &converted {
+                Some(c) => (c.object.as_ref(), c.old_object.as_ref()),
+                None => (a.object.as_ref(), a.old_object.as_deref()),
+            };
+            let request = request(a, &invocation.target);
+            let inputs = Inputs {
+                object: object.unwrap_or(&null),
+                old_object: old_object.unwrap_or(&null),
+                request: &request,
+                params: invocation.param.as_deref().unwrap_or(&null),
+                namespace_object: loaded.namespace.as_deref().unwrap_or(&null),
+            };
+            self.run(invocation, a, &inputs, (&mut denials, &mut annotations));
         }
         annotations.publish(a);
         match denials.into_iter().next() {
@@ -100,23 +114,15 @@ impl ValidatingAdmissionPolicy {
         &self,
         invocation: &Invocation<'_>,
         a: &Attributes,
-        request: &Value,
-        namespace: Option<&Value>,
+        inputs: &Inputs<'_>,
         (denials, annotations): (&mut Vec<Denial>, &mut audit::Collector),
     ) {
         let (policy, binding) = (invocation.policy, invocation.binding);
         let fail = fails_closed(policy);
         let null = Value::Null;
-        let inputs = Inputs {
-            object: a.object.as_ref().unwrap_or(&null),
-            old_object: a.old_object.as_deref().unwrap_or(&null),
-            request,
-            params: invocation.param.as_deref().unwrap_or(&null),
-            namespace_object: namespace.unwrap_or(&null),
-        };
         let evaluation = self
             .compiled
-            .evaluate(policy.get("spec").unwrap_or(&null), &inputs);
+            .evaluate(policy.get("spec").unwrap_or(&null), inputs);
         let errors = evaluation
             .errors
             .into_iter()

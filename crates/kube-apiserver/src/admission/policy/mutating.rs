@@ -20,6 +20,7 @@ use super::eval::{Compiled, Inputs, Mode};
 use super::patch;
 use super::types::{TypeCache, Types};
 use crate::admission::lookup::{text, Stores};
+use crate::admission::versioned::Target;
 
 /// The plugin's name, under which its reinvocation state is kept.
 const PLUGIN: &str = "MutatingAdmissionPolicy";
@@ -115,7 +116,11 @@ impl MutationInterface for MutatingAdmissionPolicy {
         let Some(loaded) = loaded else {
             return Ok(());
         };
-        let (invocations, config_errors) = dispatch::invocations(&self.stores, &loaded, a).await;
+        let (mut invocations, config_errors) =
+            dispatch::invocations(&self.stores, &loaded, a).await;
+        // Mutations apply to the object as requested: policies matching
+        // only an equivalent version are not applied.
+        invocations.retain(|i| i.target.is_request_version(a));
         let mut errors: Vec<(bool, PolicyError)> = config_errors
             .into_iter()
             .map(|e| {
@@ -129,7 +134,7 @@ impl MutationInterface for MutatingAdmissionPolicy {
             })
             .collect();
         if !invocations.is_empty() {
-            let request = dispatch::request(a);
+            let request = dispatch::request(a, &Target::of_request(a));
             let types = self.types.types(&self.stores, a).await;
             let cx = Context {
                 request: &request,

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use apiserver::admission::RequestContext;
 use apiserver::filters::authentication::UserInfo;
 use apiserver::registry::ResourceInfo;
+
+use crate::admission::versioned::Target;
 use serde_json::json;
 
 use super::*;
@@ -74,6 +76,7 @@ fn json_patch(expression: &str) -> Value {
 fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(), ApiError>) {
     let plugin = MutatingAdmissionPolicy::new(Stores::default());
     let bindings: Vec<Value> = policies.iter().map(|(p, _)| binding(name(p))).collect();
+    let mut a = pod_attributes(object);
     let invocations: Vec<Invocation<'_>> = policies
         .iter()
         .zip(&bindings)
@@ -81,11 +84,11 @@ fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(),
             policy,
             binding,
             param: param.clone().map(Arc::new),
+            target: Target::of_request(&a),
         })
         .collect();
-    let mut a = pod_attributes(object);
     let types = Types::builtin("", "v1", "Pod", None);
-    let request = dispatch::request(&a);
+    let request = dispatch::request(&a, &Target::of_request(&a));
     let cx = Context {
         request: &request,
         namespace: None,
@@ -279,15 +282,17 @@ fn a_change_by_a_later_plugin_reinvokes_if_needed_policies_in_the_second_pass() 
     for (reinvocation, expected) in [("IfNeeded", Some(json!({"env": "prod"}))), ("Never", None)] {
         let policy = copy(reinvocation);
         let binding = binding("copy");
+        let mut a = pod_attributes(pod());
+        let target = Target::of_request(&a);
         let invocations = [Invocation {
             policy: &policy,
             binding: &binding,
             param: None,
+            target: target.clone(),
         }];
         let plugin = MutatingAdmissionPolicy::new(Stores::default());
-        let mut a = pod_attributes(pod());
         let types = Types::builtin("", "v1", "Pod", None);
-        let request = dispatch::request(&a);
+        let request = dispatch::request(&a, &target);
         let cx = Context {
             request: &request,
             namespace: None,

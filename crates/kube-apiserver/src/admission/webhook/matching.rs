@@ -6,8 +6,8 @@ use apimachinery::labels::Selector;
 use apiserver::admission::{Attributes, GroupVersionResource, Operation};
 use serde_json::Value;
 
-use super::versioned::Invocation;
 use crate::admission::lookup::{text, Stores};
+use crate::admission::versioned::{first_covered, Target};
 
 pub fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
@@ -33,19 +33,11 @@ fn resource_listed(v: Option<&Value>, resource: &str, sub: &str) -> bool {
 /// The version the webhook is called for: the request's own when a rule
 /// covers it, else (unless `matchPolicy` is `Exact`) the first equivalent
 /// version a rule covers.
-pub fn invocation(webhook: &Value, a: &Attributes, namespaced: bool) -> Option<Invocation> {
-    if rules_match(webhook, a, &a.resource, namespaced) {
-        return Some(Invocation::of_request(a));
-    }
-    if text(webhook, "/matchPolicy") == Some("Exact") {
-        return None;
-    }
-    let versions = a.equivalents.as_ref()?.0.versions();
-    versions
-        .into_iter()
-        .filter(|(resource, _)| *resource != a.resource)
-        .find(|(resource, _)| rules_match(webhook, a, resource, namespaced))
-        .map(|(resource, kind)| Invocation { resource, kind })
+pub fn invocation(webhook: &Value, a: &Attributes, namespaced: bool) -> Option<Target> {
+    let exact = text(webhook, "/matchPolicy") == Some("Exact");
+    first_covered(a, exact, |resource| {
+        rules_match(webhook, a, resource, namespaced)
+    })
 }
 
 /// Whether one of the webhook's rules covers the request made to

@@ -10,7 +10,6 @@ mod annotations;
 mod client;
 mod conditions;
 mod matching;
-mod versioned;
 
 use std::time::{Duration, Instant};
 
@@ -25,9 +24,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::lookup::{text, Stores};
+use super::versioned::{self, Converted, Target};
 use annotations::MutationAnnotator;
 use conditions::{Conditions, Verdict};
-use versioned::{Converted, Invocation};
 
 const MUTATING: (&str, &str) = (
     "admissionregistration.k8s.io",
@@ -95,11 +94,7 @@ impl Dispatcher {
 
     /// The version `webhook` is to be called for, if the request is one
     /// it is for: its rules, selectors and match conditions.
-    async fn matches(
-        &self,
-        webhook: &Value,
-        a: &Attributes,
-    ) -> Result<Option<Invocation>, ApiError> {
+    async fn matches(&self, webhook: &Value, a: &Attributes) -> Result<Option<Target>, ApiError> {
         if matching::is_exempt(a) || !matching::is_admissible(a.operation) {
             return Ok(None);
         }
@@ -182,7 +177,7 @@ fn gvr(resource: &GroupVersionResource) -> Value {
 /// own kind and resource as `requestKind` and `requestResource`.
 fn review(
     a: &Attributes,
-    invocation: &Invocation,
+    invocation: &Target,
     converted: Option<&Converted>,
     version: &str,
 ) -> Value {
@@ -314,7 +309,7 @@ struct WebhookPatch {
 async fn exchange(
     webhook: &Value,
     a: &Attributes,
-    (invocation, converted): (&Invocation, Option<&Converted>),
+    (invocation, converted): (&Target, Option<&Converted>),
     stores: &Stores,
     mutating: bool,
 ) -> Result<Option<WebhookPatch>, Failure> {
@@ -466,7 +461,7 @@ impl MutatingWebhook {
     async fn run(
         &self,
         hook: &Hook,
-        invocation: &Invocation,
+        invocation: &Target,
         a: &mut Attributes,
         annotator: &MutationAnnotator<'_>,
     ) -> Result<bool, ApiError> {
@@ -490,7 +485,7 @@ impl MutatingWebhook {
     async fn mutate(
         &self,
         webhook: &Value,
-        invocation: &Invocation,
+        invocation: &Target,
         a: &mut Attributes,
         annotator: &MutationAnnotator<'_>,
     ) -> Result<bool, Failure> {
@@ -597,7 +592,7 @@ impl ValidatingWebhook {
     /// and failed-open annotation.
     async fn check(
         &self,
-        (webhook, invocation): (&Value, &Invocation),
+        (webhook, invocation): (&Value, &Target),
         index: usize,
         a: &Attributes,
     ) -> Result<(), ApiError> {
@@ -617,7 +612,7 @@ impl ValidatingWebhook {
     async fn exchange(
         &self,
         webhook: &Value,
-        invocation: &Invocation,
+        invocation: &Target,
         a: &Attributes,
     ) -> Result<(), Failure> {
         dry_run_check(webhook, a).map_err(Failure::Refused)?;
