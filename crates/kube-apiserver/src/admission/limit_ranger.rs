@@ -193,21 +193,67 @@ fn check_pod(range: &Value, pod: &Value, errors: &mut Vec<String>) {
         }
     }
     for item in of_type(range, "Pod") {
-        let req = totals(&resources::pod_total(pod, "requests"));
-        let lim = totals(&resources::pod_total(pod, "limits"));
+        let req = pod_totals(pod, "requests");
+        let lim = pod_totals(pod, "limits");
         check_item(item, "Pod", &req, &lim, errors);
     }
 }
 
-fn totals(m: &std::collections::BTreeMap<String, i128>) -> ResourceList {
-    m.iter()
-        .filter_map(|(k, v)| {
-            Some((
-                k.clone(),
-                apimachinery::Quantity::parse(&resources::from_milli(*v)).ok()?,
-            ))
-        })
-        .collect()
+/// A pod's `requests` or `limits` (`which`) as upstream LimitRanger's
+/// podRequests/podLimits total them: containers and sidecars (restartable
+/// init containers) summed, raised to the largest need of an init container
+/// (with the sidecars started before it), and pod-level cpu and memory in
+/// place of the sum. Sums keep the format of the first quantity, as
+/// upstream's `Quantity.Add`, so messages read `2Gi`, not `2147483648`.
+fn pod_totals(pod: &Value, which: &str) -> ResourceList {
+    let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
+    let mut total = ResourceList::new();
+    for c in resources::containers(pod, "containers") {
+        add_list(&mut total, &of(c));
+    }
+    let (mut sidecars, mut init_peak) = (ResourceList::new(), ResourceList::new());
+    for c in resources::containers(pod, "initContainers") {
+        let own = of(c);
+        let need = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            add_list(&mut total, &own);
+            add_list(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut need = own;
+            add_list(&mut need, &sidecars);
+            need
+        };
+        max_list(&mut init_peak, need);
+    }
+    max_list(&mut total, init_peak);
+    for (name, q) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
+        if name == "cpu" || name == "memory" {
+            total.insert(name, q);
+        }
+    }
+    total
+}
+
+/// Adds each quantity of `more` into `list` (upstream's addResourceList).
+fn add_list(list: &mut ResourceList, more: &ResourceList) {
+    for (name, q) in more {
+        match list.get_mut(name) {
+            Some(sum) => sum.add(q),
+            None => {
+                list.insert(name.clone(), q.clone());
+            }
+        }
+    }
+}
+
+/// Raises `list` to `other` where `other` is strictly larger, taking its
+/// quantity as written (upstream's maxResourceList).
+fn max_list(list: &mut ResourceList, other: ResourceList) {
+    for (name, q) in other {
+        if list.get(&name).is_none_or(|have| q > *have) {
+            list.insert(name, q);
+        }
+    }
 }
 
 fn check_claim(range: &Value, pvc: &Value, errors: &mut Vec<String>) {
@@ -340,6 +386,80 @@ mod tests {
                 "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000"
                     .to_string(),
             ]
+        );
+    }
+
+    fn pod_errors(range_item: Value, pod: Value) -> Vec<String> {
+        let mut errors = Vec::new();
+        check_pod(
+            &json!({"spec": {"limits": [range_item]}}),
+            &pod,
+            &mut errors,
+        );
+        errors
+    }
+
+    fn container(name: &str, limits: Value) -> Value {
+        json!({"name": name, "resources": {"limits": limits}})
+    }
+
+    #[test]
+    fn pod_totals_are_written_in_the_first_quantity_format() {
+        let max = json!({"type": "Pod", "max": {"memory": "1Gi", "cpu": "1"}});
+        let one =
+            json!({"spec": {"containers": [container("a", json!({"memory": "2Gi", "cpu": "1"}))]}});
+        assert_eq!(
+            pod_errors(max.clone(), one),
+            vec!["maximum memory usage per Pod is 1Gi, but limit is 2Gi".to_string()]
+        );
+        let two = json!({"spec": {"containers": [
+            container("a", json!({"memory": "1Gi", "cpu": "500m"})),
+            container("b", json!({"memory": "512Mi", "cpu": "1"})),
+        ]}});
+        assert_eq!(
+            pod_errors(max, two),
+            vec![
+                "maximum cpu usage per Pod is 1, but limit is 1500m".to_string(),
+                "maximum memory usage per Pod is 1Gi, but limit is 1536Mi".to_string(),
+            ]
+        );
+        // A decimal first quantity makes the sum decimal.
+        let decimal_first = json!({"spec": {"containers": [
+            container("a", json!({"memory": "1G"})),
+            container("b", json!({"memory": "1Gi"})),
+        ]}});
+        assert_eq!(
+            pod_errors(
+                json!({"type": "Pod", "max": {"memory": "1G"}}),
+                decimal_first
+            ),
+            vec!["maximum memory usage per Pod is 1G, but limit is 2073741824".to_string()]
+        );
+    }
+
+    #[test]
+    fn pod_totals_count_sidecars_and_the_largest_init_container() {
+        let max = json!({"type": "Pod", "max": {"memory": "1Gi"}});
+        let mut sidecar = container("side", json!({"memory": "256Mi"}));
+        sidecar["restartPolicy"] = json!("Always");
+        // Containers 1Gi + sidecar 256Mi; the init container needs 2Gi
+        // with the sidecar, which is larger.
+        let pod = json!({"spec": {
+            "initContainers": [sidecar, container("init", json!({"memory": "1792Mi"}))],
+            "containers": [container("a", json!({"memory": "1Gi"}))],
+        }});
+        assert_eq!(
+            pod_errors(max.clone(), pod),
+            vec!["maximum memory usage per Pod is 1Gi, but limit is 2Gi".to_string()]
+        );
+        // Pod-level memory replaces the containers' sum.
+        let pod_level = json!({"spec": {
+            "resources": {"limits": {"memory": "3Gi"}},
+            "containers": [container("a", json!({"memory": "512Mi"}))],
+        }});
+        assert_eq!(
+            pod_errors(max, pod_level),
+            vec!["maximum memory usage per Pod is 1Gi, but limit is 3Gi".to_string()]
         );
     }
 }
