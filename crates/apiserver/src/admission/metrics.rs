@@ -1,7 +1,8 @@
 //! Admission series (upstream's `pkg/admission/metrics`): the latency of
 //! each admission step (the whole mutating or validating phase), of each
 //! plugin, and of each webhook call, with the webhook request, rejection
-//! and fail-open counters. Process-wide, as upstream's legacy registry:
+//! and fail-open counters, and the evaluation of webhooks' match
+//! conditions. Process-wide, as upstream's legacy registry:
 //! the server's `/metrics` registry renders them. Upstream's summary
 //! variant of the step latency is left out (prometheus-client has no
 //! summaries).
@@ -20,6 +21,8 @@ use super::Operation;
 const STEP_BUCKETS: [f64; 6] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5];
 /// 5 ms to 25 s: webhooks, which may take up to their timeout.
 const WEBHOOK_BUCKETS: [f64; 8] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
+/// 1 ms to 250 ms: match condition evaluation.
+const MATCH_CONDITION_BUCKETS: [f64; 7] = [0.001, 0.005, 0.01, 0.025, 0.1, 0.2, 0.25];
 
 type Labels<const N: usize> = [(&'static str, String); N];
 /// Labels of every admitted write's series: static, so that recording
@@ -81,6 +84,9 @@ pub struct AdmissionMetrics {
     webhook_requests: Family<Labels<5>, Counter>,
     webhook_rejections: Family<Labels<5>, Counter>,
     webhook_fail_open: Family<Labels<2>, Counter>,
+    match_condition_errors: Family<Labels<4>, Counter>,
+    match_condition_exclusions: Family<Labels<4>, Counter>,
+    match_condition_seconds: HistogramFamily<Labels<4>>,
 }
 
 static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
@@ -90,6 +96,11 @@ static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
     webhook_requests: Family::default(),
     webhook_rejections: Family::default(),
     webhook_fail_open: Family::default(),
+    match_condition_errors: Family::default(),
+    match_condition_exclusions: Family::default(),
+    match_condition_seconds: Family::new_with_constructor(|| {
+        Histogram::new(MATCH_CONDITION_BUCKETS)
+    }),
 });
 
 /// The process's admission series.
@@ -142,6 +153,21 @@ impl AdmissionMetrics {
             "apiserver_admission_webhook_rejection_count",
             "Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation, with the error type (calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and the rejection code (codes above 600 counted as 600)",
             self.webhook_rejections.clone(),
+        );
+        registry.register(
+            "apiserver_admission_match_condition_evaluation_errors",
+            "Admission match condition evaluation errors count, identified by name of resource containing the match condition and broken out for each kind containing matchConditions (webhook or policy), operation and admission type (validate or admit)",
+            self.match_condition_errors.clone(),
+        );
+        registry.register(
+            "apiserver_admission_match_condition_exclusions",
+            "Admission match condition evaluation exclusions count, identified by name of resource containing the match condition and broken out for each kind containing matchConditions (webhook or policy), operation and admission type (validate or admit)",
+            self.match_condition_exclusions.clone(),
+        );
+        registry.register(
+            "apiserver_admission_match_condition_evaluation_seconds",
+            "Admission match condition evaluation time in seconds, identified by name and broken out for each kind containing matchConditions (webhook or policy), operation and type (validate or admit)",
+            self.match_condition_seconds.clone(),
         );
         registry.register(
             "apiserver_admission_webhook_fail_open_count",
@@ -229,6 +255,44 @@ impl AdmissionMetrics {
             ("type", call.step.webhook_type().to_owned()),
         ];
         self.webhook_fail_open.get_or_create(&labels).inc();
+    }
+}
+
+/// How evaluating a webhook's match conditions ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MatchConditions {
+    Matched,
+    /// A condition was false: the webhook is not called.
+    Excluded,
+    Failed,
+}
+
+impl AdmissionMetrics {
+    /// A webhook's match conditions were evaluated in `elapsed`.
+    pub fn observe_match_conditions(
+        &self,
+        call: &WebhookCall,
+        elapsed: Duration,
+        outcome: MatchConditions,
+    ) {
+        let labels = [
+            ("name", call.name.to_owned()),
+            ("kind", "webhook".to_owned()),
+            ("type", call.step.webhook_type().to_owned()),
+            ("operation", call.operation.as_str().to_owned()),
+        ];
+        match outcome {
+            MatchConditions::Matched => {}
+            MatchConditions::Excluded => {
+                self.match_condition_exclusions.get_or_create(&labels).inc();
+            }
+            MatchConditions::Failed => {
+                self.match_condition_errors.get_or_create(&labels).inc();
+            }
+        }
+        self.match_condition_seconds
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
     }
 }
 

@@ -104,6 +104,10 @@ fn webhook_calls_are_annotated_and_counted(backend: Backend) {
         "secrets",
     ));
     s.apply_yaml(&hook(validating, "lenient", &down, &bundle, "secrets"));
+    // A webhook whose match condition leaves `audited` out.
+    let conditional = hook(validating, "skip-some", &up("/validate"), &bundle, "configmaps")
+        + "  matchConditions:\n  - {name: not-audited, expression: \"object.metadata.name != 'audited'\"}\n";
+    s.apply_yaml(&conditional);
 
     s.ok(&["create", "configmap", "audited"]);
     let event = create_event(&log, "configmaps", "audited");
@@ -202,6 +206,26 @@ fn webhook_calls_are_annotated_and_counted(backend: Backend) {
             &latency
         ),
         Some(1.0),
+        "{metrics}"
+    );
+    let skipped = [
+        "name=\"skip-some.test.example.com\"",
+        "kind=\"webhook\"",
+        "type=\"validating\"",
+    ];
+    assert_eq!(
+        count(
+            "apiserver_admission_match_condition_exclusions_total",
+            &skipped
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(
+        count(
+            "apiserver_admission_match_condition_evaluation_seconds_count",
+            &skipped
+        ) >= Some(2.0),
         "{metrics}"
     );
     // The plugins and the admission steps are timed too.

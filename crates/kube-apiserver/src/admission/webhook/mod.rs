@@ -15,7 +15,7 @@ mod response;
 use std::time::{Duration, Instant};
 
 use apimachinery::status::ApiError;
-use apiserver::admission::metrics::{self, Rejection, Step, WebhookCall};
+use apiserver::admission::metrics::{self, MatchConditions, Rejection, Step, WebhookCall};
 use apiserver::admission::{
     Attributes, GroupVersionKind, GroupVersionResource, Handler, HookReinvocation,
     MutationInterface, Operation, ValidationInterface,
@@ -83,13 +83,16 @@ fn namespaced(a: &Attributes) -> bool {
 struct Dispatcher {
     stores: Stores,
     conditions: Conditions,
+    /// Which admission half the plugin runs in, for its metrics.
+    step: Step,
 }
 
 impl Dispatcher {
-    fn new(stores: Stores) -> Self {
+    fn new(stores: Stores, step: Step) -> Self {
         Dispatcher {
             stores,
             conditions: Conditions::default(),
+            step,
         }
     }
 
@@ -110,7 +113,20 @@ impl Dispatcher {
         if webhook.get("matchConditions").is_some() {
             let converted = versioned::objects_for(&invocation, a).await?;
             let review = review(a, &invocation, converted.as_ref(), "v1");
-            match self.conditions.evaluate(webhook, &review["request"]) {
+            let start = Instant::now();
+            let verdict = self.conditions.evaluate(webhook, &review["request"]);
+            let outcome = match verdict {
+                Verdict::Match => MatchConditions::Matched,
+                Verdict::NoMatch => MatchConditions::Excluded,
+                Verdict::Error(_) => MatchConditions::Failed,
+            };
+            let call = WebhookCall {
+                name: name(webhook),
+                step: self.step,
+                operation: a.operation,
+            };
+            metrics::global().observe_match_conditions(&call, start.elapsed(), outcome);
+            match verdict {
                 Verdict::Match => {}
                 Verdict::NoMatch => return Ok(None),
                 Verdict::Error(_) if text(webhook, "/failurePolicy") == Some("Ignore") => {
@@ -316,7 +332,7 @@ pub struct MutatingWebhook {
 impl MutatingWebhook {
     pub fn new(stores: Stores) -> Self {
         MutatingWebhook {
-            dispatcher: Dispatcher::new(stores),
+            dispatcher: Dispatcher::new(stores, Step::Admit),
         }
     }
 
@@ -448,7 +464,7 @@ pub struct ValidatingWebhook {
 impl ValidatingWebhook {
     pub fn new(stores: Stores) -> Self {
         ValidatingWebhook {
-            dispatcher: Dispatcher::new(stores),
+            dispatcher: Dispatcher::new(stores, Step::Validate),
         }
     }
 
