@@ -68,6 +68,7 @@ mod spec_validation;
 mod storage_encoding;
 mod tls_client_ca_reload;
 mod token_request_limits;
+mod trailing_slash;
 mod update_validation;
 mod watch_and_lifecycle;
 mod watch_list;
