@@ -50,6 +50,8 @@ pub trait DelegationTarget: Send + Sync {
     fn post_start_hooks(&self) -> Vec<PostStartHook>;
     fn pre_shutdown_hooks(&self) -> Vec<PreShutdownHook>;
     fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>>;
+    /// The paths the `/` index lists (upstream's `ListedPaths`).
+    fn listed_paths(&self) -> Vec<String>;
 }
 
 /// The end of the chain: every request is a 404 Status.
@@ -68,6 +70,9 @@ impl DelegationTarget for NotFoundDelegate {
         Vec::new()
     }
     fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
+        Vec::new()
+    }
+    fn listed_paths(&self) -> Vec<String> {
         Vec::new()
     }
 }
@@ -99,6 +104,9 @@ pub struct GenericApiServer {
     dynamic: DynamicGroups,
     paths: paths::Paths,
     delegate: Handler,
+    /// What the delegate lists in the `/` index (it is complete when this
+    /// server is built on it).
+    delegate_paths: Vec<String>,
     post_start_hooks: Vec<PostStartHook>,
     pre_shutdown_hooks: Vec<PreShutdownHook>,
     health_checks: Vec<Arc<dyn HealthCheck>>,
@@ -118,6 +126,7 @@ impl CompletedConfig {
             dynamic: DynamicGroups::new(self.discovery.clone()),
             paths: paths::Paths::default(),
             delegate: delegate.unprotected_handler(),
+            delegate_paths: delegate.listed_paths(),
             post_start_hooks: delegate.post_start_hooks(),
             pre_shutdown_hooks: delegate.pre_shutdown_hooks(),
             health_checks: self.health_checks_with(delegate.health_checks()),
@@ -379,5 +388,23 @@ impl DelegationTarget for GenericApiServer {
 
     fn health_checks(&self) -> Vec<Arc<dyn HealthCheck>> {
         self.health_checks.clone()
+    }
+
+    /// This server's paths and group versions, and those of its delegates.
+    fn listed_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self.paths.listed().cloned().collect();
+        paths.extend(["/api".to_owned(), "/apis".to_owned()]);
+        for (group, version) in self.groups.keys() {
+            if group.is_empty() {
+                paths.push(format!("/api/{version}"));
+            } else {
+                paths.push(format!("/apis/{group}"));
+                paths.push(format!("/apis/{group}/{version}"));
+            }
+        }
+        paths.extend(self.delegate_paths.iter().cloned());
+        paths.sort();
+        paths.dedup();
+        paths
     }
 }

@@ -116,20 +116,9 @@ impl GenericApiServer {
         }
     }
 
-    /// `/`: the index of every path served.
+    /// `/`: the index of every path this server and its delegates serve.
     fn install_index(&mut self) {
-        let mut paths: Vec<String> = self.paths.listed().cloned().collect();
-        paths.extend(["/api".to_owned(), "/apis".to_owned()]);
-        for (group, version) in self.groups.keys() {
-            if group.is_empty() {
-                paths.push(format!("/api/{version}"));
-            } else {
-                paths.push(format!("/apis/{group}"));
-                paths.push(format!("/apis/{group}/{version}"));
-            }
-        }
-        paths.sort();
-        paths.dedup();
+        let paths = self.listed_paths();
         let doc = json!({ "paths": paths });
         self.handle_path(
             "/",
