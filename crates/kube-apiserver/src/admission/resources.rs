@@ -56,7 +56,8 @@ pub fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Va
 /// `PodRequests`/`PodLimits`: the containers' sum plus the restartable
 /// (sidecar) init containers, or the largest init container's need when
 /// larger (sidecars started before it included); pod-level resources
-/// replace what they name. The overhead is not included.
+/// replace cpu, memory and huge pages (upstream's
+/// `IsSupportedPodLevelResource`). The overhead is not included.
 pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
     let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
     let mut total = BTreeMap::new();
@@ -83,7 +84,9 @@ pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
         let entry = total.entry(k).or_default();
         *entry = (*entry).max(v);
     }
-    for (k, v) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
+    let pod_level = parse_list(pod.pointer(&format!("/spec/resources/{which}")));
+    let supported = |k: &String| k == "cpu" || k == "memory" || k.starts_with("hugepages-");
+    for (k, v) in pod_level.into_iter().filter(|(k, _)| supported(k)) {
         total.insert(k, milli(&v));
     }
     total

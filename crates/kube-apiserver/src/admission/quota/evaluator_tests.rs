@@ -50,6 +50,19 @@ fn sidecars_and_init_containers_count_as_upstream() {
 }
 
 #[test]
+fn pod_level_resources_replace_only_cpu_memory_and_huge_pages() {
+    let pod = json!({"spec": {
+        "resources": {"requests": {"cpu": "3", "example.com/gpu": "5", "hugepages-2Mi": "8Mi"}},
+        "containers": [{"name": "a", "resources": {"requests": {
+            "cpu": "500m", "example.com/gpu": "1", "hugepages-2Mi": "2Mi"}}}]}});
+    let u = usage("", "pods", &pod, now());
+    assert_eq!(shown(&u, "requests.cpu"), "3");
+    assert_eq!(shown(&u, "requests.hugepages-2Mi"), "8Mi");
+    // Not a pod-level resource: the containers' sum counts.
+    assert_eq!(shown(&u, "requests.example.com/gpu"), "1");
+}
+
+#[test]
 fn ended_pods_keep_only_their_object_count() {
     let failed = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Failed"}});
     let u = usage("", "pods", &failed, now());
