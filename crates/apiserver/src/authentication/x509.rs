@@ -204,6 +204,18 @@ async fn keep_current(inner: Weak<Inner>) {
     }
 }
 
+/// Resolves when any of the bundles `changes` were subscribed to was
+/// reloaded; never when there are none or they are gone (at shutdown).
+pub async fn any_reloaded(changes: &mut [watch::Receiver<()>]) {
+    if changes.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = changes.iter_mut().map(|rx| Box::pin(rx.changed()));
+    if futures::future::select_all(waits).await.0.is_err() {
+        std::future::pending().await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use rustls::ServerConfig;
 use tokio::sync::watch;
 
 use super::tls::{TlsConfigError, TlsOptions};
+use crate::authentication::x509::any_reloaded;
 
 /// How often the files are checked (upstream resyncs file content every minute).
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(60);
@@ -113,18 +114,6 @@ struct Watched {
     last: Vec<Option<Vec<u8>>>,
     /// One per client CA bundle, marked on each reload.
     ca_changes: Vec<watch::Receiver<()>>,
-}
-
-/// Resolves when any of the bundles was reloaded; never when there are none.
-async fn any_reloaded(changes: &mut [watch::Receiver<()>]) {
-    if changes.is_empty() {
-        return std::future::pending().await;
-    }
-    let waits = changes.iter_mut().map(|rx| Box::pin(rx.changed()));
-    if futures::future::select_all(waits).await.0.is_err() {
-        // The bundle is gone (only at shutdown): nothing more to follow.
-        std::future::pending().await
-    }
 }
 
 async fn watch_files(

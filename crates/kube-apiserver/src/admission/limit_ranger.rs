@@ -200,60 +200,11 @@ fn check_pod(range: &Value, pod: &Value, errors: &mut Vec<String>) {
 }
 
 /// A pod's `requests` or `limits` (`which`) as upstream LimitRanger's
-/// podRequests/podLimits total them: containers and sidecars (restartable
-/// init containers) summed, raised to the largest need of an init container
-/// (with the sidecars started before it), and pod-level cpu and memory in
-/// place of the sum. Sums keep the format of the first quantity, as
-/// upstream's `Quantity.Add`, so messages read `2Gi`, not `2147483648`.
+/// podRequests/podLimits total them: pod-level cpu and memory replace the
+/// sum. Sums keep the format of the first quantity, so messages read
+/// `2Gi`, not `2147483648`.
 fn pod_totals(pod: &Value, which: &str) -> ResourceList {
-    let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
-    let mut total = ResourceList::new();
-    for c in resources::containers(pod, "containers") {
-        add_list(&mut total, &of(c));
-    }
-    let (mut sidecars, mut init_peak) = (ResourceList::new(), ResourceList::new());
-    for c in resources::containers(pod, "initContainers") {
-        let own = of(c);
-        let need = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-            add_list(&mut total, &own);
-            add_list(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut need = own;
-            add_list(&mut need, &sidecars);
-            need
-        };
-        max_list(&mut init_peak, need);
-    }
-    max_list(&mut total, init_peak);
-    for (name, q) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
-        if name == "cpu" || name == "memory" {
-            total.insert(name, q);
-        }
-    }
-    total
-}
-
-/// Adds each quantity of `more` into `list` (upstream's addResourceList).
-fn add_list(list: &mut ResourceList, more: &ResourceList) {
-    for (name, q) in more {
-        match list.get_mut(name) {
-            Some(sum) => sum.add(q),
-            None => {
-                list.insert(name.clone(), q.clone());
-            }
-        }
-    }
-}
-
-/// Raises `list` to `other` where `other` is strictly larger, taking its
-/// quantity as written (upstream's maxResourceList).
-fn max_list(list: &mut ResourceList, other: ResourceList) {
-    for (name, q) in other {
-        if list.get(&name).is_none_or(|have| q > *have) {
-            list.insert(name, q);
-        }
-    }
+    resources::pod_total_quantities(pod, which, |name| name == "cpu" || name == "memory")
 }
 
 fn check_claim(range: &Value, pvc: &Value, errors: &mut Vec<String>) {

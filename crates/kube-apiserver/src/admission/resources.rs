@@ -37,13 +37,6 @@ pub fn from_milli(m: i128) -> String {
     Quantity::parse(&text).map_or(text, |q| q.canonical())
 }
 
-/// Adds `b` into `a`, per resource.
-pub fn add(a: &mut BTreeMap<String, i128>, b: &ResourceList) {
-    for (k, v) in b {
-        *a.entry(k.clone()).or_default() += milli(v);
-    }
-}
-
 /// The containers of a pod spec in one list (`containers`/`initContainers`).
 pub fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Value> {
     pod.pointer(&format!("/spec/{list}"))
@@ -52,42 +45,73 @@ pub fn containers<'a>(pod: &'a Value, list: &str) -> impl Iterator<Item = &'a Va
         .flatten()
 }
 
-/// A pod's effective `requests` or `limits` (`which`), as upstream's
-/// `PodRequests`/`PodLimits`: the containers' sum plus the restartable
-/// (sidecar) init containers, or the largest init container's need when
-/// larger (sidecars started before it included); pod-level resources
-/// replace cpu, memory and huge pages (upstream's
+/// A pod's effective `requests` or `limits` (`which`) in milli-units, as
+/// upstream's `PodRequests`/`PodLimits` (see [`pod_total_quantities`]), with
+/// pod-level cpu, memory and huge pages (upstream's
 /// `IsSupportedPodLevelResource`). The overhead is not included.
 pub fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
+    let supported = |k: &str| k == "cpu" || k == "memory" || k.starts_with("hugepages-");
+    let total = pod_total_quantities(pod, which, supported);
+    total.iter().map(|(k, q)| (k.clone(), milli(q))).collect()
+}
+
+/// A pod's `requests` or `limits` (`which`) as upstream's helpers total
+/// them: containers and sidecars (restartable init containers) summed,
+/// raised to the largest need of an init container (with the sidecars
+/// started before it), and the pod-level values of the resources
+/// `pod_level` accepts in place of the sum. Sums keep the format of the
+/// first quantity, as upstream's `Quantity.Add`.
+pub fn pod_total_quantities(
+    pod: &Value,
+    which: &str,
+    pod_level: impl Fn(&str) -> bool,
+) -> ResourceList {
     let of = |c: &Value| parse_list(c.pointer(&format!("/resources/{which}")));
-    let mut total = BTreeMap::new();
+    let mut total = ResourceList::new();
     for c in containers(pod, "containers") {
-        add(&mut total, &of(c));
+        add_list(&mut total, &of(c));
     }
-    let mut sidecars: BTreeMap<String, i128> = BTreeMap::new();
-    let mut init_peak: BTreeMap<String, i128> = BTreeMap::new();
+    let (mut sidecars, mut init_peak) = (ResourceList::new(), ResourceList::new());
     for c in containers(pod, "initContainers") {
-        let mut need = sidecars.clone();
-        add(&mut need, &of(c));
-        if c.pointer("/restartPolicy").and_then(Value::as_str) == Some("Always") {
-            add(&mut sidecars, &of(c));
+        let own = of(c);
+        let need = if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            add_list(&mut total, &own);
+            add_list(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut need = own;
+            add_list(&mut need, &sidecars);
+            need
+        };
+        max_list(&mut init_peak, need);
+    }
+    max_list(&mut total, init_peak);
+    for (name, q) in parse_list(pod.pointer(&format!("/spec/resources/{which}"))) {
+        if pod_level(&name) {
+            total.insert(name, q);
         }
-        for (k, v) in need {
-            let peak = init_peak.entry(k).or_default();
-            *peak = (*peak).max(v);
-        }
-    }
-    for (k, v) in sidecars {
-        *total.entry(k).or_default() += v;
-    }
-    for (k, v) in init_peak {
-        let entry = total.entry(k).or_default();
-        *entry = (*entry).max(v);
-    }
-    let pod_level = parse_list(pod.pointer(&format!("/spec/resources/{which}")));
-    let supported = |k: &String| k == "cpu" || k == "memory" || k.starts_with("hugepages-");
-    for (k, v) in pod_level.into_iter().filter(|(k, _)| supported(k)) {
-        total.insert(k, milli(&v));
     }
     total
+}
+
+/// Adds each quantity of `more` into `list` (upstream's addResourceList).
+fn add_list(list: &mut ResourceList, more: &ResourceList) {
+    for (name, q) in more {
+        match list.get_mut(name) {
+            Some(sum) => sum.add(q),
+            None => {
+                list.insert(name.clone(), q.clone());
+            }
+        }
+    }
+}
+
+/// Raises `list` to `other` where `other` is strictly larger, taking its
+/// quantity as written (upstream's maxResourceList).
+fn max_list(list: &mut ResourceList, other: ResourceList) {
+    for (name, q) in other {
+        if list.get(&name).is_none_or(|have| q > *have) {
+            list.insert(name, q);
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::authentication::x509::ClientCa;
+use apiserver::authentication::x509::{any_reloaded, ClientCa};
 use apiserver::registry::{Store, Target, WriteOptions};
 use apiserver::server::{DiscoveryRegistry, GenericApiServer, HookFn};
 use serde_json::{json, Value};
@@ -391,11 +391,8 @@ pub fn install_authentication_info(
                     move || authentication_info(client_ca.as_ref(), request_header.as_deref());
                 publish_authentication_info(&configmaps, current()).await?;
                 tokio::spawn(async move {
-                    while !changes.is_empty() {
-                        let waits = changes.iter_mut().map(|c| Box::pin(c.changed()));
-                        if futures::future::select_all(waits).await.0.is_err() {
-                            return;
-                        }
+                    loop {
+                        any_reloaded(&mut changes).await;
                         if let Err(e) = publish_authentication_info(&configmaps, current()).await {
                             tracing::warn!(error = %e, "republishing {AUTHENTICATION_INFO}");
                         }

@@ -77,6 +77,8 @@ impl Store {
     /// Deletes an object: at once, or by marking it for deletion when
     /// finalizers (its own, or the collector's from the propagation
     /// policy) or a grace period keep it.
+    /// A name the strategy keeps is refused first (upstream's REST
+    /// `Delete` overrides).
     pub async fn delete(
         &self,
         namespace: Option<&str>,
@@ -87,6 +89,18 @@ impl Store {
             let (group, resource) = (&self.info.group, &self.info.resource);
             return Err(ApiError::forbidden(group, resource, name, reason));
         }
+        self.delete_object(namespace, name, opts).await
+    }
+
+    /// The deletion itself, as the generic store does it: collection
+    /// deletes come here directly, so REST `Delete` overrides do not apply
+    /// to them (as upstream).
+    async fn delete_object(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
         let key = self.object_key(namespace, name);
         let current = self.get(namespace, name, GetOptions::default()).await?;
         check_preconditions(&self.info, name, &current, opts.preconditions.as_ref())?;
@@ -266,7 +280,7 @@ impl Store {
         for item in items {
             let name = object_meta::name(&item).to_owned();
             let ns = object_meta::namespace(&item).map(str::to_owned);
-            match self.delete(ns.as_deref(), &name, opts).await {
+            match self.delete_object(ns.as_deref(), &name, opts).await {
                 Ok(DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj)) => deleted.push(obj),
                 // Deleted concurrently: nothing left to do.
                 Err(e) if e.code == 404 => {}
