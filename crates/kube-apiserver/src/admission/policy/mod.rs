@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::lookup::Stores;
-use super::versioned;
+use super::versioned::{self, Target};
 use dispatch::{fails_closed, name, request, Invocation};
 use eval::{Compiled, Inputs, Mode};
 pub use mutating::MutatingAdmissionPolicy;
@@ -81,6 +81,7 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
             })
             .collect();
         let mut annotations = audit::Collector::default();
+        let as_requested = request(a, &Target::of_request(a));
         for invocation in &invocations {
             // A policy matching an equivalent version sees the objects
             // converted to it (upstream's versioned attributes).
@@ -90,11 +91,17 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
                 Some(c) => (c.object.as_ref(), c.old_object.as_ref()),
                 None => (a.object.as_ref(), a.old_object.as_deref()),
             };
-            let request = request(a, &invocation.target);
+            let as_matched;
+            let request = if converted.is_some() {
+                as_matched = request(a, &invocation.target);
+                &as_matched
+            } else {
+                &as_requested
+            };
             let inputs = Inputs {
                 object: object.unwrap_or(&null),
                 old_object: old_object.unwrap_or(&null),
-                request: &request,
+                request,
                 params: invocation.param.as_deref().unwrap_or(&null),
                 namespace_object: loaded.namespace.as_deref().unwrap_or(&null),
             };
