@@ -197,6 +197,11 @@ impl TestServer {
         self.restart();
     }
 
+    /// The server's process id (to read its `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
