@@ -17,6 +17,7 @@ mod resource_quota;
 mod root_ca_publisher;
 pub mod run;
 pub mod runtime_config;
+mod security_summary;
 pub mod server;
 mod service_accounts;
 mod token_controller;

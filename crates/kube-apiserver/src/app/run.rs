@@ -12,13 +12,14 @@ use storage_embedded::EmbeddedKv;
 use storage_etcd::{wait_for_etcd, EtcdConfig};
 
 use super::authentication::{self, DefaultKeys};
+use super::security_summary::{Authorizers, SecuritySummary};
 use super::server::{
     create_server_chain, external_address, generic_config, repair_service_addresses,
 };
 use crate::controlplane::storage_codec::{StorageCodec, StorageMediaType};
 use crate::controlplane::StorageFactory;
 use crate::options::{CompletedOptions, StorageBackend};
-use crate::pki::{ensure_pki, PkiOptions};
+use crate::pki::{ensure_data_dir, ensure_pki, PkiOptions};
 
 /// How long startup waits for etcd (upstream's storage preflight).
 const ETCD_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,6 +29,7 @@ pub type RunError = Box<dyn std::error::Error + Send + Sync>;
 async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> {
     match &opts.storage {
         StorageBackend::Embedded { dir } => {
+            ensure_data_dir(&opts.options.data_dir)?;
             let dir = dir.clone();
             let kv = tokio::task::spawn_blocking(move || EmbeddedKv::open(&dir)).await??;
             Ok(Arc::new(kv))
@@ -173,6 +175,19 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     let addr = SocketAddr::new(o.secure_serving.bind_address, port);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(address = %listener.local_addr()?, "serving securely");
+    let config_file = o.flags.string("authorization-config").unwrap_or_default();
+    let summary = SecuritySummary {
+        address: listener.local_addr()?,
+        authorizers: if config_file.is_empty() {
+            Authorizers::Modes(&opts.authorization_modes)
+        } else {
+            Authorizers::ConfigFile(&config_file)
+        },
+        anonymous: authn.authentication.anonymous_allowed(),
+        client_ca_file: serving.client_ca_file.as_deref(),
+        admin_kubeconfig: serving.kubeconfig.as_deref(),
+    };
+    eprintln!("{summary}");
     if let Some(kubeconfig) = &serving.kubeconfig {
         eprintln!("export KUBECONFIG={}", kubeconfig.display());
     }

@@ -3,7 +3,7 @@
 
 use std::fs::{self, OpenOptions, Permissions};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::PkiError;
@@ -23,9 +23,26 @@ pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> PkiError + '
     }
 }
 
-/// Creates `dir` (and parents) if missing and restricts it to its owner.
+/// Creates `dir` (and missing parents) owner-only, or restricts an existing
+/// one to its owner, saying so when it was open to others.
 pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), PkiError> {
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    match fs::metadata(dir) {
+        Ok(meta) => {
+            let before = meta.permissions().mode() & 0o777;
+            if before & !DIR_MODE != 0 {
+                tracing::warn!(path = %dir.display(), mode = format!("{before:04o}"), "restricting directory to its owner (0700)");
+            }
+        }
+        Err(err) if err.kind() == ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(DIR_MODE)
+                .create(dir)
+                .map_err(io_err(dir))?;
+        }
+        Err(err) => return Err(io_err(dir)(err)),
+    }
+    // The umask may have narrowed the mode, or an older run widened it.
     fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)).map_err(io_err(dir))
 }
 
@@ -91,6 +108,18 @@ mod tests {
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, SECRET_MODE);
         assert!(!temp_path(&path).exists());
+    }
+
+    #[test]
+    fn private_dir_is_created_or_tightened_to_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let nested = dir.path().join("a/b");
+        ensure_private_dir(&nested).unwrap();
+        assert_eq!(mode(&nested), DIR_MODE);
+        fs::set_permissions(&nested, Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&nested).unwrap();
+        assert_eq!(mode(&nested), DIR_MODE);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! <data-dir>/admin.kubeconfig                   kubeconfig for the admin
 //! ```
 //!
+//! The data directory and `pki/` are owner-only (0700), private keys and the
+//! kubeconfig 0600, certificates and the public key 0644.
+//!
 //! Existing material is reused across restarts: the CA is kept while it is
 //! valid, leaves are reissued only when missing, mismatched, near expiry, not
 //! issued by the current CA, or (serving) missing a requested name.
@@ -121,7 +124,7 @@ impl Pki {
 /// runtime or through `spawn_blocking`.
 pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
     let pki = Pki::at(data_dir);
-    std::fs::create_dir_all(data_dir).map_err(files::io_err(data_dir))?;
+    ensure_data_dir(data_dir)?;
     let pki_dir = pki.ca_cert.parent().unwrap_or(data_dir);
     files::ensure_private_dir(pki_dir)?;
 
@@ -165,6 +168,13 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
         files::write_atomic(&pki.kubeconfig, yaml.as_bytes(), SECRET_MODE)?;
     }
     Ok(pki)
+}
+
+/// Creates the data directory owner-only (0700), or restricts an existing
+/// one: it holds the embedded store and the admin credentials. kubeadm
+/// keeps its PKI directory, and etcd its data directory, the same way.
+pub fn ensure_data_dir(data_dir: &Path) -> Result<(), PkiError> {
+    files::ensure_private_dir(data_dir)
 }
 
 /// Names the serving certificate must carry.

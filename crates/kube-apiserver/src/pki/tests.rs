@@ -109,6 +109,7 @@ fn generates_everything_with_expected_names_and_permissions() {
         assert_eq!(mode(public), 0o644, "{}", public.display());
     }
     assert_eq!(mode(pki.ca_cert.parent().unwrap()), 0o700);
+    assert_eq!(mode(dir.path()), 0o700);
     assert!(read(&pki.sa_pub).starts_with("-----BEGIN PUBLIC KEY-----"));
     assert!(read(&pki.sa_key).starts_with("-----BEGIN PRIVATE KEY-----"));
 }
@@ -132,8 +133,13 @@ fn second_call_reuses_existing_material() {
     .map(|p| read(p))
     .collect();
 
-    // A key loosened by hand is tightened again.
+    // A key, the kubeconfig and the directories loosened by hand are
+    // tightened again.
     fs::set_permissions(&first.sa_key, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(&first.kubeconfig, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let pki_dir = first.ca_cert.parent().unwrap();
+    fs::set_permissions(pki_dir, fs::Permissions::from_mode(0o755)).unwrap();
     let second = ensure_pki(dir.path(), &options()).unwrap();
     assert_eq!(first, second);
     let again: Vec<String> = [
@@ -152,6 +158,9 @@ fn second_call_reuses_existing_material() {
     .collect();
     assert_eq!(snapshot, again);
     assert_eq!(mode(&second.sa_key), 0o600);
+    assert_eq!(mode(&second.kubeconfig), 0o600);
+    assert_eq!(mode(dir.path()), 0o700);
+    assert_eq!(mode(pki_dir), 0o700);
 }
 
 #[test]
