@@ -1,0 +1,20 @@
+//! Helpers shared by the fuzz targets: how one fuzzer input becomes the
+//! several inputs some parsers take.
+
+/// The input before and after its first NUL byte (the second part is empty
+/// when there is none). Text formats never hold a NUL, so seeds for
+/// two-document targets are written as `first\0second`.
+pub fn halves(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[]),
+    }
+}
+
+/// The first byte as a choice among `n` options, and the rest.
+pub fn choose(data: &[u8], n: usize) -> (usize, &[u8]) {
+    match data.split_first() {
+        Some((&b, rest)) => (usize::from(b) % n, rest),
+        None => (0, data),
+    }
+}
