@@ -44,6 +44,10 @@
 //!
 //! After a crash redb recovers the last committed transaction on open (a
 //! repair walk of the file); nothing is acknowledged before its commit.
+//! A commit that fails (a full disk, a read-only file system) fails its
+//! writes with the cause and publishes nothing; the store then reopens the
+//! file and goes on once the disk takes writes again (the `database`
+//! module).
 //!
 //! # Writes and watches
 //!
@@ -54,6 +58,7 @@
 //! up from disk), and report progress while only other keys change. The
 //! `writer` and `watch` modules describe both in detail.
 
+mod database;
 mod read;
 mod record;
 mod schema;
@@ -65,16 +70,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase};
 use storage::error::Result;
 use storage::{Kv, KvWatchStream, RangeRequest, RangeResponse, StorageError, TxnOp, TxnResponse};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::database::Handle;
 use crate::read::KeyFilter;
-use crate::schema::{
-    meta_get, INITIAL_REVISION, KEY_REVISIONS, LATEST, META, META_COMPACTED, META_REVISION,
-    REVISIONS,
-};
+use crate::schema::{meta_get, INITIAL_REVISION, META, META_REVISION};
 use crate::writer::{EventBatch, Request, TxnRequest};
 
 /// The database file inside the data directory.
@@ -89,8 +91,6 @@ const WRITE_QUEUE: usize = 4096;
 /// Committed batches buffered for watchers; a watcher further behind
 /// catches up from disk.
 const WATCH_BUFFER: usize = 1024;
-/// redb's page cache.
-const CACHE_BYTES: usize = 256 * 1024 * 1024;
 
 /// Why [`EmbeddedKv::open`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -100,13 +100,9 @@ pub enum OpenError {
         path: String,
         source: std::io::Error,
     },
-    #[error("cannot open database {path}: {source}")]
-    Database {
-        path: String,
-        source: redb::DatabaseError,
-    },
-    #[error("cannot initialise database: {0}")]
-    Init(String),
+    /// The database cannot be opened or read (the message names the file).
+    #[error("{0}")]
+    Database(String),
     #[error("cannot start the writer thread: {0}")]
     Thread(std::io::Error),
 }
@@ -119,7 +115,7 @@ impl From<OpenError> for StorageError {
 
 /// State shared by the handles, the writer thread and the watchers.
 pub(crate) struct Shared {
-    db: Database,
+    db: Handle,
     /// The last committed revision (published before its events are).
     current: AtomicI64,
     compacted: AtomicI64,
@@ -158,15 +154,8 @@ impl EmbeddedKv {
             path: dir.display().to_string(),
             source,
         })?;
-        let path = dir.join(DATABASE_FILE);
-        let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
-            .create(&path)
-            .map_err(|source| OpenError::Database {
-                path: path.display().to_string(),
-                source,
-            })?;
-        let (current, compacted) = init(&db).map_err(|e| OpenError::Init(e.to_string()))?;
+        let (db, (current, compacted)) =
+            Handle::open(&dir.join(DATABASE_FILE)).map_err(OpenError::Database)?;
         let shared = Arc::new(Shared {
             db,
             current: AtomicI64::new(current),
@@ -216,27 +205,6 @@ impl EmbeddedKv {
 
 pub(crate) fn closed() -> StorageError {
     StorageError::Unreachable("the embedded store is closed".to_owned())
-}
-
-/// Creates the tables of a new database and reads the bookkeeping.
-fn init(db: &Database) -> Result<(i64, i64)> {
-    let write = db.begin_write().map_err(StorageError::internal)?;
-    let bookkeeping = {
-        let meta = write.open_table(META).map_err(StorageError::internal)?;
-        write.open_table(LATEST).map_err(StorageError::internal)?;
-        write
-            .open_table(REVISIONS)
-            .map_err(StorageError::internal)?;
-        write
-            .open_table(KEY_REVISIONS)
-            .map_err(StorageError::internal)?;
-        (
-            meta_get(&meta, META_REVISION, INITIAL_REVISION)?,
-            meta_get(&meta, META_COMPACTED, 0)?,
-        )
-    };
-    write.commit().map_err(StorageError::internal)?;
-    Ok(bookkeeping)
 }
 
 #[async_trait]
@@ -313,7 +281,7 @@ impl Kv for EmbeddedKv {
             )));
         }
         self.blocking(|shared| {
-            let read = shared.db.begin_read().map_err(StorageError::internal)?;
+            let read = shared.db.begin_read()?;
             let meta = read.open_table(META).map_err(StorageError::internal)?;
             meta_get(&meta, META_REVISION, INITIAL_REVISION).map(|_| ())
         })

@@ -7,7 +7,7 @@
 use std::ops::Bound;
 
 use bytes::Bytes;
-use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase};
+use redb::{ReadOnlyTable, ReadTransaction};
 use storage::error::Result;
 use storage::{KeyValue, KvEvent, KvEventKind, RangeRequest, RangeResponse, StorageError};
 
@@ -57,7 +57,7 @@ struct Snapshot {
 }
 
 fn snapshot(shared: &Shared) -> Result<Snapshot> {
-    let txn = shared.db.begin_read().map_err(StorageError::internal)?;
+    let txn = shared.db.begin_read()?;
     let meta = txn.open_table(META).map_err(StorageError::internal)?;
     let current = meta_get(&meta, META_REVISION, INITIAL_REVISION)?;
     let compacted = meta_get(&meta, META_COMPACTED, 0)?;

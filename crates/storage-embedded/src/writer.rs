@@ -23,6 +23,7 @@ use storage::{KeyValue, KvEvent, KvEventKind, StorageError, TxnOp, TxnResponse};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::read::{self, KeyFilter};
 use crate::record::{Change, Latest};
 use crate::schema::{
     meta_get, INITIAL_REVISION, KEY_REVISIONS, LATEST, META, META_COMPACTED, META_REVISION,
@@ -37,6 +38,10 @@ const LINGER: Duration = Duration::from_micros(300);
 const LINGER_STEP: Duration = Duration::from_micros(30);
 /// Most revisions one compaction commit removes history for.
 const COMPACTION_CHUNK: i64 = 10_000;
+/// While the database is closed by a failure: how often the writer looks
+/// for requests, and how often it tries to open the database again.
+const CLOSED_POLL: Duration = Duration::from_millis(20);
+const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The events of one commit, in revision order.
 pub(crate) type EventBatch = Arc<[KvEvent]>;
@@ -71,16 +76,27 @@ pub(crate) fn run(
         events,
         compactions: VecDeque::new(),
         scratch: Scratch::default(),
+        last_reopen: Instant::now(),
     };
     let mut close_reply = None;
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut last_batch = 0;
     loop {
-        // With a compaction under way, poll for writes between its chunks.
-        let first = if writer.compactions.is_empty() {
-            requests.blocking_recv()
+        // With a compaction under way, or the database closed by a failure,
+        // poll for writes instead of waiting for them.
+        let polling = !writer.compactions.is_empty() || !writer.shared.db.is_open();
+        let first = if polling {
+            match requests.try_recv() {
+                Ok(request) => Some(request),
+                Err(TryRecvError::Disconnected) if writer.compactions.is_empty() => break,
+                Err(_) => None,
+            }
         } else {
-            requests.try_recv().ok()
+            // None: every sender is gone.
+            let Some(request) = requests.blocking_recv() else {
+                break;
+            };
+            Some(request)
         };
         if let Some(first) = first {
             batch.push(first);
@@ -88,8 +104,7 @@ pub(crate) fn run(
             last_batch = batch.len();
             close_reply = writer.handle_batch(&mut batch);
         } else if writer.compactions.is_empty() {
-            // Every sender is gone.
-            break;
+            writer.wait_for_database();
         }
         if close_reply.is_some() {
             break;
@@ -132,6 +147,8 @@ struct Writer {
     /// Accepted compactions (target revision, caller), oldest first.
     compactions: VecDeque<(i64, oneshot::Sender<Result<()>>)>,
     scratch: Scratch,
+    /// When the database was last opened again after a failure.
+    last_reopen: Instant,
 }
 
 /// Reused encoding buffers.
@@ -196,6 +213,7 @@ impl Writer {
         let outcome = compact_chunk(&self.shared, target);
         if let Err(e) = &outcome {
             self.shared.record_write_failure(e);
+            self.recover(e);
         }
         if !matches!(outcome, Ok(false)) {
             if let Some((_, reply)) = self.compactions.pop_front() {
@@ -208,6 +226,9 @@ impl Writer {
     fn commit_txns(&mut self, txns: Vec<TxnRequest>) {
         if txns.is_empty() {
             return;
+        }
+        if !self.shared.db.is_open() {
+            self.reopen();
         }
         match self.apply(&txns) {
             Ok(BatchOutcome {
@@ -231,16 +252,73 @@ impl Writer {
                 for txn in txns {
                     let _ = txn.reply.send(Err(e.clone()));
                 }
+                self.recover(&e);
             }
         }
     }
 
+    /// After a failed commit: closes the database, whose handle redb has
+    /// given up on, and opens it again (see the `database` module).
+    fn recover(&mut self, cause: &StorageError) {
+        if self.shared.db.is_open() {
+            self.shared.db.close(&cause.to_string());
+            self.reopen();
+        }
+    }
+
+    /// Idles while the database is closed, trying to open it now and then.
+    fn wait_for_database(&mut self) {
+        std::thread::sleep(CLOSED_POLL);
+        if !self.shared.db.is_open() && self.last_reopen.elapsed() >= REOPEN_INTERVAL {
+            self.reopen();
+        }
+    }
+
+    fn reopen(&mut self) {
+        self.last_reopen = Instant::now();
+        match self.shared.db.reopen() {
+            Ok((revision, compacted)) => self.reconcile(revision, compacted),
+            Err(e) => tracing::warn!(error = %e, "the embedded store stays closed"),
+        }
+    }
+
+    /// Makes the store's view match the reopened file. A commit that
+    /// failed late (in its final flush) may have reached the disk after
+    /// all: its changes are published to watchers as the log has them (its
+    /// callers were told it failed: its outcome was unknown to them). A file
+    /// behind the acknowledged revision has lost acknowledged writes: the
+    /// store then stays closed rather than serve it.
+    fn reconcile(&mut self, revision: i64, compacted: i64) {
+        let current = self.shared.current.load(Ordering::SeqCst);
+        if revision < current {
+            let cause = format!(
+                "the database file ends at revision {revision} but revision {current} was acknowledged"
+            );
+            tracing::error!("{cause}");
+            self.shared.db.close(&cause);
+            return;
+        }
+        self.shared.compacted.fetch_max(compacted, Ordering::SeqCst);
+        if revision == current {
+            return;
+        }
+        let everything = KeyFilter {
+            key: String::new(),
+            prefix: true,
+        };
+        match read::replay(&self.shared, &everything, current + 1, revision, usize::MAX) {
+            Ok(replay) => {
+                self.shared.current.store(revision, Ordering::SeqCst);
+                if !replay.events.is_empty() {
+                    let _ = self.events.send(replay.events.into());
+                }
+            }
+            Err(e) => self.shared.db.close(&e.to_string()),
+        }
+    }
+
     fn apply(&mut self, txns: &[TxnRequest]) -> Result<BatchOutcome> {
-        let write = self
-            .shared
-            .db
-            .begin_write()
-            .map_err(StorageError::internal)?;
+        let write = self.shared.db.begin_write()?;
         let mut outcomes = Vec::with_capacity(txns.len());
         let mut events = Vec::with_capacity(txns.len());
         let revision;
@@ -457,7 +535,7 @@ impl<'txn> WriteTables<'txn> {
 /// exactly what reads and watches from the compacted revision on need,
 /// including the previous value of the change at the compacted revision.
 fn compact_chunk(shared: &Shared, target: i64) -> Result<bool> {
-    let write = shared.db.begin_write().map_err(StorageError::internal)?;
+    let write = shared.db.begin_write()?;
     let end;
     {
         let mut tables = WriteTables::open(&write)?;

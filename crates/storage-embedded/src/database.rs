@@ -1,0 +1,146 @@
+//! The redb database behind the store, and how it survives a failed disk.
+//!
+//! redb latches the first I/O error of a commit (a full disk, a file system
+//! gone read-only): from then on every transaction of that handle fails
+//! with "Previous I/O error occurred", until the file is closed and opened
+//! again. So after a failed commit the writer closes the database and opens
+//! it again at once; opening repairs the file (redb's recovery walk) back to
+//! the last commit that reached the disk, and the store carries on — on a
+//! full disk reads work again at once and writes do as soon as there is
+//! room. If the file cannot be opened (the directory is read-only), the
+//! store stays closed: every read and write fails with the cause, and the
+//! writer tries again (see `writer`) until it can open the file.
+//!
+//! Upstream has no counterpart inside the API server: etcd plays this part,
+//! refusing writes with `mvcc: database space exceeded` when full.
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use redb::{Database, ReadTransaction, ReadableDatabase, TableError, WriteTransaction};
+use storage::error::Result;
+use storage::StorageError;
+
+use crate::schema::{
+    meta_get, INITIAL_REVISION, KEY_REVISIONS, LATEST, META, META_COMPACTED, META_REVISION,
+    REVISIONS,
+};
+
+/// redb's page cache.
+const CACHE_BYTES: usize = 256 * 1024 * 1024;
+
+/// The store's current and compacted revision, as found on disk.
+pub(crate) type Bookkeeping = (i64, i64);
+
+/// The database file, open or closed with the reason.
+pub(crate) struct Handle {
+    path: PathBuf,
+    db: RwLock<std::result::Result<Database, String>>,
+}
+
+impl Handle {
+    /// Opens (creating it if missing) the database at `path`.
+    pub(crate) fn open(path: &Path) -> std::result::Result<(Handle, Bookkeeping), String> {
+        let (db, bookkeeping) = open_database(path)?;
+        let handle = Handle {
+            path: path.to_owned(),
+            db: RwLock::new(Ok(db)),
+        };
+        Ok((handle, bookkeeping))
+    }
+
+    pub(crate) fn begin_read(&self) -> Result<ReadTransaction> {
+        match &*self.db.read().map_err(StorageError::internal)? {
+            Ok(db) => db.begin_read().map_err(StorageError::internal),
+            Err(cause) => Err(unavailable(cause)),
+        }
+    }
+
+    pub(crate) fn begin_write(&self) -> Result<WriteTransaction> {
+        match &*self.db.read().map_err(StorageError::internal)? {
+            Ok(db) => db.begin_write().map_err(StorageError::internal),
+            Err(cause) => Err(unavailable(cause)),
+        }
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.db.read().is_ok_and(|db| db.is_ok())
+    }
+
+    /// Closes the database because of `cause` (readers in flight fail).
+    pub(crate) fn close(&self, cause: &str) {
+        let Ok(mut slot) = self.db.write() else {
+            return;
+        };
+        if let Ok(db) = std::mem::replace(&mut *slot, Err(cause.to_owned())) {
+            // After a latched I/O error the close itself fails; the file is
+            // released all the same and the next open repairs it.
+            if let Err(e) = db.close() {
+                tracing::warn!(error = %e, "closing the embedded store after a failure");
+            }
+        }
+    }
+
+    /// Opens the closed database again; on failure it stays closed with the
+    /// new cause.
+    pub(crate) fn reopen(&self) -> Result<Bookkeeping> {
+        let mut slot = self.db.write().map_err(StorageError::internal)?;
+        if slot.is_ok() {
+            return Err(StorageError::Internal(
+                "the embedded store is already open".to_owned(),
+            ));
+        }
+        match open_database(&self.path) {
+            Ok((db, bookkeeping)) => {
+                *slot = Ok(db);
+                Ok(bookkeeping)
+            }
+            Err(cause) => {
+                *slot = Err(cause.clone());
+                Err(unavailable(&cause))
+            }
+        }
+    }
+}
+
+fn unavailable(cause: &str) -> StorageError {
+    StorageError::Internal(format!("the embedded store is unavailable: {cause}"))
+}
+
+fn open_database(path: &Path) -> std::result::Result<(Database, Bookkeeping), String> {
+    let db = Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .create(path)
+        .map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
+    let bookkeeping =
+        init(&db).map_err(|e| format!("cannot initialise database {}: {e}", path.display()))?;
+    Ok((db, bookkeeping))
+}
+
+/// Reads the bookkeeping, first creating the tables of a new database. An
+/// existing database is only read, so that it opens on a full disk.
+fn init(db: &Database) -> Result<Bookkeeping> {
+    let read = db.begin_read().map_err(StorageError::internal)?;
+    match read.open_table(META) {
+        Ok(meta) => {
+            return Ok((
+                meta_get(&meta, META_REVISION, INITIAL_REVISION)?,
+                meta_get(&meta, META_COMPACTED, 0)?,
+            ))
+        }
+        Err(TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(StorageError::internal(e)),
+    }
+    drop(read);
+    let write = db.begin_write().map_err(StorageError::internal)?;
+    write.open_table(META).map_err(StorageError::internal)?;
+    write.open_table(LATEST).map_err(StorageError::internal)?;
+    write
+        .open_table(REVISIONS)
+        .map_err(StorageError::internal)?;
+    write
+        .open_table(KEY_REVISIONS)
+        .map_err(StorageError::internal)?;
+    write.commit().map_err(StorageError::internal)?;
+    Ok((INITIAL_REVISION, 0))
+}
