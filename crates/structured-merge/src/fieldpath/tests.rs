@@ -149,3 +149,17 @@ fn paths_print_as_upstream() {
     ]);
     assert_eq!(p.to_string(), r#".spec.containers[name="web"].image"#);
 }
+
+/// Found by fuzzing (fuzz/fuzz_targets/field_path.rs): a value key holding
+/// a long number reads as the nearest float, as Go's `strconv.ParseFloat`
+/// does, and writes back to a key that reads to the same element.
+#[test]
+fn value_keys_with_long_numbers_read_correctly_rounded() {
+    let key = "v:1111111000003585777579240863971";
+    let Ok(Some(element)) = PathElement::deserialize(key) else {
+        panic!("{key} does not parse");
+    };
+    assert_eq!(element, PathElement::Value(json!(1.1111110000035857e30)));
+    let printed = element.serialize();
+    assert_eq!(PathElement::deserialize(&printed), Ok(Some(element)));
+}
