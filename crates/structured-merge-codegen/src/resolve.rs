@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use crate::gotype::{omit_options, GoTy};
 use crate::CodegenError;
 use go_types::golang::{tag_value, DeclBody, Field, TypeDecl, TypeExpr};
 use go_types::source::{Loader, Package};
@@ -35,6 +36,10 @@ pub struct OutField {
     pub retain_keys: bool,
     pub replace: bool,
     pub merge_key: Option<String>,
+    /// The Go shape of the field and its `omitempty` / `omitzero` options.
+    pub go: GoTy,
+    pub omit_empty: bool,
+    pub omit_zero: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -173,9 +178,9 @@ pub struct Resolver {
     pub structs: BTreeMap<String, Option<OutStruct>>,
 }
 
-struct Ctx<'a> {
-    pkg: &'a str,
-    imports: &'a HashMap<String, String>,
+pub(crate) struct Ctx<'a> {
+    pub pkg: &'a str,
+    pub imports: &'a HashMap<String, String>,
 }
 
 impl Resolver {
@@ -192,8 +197,7 @@ impl Resolver {
 
     /// Emits the struct type `name` of `pkg` (and every type it uses).
     pub fn emit_struct(&mut self, pkg: &str, name: &str) -> Result<(), CodegenError> {
-        let ty = self.resolve_named(pkg, name, &Markers::default(), &PatchTags::default())?;
-        match ty {
+        match self.emit_struct_type(pkg, name)? {
             Ty::Named(_) | Ty::Scalar | Ty::Untyped => Ok(()),
             other => Err(CodegenError::Resolve(format!(
                 "{pkg}.{name} is not a struct: {other:?}"
@@ -201,7 +205,13 @@ impl Resolver {
         }
     }
 
-    fn decl(&mut self, pkg: &str, name: &str) -> Result<TypeDecl, CodegenError> {
+    /// Emits the named type if it is a struct (its definition name), or
+    /// resolves it to the collection or scalar it is.
+    pub(crate) fn emit_struct_type(&mut self, pkg: &str, name: &str) -> Result<Ty, CodegenError> {
+        self.resolve_named(pkg, name, &Markers::default(), &PatchTags::default())
+    }
+
+    pub(crate) fn decl(&mut self, pkg: &str, name: &str) -> Result<TypeDecl, CodegenError> {
         let package = self.loader.load(pkg)?;
         package
             .types
@@ -323,6 +333,8 @@ impl Resolver {
             let markers = Markers::parse(&field.doc);
             let patch = PatchTags::parse(&field.tag);
             let ty = self.resolve_expr(ctx, &field.ty, &markers, &patch)?;
+            let go = self.go_type(ctx, &field.ty)?;
+            let (omit_empty, omit_zero) = omit_options(&field.tag);
             out.retain(|o| o.name != name);
             out.push(OutField {
                 name: name.to_owned(),
@@ -331,6 +343,9 @@ impl Resolver {
                 retain_keys: patch.retain_keys,
                 replace: patch.replace,
                 merge_key: patch.merge_key,
+                go,
+                omit_empty,
+                omit_zero,
             });
         }
         Ok(out)

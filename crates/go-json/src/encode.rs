@@ -1,0 +1,243 @@
+//! The output-only parts of upstream's serializers
+//! (`runtime/serializer/json`): `json.Encoder.Encode` escapes `<`, `>`,
+//! `&` (as `\u003c`, `\u003e`, `\u0026`) and U+2028/U+2029, writes floats
+//! in Go's format and ends with a newline; `json.MarshalIndent` (pretty
+//! output) indents by two spaces and adds no newline; YAML is
+//! `sigs.k8s.io/yaml`'s `JSONToYAML`, which re-reads the JSON into Go
+//! maps, so go-yaml writes every mapping's keys in its sorted order.
+
+use std::cmp::Ordering;
+use std::io;
+
+use serde::Serialize;
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
+use serde_json::Value;
+
+/// Compact JSON as `json.Encoder.Encode` writes it, newline included.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Go(CompactFormatter));
+    value.serialize(&mut ser)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// Indented JSON as `json.MarshalIndent(v, "", "  ")` writes it.
+pub fn to_vec_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Go(PrettyFormatter::new()));
+    value.serialize(&mut ser)?;
+    Ok(out)
+}
+
+/// YAML as `sigs.k8s.io/yaml.JSONToYAML` writes it: mappings in go-yaml's
+/// key order.
+pub fn to_yaml<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
+    let mut tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    sort_yaml_keys(&mut tree);
+    serde_yaml::to_string(&tree).map_err(|e| e.to_string())
+}
+
+fn sort_yaml_keys(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+            entries.sort_by(|(a, _), (b, _)| yaml_key_order(a, b));
+            for (key, mut value) in entries {
+                sort_yaml_keys(&mut value);
+                map.insert(key, value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_yaml_keys),
+        _ => {}
+    }
+}
+
+/// go-yaml's order of string keys (its `keyList.Less`): letters compare
+/// by code point and sort before other characters; runs of digits compare
+/// by their numeric value.
+pub fn yaml_key_order(a: &str, b: &str) -> Ordering {
+    if yaml_key_less(a, b) {
+        Ordering::Less
+    } else if yaml_key_less(b, a) {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    }
+}
+
+fn yaml_key_less(a: &str, b: &str) -> bool {
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i] < br[i];
+        }
+        if al || bl {
+            return bl;
+        }
+        let (mut an, mut bn) = (0i64, 0i64);
+        if ar[i] == '0' || br[i] == '0' {
+            let nonzero_before = ar[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_digit())
+                .any(|c| *c != '0');
+            if nonzero_before {
+                (an, bn) = (1, 1);
+            }
+        }
+        let (an, ai) = digits_value(&ar, i, an);
+        let (bn, bi) = digits_value(&br, i, bn);
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ar[i] < br[i];
+    }
+    ar.len() < br.len()
+}
+
+/// The value of the digits starting at `from` (continuing `start`) and
+/// where they end.
+fn digits_value(s: &[char], from: usize, start: i64) -> (i64, usize) {
+    let mut n = start;
+    let mut at = from;
+    while let Some(d) = s.get(at).and_then(|c| c.to_digit(10)) {
+        n = n.wrapping_mul(10).wrapping_add(i64::from(d));
+        at += 1;
+    }
+    (n, at)
+}
+
+/// A formatter writing strings and floats as Go does, around `F`'s layout.
+struct Go<F>(F);
+
+impl<F: Formatter> Formatter for Go<F> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        write_go_escaped(writer, fragment.as_bytes())
+    }
+
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        writer.write_all(go_float(value, false).as_bytes())
+    }
+
+    fn write_f32<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
+        writer.write_all(go_float(f64::from(value), true).as_bytes())
+    }
+
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+
+    fn end_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_key(w)
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Writes a run of string bytes that serde_json leaves unescaped, with the
+/// escapes Go adds: `<`, `>`, `&`, U+2028 and U+2029.
+fn write_go_escaped<W: ?Sized + io::Write>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let (escape, len): (&[u8], usize) = match bytes[i] {
+            b'<' => (b"\\u003c", 1),
+            b'>' => (b"\\u003e", 1),
+            b'&' => (b"\\u0026", 1),
+            0xE2 if bytes.get(i + 1) == Some(&0x80) => match bytes.get(i + 2) {
+                Some(0xA8) => (b"\\u2028", 3),
+                Some(0xA9) => (b"\\u2029", 3),
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            },
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        writer.write_all(&bytes[start..i])?;
+        writer.write_all(escape)?;
+        i += len;
+        start = i;
+    }
+    writer.write_all(&bytes[start..])
+}
+
+/// Go's `floatEncoder`: the shortest representation, in `%f` form unless
+/// the magnitude is below 1e-6 or at least 1e21, then in `%e` form with
+/// a signed exponent of at least one digit.
+fn go_float(value: f64, single: bool) -> String {
+    let abs = value.abs();
+    if abs == 0.0 || (1e-6..1e21).contains(&abs) {
+        return if single {
+            format!("{}", value as f32)
+        } else {
+            format!("{value}")
+        };
+    }
+    let text = if single {
+        format!("{:e}", value as f32)
+    } else {
+        format!("{value:e}")
+    };
+    match text.split_once('e') {
+        Some((mantissa, exp)) if exp.starts_with('-') => format!("{mantissa}e{exp}"),
+        Some((mantissa, exp)) => format!("{mantissa}e+{exp}"),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests;
