@@ -14,8 +14,11 @@ use super::{OptionError, Options};
 /// `--http2-max-streams-per-connection` is 0 (upstream's serving default).
 pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
 
-/// The authorizer used when none is configured.
-pub const DEFAULT_AUTHORIZATION_MODE: &str = "AlwaysAllow";
+/// The authorizers used when neither `--authorization-mode` nor
+/// `--authorization-config` is given: what kubeadm and k3s configure, so a
+/// server started without flags is not open to every identity. Upstream's
+/// own default is `AlwaysAllow`; pass it explicitly to get that.
+pub const DEFAULT_AUTHORIZATION_MODES: &[&str] = &["Node", "RBAC"];
 
 /// Where objects are stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +74,7 @@ pub struct CompletedOptions {
     pub external_hostname: String,
     pub storage: StorageBackend,
     pub service_ip_ranges: ServiceIpRanges,
-    /// `--authorization-mode`, or `AlwaysAllow` when empty.
+    /// `--authorization-mode`, or [`DEFAULT_AUTHORIZATION_MODES`] when empty.
     pub authorization_modes: Vec<String>,
     /// `--runtime-config` with the core group's aliases (`v1`, `api/v1`)
     /// rewritten to `/v1` and `api/legacy` dropped.
@@ -109,7 +112,10 @@ impl Options {
         let service_ip_ranges =
             service_ip_ranges(&self.service_cluster_ip_range).unwrap_or_else(|_| default_ranges());
         let authorization_modes = if self.authorization_modes.is_empty() {
-            vec![DEFAULT_AUTHORIZATION_MODE.to_string()]
+            DEFAULT_AUTHORIZATION_MODES
+                .iter()
+                .map(|mode| mode.to_string())
+                .collect()
         } else {
             self.authorization_modes.clone()
         };

@@ -137,7 +137,8 @@ pub struct Options {
     pub secure_serving: SecureServingOptions,
     /// `--client-ca-file`.
     pub client_ca_file: Option<PathBuf>,
-    /// `--authorization-mode` as given; empty means AlwaysAllow.
+    /// `--authorization-mode` as given; empty means Node,RBAC (see
+    /// [`CompletedOptions::authorization_modes`]).
     pub authorization_modes: Vec<String>,
     /// `--runtime-config` as given.
     pub runtime_config: BTreeMap<String, String>,

@@ -113,10 +113,7 @@ fn completion_derives_upstream_defaults() {
         completed.service_ip_ranges.api_server_service_ip,
         IpAddr::from([10, 0, 0, 1])
     );
-    assert_eq!(
-        completed.authorization_modes,
-        vec!["AlwaysAllow".to_string()]
-    );
+    assert_eq!(completed.authorization_modes, ["Node", "RBAC"]);
     assert_eq!(completed.http2_max_concurrent_streams, 100);
     assert!(matches!(completed.storage, StorageBackend::Embedded { .. }));
     assert!(!completed.advertise_address.is_unspecified());
@@ -139,8 +136,10 @@ fn completion_uses_given_values() {
         "--service-cluster-ip-range=10.96.0.0/12,fd00::/108",
         "--runtime-config=api/v1=true,apps/v1=false,api/legacy=true",
         "--feature-gates=WatchList=false",
+        "--authorization-mode=AlwaysAllow",
     ])
     .complete();
+    assert_eq!(completed.authorization_modes, ["AlwaysAllow"]);
     assert_eq!(completed.advertise_address, IpAddr::from([127, 0, 0, 2]));
     assert_eq!(
         completed.storage,
@@ -364,6 +363,7 @@ fn help_shows_flags_like_pflag() {
     assert!(line("--etcd-prefix string ").ends_with("(default \"/registry\")"));
     assert!(line("--feature-gates colonSeparatedMultimapStringString ").len() > 40);
     assert!(line("--watch-cache ").ends_with("(default true)"));
+    assert!(line("--authorization-mode strings ").contains("Node,RBAC when neither"));
     assert!(
         line("--service-node-port-range <a string in the form 'N1-N2'> ")
             .ends_with("(default 30000-32767)")

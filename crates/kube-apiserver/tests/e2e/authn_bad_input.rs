@@ -193,7 +193,10 @@ fn issue(server: &TestServer, name: &str, spec: CertSpec<'_>) -> (PathBuf, PathB
     paths
 }
 
-fn bad_client_certificates_are_refused_or_ignored(server: &TestServer) {
+fn bad_client_certificates_are_refused_or_ignored(backend: Backend) {
+    // About who a certificate names, not what they may do: anonymous users
+    // may ask who they are only when authorization allows everyone.
+    let server = &backend.start_with(&["--authorization-mode=AlwaysAllow"]);
     let valid = issue(
         server,
         "valid",
@@ -745,11 +748,11 @@ fn front_proxy_uid_headers_and_escaped_extra_keys(backend: Backend) {
 }
 
 crate::harness::on_both_backends!(
-    bad_client_certificates_are_refused_or_ignored,
     forged_expired_and_foreign_audience_tokens_are_refused,
     tokens_of_deleted_or_replaced_objects_are_refused,
     pod_bound_tokens_carry_pod_and_node;
-    backend: malformed_authorization_headers_are_refused,
+    backend: bad_client_certificates_are_refused_or_ignored,
+    malformed_authorization_headers_are_refused,
     token_requests_follow_upstreams_limits,
     front_proxy_uid_headers_and_escaped_extra_keys
 );

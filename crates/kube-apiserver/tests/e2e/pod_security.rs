@@ -233,7 +233,15 @@ fn configured_defaults_exemptions_and_audit_annotations(backend: Backend) {
     // Unlabelled namespaces get the configured defaults.
     let err = s.fails(&["run", "p", "--image=nginx", "--privileged"]);
     assert!(err.contains(BASELINE_PRIVILEGED), "{err}");
-    // Exempt users and namespaces are not evaluated.
+    // Exempt users and namespaces are not evaluated (the user may create
+    // pods in the namespace, as RBAC by default requires).
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "trusted-user-edit",
+        "--clusterrole=edit",
+        "--user=trusted-user",
+    ]);
     s.ok(&[
         "run",
         "p",

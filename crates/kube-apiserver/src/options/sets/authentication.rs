@@ -5,7 +5,7 @@ use crate::options::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("anonymous-auth", Kind::Bool, "true",
-        "Accept requests no authenticator rejected as anonymous: user system:anonymous in group system:unauthenticated."),
+        "Accept requests no authenticator rejected as anonymous: user system:anonymous in group system:unauthenticated. Under the default authorization (Node,RBAC) they reach only what the bootstrap role system:public-info-viewer grants: /healthz, /livez, /readyz and /version."),
     FlagSpec::new("api-audiences", Kind::StringSlice, "",
         "Audiences of this API: service-account tokens must be bound to at least one of them. Defaults to the issuer URL when --service-account-issuer is set."),
     FlagSpec::new("authentication-config", Kind::Str, "",

@@ -6,7 +6,7 @@ pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("authorization-config", Kind::Str, "",
         "File with an AuthorizationConfiguration describing the authorizer chain. Cannot be combined with --authorization-mode or the --authorization-webhook-* flags."),
     FlagSpec::new("authorization-mode", Kind::StringSlice, "",
-        "Comma-separated, ordered authorizers for the secure port, from AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC and Node. AlwaysAllow when neither this nor --authorization-config is given."),
+        "Comma-separated, ordered authorizers for the secure port, from AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC and Node. Node,RBAC when neither this nor --authorization-config is given, as kubeadm and k3s configure (upstream defaults to AlwaysAllow: pass --authorization-mode=AlwaysAllow for that)."),
     FlagSpec::new("authorization-policy-file", Kind::Str, "",
         "ABAC policy file (one JSON policy per line), used with --authorization-mode=ABAC."),
     FlagSpec::new("authorization-webhook-cache-authorized-ttl", Kind::Duration, "5m0s",
