@@ -49,7 +49,7 @@ async fn snapshots(dir: &Path) -> (Vec<u8>, Vec<u8>) {
         put(&kv, &format!("/t/a{i}"), &a_value(i)).await;
     }
     let a = std::fs::read(&file).unwrap();
-    put(&kv, "/t/b", &B_VALUE).await;
+    put(&kv, "/t/b", B_VALUE).await;
     let b = std::fs::read(&file).unwrap();
     kv.close().await;
     (a, b)
