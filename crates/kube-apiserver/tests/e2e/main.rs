@@ -62,6 +62,7 @@ mod rbac_controller_roles;
 mod resource_quota;
 mod runtime_config;
 mod scale_admission;
+mod secure_defaults;
 mod service_accounts;
 mod service_allocation;
 mod spec_validation;
