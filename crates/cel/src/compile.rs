@@ -12,6 +12,7 @@ use crate::fieldpath;
 use crate::limits::{
     MAX_REQUEST_SIZE_BYTES, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
 };
+use crate::parse_bounds;
 use crate::schema::{Kind, ListType, Node, RuleSpec};
 
 /// The supported `reason`s of a rule.
@@ -310,10 +311,7 @@ impl<'e> Compiler<'e> {
         node: &Node,
         source: &str,
     ) -> Result<(Program, u64, Option<Kind>), String> {
-        let program = self
-            .env
-            .compile(source)
-            .map_err(|e| render_parse_errors(&e, source))?;
+        let program = parse_bounds::parse(self.env, source, render_parse_errors)?;
         let mut estimator = Estimator::new(node, None);
         let (cost, kind) = estimator.estimate_typed(program.expression());
         if !estimator.issues.is_empty() {

@@ -17,6 +17,7 @@ use crate::convert::to_val;
 use crate::cost::{observe, Estimator};
 use crate::library;
 use crate::limits::PER_CALL_LIMIT;
+use crate::parse_bounds;
 use crate::schema::Node;
 use crate::validate::go_error_text;
 
@@ -79,9 +80,8 @@ impl Expression {
     /// Compiles `source`, which may refer to `variables` only.
     pub fn compile(source: &str, variables: &[&str]) -> Result<Expression, CompileError> {
         let env = library::env().map_err(|e| CompileError::Environment(e.to_string()))?;
-        let program = env
-            .compile(source)
-            .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
+        let program = parse_bounds::parse(&env, source, render_parse_errors)
+            .map_err(CompileError::Invalid)?;
         Self::finish(program, env, source, variables)
     }
 
@@ -91,9 +91,8 @@ impl Expression {
     /// and call `jsonpatch.escapeKey`.
     pub fn compile_mutation(source: &str, variables: &[&str]) -> Result<Expression, CompileError> {
         let env = library::mutation_env().map_err(|e| CompileError::Environment(e.to_string()))?;
-        let program = env
-            .compile(source)
-            .map_err(|e| CompileError::Invalid(render_parse_errors(&e, source)))?;
+        let program = parse_bounds::parse(&env, source, render_parse_errors)
+            .map_err(CompileError::Invalid)?;
         let issues = construct::unknown_types(program.expression());
         if !issues.is_empty() {
             return Err(CompileError::Invalid(render_issues(

@@ -22,6 +22,7 @@ mod expression;
 mod fieldpath;
 mod library;
 pub mod limits;
+mod parse_bounds;
 mod schema;
 mod validate;
 
