@@ -34,7 +34,14 @@ impl TestServer {
     }
 
     pub fn start_with(args: &[&str]) -> TestServer {
+        Self::start_prepared(|_| {}, args)
+    }
+
+    /// Like [`TestServer::start_with`], calling `prepare` with the data dir
+    /// before the server starts (to mount something inside it).
+    pub fn start_prepared(prepare: impl FnOnce(&Path), args: &[&str]) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
+        prepare(dir.path());
         let port = free_port();
         let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let child = spawn(dir.path(), port, &extra_args);

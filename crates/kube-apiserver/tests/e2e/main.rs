@@ -27,6 +27,7 @@ mod crd_apply;
 mod crd_conversion;
 mod csr_validation;
 mod deletion;
+mod disk_faults;
 mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;
