@@ -474,13 +474,6 @@ impl Set {
         }
     }
 
-    /// Adds `pe` as a member (used when walking with a schema).
-    pub(crate) fn insert_member(&mut self, pe: PathElement) {
-        if let Err(at) = self.members.binary_search(&pe) {
-            self.members.insert(at, pe);
-        }
-    }
-
     /// Builds a set from its parts; both must be sorted.
     pub(crate) fn from_parts(members: Vec<PathElement>, children: Vec<(PathElement, Set)>) -> Set {
         Set { members, children }
@@ -534,10 +527,14 @@ impl Set {
 }
 
 /// A node's subtree (None when it has no valid children) and whether the
-/// node itself is a member.
+/// node itself is a member. Members and children are collected, then
+/// sorted once: keys come in the order the client sent them, and inserting
+/// each into sorted vectors would be quadratic.
 fn read_node(map: &Map<String, Value>) -> Result<(Option<Set>, bool), FieldsError> {
     let mut is_member = false;
-    let mut children: Option<Set> = None;
+    let mut any_child = false;
+    let mut members = Vec::new();
+    let mut children: Vec<(PathElement, Set)> = Vec::new();
     for (key, value) in map {
         if key == "." {
             is_member = true;
@@ -549,21 +546,33 @@ fn read_node(map: &Map<String, Value>) -> Result<(Option<Set>, bool), FieldsErro
         let Value::Object(child) = value else {
             return Err(FieldsError::NotAnObject(key.clone()));
         };
+        any_child = true;
         let (grandchildren, child_is_member) = read_node(child)?;
-        if child_is_member {
-            children
-                .get_or_insert_with(Set::new)
-                .insert_member(pe.clone());
-        }
-        if let Some(g) = grandchildren {
-            let node = children.get_or_insert_with(Set::new).descend(&pe);
-            *node = node.union(&g);
+        match (grandchildren, child_is_member) {
+            (Some(g), true) => {
+                members.push(pe.clone());
+                children.push((pe, g));
+            }
+            (Some(g), false) => children.push((pe, g)),
+            (None, true) => members.push(pe),
+            (None, false) => {}
         }
     }
-    if children.is_none() {
-        is_member = true;
+    if !any_child {
+        return Ok((None, true));
     }
-    Ok((children, is_member))
+    members.sort_unstable();
+    members.dedup();
+    children.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut merged: Vec<(PathElement, Set)> = Vec::with_capacity(children.len());
+    for (pe, set) in children {
+        match merged.last_mut() {
+            // Two spellings of one element (`k:` fields in another order).
+            Some((last, existing)) if *last == pe => *existing = existing.union(&set),
+            _ => merged.push((pe, set)),
+        }
+    }
+    Ok((Some(Set::from_parts(members, merged)), is_member))
 }
 
 /// The union of two sorted, deduplicated slices.

@@ -163,3 +163,53 @@ fn value_keys_with_long_numbers_read_correctly_rounded() {
     let printed = element.serialize();
     assert_eq!(PathElement::deserialize(&printed), Ok(Some(element)));
 }
+
+#[test]
+fn fields_v1_with_many_keys_in_reverse_order_reads_in_n_log_n() {
+    // A managedFields entry of a large request: keys in descending order
+    // (serde_json keeps the order sent), half of them with children.
+    let n = 100_000;
+    let mut doc = serde_json::Map::new();
+    for i in (0..n).rev() {
+        let child = if i % 2 == 0 {
+            json!({".": {}, "f:x": {}})
+        } else {
+            json!({})
+        };
+        doc.insert(format!("f:k{i:06}"), child);
+    }
+    let doc = Value::Object(doc);
+    let start = std::time::Instant::now();
+    let set = Set::from_fields_v1(&doc).expect("valid");
+    let took = start.elapsed();
+    // Inserting each key in place took over 10 s here (debug build).
+    assert!(took < std::time::Duration::from_secs(6), "{took:?}");
+    assert!(set.has(&[f("k000001")]));
+    assert!(set.has(&[f("k000002")]));
+    assert!(set.has(&[f("k000002"), f("x")]));
+    assert!(!set.has(&[f("k000001"), f("x")]));
+    assert_eq!(set.to_fields_v1(), {
+        let mut sorted: Vec<_> = doc.as_object().into_iter().flatten().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        Value::Object(
+            sorted
+                .into_iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    });
+}
+
+#[test]
+fn fields_v1_keys_naming_one_element_are_merged() {
+    // Two spellings of the same key element, each with its own children.
+    let doc = json!({
+        "k:{\"a\":1,\"b\":2}": {"f:x": {}},
+        "k:{\"b\":2,\"a\":1}": {".": {}, "f:y": {}},
+    });
+    let set = Set::from_fields_v1(&doc).expect("valid");
+    let key = PathElement::key(vec![("a".into(), json!(1)), ("b".into(), json!(2))]);
+    assert!(set.has(std::slice::from_ref(&key)));
+    assert!(set.has(&[key.clone(), f("x")]));
+    assert!(set.has(&[key, f("y")]));
+}
