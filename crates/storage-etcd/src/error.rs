@@ -67,6 +67,7 @@ const MSG_FUTURE_REV: &str = "required revision is a future revision";
 const MSG_TOO_LARGE: &str = "request is too large";
 const MSG_GRPC_TOO_LARGE: &str = "larger than max";
 const MSG_TIMED_OUT: &str = "request timed out";
+const MSG_NO_SPACE: &str = "database space exceeded";
 
 impl Failure {
     pub(crate) fn classify(err: etcd_client::Error) -> Self {
@@ -92,6 +93,10 @@ impl Failure {
             || (status.code() == Code::ResourceExhausted && message.contains(MSG_GRPC_TOO_LARGE))
         {
             return Self::TooLarge;
+        }
+        if status.code() == Code::ResourceExhausted && message.contains(MSG_NO_SPACE) {
+            // The space quota's alarm: upstream passes etcd's text through.
+            return Self::Other(StorageError::Backend(message.to_owned()));
         }
         let text = format!("etcd: {message}");
         // A status with a source was made by the client's transport, not
@@ -168,6 +173,11 @@ mod tests {
             "grpc: received message larger than max (3145781 vs. 2097152)",
         );
         assert!(matches!(classify(grpc_large), Failure::TooLarge));
+        let no_space = Status::resource_exhausted("etcdserver: mvcc: database space exceeded");
+        assert!(matches!(
+            classify(no_space),
+            Failure::Other(StorageError::Backend(m)) if m == "etcdserver: mvcc: database space exceeded"
+        ));
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct EtcdServerOptions {
     pub client_port: Option<u16>,
     /// etcd's `--experimental-watch-progress-notify-interval` (default 10m).
     pub progress_notify_interval: Option<Duration>,
+    /// etcd's `--quota-backend-bytes` (default 2 GiB).
+    pub quota_backend_bytes: Option<u64>,
 }
 
 /// Files of the TLS variant; `ca_file` signs the server's certificate, the
@@ -200,6 +202,9 @@ impl EtcdServer {
                 "--experimental-watch-progress-notify-interval={}ms",
                 interval.as_millis()
             ));
+        }
+        if let Some(bytes) = options.quota_backend_bytes {
+            cmd.arg(format!("--quota-backend-bytes={bytes}"));
         }
         if let Some(tls) = &self.tls {
             let dir = self.dir.path();

@@ -50,6 +50,13 @@ pub enum StorageError {
     /// Anything else that went wrong inside the backend.
     #[error("storage internal error: {0}")]
     Internal(String),
+    /// A failure the backend reports in words of its own that upstream's
+    /// storage layer passes up unchanged, as etcd's `etcdserver: mvcc:
+    /// database space exceeded` when its space quota is reached: upstream
+    /// answers it with a 500 whose reason is empty and whose message is the
+    /// backend's text.
+    #[error("{0}")]
+    Backend(String),
     /// An error returned by a caller's callback (update function or deletion
     /// validation), passed through unchanged so the caller can downcast it.
     #[error("{0}")]

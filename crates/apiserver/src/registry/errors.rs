@@ -1,7 +1,7 @@
 //! Storage errors as API errors (upstream's `storeerr` interpretation):
 //! the one place where a storage failure becomes a `Status`.
 
-use apimachinery::status::ApiError;
+use apimachinery::status::{ApiError, StatusReason};
 use storage::StorageError;
 
 use super::resource::ResourceInfo;
@@ -40,6 +40,9 @@ pub fn interpret(err: StorageError, info: &ResourceInfo, name: &str) -> ApiError
             ApiError::request_entity_too_large("etcdserver: request is too large")
         }
         StorageError::Timeout(_) => ApiError::server_timeout(group, resource, "", 2),
+        // Not a storage error upstream: `ErrorToAPIStatus` makes it a 500
+        // with an empty reason and the backend's message.
+        StorageError::Backend(message) => ApiError::new(500, StatusReason::Unknown, message),
         StorageError::Callback(inner) => match inner.downcast_ref::<ApiError>() {
             Some(api) => api.clone(),
             None => ApiError::internal_error(inner),

@@ -5,10 +5,17 @@
 //! failed shows up; once space is freed writes succeed again without a
 //! restart, and a restart finds every acknowledged object. Mounting needs
 //! root: without it the test says so on stderr and skips.
+//!
+//! On etcd the disk is etcd's space quota (`--quota-backend-bytes`): a
+//! create over it fails as upstream's does, a 500 with no reason and
+//! etcd's message `etcdserver: mvcc: database space exceeded`, and reads go
+//! on.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use storage_etcd::testing::{EtcdServer, EtcdServerOptions};
 
 use crate::harness::TestServer;
 
@@ -180,4 +187,34 @@ fn disk_full_fails_writes_with_500_and_recovers_when_space_returns() {
     check_acked(server, &acked, "after a restart");
     assert_eq!(stored_value(server, "after"), Some(value(0)));
     assert_eq!(stored_value(server, &failed), None);
+}
+
+#[test]
+fn etcd_space_quota_fails_writes_with_etcds_message() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let options = EtcdServerOptions {
+        quota_backend_bytes: Some(6 << 20),
+        ..EtcdServerOptions::default()
+    };
+    let etcd = runtime
+        .block_on(EtcdServer::start_with(options))
+        .expect("etcd starts");
+    let servers = format!("--etcd-servers={}", etcd.client_url());
+    let server = TestServer::start_with(&[&servers]);
+
+    let (acked, error) = fill(&server);
+    assert!(acked.len() >= 2, "some creates succeeded first: {error}");
+    assert!(
+        error.contains("Error from server: ")
+            && error.contains("etcdserver: mvcc: database space exceeded")
+            && !error.contains("Internal error occurred"),
+        "upstream's 500 with etcd's message and no reason: {error}"
+    );
+    check_acked(&server, &acked, "over etcd's quota");
+    server.ok(&["get", "configmaps"]);
+    drop(server);
+    drop(etcd);
 }
