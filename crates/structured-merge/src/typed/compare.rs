@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::{Node, Ty, Typer};
-use crate::fieldpath::{PathElement, Set};
+use crate::fieldpath::{PathElement, PathList, Set};
 
 /// What changed from an old object to a new one.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,12 +31,24 @@ impl Comparison {
     }
 }
 
+/// The changed paths, gathered in the objects' order.
+#[derive(Default)]
+struct Changes {
+    removed: PathList,
+    modified: PathList,
+    added: PathList,
+}
+
 impl<'a> Typer<'a> {
     /// How `rhs` differs from `lhs`.
     pub fn compare(&self, ty: Ty<'a>, lhs: &Value, rhs: &Value) -> Comparison {
-        let mut c = Comparison::default();
+        let mut c = Changes::default();
         self.compare_node(ty, Some(lhs), Some(rhs), &mut Vec::new(), &mut c);
-        c
+        Comparison {
+            removed: c.removed.into_set(),
+            modified: c.modified.into_set(),
+            added: c.added.into_set(),
+        }
     }
 
     fn compare_node(
@@ -45,10 +57,10 @@ impl<'a> Typer<'a> {
         lhs: Option<&Value>,
         rhs: Option<&Value>,
         path: &mut Vec<PathElement>,
-        c: &mut Comparison,
+        c: &mut Changes,
     ) {
         let node = self.node2(ty, lhs, rhs);
-        let leaf = |c: &mut Comparison| match (lhs, rhs) {
+        let leaf = |c: &mut Changes| match (lhs, rhs) {
             (None, _) => c.added.insert(path),
             (_, None) => c.removed.insert(path),
             (Some(l), Some(r)) if l != r => c.modified.insert(path),
@@ -97,7 +109,7 @@ impl<'a> Typer<'a> {
         lhs: &[Value],
         rhs: &[Value],
         path: &mut Vec<PathElement>,
-        c: &mut Comparison,
+        c: &mut Changes,
     ) {
         // Elements grouped by key, keys in order of first appearance (lhs
         // first); elements without a valid key are not compared.

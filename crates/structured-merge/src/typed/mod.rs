@@ -13,7 +13,7 @@ mod merge;
 
 use serde_json::Value;
 
-use crate::fieldpath::{PathElement, Set};
+use crate::fieldpath::{PathElement, PathList, Set};
 use crate::schema::{FieldDef, ListKind, Schema, StructDef, TypeDef, TypeRef};
 
 pub use compare::Comparison;
@@ -210,12 +210,12 @@ impl<'a> Typer<'a> {
     /// elements, fields of a map that a struct does not declare, and
     /// declared fields set to null or `{}`.
     pub fn field_set(&self, ty: Ty<'a>, value: &Value) -> Set {
-        let mut set = Set::new();
-        self.collect(ty, value, &mut Vec::new(), &mut set);
-        set
+        let mut paths = PathList::default();
+        self.collect(ty, value, &mut Vec::new(), &mut paths);
+        paths.into_set()
     }
 
-    fn collect(&self, ty: Ty<'a>, value: &Value, path: &mut Vec<PathElement>, set: &mut Set) {
+    fn collect(&self, ty: Ty<'a>, value: &Value, path: &mut Vec<PathElement>, set: &mut PathList) {
         match self.node(ty, Some(value)) {
             Node::Leaf => set.insert(path),
             Node::Fields(fields) => {
@@ -237,15 +237,12 @@ impl<'a> Typer<'a> {
                     .iter()
                     .map(|item| self.item_key(elem, keys, item).ok())
                     .collect();
-                for (i, (item, pe)) in items.iter().zip(&pes).enumerate() {
+                let duplicated = duplicated(&pes);
+                for ((item, pe), duplicated) in items.iter().zip(&pes).zip(duplicated) {
                     let Some(pe) = pe else { continue };
                     path.push(pe.clone());
                     // Duplicated elements are owned as a whole.
-                    if pes
-                        .iter()
-                        .enumerate()
-                        .any(|(j, other)| j != i && other.as_ref() == Some(pe))
-                    {
+                    if duplicated {
                         set.insert(path);
                     } else {
                         self.collect(elem, item, path, set);
@@ -356,6 +353,21 @@ fn key_default(elem: Ty<'_>, key: &str) -> Option<Value> {
     };
     let port = name.ends_with(".core.v1.ContainerPort") || name.ends_with(".core.v1.ServicePort");
     (port && key == "protocol").then(|| Value::String("TCP".into()))
+}
+
+/// Which of `pes` occur more than once, found by sorting (comparing every
+/// pair is quadratic in the length of a list a client sends).
+fn duplicated(pes: &[Option<PathElement>]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..pes.len()).filter(|&i| pes[i].is_some()).collect();
+    order.sort_unstable_by(|&a, &b| pes[a].cmp(&pes[b]));
+    let mut out = vec![false; pes.len()];
+    for pair in order.windows(2) {
+        if pes[pair[0]] == pes[pair[1]] {
+            out[pair[0]] = true;
+            out[pair[1]] = true;
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -345,3 +345,46 @@ fn untyped_values_are_deduced() {
     let value: Value = json!(null);
     assert_eq!(t.field_set(Ty::Untyped, &value), Set::new());
 }
+
+/// An object with `n` labels in descending key order and `n` finalizers,
+/// the first of which appears twice.
+fn large_object(n: usize) -> Value {
+    let labels: serde_json::Map<String, Value> = (0..n)
+        .rev()
+        .map(|i| (format!("k{i:06}"), json!("v")))
+        .collect();
+    let mut finalizers: Vec<Value> = (0..n).map(|i| json!(format!("f{i:06}"))).collect();
+    finalizers.push(json!("f000000"));
+    json!({"metadata": {"labels": labels, "finalizers": finalizers}})
+}
+
+#[test]
+fn field_sets_and_comparisons_of_large_objects_take_n_log_n() {
+    let s = schema();
+    let t = Typer::new(&s);
+    let root = root();
+    let n = 50_000;
+    let obj = large_object(n);
+    let start = std::time::Instant::now();
+    let set = t.field_set(Ty::Ref(&root), &obj);
+    let compared = t.compare(Ty::Ref(&root), &json!({}), &obj);
+    let took = start.elapsed();
+    // Inserting in place and comparing every pair of finalizers took
+    // minutes here.
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let labels = Path::fields(&["metadata", "labels"]);
+    let finalizers = Path::fields(&["metadata", "finalizers"]);
+    let at = |base: &Path, pe: PathElement| {
+        let mut p = base.0.clone();
+        p.push(pe);
+        p
+    };
+    assert!(set.has(&at(&labels, PathElement::field("k000007"))));
+    assert!(compared
+        .added
+        .has(&at(&labels, PathElement::field("k000007"))));
+    assert!(set.has(&at(&finalizers, PathElement::Value(json!("f000001")))));
+    // The duplicated finalizer is owned as a whole.
+    assert!(set.has(&at(&finalizers, PathElement::Value(json!("f000000")))));
+    assert_eq!(set.paths().len(), 2 * n);
+}
