@@ -13,24 +13,13 @@ use structured_merge::managed::FieldManager;
 use structured_merge::schema::TypeRef;
 use structured_merge::typed::{Ty, Typer};
 
-/// (group, version, kind) of the kinds tried: a flat one, one with
-/// associative lists everywhere, one with a map-typed list, and no schema.
-const KINDS: &[(&str, &str, &str)] = &[
-    ("", "v1", "ConfigMap"),
-    ("", "v1", "Pod"),
-    ("apps", "v1", "Deployment"),
-    ("", "v1", "Service"),
-    ("example.com", "v1", "Untyped"),
-];
-
 fuzz_target!(|data: &[u8]| {
-    let (kind, data) = kube_fuzz::choose(data, KINDS.len());
+    let ((group, version, kind), data) = kube_fuzz::kind(data);
     let (config, live) = kube_fuzz::halves(data);
     let Ok(config) = serde_yaml::from_slice::<Value>(config) else {
         return;
     };
     let live: Option<Value> = serde_json::from_slice(live).ok();
-    let (group, version, kind) = KINDS[kind];
     let schema = structured_merge::builtin::schema();
     let root = structured_merge::builtin::root(group, version, kind).map(TypeRef::named);
     let ty = match &root {

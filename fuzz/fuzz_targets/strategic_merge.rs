@@ -9,22 +9,13 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 
-const ROOTS: &[(&str, &str, &str)] = &[
-    ("", "v1", "Pod"),
-    ("apps", "v1", "Deployment"),
-    ("", "v1", "Service"),
-    ("", "v1", "ConfigMap"),
-    ("example.com", "v1", "Untyped"),
-];
-
 fuzz_target!(|data: &[u8]| {
-    let (root, data) = kube_fuzz::choose(data, ROOTS.len());
+    let ((group, version, kind), data) = kube_fuzz::kind(data);
     let (patch, original) = kube_fuzz::halves(data);
     let Ok(patch) = serde_json::from_slice::<Map<String, Value>>(patch) else {
         return;
     };
     let original = serde_json::from_slice::<Map<String, Value>>(original).unwrap_or_default();
-    let (group, version, kind) = ROOTS[root];
     let schema = structured_merge::builtin::schema();
     let root = structured_merge::builtin::root(group, version, kind).unwrap_or("untyped");
     let _ = structured_merge::strategic::apply(original, &patch, schema, root);

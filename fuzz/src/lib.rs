@@ -18,3 +18,20 @@ pub fn choose(data: &[u8], n: usize) -> (usize, &[u8]) {
         None => (0, data),
     }
 }
+
+/// The kinds (group, version, kind) the merge targets try: a flat one,
+/// one with associative lists everywhere, one with nested structs and
+/// lists, one with a map-typed list, and one without a schema.
+pub const KINDS: &[(&str, &str, &str)] = &[
+    ("", "v1", "ConfigMap"),
+    ("", "v1", "Pod"),
+    ("apps", "v1", "Deployment"),
+    ("", "v1", "Service"),
+    ("example.com", "v1", "Untyped"),
+];
+
+/// The kind the first byte picks from [`KINDS`], and the rest.
+pub fn kind(data: &[u8]) -> ((&'static str, &'static str, &'static str), &[u8]) {
+    let (i, rest) = choose(data, KINDS.len());
+    (KINDS[i], rest)
+}
