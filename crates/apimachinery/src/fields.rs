@@ -409,6 +409,21 @@ mod tests {
     }
 
     #[test]
+    fn large_selectors_parse_in_linear_time() {
+        let start = std::time::Instant::now();
+        // 100 KB of terms, and one 100 KB escaped value.
+        let terms = vec!["metadata.name!=x"; 6_000].join(",");
+        assert_eq!(parse(&terms).requirements().len(), 6_000);
+        let value = format!("metadata.name={}", "a\\,".repeat(33_000));
+        assert_eq!(parse(&value).requirements()[0].value.len(), 66_000);
+        // A term without an operator is refused after one pass over it.
+        let bad = "x".repeat(100_000);
+        assert!(FieldSelector::parse(&bad).is_err());
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+    }
+
+    #[test]
     fn escaping_round_trips() {
         for v in ["", "plain", "a,b", "a=b", "a\\b", "\\,=\\"] {
             assert_eq!(unescape_value(&escape_value(v)).as_deref(), Ok(v));

@@ -276,3 +276,33 @@ fn exact_match_and_sets() {
     assert_eq!(from_set.to_string(), "a=1,b=2");
     assert!(from_set.matches(&set(&[("a", "1"), ("b", "2"), ("c", "3")])));
 }
+
+#[test]
+fn large_set_selectors_parse_and_match_in_linear_time() {
+    // ~100 KB: `a in (v0,...,v14999),b notin (...)`.
+    let values: Vec<String> = (0..15_000).map(|i| format!("v{i}")).collect();
+    let input = format!("a in ({}),b notin ({})", values.join(","), values.join(","));
+    assert!(input.len() > 100_000);
+    let start = std::time::Instant::now();
+    let selector = Selector::parse(&input).expect("valid");
+    let labels: Vec<BTreeMap<String, String>> = (0..1_000)
+        .map(|i| {
+            BTreeMap::from([
+                ("a".to_owned(), format!("v{}", i * 7)),
+                ("b".to_owned(), format!("w{i}")),
+            ])
+        })
+        .collect();
+    let matched = labels.iter().filter(|l| selector.matches(*l)).count();
+    let took = start.elapsed();
+    assert_eq!(matched, 1_000);
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+    // A value list that never closes fails at the end, just as fast.
+    let start = std::time::Instant::now();
+    let open = format!("a in ({}", values.join(","));
+    assert_eq!(
+        Selector::parse(&open).map_err(|e| e.0),
+        Err("unable to parse requirement: found '', expected: ',' or ')'".to_owned())
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(1));
+}
