@@ -1,6 +1,7 @@
 //! End-to-end tests: the built binary, started as a user starts it, driven
 //! by the real kubectl and raw HTTPS.
 
+mod abuse_limits;
 mod admission;
 mod admission_plugins;
 mod admission_policy;

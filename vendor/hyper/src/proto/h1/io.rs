@@ -245,7 +245,10 @@ where
         // SAFETY: ReadBuf and poll_read promise not to set any uninitialized
         // bytes onto `dst`.
         let dst = unsafe { self.read_buf.chunk_mut().as_uninit_slice_mut() };
-        let mut buf = ReadBuf::uninit(dst);
+        // Read no more than `next`: `reserve` may have allocated more, and
+        // reading into all of it let a request head grow past the maximum.
+        let limit = cmp::min(dst.len(), cmp::max(next, 1));
+        let mut buf = ReadBuf::uninit(&mut dst[..limit]);
         match Pin::new(&mut self.io).poll_read(cx, buf.unfilled()) {
             Poll::Ready(Ok(())) => {
                 let n = buf.filled().len();
