@@ -279,6 +279,23 @@ mod tests {
         format!("e30.{}.c2ln", URL_SAFE_NO_PAD.encode(claims.to_string()))
     }
 
+    #[tokio::test]
+    async fn megabyte_tokens_of_other_issuers_are_passed_on_quickly() {
+        let a = authenticator();
+        let nested = format!("{}{}", "[".repeat(500_000), "]".repeat(500_000));
+        let start = std::time::Instant::now();
+        for token in [
+            "a".repeat(1 << 20),
+            format!("e30.{}.c2ln", URL_SAFE_NO_PAD.encode(&nested)),
+            ".".repeat(1 << 20),
+            token(json!({"iss": "https://other.example", "pad": "a".repeat(1 << 20)})),
+        ] {
+            assert!(matches!(a.authenticate_token(&token, &[]).await, Ok(None)));
+        }
+        let took = start.elapsed();
+        assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    }
+
     #[test]
     fn verification_failures_read_like_go_oidc() {
         let a = authenticator();

@@ -33,6 +33,7 @@ mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;
 mod harness;
+mod hostile_queries;
 mod http_errors;
 mod image_policy;
 mod kms_metrics;

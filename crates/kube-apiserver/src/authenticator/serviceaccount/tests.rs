@@ -449,3 +449,29 @@ async fn legacy_tokens_must_match_the_stored_copy_and_their_subject() {
     let err = auth.authenticate_token(&token, &[]).await.unwrap_err();
     assert_eq!(err.to_string(), "secretName claim is missing");
 }
+
+#[tokio::test]
+async fn megabyte_tokens_are_refused_quickly() {
+    let f = fixture();
+    let b64 = |s: &str| URL_SAFE_NO_PAD.encode(s);
+    let nested = format!("{}{}", "[".repeat(500_000), "]".repeat(500_000));
+    let start = std::time::Instant::now();
+    // Not ours: garbage, JSON nested 500,000 deep, a million dots.
+    for token in [
+        "a".repeat(1 << 20),
+        format!("{}.{}.sig", b64(&nested), b64(&nested)),
+        ".".repeat(1 << 20),
+    ] {
+        assert!(matches!(
+            f.auth.authenticate_token(&token, &[]).await,
+            Ok(None)
+        ));
+    }
+    // Ours by its issuer, 1 MB of claims, a signature that does not verify.
+    let claims = json!({"iss": ISSUER, "sub": "x", "pad": "a".repeat(1 << 20)}).to_string();
+    let header = r#"{"alg":"ES256"}"#;
+    let token = format!("{}.{}.{}", b64(header), b64(&claims), b64("sig"));
+    assert!(f.auth.authenticate_token(&token, &[]).await.is_err());
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+}
