@@ -49,29 +49,30 @@ pub fn encode(next_key: &str, key_prefix: &str, resource_version: i64) -> Result
 }
 
 /// Decodes a token for the list under `key_prefix`. Every malformed token is
-/// `InvalidContinue`; the start key cannot escape the prefix (`..` and other
-/// non-clean paths are refused, as upstream does).
+/// `InvalidContinue`, worded as upstream's `DecodeContinue` words it; the
+/// start key cannot escape the prefix (`..` and other non-clean paths are
+/// refused, as upstream does). Both steps are linear in the token, and the
+/// JSON parser's nesting limit ends deeply nested tokens early.
 pub fn decode(token: &str, key_prefix: &str) -> Result<Continue> {
-    let invalid = |detail: String| StorageError::InvalidContinue(detail);
+    let invalid = |detail: String| StorageError::InvalidContinue(format!("{INVALID}: {detail}"));
     let data = URL_SAFE_NO_PAD
         .decode(token)
-        .map_err(|e| invalid(format!("invalid continue key: {e}")))?;
-    let parsed: Token<'_> =
-        serde_json::from_slice(&data).map_err(|e| invalid(format!("invalid continue key: {e}")))?;
+        .map_err(|e| invalid(go_base64_error(&e, token.len())))?;
+    let parsed: Token<'_> = serde_json::from_slice(&data).map_err(|e| invalid(e.to_string()))?;
     if parsed.version != TOKEN_VERSION {
-        return Err(invalid(format!(
-            "server does not recognize this encoded version {}",
+        return Err(StorageError::InvalidContinue(format!(
+            "{INVALID}: server does not recognize this encoded version {}",
             parsed.version
         )));
     }
     if parsed.resource_version == 0 {
         return Err(invalid(format!(
-            "continue key is not valid: incorrect encoded start resourceVersion (version {TOKEN_VERSION})"
+            "incorrect encoded start resourceVersion (version {TOKEN_VERSION})"
         )));
     }
     if parsed.start_key.is_empty() {
         return Err(invalid(format!(
-            "continue key is not valid: encoded start key empty (version {TOKEN_VERSION})"
+            "encoded start key empty (version {TOKEN_VERSION})"
         )));
     }
     let start = parsed
@@ -79,15 +80,27 @@ pub fn decode(token: &str, key_prefix: &str) -> Result<Continue> {
         .strip_prefix('/')
         .unwrap_or(&parsed.start_key);
     if !is_clean_relative(start) {
-        return Err(invalid(format!(
-            "invalid continue key: {}",
-            parsed.start_key
-        )));
+        return Err(invalid(parsed.start_key.to_string()));
     }
     Ok(Continue {
         start_key: format!("{key_prefix}{start}"),
         resource_version: parsed.resource_version,
     })
+}
+
+/// Upstream's `ErrGenericInvalidKey`, which prefixes every decoding error.
+const INVALID: &str = "continue key is not valid";
+
+/// Go's `base64.CorruptInputError` text: the offset of the first bad byte
+/// (or the length, for input that ends early).
+fn go_base64_error(error: &base64::DecodeError, len: usize) -> String {
+    let at = match error {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
+            *at
+        }
+        base64::DecodeError::InvalidLength(_) | base64::DecodeError::InvalidPadding => len,
+    };
+    format!("illegal base64 data at input byte {at}")
 }
 
 /// Whether `/` + `path` is what Go's `path.Clean` would leave unchanged: no
@@ -149,6 +162,43 @@ mod tests {
                 "{token}"
             );
         }
+    }
+
+    #[test]
+    fn errors_read_as_upstreams() {
+        let message = |token: &str| match decode(token, "/p/") {
+            Err(StorageError::InvalidContinue(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            message("ab!d"),
+            "continue key is not valid: illegal base64 data at input byte 2"
+        );
+        let version = URL_SAFE_NO_PAD.encode(r#"{"v":"other/v1","rv":3,"start":"a"}"#);
+        assert_eq!(
+            message(&version),
+            "continue key is not valid: server does not recognize this encoded version other/v1"
+        );
+        let escape = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"../x"}"#);
+        assert_eq!(message(&escape), "continue key is not valid: ../x");
+        let rv = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#);
+        assert_eq!(
+            message(&rv),
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        );
+    }
+
+    #[test]
+    fn megabyte_tokens_of_nested_json_fail_fast() {
+        let nested = format!("{}{}", "[".repeat(400_000), "]".repeat(400_000));
+        let token = URL_SAFE_NO_PAD.encode(nested);
+        assert!(token.len() > 1_000_000);
+        let start = std::time::Instant::now();
+        assert!(matches!(
+            decode(&token, "/p/"),
+            Err(StorageError::InvalidContinue(m)) if m.starts_with("continue key is not valid: ")
+        ));
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]
