@@ -10,7 +10,9 @@ pub mod fields;
 pub mod labels;
 pub mod meta;
 pub mod quantity;
+pub mod query_params;
 pub mod request_info;
+pub mod serializer;
 pub mod status;
 pub mod validation;
 
