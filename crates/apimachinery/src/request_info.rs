@@ -7,6 +7,7 @@
 
 use crate::fields::FieldSelector;
 use crate::labels::Selector;
+use crate::query_params::{parse_int64, QueryParams};
 use crate::validation::is_path_segment_name;
 
 /// What a request addresses (upstream's `RequestInfo`).
@@ -104,14 +105,15 @@ impl RequestInfoResolver {
         info.api_version = parts[0].to_owned();
         parts = &parts[1..];
 
-        let query = parse_query(query);
+        let raw_query = query;
+        let query = QueryParams::parse(raw_query);
         let verb_via_path = SPECIAL_VERBS.contains(&parts[0]);
         if verb_via_path {
             if parts.len() < 2 {
-                let url = if query.raw.is_empty() {
+                let url = if raw_query.is_empty() {
                     path.to_owned()
                 } else {
-                    format!("{path}?{}", query.raw)
+                    format!("{path}?{raw_query}")
                 };
                 return Err(RequestInfoError::MissingKind(url));
             }
@@ -176,12 +178,8 @@ fn fill_resource_parts(info: &mut RequestInfo, mut parts: &[&str]) {
 
 /// A GET without a name is a list or a watch; a `metadata.name=`
 /// field selector names the single object it is about.
-fn resolve_collection_get(info: &mut RequestInfo, query: &Query) {
-    let watch = query.first("watch").is_some_and(|v| {
-        let v = v.to_ascii_lowercase();
-        v != "false" && v != "0"
-    });
-    info.verb = if watch { "watch" } else { "list" }.to_owned();
+fn resolve_collection_get(info: &mut RequestInfo, query: &QueryParams) {
+    info.verb = if query.bool("watch") { "watch" } else { "list" }.to_owned();
     // Upstream only honours the field selector when all list options
     // decode; these are the ones that can fail to.
     let options_decode = query
@@ -189,10 +187,8 @@ fn resolve_collection_get(info: &mut RequestInfo, query: &Query) {
         .is_none_or(|s| Selector::parse(s).is_ok())
         && query
             .first("timeoutSeconds")
-            .is_none_or(|s| s.parse::<i64>().is_ok())
-        && query
-            .first("limit")
-            .is_none_or(|s| s.parse::<i64>().is_ok());
+            .is_none_or(|s| parse_int64(s).is_ok())
+        && query.first("limit").is_none_or(|s| parse_int64(s).is_ok());
     if !options_decode {
         return;
     }
@@ -217,39 +213,9 @@ fn split_path(path: &str) -> Vec<&str> {
     }
 }
 
-/// A decoded query string.
-struct Query<'a> {
-    raw: &'a str,
-    pairs: Vec<(String, String)>,
-}
-
-impl Query<'_> {
-    /// The first value of `key`, as Go's `url.Values.Get`.
-    fn first(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses a query string as Go's `url.ParseQuery`: `&`-separated pairs,
-/// `+` as space, pairs with a `;` or a bad escape skipped.
-fn parse_query(raw: &str) -> Query<'_> {
-    let pairs = raw
-        .split('&')
-        .filter(|chunk| !chunk.is_empty() && !chunk.contains(';'))
-        .filter_map(|chunk| {
-            let (k, v) = chunk.split_once('=').unwrap_or((chunk, ""));
-            Some((percent_decode(k, true)?, percent_decode(v, true)?))
-        })
-        .collect();
-    Query { raw, pairs }
-}
-
 /// Decodes `%XX` escapes (and `+` as space when `plus_is_space`); `None`
 /// on a malformed escape.
-fn percent_decode(s: &str, plus_is_space: bool) -> Option<String> {
+pub(crate) fn percent_decode(s: &str, plus_is_space: bool) -> Option<String> {
     if !(s.contains('%') || plus_is_space && s.contains('+')) {
         return Some(s.to_owned());
     }
