@@ -1,52 +1,57 @@
 //! Query parameters of API requests, parsed into typed options with
 //! upstream's validation (list options, resourceVersion semantics, write
-//! options).
-
-use std::collections::HashMap;
+//! options). Every value goes through upstream's parameter conversions
+//! ([`apimachinery::query_params`]): the first of repeated values counts,
+//! booleans are false only for `0` and `false`, and an integer that does
+//! not parse is a 400 with `strconv.ParseInt`'s message.
 
 use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::query_params::QueryParams;
 use apimachinery::status::ApiError;
 use serde_json::json;
 use storage::ReadVersion;
 
 pub struct Query {
-    params: HashMap<String, String>,
+    params: QueryParams,
 }
 
 impl Query {
     pub fn parse(raw: Option<&str>) -> Self {
-        let params = form_urlencoded::parse(raw.unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
-        Query { params }
+        Query {
+            params: QueryParams::parse(raw.unwrap_or("")),
+        }
     }
 
+    /// The first value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.params.get(key).map(String::as_str)
+        self.params.first(key)
     }
 
+    /// A boolean option: set unless `0` or `false` (in any case).
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
+        self.params.bool(key)
     }
 
-    fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
-        match self.get(key).filter(|v| !v.is_empty()) {
-            None => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| {
-                ApiError::bad_request(format!("invalid value for {key}: {v:?} is not an integer"))
-            }),
-        }
+    /// An optional boolean option (unset when absent).
+    pub fn opt_flag(&self, key: &str) -> Option<bool> {
+        self.params.opt_bool(key)
     }
 
-    /// `dryRun=All` (the only value upstream accepts).
+    /// An optional integer option (a 400 when it does not parse).
+    pub fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        self.params.int64(key).map_err(ApiError::bad_request)
+    }
+
+    /// `dryRun=All` (the only value upstream accepts, however often given).
     pub fn dry_run(&self) -> Result<bool, ApiError> {
-        match self.get("dryRun") {
-            None | Some("") => Ok(false),
-            Some("All") => Ok(true),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-            ))),
+        let values = self.params.all("dryRun");
+        if values.iter().all(|v| *v == "All") {
+            return Ok(!values.is_empty());
         }
+        Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: \"{}\": supported values: \"All\"",
+            values.iter().find(|v| **v != "All").copied().unwrap_or("")
+        )))
     }
 
     /// `fieldValidation`: Ignore, Warn (the default) or Strict.
@@ -74,6 +79,7 @@ impl Query {
     /// rules (`ValidateListOptions`).
     pub fn list_options(&self) -> Result<ListParams, ApiError> {
         let limit = self.int("limit")?.filter(|l| *l > 0);
+        let timeout_seconds = self.int("timeoutSeconds")?;
         let continue_token = self.get("continue").filter(|c| !c.is_empty());
         let rv = self.get("resourceVersion").unwrap_or("");
         let rv_match = self.get("resourceVersionMatch").unwrap_or("");
@@ -85,12 +91,7 @@ impl Query {
                 "specifying resource version is not allowed when using continue",
             ));
         }
-        let send_initial_events = match self.get("sendInitialEvents") {
-            None => None,
-            Some(v) => Some(v.parse::<bool>().map_err(|_| {
-                ApiError::bad_request(format!("invalid value for sendInitialEvents: {v:?}"))
-            })?),
-        };
+        let send_initial_events = self.opt_flag("sendInitialEvents");
         if watch {
             watch_list_errors(rv_match, send_initial_events, continue_token, &mut errors);
         } else if send_initial_events.is_some() {
@@ -147,7 +148,7 @@ impl Query {
             watch_from: if watch { parse_watch_rv(rv)? } else { 0 },
             allow_bookmarks: self.flag("allowWatchBookmarks"),
             send_initial_events,
-            timeout_seconds: self.int("timeoutSeconds")?,
+            timeout_seconds,
         })
     }
 }
@@ -304,17 +305,54 @@ mod tests {
         assert!(err
             .message
             .contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        // Any value but 0 and false is true, as upstream converts it.
+        let maybe = list("watch=1&sendInitialEvents=maybe&resourceVersionMatch=NotOlderThan");
+        assert_eq!(maybe.map(|l| l.send_initial_events), Ok(Some(true)));
+    }
+
+    #[test]
+    fn parameters_convert_as_upstream() {
+        for on in ["watch=True", "watch=yes", "watch=1", "watch=", "watch=TRUE"] {
+            assert_eq!(list(on).map(|l| l.watch), Ok(true), "{on}");
+        }
+        for off in [
+            "",
+            "watch=false",
+            "watch=False",
+            "watch=0",
+            "watch=0&watch=1",
+        ] {
+            assert_eq!(list(off).map(|l| l.watch), Ok(false), "{off}");
+        }
+        assert_eq!(list("limit=5&limit=abc").map(|l| l.limit), Ok(Some(5)));
+        assert_eq!(list("bogus=1&limit=2").map(|l| l.limit), Ok(Some(2)));
+        let err = list("limit=abc").expect_err("not a number");
         assert_eq!(
-            list("watch=1&sendInitialEvents=maybe")
-                .expect_err("bad")
-                .code,
-            400
+            (err.code, err.message.as_str()),
+            (400, "strconv.ParseInt: parsing \"abc\": invalid syntax")
+        );
+        let err = list("timeoutSeconds=99999999999999999999").expect_err("overflow");
+        assert_eq!(
+            err.message,
+            "strconv.ParseInt: parsing \"99999999999999999999\": value out of range"
+        );
+        assert_eq!(list("limit=").expect_err("empty").code, 400);
+        assert_eq!(
+            list("timeoutSeconds=30").map(|l| l.timeout_seconds),
+            Ok(Some(30))
         );
     }
 
     #[test]
     fn dry_run_accepts_only_all() {
         assert_eq!(Query::parse(Some("dryRun=All")).dry_run(), Ok(true));
-        assert!(Query::parse(Some("dryRun=Some")).dry_run().is_err());
+        assert_eq!(
+            Query::parse(Some("dryRun=All&dryRun=All")).dry_run(),
+            Ok(true)
+        );
+        assert_eq!(Query::parse(None).dry_run(), Ok(false));
+        for bad in ["dryRun=Some", "dryRun=", "dryRun=All&dryRun=x"] {
+            assert!(Query::parse(Some(bad)).dry_run().is_err(), "{bad}");
+        }
     }
 }
