@@ -25,6 +25,7 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod value;
+pub mod versioner;
 
 pub use codec::{Codec, JsonCodec};
 pub use error::StorageError;

@@ -17,26 +17,23 @@ use crate::registry::strategy::Strategy;
 use crate::registry::table::IncludeObject;
 use crate::registry::ResourceInfo;
 
-/// Serializes a value in the given encoding.
+/// Serializes a value in the given encoding, JSON and YAML as upstream's
+/// serializers write them (`go_json::encode`: Go's escaping, a trailing
+/// newline unless pretty, go-yaml's key order).
 pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool) -> Bytes {
     let result = match encoding {
-        Encoding::Json if pretty => serde_json::to_vec_pretty(value).map_err(|e| e.to_string()),
-        Encoding::Json => serde_json::to_vec(value).map_err(|e| e.to_string()),
-        Encoding::Yaml => serde_yaml::to_string(value)
-            .map(String::into_bytes)
-            .map_err(|e| e.to_string()),
+        Encoding::Json if pretty => {
+            go_json::encode::to_vec_pretty(value).map_err(|e| e.to_string())
+        }
+        Encoding::Json => go_json::encode::to_vec(value).map_err(|e| e.to_string()),
+        Encoding::Yaml => go_json::encode::to_yaml(value).map(String::into_bytes),
         Encoding::Protobuf => serde_json::to_value(value)
             .map_err(|e| e.to_string())
             .and_then(|v| protobuf_codec::encode(&v).map_err(|e| e.to_string())),
         Encoding::Cbor => kube_cbor::to_vec(value).map_err(|e| e.to_string()),
     };
     match result {
-        Ok(mut bytes) => {
-            if encoding == Encoding::Json && pretty {
-                bytes.push(b'\n');
-            }
-            Bytes::from(bytes)
-        }
+        Ok(bytes) => Bytes::from(bytes),
         // Values here are JSON trees and always serialize.
         Err(e) => encoding_failed(&e),
     }
@@ -281,11 +278,13 @@ pub fn table(
     if let Some(token) = continue_token {
         metadata["continue"] = json!(token);
     }
-    json!({
+    let mut table = json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
         "columnDefinitions": columns,
         "rows": rows,
-    })
+    });
+    go_json::normalize(&mut table);
+    table
 }

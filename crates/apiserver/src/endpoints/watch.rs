@@ -158,7 +158,7 @@ enum Sent {
 }
 
 fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
-    let owned;
+    let mut owned;
     let (kind, object): (&str, &Value) = match &event {
         Sent::Event(WatchEvent::Added(o)) => ("ADDED", o),
         Sent::Event(WatchEvent::Modified(o)) => ("MODIFIED", o),
@@ -172,6 +172,7 @@ fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
                     "annotations": {INITIAL_EVENTS_END: "true"},
                 },
             });
+            go_json::normalize(&mut owned);
             ("BOOKMARK", &owned)
         }
         Sent::Event(WatchEvent::Bookmark(rv)) => {
@@ -180,6 +181,7 @@ fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
                 "apiVersion": store.info.api_version(),
                 "metadata": {"resourceVersion": rv.to_string()},
             });
+            go_json::normalize(&mut owned);
             ("BOOKMARK", &owned)
         }
         Sent::Event(WatchEvent::Error(e)) => {
@@ -205,9 +207,7 @@ fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
         // YAML watch events are separated as documents.
         bytes.extend_from_slice(b"---\n");
     }
+    // JSON frames end with the newline of Go's `json.Encoder`.
     bytes.extend_from_slice(&encoded);
-    if encoding == Encoding::Json {
-        bytes.push(b'\n');
-    }
     Bytes::from(bytes)
 }

@@ -217,6 +217,8 @@ impl Store {
             .before_create(&mut obj)
             .or_else(|errors| self.invalid_if_any(&obj, &errors).map(|()| false))?;
         self.strategy.canonicalize(&mut obj);
+        // Stored as upstream writes it, so every read has Go's shape.
+        go_json::normalize(&mut obj);
         let name = object_meta::name(&obj).to_owned();
         let namespace = object_meta::namespace(&obj).map(str::to_owned);
         // What was reserved is given back unless the object is stored.
@@ -511,6 +513,7 @@ impl UpdateStep {
                 .await?;
         }
         self.strategy.canonicalize(&mut new);
+        go_json::normalize(&mut new);
         Ok(new)
     }
 
@@ -537,6 +540,7 @@ impl UpdateStep {
             new = a.validate(&self.info, Operation::Create, new, None).await?;
         }
         self.strategy.canonicalize(&mut new);
+        go_json::normalize(&mut new);
         Ok(new)
     }
 }

@@ -56,8 +56,12 @@ impl Codec for StorageCodec {
         }
     }
 
+    /// Objects come back in Go's shape whatever encoding stored them
+    /// (protobuf decodes fields in field-number order).
     fn decode(&self, key: &str, data: &[u8]) -> storage::error::Result<Value> {
-        decode_any(key, data)
+        let mut obj = decode_any(key, data)?;
+        go_json::normalize(&mut obj);
+        Ok(obj)
     }
 }
 

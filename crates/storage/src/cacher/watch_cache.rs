@@ -104,7 +104,7 @@ impl CacheEvent {
 fn with_resource_version(obj: &Value, rv: i64) -> Value {
     let mut copy = obj.clone();
     if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        crate::versioner::stamp(meta, rv);
     }
     copy
 }

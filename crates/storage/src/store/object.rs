@@ -35,10 +35,7 @@ pub(super) fn prepare_for_storage(key: &str, obj: &mut Value) -> Result<()> {
 }
 
 pub(super) fn set_resource_version(key: &str, obj: &mut Value, revision: i64) -> Result<()> {
-    metadata_mut(key, obj)?.insert(
-        "resourceVersion".to_string(),
-        Value::String(revision.to_string()),
-    );
+    crate::versioner::stamp(metadata_mut(key, obj)?, revision);
     Ok(())
 }
 
