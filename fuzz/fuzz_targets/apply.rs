@@ -16,7 +16,7 @@ use structured_merge::typed::{Ty, Typer};
 fuzz_target!(|data: &[u8]| {
     let ((group, version, kind), data) = kube_fuzz::kind(data);
     let (config, live) = kube_fuzz::halves(data);
-    let Ok(config) = serde_yaml::from_slice::<Value>(config) else {
+    let Ok(config) = apimachinery::serializer::yaml::decode(config) else {
         return;
     };
     let live: Option<Value> = serde_json::from_slice(live).ok();

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 fuzz_target!(|data: &[u8]| {
     let ((group, version, kind), data) = kube_fuzz::kind(data);
     let (patch, original) = kube_fuzz::halves(data);
-    let Ok(patch) = serde_json::from_slice::<Map<String, Value>>(patch) else {
+    let Ok(patch) = apimachinery::serializer::json::decode_as::<Map<String, Value>>(patch) else {
         return;
     };
     let original = serde_json::from_slice::<Map<String, Value>>(original).unwrap_or_default();
