@@ -7,7 +7,7 @@ use ciborium_io::Read as _;
 use ciborium_ll::{Decoder, Header};
 use serde_json::{Map, Number, Value};
 
-use crate::{CborError, MAX_DEPTH};
+use crate::{CborError, MAX_ARRAY_ELEMENTS, MAX_DEPTH, MAX_MAP_PAIRS};
 
 /// Decodes exactly one CBOR data item (the self-described tag is optional)
 /// into a JSON tree; bytes after it are an error.
@@ -124,6 +124,7 @@ impl Reader<'_> {
 
     fn array(&mut self, len: Option<usize>, depth: usize) -> Result<Value, CborError> {
         check_depth(depth)?;
+        check_count(len, MAX_ARRAY_ELEMENTS, CborError::TooManyElements)?;
         let capacity = len.unwrap_or(0).min(self.remaining());
         let mut items = Vec::with_capacity(capacity);
         loop {
@@ -134,6 +135,11 @@ impl Reader<'_> {
             if len.is_none() && header == Header::Break {
                 break;
             }
+            check_count(
+                Some(items.len() + 1),
+                MAX_ARRAY_ELEMENTS,
+                CborError::TooManyElements,
+            )?;
             items.push(self.item(offset, header, depth)?);
         }
         Ok(Value::Array(items))
@@ -141,6 +147,7 @@ impl Reader<'_> {
 
     fn map(&mut self, len: Option<usize>, depth: usize) -> Result<Value, CborError> {
         check_depth(depth)?;
+        check_count(len, MAX_MAP_PAIRS, CborError::TooManyPairs)?;
         let mut map = Map::new();
         let mut index = 0;
         loop {
@@ -151,6 +158,7 @@ impl Reader<'_> {
             if len.is_none() && header == Header::Break {
                 break;
             }
+            check_count(Some(index + 1), MAX_MAP_PAIRS, CborError::TooManyPairs)?;
             let key = self.key(offset, header, depth)?;
             if map.contains_key(&key) {
                 return Err(CborError::DuplicateKey { key, index });
@@ -217,6 +225,15 @@ impl Reader<'_> {
             // The self-described tag and unknown tags stand for their content.
             _ => self.value(depth),
         }
+    }
+}
+
+/// Refuses an array or map longer than its limit (`count` claimed by its
+/// head, or reached while reading an indefinite one).
+fn check_count(count: Option<usize>, max: usize, err: CborError) -> Result<(), CborError> {
+    match count {
+        Some(n) if n > max => Err(err),
+        _ => Ok(()),
     }
 }
 

@@ -21,9 +21,11 @@
 //! model mapping and the strictness checks above are written here because
 //! that crate only reads and writes heads and leaves validity to its users.
 //!
-//! Nesting is limited to [`MAX_DEPTH`] levels (upstream allows 10000): the
-//! same bound as the server's JSON decoder, so a CBOR body cannot build a
-//! tree deeper than a JSON body can.
+//! Nesting is limited to [`MAX_DEPTH`] levels, arrays to
+//! [`MAX_ARRAY_ELEMENTS`] elements and maps to [`MAX_MAP_PAIRS`] pairs, as
+//! upstream's decode mode sets `MaxNestedLevels`, `MaxArrayElements` and
+//! `MaxMapPairs` (cbor/internal/modes/decode.go), with fxamacker/cbor's
+//! messages; a claimed length is checked before anything is read.
 
 mod decode;
 mod encode;
@@ -43,7 +45,13 @@ pub const SEQUENCE_CONTENT_TYPE: &str = "application/cbor-seq";
 pub const SELF_DESCRIBED: [u8; 3] = [0xd9, 0xd9, 0xf7];
 
 /// How deeply arrays, maps and tags may nest in decoded input.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 64;
+
+/// The most elements one array may hold.
+pub const MAX_ARRAY_ELEMENTS: usize = 1024;
+
+/// The most key-value pairs one map may hold.
+pub const MAX_MAP_PAIRS: usize = 1024;
 
 /// Whether stored or received bytes are CBOR (start with the
 /// self-described tag), as upstream's recognizing decoder tells.
@@ -62,6 +70,10 @@ pub enum CborError {
     ExtraneousData { count: usize, index: usize },
     #[error("cbor: exceeded max nested level {MAX_DEPTH}")]
     TooDeep,
+    #[error("cbor: exceeded max number of elements {MAX_ARRAY_ELEMENTS} for CBOR array")]
+    TooManyElements,
+    #[error("cbor: exceeded max number of key-value pairs {MAX_MAP_PAIRS} for CBOR map")]
+    TooManyPairs,
     #[error("cbor: invalid UTF-8 string")]
     InvalidUtf8,
     #[error("cbor: found duplicate map key \"{key}\" at map element index {index}")]

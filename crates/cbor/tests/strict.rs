@@ -1,7 +1,7 @@
 //! Strict decoding: what upstream's CBOR decoder refuses is refused here,
 //! with an error rather than a panic or an unbounded allocation.
 
-use kube_cbor::{decode, CborError, MAX_DEPTH};
+use kube_cbor::{decode, CborError, MAX_ARRAY_ELEMENTS, MAX_DEPTH, MAX_MAP_PAIRS};
 use serde_json::json;
 
 fn hex(s: &str) -> Vec<u8> {
@@ -137,7 +137,8 @@ fn malformed_truncated_and_trailing_input() {
     assert_eq!(fails("6461"), CborError::UnexpectedEof);
     // A claimed length far beyond the input is refused before allocating.
     assert_eq!(fails("5bffffffffffffffff00"), CborError::UnexpectedEof);
-    assert_eq!(fails("9bffffffffffffffff"), CborError::UnexpectedEof);
+    // An array head past the element limit is refused by its count first.
+    assert_eq!(fails("9bffffffffffffffff"), CborError::TooManyElements);
     assert_eq!(fails("ff"), CborError::UnexpectedBreak);
     // Additional information 28 is reserved.
     assert_eq!(fails("1c"), CborError::Malformed { offset: 0 });
@@ -165,4 +166,44 @@ fn nesting_is_bounded() {
     let mut tagged = vec![0xc4; MAX_DEPTH + 1];
     tagged.push(0x01);
     assert_eq!(decode(&tagged), Err(CborError::TooDeep));
+    assert_eq!(
+        CborError::TooDeep.to_string(),
+        "cbor: exceeded max nested level 64"
+    );
+}
+
+#[test]
+fn arrays_and_maps_are_bounded_before_reading() {
+    // Heads claiming more than the limit, with nothing after them.
+    assert_eq!(fails("9a00010000"), CborError::TooManyElements);
+    assert_eq!(fails("ba00010000"), CborError::TooManyPairs);
+    let items = |n: usize, indefinite: bool| {
+        let mut bytes = if indefinite {
+            vec![0x9f]
+        } else {
+            vec![0x99, (n >> 8) as u8, n as u8]
+        };
+        bytes.extend(std::iter::repeat_n(0x01, n));
+        if indefinite {
+            bytes.push(0xff);
+        }
+        bytes
+    };
+    assert!(decode(&items(MAX_ARRAY_ELEMENTS, false)).is_ok());
+    assert!(decode(&items(MAX_ARRAY_ELEMENTS, true)).is_ok());
+    let over = MAX_ARRAY_ELEMENTS + 1;
+    assert_eq!(decode(&items(over, true)), Err(CborError::TooManyElements));
+    let mut map = vec![0xbf];
+    for i in 0..=MAX_MAP_PAIRS {
+        let key = format!("k{i}");
+        map.push(0x60 + key.len() as u8);
+        map.extend(key.bytes());
+        map.push(0x01);
+    }
+    map.push(0xff);
+    assert_eq!(decode(&map), Err(CborError::TooManyPairs));
+    assert_eq!(
+        CborError::TooManyElements.to_string(),
+        "cbor: exceeded max number of elements 1024 for CBOR array"
+    );
 }

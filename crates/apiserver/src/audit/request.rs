@@ -11,6 +11,7 @@ use http::{HeaderMap, Request};
 use serde_json::Value;
 
 use super::event::{Event, EventUser, ObjectReference};
+use crate::endpoints::negotiation::Encoding;
 use crate::filters::authentication::UserInfo;
 
 /// Longer user agents are cut (upstream's limit and marker).
@@ -98,11 +99,12 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Option<Value> {
         .and_then(|ct| ct.split(';').next())
         .map(str::trim)
         .unwrap_or("application/json");
-    match media {
-        "application/vnd.kubernetes.protobuf" => protobuf_codec::decode(body).ok(),
-        "application/yaml" | "application/apply-patch+yaml" => serde_yaml::from_slice(body).ok(),
-        _ => serde_json::from_slice(body).ok(),
-    }
+    let encoding = match media {
+        "application/vnd.kubernetes.protobuf" => Encoding::Protobuf,
+        "application/yaml" | "application/apply-patch+yaml" => Encoding::Yaml,
+        _ => Encoding::Json,
+    };
+    crate::endpoints::body::decode(encoding, body).ok()
 }
 
 /// Fills the object reference's blanks from the request object, as

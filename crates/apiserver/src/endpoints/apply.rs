@@ -21,7 +21,7 @@ use structured_merge::managed::{ApplyError, FieldManager};
 use structured_merge::schema::{Schema, TypeRef};
 use structured_merge::typed::{Ty, Typer};
 
-use super::negotiation::Negotiated;
+use super::negotiation::{Encoding, Negotiated};
 use super::query::{FieldValidation, Query};
 use super::response;
 use super::warning::Warnings;
@@ -294,11 +294,8 @@ pub async fn serve(
 /// holding one object.
 fn decode_config(bytes: &[u8], cbor: bool) -> Result<Value, ApiError> {
     let bad = |e: String| ApiError::bad_request(format!("error decoding patch: {e}"));
-    let value: Value = if cbor {
-        kube_cbor::decode(bytes).map_err(|e| bad(e.to_string()))?
-    } else {
-        serde_yaml::from_slice(bytes).map_err(|e| bad(e.to_string()))?
-    };
+    let encoding = if cbor { Encoding::Cbor } else { Encoding::Yaml };
+    let value = super::body::decode(encoding, bytes).map_err(|e| bad(e.to_string()))?;
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "error decoding patch: the applied configuration must be an object",

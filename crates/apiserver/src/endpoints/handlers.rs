@@ -301,14 +301,11 @@ pub fn decode_body(
 ) -> Result<Value, ApiError> {
     let protobuf_ok = protobuf_codec::supports(&store.info.api_version(), &store.info.kind);
     let encoding = negotiation::body_encoding_for(headers, protobuf_ok)?;
-    let value: Value = match encoding {
-        Encoding::Json => serde_json::from_slice(bytes).map_err(|e| decode_error(store, e))?,
-        Encoding::Yaml => serde_yaml::from_slice(bytes).map_err(|e| decode_error(store, e))?,
-        Encoding::Protobuf => protobuf_codec::decode(bytes).map_err(|e| decode_error(store, e))?,
-        Encoding::Cbor => {
-            kube_cbor::decode(bytes).map_err(|e| unrecognized_cbor(store, e, bytes))?
-        }
-    };
+    let value =
+        super::body::decode(encoding, bytes).map_err(|e| match e.unrecognized_detail() {
+            Some(detail) => unrecognized(store, &detail, bytes),
+            None => decode_error(store, e),
+        })?;
     let value = check_type(store, value)?;
     let decoded = store
         .strategy
@@ -337,26 +334,14 @@ fn decode_error(store: &Store, e: impl std::fmt::Display) -> ApiError {
     ))
 }
 
-/// Upstream's answer to CBOR it cannot read: the kind cannot even be
-/// determined, so the message names the expected type and shows the start
-/// of the body in hex.
-fn unrecognized_cbor(store: &Store, e: kube_cbor::CborError, bytes: &[u8]) -> ApiError {
-    const SHOWN: usize = 30;
-    let hex: String = bytes
-        .iter()
-        .take(SHOWN)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let more = if bytes.len() > SHOWN { " ..." } else { "" };
-    let summary = if bytes.is_empty() {
-        "<empty>".to_owned()
-    } else {
-        format!("{hex}{more}")
-    };
+/// Upstream's answer to a body whose kind cannot even be determined (CBOR
+/// it cannot read, or a serializer's own limit): the message names the
+/// expected type and summarizes the body.
+fn unrecognized(store: &Store, detail: &str, bytes: &[u8]) -> ApiError {
     ApiError::bad_request(format!(
-        "the object provided is unrecognized (must be of type {}): unable to determine \
-         group/version/kind: {e} ({summary})",
-        store.info.kind
+        "the object provided is unrecognized (must be of type {}): {detail} ({})",
+        store.info.kind,
+        super::body::summarize(bytes)
     ))
 }
 
@@ -496,7 +481,7 @@ fn options_body(headers: &http::HeaderMap, body: Bytes) -> Result<Bytes, ApiErro
         return Ok(body);
     }
     let invalid = |e: String| ApiError::bad_request(format!("invalid DeleteOptions: {e}"));
-    let value = kube_cbor::decode(&body).map_err(|e| invalid(e.to_string()))?;
+    let value = super::body::decode(Encoding::Cbor, &body).map_err(|e| invalid(e.to_string()))?;
     serde_json::to_vec(&value)
         .map(Bytes::from)
         .map_err(|e| invalid(e.to_string()))

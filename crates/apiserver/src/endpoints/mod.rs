@@ -2,6 +2,7 @@
 //! negotiation, watch streams, patches and response encoding.
 
 pub mod apply;
+pub mod body;
 pub mod computed_read;
 pub mod connect;
 pub mod handlers;

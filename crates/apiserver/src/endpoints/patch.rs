@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::serializer::{json, DecodeError};
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use bytes::Bytes;
@@ -19,6 +20,10 @@ use super::negotiation::Negotiated;
 use super::query::{FieldValidation, Query};
 use super::response;
 use crate::registry::{Store, Target, WriteOptions};
+
+/// The most operations one JSON patch may hold (upstream's
+/// `maxJSONPatchOperations`); more is 413.
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
@@ -58,13 +63,21 @@ pub fn parse_patch(headers: &HeaderMap, bytes: &[u8]) -> Result<Patch, ApiError>
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let essence = content_type.split(';').next().unwrap_or("").trim();
-    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
+    let bad = |e: DecodeError| ApiError::bad_request(format!("error decoding patch: {e}"));
     match essence {
         "application/json-patch+json" => {
-            Ok(Patch::Json(serde_json::from_slice(bytes).map_err(bad)?))
+            let ops: json_patch::Patch = json::decode_as(bytes).map_err(bad)?;
+            if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
+                return Err(ApiError::request_entity_too_large(&format!(
+                    "The allowed maximum operations in a JSON patch is \
+                     {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                    ops.0.len()
+                )));
+            }
+            Ok(Patch::Json(ops))
         }
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-            let v: Value = serde_json::from_slice(bytes).map_err(bad)?;
+            let v: Value = json::decode(bytes).map_err(bad)?;
             if !v.is_object() {
                 return Err(ApiError::bad_request(
                     "error decoding patch: a merge patch must be a JSON object",

@@ -14,7 +14,7 @@ use http::{HeaderMap, Response, StatusCode};
 use serde_json::{json, Value};
 use storage::GetOptions;
 
-use super::negotiation::{Encoding, Negotiated};
+use super::negotiation::Negotiated;
 use super::patch;
 use super::query::Query;
 use super::response;
@@ -224,15 +224,9 @@ pub async fn serve(
             return Ok(respond(StatusCode::OK, &obj, &neg, &paths));
         }
         "update" => {
-            let scale: Value = match super::negotiation::body_encoding(headers)? {
-                Encoding::Json => serde_json::from_slice(&body),
-                Encoding::Yaml => serde_yaml::from_slice(&body).map_err(serde::de::Error::custom),
-                Encoding::Protobuf => {
-                    protobuf_codec::decode(&body).map_err(serde::de::Error::custom)
-                }
-                Encoding::Cbor => kube_cbor::decode(&body).map_err(serde::de::Error::custom),
-            }
-            .map_err(|e| ApiError::bad_request(format!("Scale cannot be decoded: {e}")))?;
+            let encoding = super::negotiation::body_encoding(headers)?;
+            let scale = super::body::decode(encoding, &body)
+                .map_err(|e| ApiError::bad_request(format!("Scale cannot be decoded: {e}")))?;
             let paths = paths.clone();
             Arc::new(move |current: Option<&Value>| {
                 let current = current.ok_or_else(|| ApiError::not_found("", "", ""))?;

@@ -77,13 +77,8 @@ pub async fn serve(
                 ));
             }
             let bytes = super::handlers::read_body(body).await?;
-            let decoded: Value = match negotiation::body_encoding(&parts.headers)? {
-                Encoding::Json => serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
-                Encoding::Yaml => serde_yaml::from_slice(&bytes).map_err(|e| e.to_string()),
-                Encoding::Protobuf => protobuf_codec::decode(&bytes).map_err(|e| e.to_string()),
-                Encoding::Cbor => kube_cbor::decode(&bytes).map_err(|e| e.to_string()),
-            }
-            .map_err(|e| {
+            let encoding = negotiation::body_encoding(&parts.headers)?;
+            let decoded = super::body::decode(encoding, &bytes).map_err(|e| {
                 ApiError::bad_request(format!(
                     "{} in version \"{}\" cannot be handled as a {}: {e}",
                     info.kind, info.version, info.kind

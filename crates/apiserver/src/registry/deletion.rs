@@ -4,6 +4,7 @@
 //! the `orphan` / `foregroundDeletion` finalizers that hand dependents to
 //! the garbage collector.
 
+use apimachinery::serializer;
 use apimachinery::status::ApiError;
 use apimachinery::validation::options::{options_invalid, validate_delete_options};
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
@@ -92,8 +93,8 @@ impl DeleteOptions {
         let raw = if body.iter().all(u8::is_ascii_whitespace) {
             options_from_query(&query)?
         } else {
-            serde_json::from_slice::<Value>(body)
-                .or_else(|_| serde_yaml::from_slice(body))
+            serializer::json::decode(body)
+                .or_else(|_| serializer::yaml::decode(body))
                 .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
         };
         let errors = validate_delete_options(&raw);
