@@ -63,12 +63,22 @@ pub(crate) fn check(source: &str) -> Result<(), BoundError> {
     DepthScan::default().run(source.as_bytes())
 }
 
-/// One bracket level: the depth it opened at and the operators chained in
-/// its current element.
+/// One bracket level: the depth it opened at, the `&&`/`||` terms of its
+/// current element (balanced into a tree of logarithmic depth, by cel-go
+/// and by the `cel` crate alike) and the operators chained in the current
+/// term.
 #[derive(Clone, Copy)]
 struct Frame {
     base: usize,
+    terms: usize,
     chained: usize,
+}
+
+impl Frame {
+    fn depth(&self) -> usize {
+        let balanced = (usize::BITS - self.terms.leading_zeros()) as usize;
+        self.base + balanced + self.chained
+    }
 }
 
 /// The scan's state: open brackets and whether the last token ended an
@@ -84,6 +94,7 @@ impl Default for Frame {
     fn default() -> Self {
         Frame {
             base: 1,
+            terms: 0,
             chained: 0,
         }
     }
@@ -117,11 +128,18 @@ impl DepthScan {
                 }
                 b',' => {
                     self.top.chained = 0;
+                    self.top.terms = 0;
                     self.after_operand = false;
                     i + 1
                 }
+                b'&' | b'|' if s.get(i + 1) == Some(&b) => {
+                    self.top.terms += 1;
+                    self.top.chained = 0;
+                    self.after_operand = false;
+                    i + 2
+                }
                 b'&' | b'|' | b'!' => {
-                    // `&&` and `||` chains are balanced; `!` prefixes fold.
+                    // `!` prefixes fold into one call or none.
                     self.after_operand = false;
                     i + 1
                 }
@@ -176,7 +194,7 @@ impl DepthScan {
 
     fn chain(&mut self) -> Result<(), BoundError> {
         self.top.chained += 1;
-        if self.top.base + self.top.chained > MAX_RECURSION_DEPTH {
+        if self.top.depth() > MAX_RECURSION_DEPTH {
             return Err(BoundError::Depth);
         }
         Ok(())
@@ -186,12 +204,16 @@ impl DepthScan {
         if self.frames.len() + 1 >= MAX_RECURSION_DEPTH {
             return Err(BoundError::Nesting);
         }
-        let base = self.top.base + self.top.chained + 1;
+        let base = self.top.depth() + 1;
         if base > MAX_RECURSION_DEPTH {
             return Err(BoundError::Depth);
         }
         self.frames.push(self.top);
-        self.top = Frame { base, chained: 0 };
+        self.top = Frame {
+            base,
+            terms: 0,
+            chained: 0,
+        };
         self.after_operand = false;
         Ok(())
     }

@@ -59,6 +59,9 @@ fn balanced_and_folded_operators_do_not() {
     ] {
         assert_eq!(check(&chain(head, link, 5000)), Ok(()), "{link}");
     }
+    // Each term of a long conjunction starts again (the tree is balanced).
+    let terms: Vec<String> = (0..3000).map(|i| format!("a.b{i} == {i} + 1")).collect();
+    assert_eq!(check(&terms.join(" && ")), Ok(()));
     // Elements of lists, maps and calls each start again.
     let list = format!("[{}]", ["1+1+1"; 5000].join(","));
     assert_eq!(check(&list), Ok(()));
@@ -145,6 +148,10 @@ fn the_deepest_accepted_chains_compile_and_run() {
         chain("1", "+1", 240),
         chain("1", " == 1 ? 1 : 1", 10),
         chain("true", " && true", 10_000),
+        (0..2_000)
+            .map(|i| format!("object.b{i} == {i} + 1"))
+            .collect::<Vec<_>>()
+            .join(" || "),
         chain("", "!", 20_000) + "true",
     ] {
         let (result, _) = compile_on_small_stack(source.clone());
@@ -161,4 +168,22 @@ fn the_deepest_accepted_chains_compile_and_run() {
         .join()
         .expect("no stack overflow");
     assert_eq!(evaluated, Ok(serde_json::json!(241)));
+}
+
+#[test]
+fn syntax_errors_at_the_size_limit_fail_fast() {
+    for source in [
+        ")".repeat(99_000),
+        "1 ".repeat(49_000),
+        ",".repeat(99_000),
+        "a.(".repeat(33_000),
+        "?:".repeat(49_000),
+        "'".repeat(99_000),
+        "}{".repeat(49_000),
+    ] {
+        let head: String = source.chars().take(6).collect();
+        let (result, took) = compile_on_small_stack(source);
+        assert!(result.is_err(), "{head}");
+        assert!(took < Duration::from_secs(2), "{head}: {took:?}");
+    }
 }
