@@ -23,7 +23,7 @@ use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::openapi_v2;
 use crate::controlplane::StorageFactory;
-use crate::controlplane::{autoscaling_v1, reviews};
+use crate::controlplane::{autoscaling_v1, events_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::registry::services::{controllers as service_controllers, ServiceAllocator};
 
@@ -225,7 +225,7 @@ pub fn create_server_chain(
         .filter_map(|group| group.first())
         .map(|b| (b.info.group.as_str(), b.info.version.as_str()))
         .chain(REVIEW_GROUPS)
-        .chain([autoscaling_v1::GROUP_VERSION]);
+        .chain([autoscaling_v1::GROUP_VERSION, events_v1::GROUP_VERSION]);
     let enabled = ApiEnablement::resolve(&opts.runtime_config, served)?;
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
@@ -248,6 +248,10 @@ pub fn create_server_chain(
     let (group, version) = autoscaling_v1::GROUP_VERSION;
     if enabled.resource_enabled(group, version, "horizontalpodautoscalers") {
         openapi_groups.push(autoscaling_v1::install(&mut kube, &factory.prefix));
+    }
+    let (group, version) = events_v1::GROUP_VERSION;
+    if enabled.resource_enabled(group, version, "events") {
+        openapi_groups.push(events_v1::install(&mut kube, &factory.prefix));
     }
     if enabled.resource_enabled("", "v1", "componentstatuses") {
         let etcd = matches!(opts.storage, StorageBackend::Etcd { .. }).then(|| factory.kv.clone());

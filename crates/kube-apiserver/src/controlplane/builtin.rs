@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::field_errors::FieldError;
 use apiserver::registry::resource::ALL_VERBS;
 use apiserver::registry::{GcPolicy, ResourceInfo, Strategy};
 use k8s_openapi::api::{
@@ -173,10 +174,19 @@ fn plain() -> ResourceStrategy {
 
 /// RBAC objects are named as path segments (upstream's `ValidateRBACName`),
 /// so `system:` names are valid.
-fn rbac_names() -> ResourceStrategy {
+fn rbac_names(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceStrategy {
     ResourceStrategy {
         name: apimachinery::validation::name_is_path_segment,
+        validate,
         ..plain()
+    }
+}
+
+/// Bindings also keep their `roleRef` through updates.
+fn rbac_binding(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceStrategy {
+    ResourceStrategy {
+        validate_update: validation::rbac::validate_binding_update,
+        ..rbac_names(validate)
     }
 }
 
@@ -294,7 +304,14 @@ pub fn horizontal_pod_autoscalers_v1() -> Builtin {
     )
 }
 
-/// The named groups, each with its resources at their GA version.
+/// `events.k8s.io/v1` Events, served over the storage of core/v1 Events
+/// (see [`super::events_v1`]).
+pub fn events_v1() -> Builtin {
+    builtin::<events::Event>(never_collected(plain()), short(&["ev"]))
+}
+
+/// The named groups, each with its resources at their GA version
+/// (`events.k8s.io` is installed apart, over core/v1 Events).
 pub fn named_groups() -> Vec<Vec<Builtin>> {
     vec![
         vec![
@@ -327,10 +344,13 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         vec![builtin::<coordination::Lease>(plain(), PLAIN)],
         vec![builtin::<discovery::EndpointSlice>(plain(), PLAIN)],
         vec![
-            builtin::<networking::IngressClass>(plain(), PLAIN),
+            builtin::<networking::IngressClass>(defaults::ingress_classes(plain()), PLAIN),
             builtin::<networking::Ingress>(status(), short(&["ing"])),
             builtin::<networking::IPAddress>(plain(), short(&["ip"])),
-            builtin::<networking::NetworkPolicy>(plain(), short(&["netpol"])),
+            builtin::<networking::NetworkPolicy>(
+                defaults::network_policies(plain()),
+                short(&["netpol"]),
+            ),
             builtin::<networking::ServiceCIDR>(status(), PLAIN),
         ],
         vec![builtin::<node::RuntimeClass>(plain(), PLAIN)],
@@ -339,10 +359,19 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["pdb"]),
         )],
         vec![
-            builtin::<rbac::ClusterRoleBinding>(rbac_names(), PLAIN),
-            builtin::<rbac::ClusterRole>(rbac_names(), PLAIN),
-            builtin::<rbac::RoleBinding>(rbac_names(), PLAIN),
-            builtin::<rbac::Role>(rbac_names(), PLAIN),
+            builtin::<rbac::ClusterRoleBinding>(
+                rbac_binding(validation::rbac::validate_cluster_role_binding),
+                PLAIN,
+            ),
+            builtin::<rbac::ClusterRole>(
+                rbac_names(validation::rbac::validate_cluster_role),
+                PLAIN,
+            ),
+            builtin::<rbac::RoleBinding>(
+                rbac_binding(validation::rbac::validate_role_binding),
+                PLAIN,
+            ),
+            builtin::<rbac::Role>(rbac_names(validation::rbac::validate_role), PLAIN),
         ],
         vec![builtin::<scheduling::PriorityClass>(
             defaults::priority_classes(plain()),
@@ -352,7 +381,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::CSIDriver>(returns_deleted(defaults::csi_drivers(plain())), PLAIN),
             builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
-            builtin::<storage::StorageClass>(returns_deleted(plain()), short(&["sc"])),
+            builtin::<storage::StorageClass>(
+                returns_deleted(defaults::storage_classes(plain())),
+                short(&["sc"]),
+            ),
             builtin::<storage::VolumeAttachment>(returns_deleted(status()), PLAIN),
             builtin::<storage::VolumeAttributesClass>(returns_deleted(plain()), short(&["vac"])),
         ],
@@ -389,10 +421,6 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 API_EXTENSIONS,
             ),
         ],
-        vec![builtin::<events::Event>(
-            never_collected(plain()),
-            short(&["ev"]),
-        )],
         vec![
             builtin::<resource::DeviceClass>(returns_deleted(plain()), PLAIN),
             builtin::<resource::ResourceClaim>(returns_deleted(status()), PLAIN),

@@ -1,8 +1,8 @@
 //! Upstream's create-time state of kinds whose strategies are otherwise
 //! plain: PersistentVolumes and claims start Pending with the default
 //! volume mode (and reclaim policy), PriorityClasses preempt lower
-//! priorities by default, CSIDrivers and the flowcontrol kinds get
-//! upstream's spec defaults, and a
+//! priorities by default, CSIDrivers, StorageClasses, NetworkPolicies,
+//! IngressClasses and the flowcontrol kinds get upstream's defaults, and a
 //! CertificateSigningRequest records who asked for it (upstream's
 //! `csrStrategy.PrepareForCreate`), whatever the body says, and keeps its
 //! spec through updates.
@@ -93,6 +93,76 @@ fn csi_driver_defaults(driver: &mut Value) {
 pub fn csi_drivers(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         defaults: csi_driver_defaults,
+        ..base
+    }
+}
+
+/// storage/v1 `SetDefaults_StorageClass`: volumes are deleted with their
+/// claim and bound at once unless the class says otherwise.
+fn storage_class_defaults(class: &mut Value) {
+    default_field(class, "reclaimPolicy", json!("Delete"));
+    default_field(class, "volumeBindingMode", json!("Immediate"));
+}
+
+pub fn storage_classes(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: storage_class_defaults,
+        ..base
+    }
+}
+
+/// networking/v1 `SetDefaults_NetworkPolicy` (a policy without types is
+/// an Ingress policy, and an Egress one too when it has egress rules) and
+/// `SetDefaults_NetworkPolicyPort` (ports are TCP unless told).
+fn network_policy_defaults(policy: &mut Value) {
+    let Some(spec) = policy.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let rules = |key: &str| spec.get(key).and_then(Value::as_array).map(Vec::len);
+    let has_egress = rules("egress").unwrap_or(0) > 0;
+    if spec
+        .get("policyTypes")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        let mut types = vec![json!("Ingress")];
+        if has_egress {
+            types.push(json!("Egress"));
+        }
+        spec.insert("policyTypes".into(), Value::Array(types));
+    }
+    for direction in ["ingress", "egress"] {
+        let rules = spec.get_mut(direction).and_then(Value::as_array_mut);
+        for rule in rules.into_iter().flatten() {
+            let ports = rule.get_mut("ports").and_then(Value::as_array_mut);
+            for port in ports.into_iter().flatten().filter(|p| p.is_object()) {
+                default_field(port, "protocol", json!("TCP"));
+            }
+        }
+    }
+}
+
+pub fn network_policies(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: network_policy_defaults,
+        ..base
+    }
+}
+
+/// networking/v1 `SetDefaults_IngressClass`: parameters are cluster-scoped
+/// unless told.
+fn ingress_class_defaults(class: &mut Value) {
+    if let Some(parameters) = class
+        .pointer_mut("/spec/parameters")
+        .filter(|p| p.is_object())
+    {
+        default_field(parameters, "scope", json!("Cluster"));
+    }
+}
+
+pub fn ingress_classes(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: ingress_class_defaults,
         ..base
     }
 }
@@ -310,6 +380,47 @@ mod tests {
         let mut pc = json!({"value": 10});
         priority_class_defaults(&mut pc);
         assert_eq!(pc["preemptionPolicy"], "PreemptLowerPriority");
+    }
+
+    #[test]
+    fn networking_and_storage_defaults_follow_upstream() {
+        let mut ingress_only = json!({"spec": {"podSelector": {},
+            "ingress": [{"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}]}});
+        network_policy_defaults(&mut ingress_only);
+        assert_eq!(ingress_only["spec"]["policyTypes"], json!(["Ingress"]));
+        let ports = &ingress_only["spec"]["ingress"][0]["ports"];
+        assert_eq!(
+            (&ports[0]["protocol"], &ports[1]["protocol"]),
+            (&json!("TCP"), &json!("UDP"))
+        );
+        let mut both = json!({"spec": {"podSelector": {}, "policyTypes": [],
+            "egress": [{"ports": [{"port": 443}]}]}});
+        network_policy_defaults(&mut both);
+        assert_eq!(both["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert_eq!(both["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        let mut explicit = json!({"spec": {"policyTypes": ["Egress"], "egress": []}});
+        network_policy_defaults(&mut explicit);
+        assert_eq!(explicit["spec"]["policyTypes"], json!(["Egress"]));
+        let mut empty_egress = json!({"spec": {"egress": []}});
+        network_policy_defaults(&mut empty_egress);
+        assert_eq!(empty_egress["spec"]["policyTypes"], json!(["Ingress"]));
+
+        let mut class = json!({"provisioner": "x"});
+        storage_class_defaults(&mut class);
+        assert_eq!(class["reclaimPolicy"], "Delete");
+        assert_eq!(class["volumeBindingMode"], "Immediate");
+        let mut kept =
+            json!({"reclaimPolicy": "Retain", "volumeBindingMode": "WaitForFirstConsumer"});
+        storage_class_defaults(&mut kept);
+        assert_eq!(kept["reclaimPolicy"], "Retain");
+        assert_eq!(kept["volumeBindingMode"], "WaitForFirstConsumer");
+
+        let mut ic = json!({"spec": {"parameters": {"kind": "K", "name": "n"}}});
+        ingress_class_defaults(&mut ic);
+        assert_eq!(ic["spec"]["parameters"]["scope"], "Cluster");
+        let mut bare = json!({"spec": {"controller": "c"}});
+        ingress_class_defaults(&mut bare);
+        assert!(bare["spec"].get("parameters").is_none());
     }
 
     #[tokio::test]

@@ -23,6 +23,7 @@ mod pod_scheduling;
 mod pod_security;
 mod pod_volumes;
 pub mod quota;
+pub mod rbac;
 pub mod service;
 pub mod update;
 pub mod update_volumes;
