@@ -12,7 +12,9 @@ pub struct Kind {
     pub type_name: String,
 }
 
-pub fn render(header: &str, kinds: &[Kind], structs: &[(&String, &OutStruct)]) -> String {
+/// The header comment and the `kind` lines both generated tables start
+/// with.
+pub fn preamble(header: &str, kinds: &[Kind]) -> String {
     let mut out = String::with_capacity(1 << 20);
     for line in header.lines() {
         let _ = writeln!(out, "# {line}");
@@ -20,6 +22,11 @@ pub fn render(header: &str, kinds: &[Kind], structs: &[(&String, &OutStruct)]) -
     for k in kinds {
         let _ = writeln!(out, "kind {} {} {}", k.api_version, k.kind, k.type_name);
     }
+    out
+}
+
+pub fn render(header: &str, kinds: &[Kind], structs: &[(&String, &OutStruct)]) -> String {
+    let mut out = preamble(header, kinds);
     for (name, s) in structs {
         let atomic = if s.atomic { " atomic" } else { "" };
         let _ = writeln!(out, "type {name}{atomic}");

@@ -191,6 +191,14 @@ impl Resolver {
         }
     }
 
+    /// Every struct type emitted so far, by definition name.
+    pub fn emitted(&self) -> Vec<(&String, &OutStruct)> {
+        self.structs
+            .iter()
+            .filter_map(|(n, s)| s.as_ref().map(|s| (n, s)))
+            .collect()
+    }
+
     pub fn package(&mut self, pkg: &str) -> Result<Rc<Package>, CodegenError> {
         Ok(self.loader.load(pkg)?)
     }

@@ -5,18 +5,12 @@
 
 use std::fmt::Write;
 
-use crate::emit::Kind;
+use crate::emit::{preamble, Kind};
 use crate::gotype::GoTy;
 use crate::resolve::OutStruct;
 
 pub fn render(header: &str, kinds: &[Kind], structs: &[(&String, &OutStruct)]) -> String {
-    let mut out = String::with_capacity(1 << 20);
-    for line in header.lines() {
-        let _ = writeln!(out, "# {line}");
-    }
-    for k in kinds {
-        let _ = writeln!(out, "kind {} {} {}", k.api_version, k.kind, k.type_name);
-    }
+    let mut out = preamble(header, kinds);
     for (name, s) in structs {
         let _ = writeln!(out, "type {name}");
         for f in &s.fields {
