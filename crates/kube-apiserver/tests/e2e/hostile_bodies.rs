@@ -34,7 +34,12 @@ fn send(s: &TestServer, method: &str, path: &str, content_type: &str, body: &[u8
 }
 
 fn curl(s: &TestServer, method: &str, path: &str) -> Command {
-    let pki = s.dir.path().join("pki");
+    curl_at(s.dir.path(), s.port, method, path)
+}
+
+/// curl with the admin certificate of the server in `dir` on `port`.
+fn curl_at(dir: &Path, port: u16, method: &str, path: &str) -> Command {
+    let pki = dir.join("pki");
     let mut cmd = Command::new("curl");
     cmd.args(["-sS", "--max-time", "60", "--cacert"])
         .arg(pki.join("ca.crt"))
@@ -43,7 +48,7 @@ fn curl(s: &TestServer, method: &str, path: &str) -> Command {
         .arg("--key")
         .arg(pki.join("admin.key"))
         .args(["-X", method, "-w", "\n%{http_code}"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port));
+        .arg(format!("https://127.0.0.1:{port}{path}"));
     cmd
 }
 
@@ -62,31 +67,17 @@ fn run(mut cmd: Command) -> Answer {
 
 /// GETs the ConfigMap list until told to stop; the slowest answer.
 fn keep_getting(s: &TestServer, stop: Arc<AtomicBool>) -> thread::JoinHandle<Duration> {
-    let pki = s.dir.path().to_owned();
+    let dir = s.dir.path().to_owned();
     let port = s.port;
     thread::spawn(move || {
         let mut slowest = Duration::ZERO;
         while !stop.load(Ordering::Relaxed) {
-            let answer = run(get_command(&pki, port));
+            let answer = run(curl_at(&dir, port, "GET", CM));
             assert_eq!(answer.code, 200, "concurrent GET: {}", answer.body);
             slowest = slowest.max(answer.took);
         }
         slowest
     })
-}
-
-fn get_command(dir: &Path, port: u16) -> Command {
-    let pki = dir.join("pki");
-    let mut cmd = Command::new("curl");
-    cmd.args(["-sS", "--max-time", "60", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-w", "\n%{http_code}"])
-        .arg(format!("https://127.0.0.1:{port}{CM}"));
-    cmd
 }
 
 struct Case {
