@@ -9,9 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use apimachinery::status::{ApiError, StatusCause, StatusReason};
 use apimachinery::validation::options::{
-    options_invalid, validate_field_manager, validate_patch_options, WriteOptions as OptionsSpec,
+    options_invalid, validate_patch_options, validate_write_options, WriteOptions as OptionsSpec,
 };
-use apimachinery::Path as FieldPath;
 use axum::body::Body;
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
@@ -77,11 +76,22 @@ pub fn manager_name(query: &Query, headers: &HeaderMap) -> String {
     out
 }
 
-/// Upstream's fieldManager check of CreateOptions / UpdateOptions
-/// (`kind` names them in the 422).
+/// The write options of the query as upstream's option validation sees
+/// them: `fieldManager`, every `dryRun` value and `fieldValidation`.
+fn options_spec<'a>(query: &'a Query, dry_run: &'a [String]) -> OptionsSpec<'a> {
+    OptionsSpec {
+        field_manager: query.get("fieldManager").unwrap_or(""),
+        dry_run,
+        field_validation: query.get("fieldValidation").unwrap_or(""),
+    }
+}
+
+/// Upstream's `ValidateCreateOptions` / `ValidateUpdateOptions` over the
+/// query (`kind` names them in the 422): the field manager, `dryRun` and
+/// `fieldValidation`.
 pub fn check_field_manager(query: &Query, kind: &str) -> Result<(), ApiError> {
-    let manager = query.get("fieldManager").unwrap_or("");
-    let errors = validate_field_manager(manager, &FieldPath::new("fieldManager"));
+    let dry_run = query.all("dryRun");
+    let errors = validate_write_options(&options_spec(query, &dry_run));
     if errors.is_empty() {
         Ok(())
     } else {
@@ -89,24 +99,13 @@ pub fn check_field_manager(query: &Query, kind: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Upstream's PatchOptions checks this server does not make elsewhere:
-/// apply needs a field manager, only apply may force. Returns `force`.
+/// Upstream's `ValidatePatchOptions` over the query: apply needs a field
+/// manager, only apply may force, and the write options' rules. Returns
+/// `force` (converted as upstream: any value but `0` and `false` is true).
 pub fn check_patch_options(query: &Query, apply: bool) -> Result<bool, ApiError> {
-    let force = match query.get("force") {
-        None => None,
-        Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Some(true),
-        Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Some(false),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "strconv.ParseBool: parsing {other:?}: invalid syntax"
-            )))
-        }
-    };
-    let spec = OptionsSpec {
-        field_manager: query.get("fieldManager").unwrap_or(""),
-        ..OptionsSpec::default()
-    };
-    let errors = validate_patch_options(&spec, force, apply);
+    let force = query.opt_flag("force");
+    let dry_run = query.all("dryRun");
+    let errors = validate_patch_options(&options_spec(query, &dry_run), force, apply);
     if !errors.is_empty() {
         return Err(options_invalid("PatchOptions", &errors));
     }

@@ -27,6 +27,15 @@ impl Query {
         self.params.first(key)
     }
 
+    /// Every value of `key`, in order (`dryRun`).
+    pub fn all(&self, key: &str) -> Vec<String> {
+        self.params
+            .all(key)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// A boolean option: set unless `0` or `false` (in any case).
     pub fn flag(&self, key: &str) -> bool {
         self.params.bool(key)

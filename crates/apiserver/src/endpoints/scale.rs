@@ -206,6 +206,14 @@ pub async fn serve(
     let (verb, ns, name, headers) = (req.verb, req.namespace, req.name, req.headers);
     let neg = *neg;
     let paths = store.strategy.scale_paths();
+    // Upstream validates a write's options before anything else.
+    match verb {
+        "update" => super::apply::check_field_manager(query, "UpdateOptions")?,
+        "patch" => {
+            super::apply::check_patch_options(query, false)?;
+        }
+        _ => {}
+    }
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };

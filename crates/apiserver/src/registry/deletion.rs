@@ -4,6 +4,7 @@
 //! the `orphan` / `foregroundDeletion` finalizers that hand dependents to
 //! the garbage collector.
 
+use apimachinery::query_params::{go_bool, parse_int64};
 use apimachinery::serializer;
 use apimachinery::status::ApiError;
 use apimachinery::validation::options::{options_invalid, validate_delete_options};
@@ -103,15 +104,9 @@ impl DeleteOptions {
         }
         let wire: Wire = serde_json::from_value(raw)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
-        let query_dry_run = match query("dryRun") {
-            None | Some("") => false,
-            Some("All") => true,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-                )))
-            }
-        };
+        // Upstream reads the query only without a body; `dryRun=All` there
+        // is honoured beside a body too (older kubectl sends it so).
+        let query_dry_run = query("dryRun") == Some("All");
         Ok(DeleteOptions {
             preconditions: wire.preconditions.map(|p| Preconditions {
                 uid: p.uid,
@@ -128,31 +123,24 @@ impl DeleteOptions {
     }
 }
 
-/// The DeleteOptions fields a query string may carry, as a JSON object.
+/// The DeleteOptions fields a query string may carry, as a JSON object,
+/// converted as upstream's parameter codec does (the first value of each;
+/// booleans false only for `0` and `false`; a grace period that does not
+/// parse is a 400 with `strconv.ParseInt`'s message).
 fn options_from_query<'q>(query: &impl Fn(&str) -> Option<&'q str>) -> Result<Value, ApiError> {
     let mut raw = Map::new();
-    if let Some(v) = query("gracePeriodSeconds").filter(|v| !v.is_empty()) {
-        let n: i64 = v.parse().map_err(|_| {
-            ApiError::bad_request(format!(
-                "invalid value for gracePeriodSeconds: {v:?} is not an integer"
-            ))
-        })?;
+    if let Some(v) = query("gracePeriodSeconds") {
+        let n = parse_int64(v).map_err(ApiError::bad_request)?;
         raw.insert("gracePeriodSeconds".into(), json!(n));
     }
-    if let Some(v) = query("orphanDependents").filter(|v| !v.is_empty()) {
-        let b = match v {
-            "true" | "1" => true,
-            "false" | "0" => false,
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "invalid value for orphanDependents: {v:?} is not a boolean"
-                )))
-            }
-        };
-        raw.insert("orphanDependents".into(), json!(b));
+    if let Some(v) = query("orphanDependents") {
+        raw.insert("orphanDependents".into(), json!(go_bool(v)));
     }
-    if let Some(v) = query("propagationPolicy").filter(|v| !v.is_empty()) {
+    if let Some(v) = query("propagationPolicy") {
         raw.insert("propagationPolicy".into(), json!(v));
+    }
+    if let Some(v) = query("dryRun") {
+        raw.insert("dryRun".into(), json!([v]));
     }
     Ok(Value::Object(raw))
 }

@@ -48,12 +48,32 @@ fn options_come_from_the_body_or_else_the_query() {
     assert_eq!(o.grace_period_seconds, Some(0));
     assert_eq!(o.orphan_dependents, Some(true));
     assert!(o.dry_run);
+    let err = options("", &[("gracePeriodSeconds", "x")]).expect_err("not a number");
     assert_eq!(
-        options("", &[("gracePeriodSeconds", "x")])
-            .map(|_| ())
-            .map_err(|e| e.code),
-        Err(400)
+        (err.code, err.message.as_str()),
+        (400, "strconv.ParseInt: parsing \"x\": invalid syntax")
     );
+}
+
+#[test]
+fn query_options_convert_as_upstream() {
+    let o = options("", &[("orphanDependents", "yes")]).expect("valid");
+    assert_eq!(o.orphan_dependents, Some(true));
+    let o = options("", &[("orphanDependents", "False")]).expect("valid");
+    assert_eq!(o.orphan_dependents, Some(false));
+    let err = options("", &[("dryRun", "Bogus")]).expect_err("invalid");
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            422,
+            "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Bogus\"]: supported values: \"All\""
+        )
+    );
+    let err = options("", &[("propagationPolicy", "")]).expect_err("empty policy");
+    assert_eq!(err.code, 422);
+    // With a body the query's dryRun counts only when it is All.
+    assert!(options("{}", &[("dryRun", "All")]).is_ok_and(|o| o.dry_run));
+    assert!(options("{}", &[("dryRun", "Bogus")]).is_ok_and(|o| !o.dry_run));
 }
 
 #[test]

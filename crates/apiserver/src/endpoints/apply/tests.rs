@@ -53,8 +53,17 @@ fn patch_options_follow_upstream() {
         forbidden.message,
         "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
-    let bad = check_patch_options(&Query::parse(Some("fieldManager=m&force=yes")), true);
-    assert_eq!(bad.map_err(|e| e.code), Err(400));
+    // force converts as upstream's Convert_Slice_string_To_Pointer_bool.
+    let yes = check_patch_options(&Query::parse(Some("fieldManager=m&force=yes")), true);
+    assert_eq!(yes, Ok(true));
+    let no = check_patch_options(&Query::parse(Some("fieldManager=m&force=False")), true);
+    assert_eq!(no, Ok(false));
+    let bogus = check_patch_options(&Query::parse(Some("dryRun=Bogus")), false)
+        .expect_err("unsupported dryRun");
+    assert_eq!(
+        bogus.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Bogus\"]: supported values: \"All\""
+    );
     assert_eq!(
         check_patch_options(&Query::parse(Some("fieldManager=m&force=true")), true),
         Ok(true)
@@ -63,6 +72,15 @@ fn patch_options_follow_upstream() {
     assert_eq!(
         check_field_manager(&Query::parse(Some(&too_long)), "CreateOptions").map_err(|e| e.code),
         Err(422)
+    );
+    let all = check_field_manager(
+        &Query::parse(Some("dryRun=All&dryRun=x&fieldValidation=Loose")),
+        "UpdateOptions",
+    )
+    .expect_err("invalid");
+    assert_eq!(
+        all.message,
+        "UpdateOptions.meta.k8s.io \"\" is invalid: [dryRun: Unsupported value: [\"All\",\"x\"]: supported values: \"All\", fieldValidation: Unsupported value: \"Loose\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"]"
     );
 }
 
