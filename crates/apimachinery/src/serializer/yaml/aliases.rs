@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
 
-use unsafe_libyaml as sys;
+use unsafe_libyaml as unsafe_sys;
 
 use crate::serializer::DecodeError;
 
@@ -110,23 +110,26 @@ fn allowed_ratio(decoded: u64) -> f64 {
 
 /// libyaml's event stream over borrowed input.
 struct Events<'a> {
-    parser: Box<MaybeUninit<sys::yaml_parser_t>>,
+    parser: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
     _input: std::marker::PhantomData<&'a [u8]>,
     done: bool,
 }
 
 impl<'a> Events<'a> {
     fn new(input: &'a [u8]) -> Option<Events<'a>> {
-        let mut parser = Box::new(MaybeUninit::<sys::yaml_parser_t>::uninit());
+        let mut parser = Box::new(MaybeUninit::<unsafe_sys::yaml_parser_t>::uninit());
         // SAFETY: the parser is initialized before use, lives on the heap
         // (libyaml keeps pointers into it) and reads `input`, which the
         // returned value borrows, until it is deleted in `drop`.
         unsafe {
-            if sys::yaml_parser_initialize(parser.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_initialize(parser.as_mut_ptr()).fail {
                 return None;
             }
-            sys::yaml_parser_set_encoding(parser.as_mut_ptr(), sys::YAML_UTF8_ENCODING);
-            sys::yaml_parser_set_input_string(
+            unsafe_sys::yaml_parser_set_encoding(
+                parser.as_mut_ptr(),
+                unsafe_sys::YAML_UTF8_ENCODING,
+            );
+            unsafe_sys::yaml_parser_set_input_string(
                 parser.as_mut_ptr(),
                 input.as_ptr(),
                 input.len() as u64,
@@ -143,34 +146,36 @@ impl<'a> Events<'a> {
         if self.done {
             return None;
         }
-        let mut raw = MaybeUninit::<sys::yaml_event_t>::uninit();
+        let mut raw = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
         // SAFETY: the parser was initialized in `new`; a parsed event is
         // read (its anchor copied out) and then deleted exactly once.
         unsafe {
-            if sys::yaml_parser_parse(self.parser.as_mut_ptr(), raw.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_parse(self.parser.as_mut_ptr(), raw.as_mut_ptr()).fail {
                 self.done = true;
                 return None;
             }
             let e = raw.as_mut_ptr();
             let event = match (*e).type_ {
-                sys::YAML_SCALAR_EVENT => Event::Scalar(anchor((*e).data.scalar.anchor)),
-                sys::YAML_SEQUENCE_START_EVENT => {
+                unsafe_sys::YAML_SCALAR_EVENT => Event::Scalar(anchor((*e).data.scalar.anchor)),
+                unsafe_sys::YAML_SEQUENCE_START_EVENT => {
                     Event::Start(anchor((*e).data.sequence_start.anchor))
                 }
-                sys::YAML_MAPPING_START_EVENT => {
+                unsafe_sys::YAML_MAPPING_START_EVENT => {
                     Event::Start(anchor((*e).data.mapping_start.anchor))
                 }
-                sys::YAML_SEQUENCE_END_EVENT | sys::YAML_MAPPING_END_EVENT => Event::End,
-                sys::YAML_ALIAS_EVENT => {
+                unsafe_sys::YAML_SEQUENCE_END_EVENT | unsafe_sys::YAML_MAPPING_END_EVENT => {
+                    Event::End
+                }
+                unsafe_sys::YAML_ALIAS_EVENT => {
                     Event::Alias(anchor((*e).data.alias.anchor).unwrap_or_default())
                 }
-                sys::YAML_STREAM_END_EVENT => {
+                unsafe_sys::YAML_STREAM_END_EVENT => {
                     self.done = true;
                     Event::Other
                 }
                 _ => Event::Other,
             };
-            sys::yaml_event_delete(e);
+            unsafe_sys::yaml_event_delete(e);
             Some(event)
         }
     }
@@ -192,6 +197,6 @@ impl Drop for Events<'_> {
     fn drop(&mut self) {
         // SAFETY: initialized in `new` (a failed initialization returns
         // before an `Events` exists) and deleted only here.
-        unsafe { sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
+        unsafe { unsafe_sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
     }
 }
