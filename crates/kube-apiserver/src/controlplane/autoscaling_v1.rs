@@ -10,16 +10,11 @@
 //! statuses), `…/conditions` and `…/behavior` (field names as upstream's
 //! internal type marshals them).
 
-use std::sync::Arc;
-
-use apiserver::admission::{Equivalents, GroupVersionKind, GroupVersionResource};
-use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
 use serde_json::{json, Map, Value};
 
-use super::builtin;
 use super::openapi::ResourceSchema;
-use crate::apiextensions::conversion::{Converter, ConvertingStorage, ServedVersions};
+use super::{builtin, converted};
 
 pub const V1: &str = "autoscaling/v1";
 pub const V2: &str = "autoscaling/v2";
@@ -42,32 +37,8 @@ pub fn install(server: &mut GenericApiServer, prefix: &str) -> Vec<ResourceSchem
     let Some(v2) = server.store("autoscaling", "v2", "horizontalpodautoscalers") else {
         return Vec::new();
     };
-    let b = builtin::horizontal_pod_autoscalers_v1();
-    let converter = Arc::new(Converter::Builtin(convert));
-    let storage = ConvertingStorage::new(
-        v2.storage().clone(),
-        converter.clone(),
-        V1.into(),
-        V2.into(),
-    );
-    let schema = ResourceSchema {
-        info: b.info.clone(),
-        schema: b.schema,
-    };
-    let store = Arc::new(Store::new(b.info, b.strategy, Arc::new(storage), prefix));
-    // Both versions are one resource to admission rules matching
-    // equivalent resources.
-    let versions = [&store.info, &v2.info]
-        .map(|info| (GroupVersionResource::of(info), GroupVersionKind::of(info)));
-    let equivalents = Equivalents(Arc::new(ServedVersions {
-        versions: versions.to_vec(),
-        converter,
-    }));
-    v2.set_equivalents(equivalents.clone());
-    store.set_equivalents(equivalents);
-    let (group, version) = GROUP_VERSION;
-    server.install_converted_version(group, version, vec![store]);
-    vec![schema]
+    let served = builtin::horizontal_pod_autoscalers_v1();
+    converted::install(server, prefix, &v2, served, convert)
 }
 
 /// Converts an HPA between `autoscaling/v1` and `autoscaling/v2`.

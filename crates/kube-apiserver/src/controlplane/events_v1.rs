@@ -7,16 +7,11 @@
 //! `firstTimestamp`, `lastTimestamp` and `count`; the other fields share
 //! their names.
 
-use std::sync::Arc;
-
-use apiserver::admission::{Equivalents, GroupVersionKind, GroupVersionResource};
-use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
 use serde_json::Value;
 
-use super::builtin;
 use super::openapi::ResourceSchema;
-use crate::apiextensions::conversion::{Converter, ConvertingStorage, ServedVersions};
+use super::{builtin, converted};
 
 pub const EVENTS_V1: &str = "events.k8s.io/v1";
 pub const CORE_V1: &str = "v1";
@@ -35,38 +30,15 @@ const RENAMED: [(&str, &str); 7] = [
     ("deprecatedCount", "count"),
 ];
 
-/// Serves `events.k8s.io/v1` Events over the installed core/v1 store;
-/// returns what OpenAPI needs of them.
+/// Serves `events.k8s.io/v1` Events over the installed core/v1 store
+/// (one resource to admission rules matching equivalent resources, as
+/// upstream's registry keyed by storage prefix makes them); returns what
+/// OpenAPI needs of them.
 pub fn install(server: &mut GenericApiServer, prefix: &str) -> Vec<ResourceSchema> {
     let Some(core) = server.store("", "v1", "events") else {
         return Vec::new();
     };
-    let b = builtin::events_v1();
-    let converter = Arc::new(Converter::Builtin(convert));
-    let storage = ConvertingStorage::new(
-        core.storage().clone(),
-        converter.clone(),
-        EVENTS_V1.into(),
-        CORE_V1.into(),
-    );
-    let schema = ResourceSchema {
-        info: b.info.clone(),
-        schema: b.schema,
-    };
-    let store = Arc::new(Store::new(b.info, b.strategy, Arc::new(storage), prefix));
-    // One resource to admission rules matching equivalent resources, as
-    // upstream's registry keyed by storage prefix makes them.
-    let versions = [&store.info, &core.info]
-        .map(|info| (GroupVersionResource::of(info), GroupVersionKind::of(info)));
-    let equivalents = Equivalents(Arc::new(ServedVersions {
-        versions: versions.to_vec(),
-        converter,
-    }));
-    core.set_equivalents(equivalents.clone());
-    store.set_equivalents(equivalents);
-    let (group, version) = GROUP_VERSION;
-    server.install_converted_version(group, version, vec![store]);
-    vec![schema]
+    converted::install(server, prefix, &core, builtin::events_v1(), convert)
 }
 
 /// Converts an Event between `events.k8s.io/v1` and core `v1`.

@@ -4,6 +4,7 @@
 
 pub mod autoscaling_v1;
 pub mod builtin;
+pub mod converted;
 pub mod events_v1;
 pub mod openapi;
 pub mod openapi_v2;
