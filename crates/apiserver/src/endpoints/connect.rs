@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::query_params::QueryParams;
 use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
@@ -48,17 +49,19 @@ impl ConnectRequest {
             }
             return Some(path);
         }
-        form_urlencoded::parse(self.parts.uri.query().unwrap_or("").as_bytes())
-            .find(|(key, _)| key == "path")
-            .map(|(_, value)| value.into_owned())
+        self.query().first("path").map(str::to_owned)
+    }
+
+    /// The query parameters, read as upstream's parameter codec reads them
+    /// (see [`QueryParams`]).
+    pub fn query(&self) -> QueryParams {
+        QueryParams::parse(self.parts.uri.query().unwrap_or(""))
     }
 
     /// Every value of a query parameter, in order.
     pub fn query_values(&self, key: &str) -> Vec<String> {
-        form_urlencoded::parse(self.parts.uri.query().unwrap_or("").as_bytes())
-            .filter(|(k, _)| k == key)
-            .map(|(_, v)| v.into_owned())
-            .collect()
+        let query = self.query();
+        query.all(key).into_iter().map(str::to_owned).collect()
     }
 }
 

@@ -33,17 +33,14 @@ struct LogOptions {
     insecure_skip_tls_verify_backend: bool,
 }
 
+/// An optional integer (`Convert_Slice_string_To_Pointer_int64`): a
+/// value that does not parse is a 400 with `strconv.ParseInt`'s message.
 fn query_int(req: &ConnectRequest, key: &str) -> Result<Option<i64>, ApiError> {
-    match req.query_values(key).first().map(String::as_str) {
-        None | Some("") => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(|_| {
-            ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))
-        }),
-    }
+    req.query().int64(key).map_err(ApiError::bad_request)
 }
 
 fn query_time(req: &ConnectRequest, key: &str) -> Result<Option<String>, ApiError> {
-    match req.query_values(key).first().map(String::as_str) {
+    match req.query().first(key) {
         None | Some("") => Ok(None),
         Some(v) => chrono::DateTime::parse_from_rfc3339(v)
             .map(|t| {

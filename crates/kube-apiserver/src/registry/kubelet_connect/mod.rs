@@ -249,14 +249,12 @@ async fn admit_connect(
 /// Upstream's conversion of a boolean query parameter: absent is false,
 /// and any value but `false` or `0` is true.
 fn query_bool(req: &ConnectRequest, key: &str) -> bool {
-    req.query_values(key)
-        .first()
-        .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"))
+    req.query().bool(key)
 }
 
 /// The first value of a query parameter, "" when absent.
 fn query_string(req: &ConnectRequest, key: &str) -> String {
-    req.query_values(key).into_iter().next().unwrap_or_default()
+    req.query().first(key).unwrap_or("").to_owned()
 }
 
 #[cfg(test)]
