@@ -272,13 +272,26 @@ async fn list(
     let params = query.list_options()?;
     let opts = list_options(store, &params)?;
     let list = store.list(ns, opts).await?;
-    Ok(response::list(
-        &list,
-        neg,
-        &store.info,
-        store.strategy.as_ref(),
-    ))
+    if list.items.len() < LIST_ENCODED_INLINE {
+        return Ok(response::list(
+            &list,
+            neg,
+            &store.info,
+            store.strategy.as_ref(),
+        ));
+    }
+    // Encoding thousands of objects holds a core for milliseconds to
+    // seconds: on the blocking pool, so a storm of large LISTs cannot keep
+    // the async workers from health checks, watches and small requests (Go
+    // preempts a long-running goroutine; tokio does not preempt a task).
+    let (info, strategy, neg) = (store.info.clone(), Arc::clone(&store.strategy), *neg);
+    tokio::task::spawn_blocking(move || response::list(&list, &neg, &info, strategy.as_ref()))
+        .await
+        .map_err(ApiError::internal_error)
 }
+
+/// Lists with fewer items are encoded on the request's own task.
+const LIST_ENCODED_INLINE: usize = 200;
 
 pub fn list_options(store: &Store, params: &ListParams) -> Result<ListOptions, ApiError> {
     Ok(ListOptions {

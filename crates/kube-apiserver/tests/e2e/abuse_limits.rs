@@ -14,9 +14,8 @@
 //! floods wait out the 32 s header timeout). The LIST storm lists
 //! `ABUSE_OBJECTS` ConfigMaps of about 1 KiB (default 5,000, about 20 s per
 //! backend; `ABUSE_OBJECTS=100000` runs the full size, a minute or
-//! more of creating at ~1,500 objects/s first). It is ignored for now: the
-//! health checks it times take 6-13 s during the storm (run it with
-//! `--run-ignored all`).
+//! more of creating at ~1,500 objects/s first). It is ignored for now (see
+//! [`storm`]).
 
 mod client;
 
@@ -40,17 +39,19 @@ on_both_backends!(
     backend: oversized_and_slow_requests,
 );
 
-/// The LIST storm on both backends; ignored until health checks keep
-/// their bound under it (run with `--run-ignored all`).
+/// The LIST storm on both backends, ignored while the health checks miss
+/// their 1 s bound under it on this 2-core machine (debug build, other
+/// tests alongside): 1.1 s embedded, 2.0 s on etcd, whose lists are read and
+/// decoded from etcd per request. Run with `--run-ignored all`.
 mod storm {
     #[test]
-    #[ignore = "/livez and /readyz take 6-13 s during the storm on 2 cores"]
+    #[ignore = "health checks take 1.1 s under the storm on 2 cores (bound 1 s)"]
     fn embedded() {
         super::list_storm(&crate::harness::TestServer::start());
     }
 
     #[test]
-    #[ignore = "/livez and /readyz take 6-13 s during the storm on 2 cores"]
+    #[ignore = "health checks take 2 s under the storm on etcd (lists decoded per request)"]
     fn etcd() {
         super::list_storm(&crate::harness::start_on_etcd());
     }
@@ -432,9 +433,11 @@ async fn watch_for_ping(
     }
 }
 
-/// Many clients list every ConfigMap at once, again and again: each answer
-/// is a whole list (200) or a rejection (429), `/livez` and `/readyz` answer
-/// within a second throughout, and the server's peak memory stays bounded.
+/// Many clients list every ConfigMap at once, again and again, as a user
+/// with the `view` role (not `system:masters`, which priority and fairness
+/// exempts): each answer is a whole list (200) or a rejection (429),
+/// `/livez` and `/readyz` answer within a second throughout, and the
+/// server's peak memory stays bounded.
 fn list_storm(s: &TestServer) {
     const CLIENTS: usize = 32;
     const STORM: Duration = Duration::from_secs(10);
@@ -443,16 +446,25 @@ fn list_storm(s: &TestServer) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5_000);
     let client = Client::admin(s);
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "storm-view",
+        "--clusterrole=view",
+        "--user=storm-lister",
+    ]);
+    let (cert, key) = s.client_cert("storm-lister", "storm");
+    let lister = Client::with_cert(s, &cert, &key);
     runtime().block_on(async {
         create_configmaps(&client, objects).await;
-        let (_, body) = client.get(true, CONFIGMAPS).await;
+        let (_, body) = lister.get(true, CONFIGMAPS).await;
         let list_bytes = body.len();
         assert!(list_bytes > objects * 1024, "{list_bytes}");
         drop(body);
         let (rss_before, _) = client.memory();
         let stop = Instant::now() + STORM;
         let listers: Vec<_> = (0..CLIENTS)
-            .map(|i| tokio::spawn(list_until(client.clone(), i % 2 == 0, stop, list_bytes)))
+            .map(|i| tokio::spawn(list_until(lister.clone(), i % 2 == 0, stop, list_bytes)))
             .collect();
         let prober = probe_health_until(client.clone(), stop);
         let (mut ok, mut rejected) = (0, 0);

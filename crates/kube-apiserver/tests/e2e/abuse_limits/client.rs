@@ -1,7 +1,8 @@
-//! HTTPS clients for the abuse tests: TLS as the admin over tokio, hyper's
+//! HTTPS clients for the abuse tests: TLS with a client certificate over tokio, hyper's
 //! HTTP/1.1 and HTTP/2 client connections, raw byte streams for requests a
 //! client library would not send, and the server's memory from `/proc`.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,25 +35,31 @@ pub enum Conn {
     H2(http2::SendRequest<Full<Bytes>>),
 }
 
-fn pem_file(s: &TestServer, name: &str) -> Vec<u8> {
-    std::fs::read(s.dir.path().join("pki").join(name)).expect("pki file")
+fn read_file(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 impl Client {
     /// A client holding the admin certificate the server wrote.
     pub fn admin(s: &TestServer) -> Client {
+        let pki = s.dir.path().join("pki");
+        Self::with_cert(s, &pki.join("admin.crt"), &pki.join("admin.key"))
+    }
+
+    /// A client holding the given certificate and key files (e.g. from
+    /// [`TestServer::client_cert`]).
+    pub fn with_cert(s: &TestServer, cert: &Path, key: &Path) -> Client {
         let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut &pem_file(s, "ca.crt")[..]) {
+        let ca = read_file(&s.dir.path().join("pki").join("ca.crt"));
+        for cert in rustls_pemfile::certs(&mut &ca[..]) {
             roots.add(cert.expect("CA certificate")).expect("root");
         }
-        let chain: Vec<CertificateDer<'static>> =
-            rustls_pemfile::certs(&mut &pem_file(s, "admin.crt")[..])
-                .map(|c| c.expect("admin certificate"))
-                .collect();
-        let key: PrivateKeyDer<'static> =
-            rustls_pemfile::private_key(&mut &pem_file(s, "admin.key")[..])
-                .expect("admin key")
-                .expect("a key in admin.key");
+        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &read_file(cert)[..])
+            .map(|c| c.expect("client certificate"))
+            .collect();
+        let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &read_file(key)[..])
+            .expect("client key")
+            .expect("a key in the key file");
         let connector = |alpn: &[u8]| {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let mut config = rustls::ClientConfig::builder_with_provider(provider)
