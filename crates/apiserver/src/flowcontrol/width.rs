@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::fields::FieldSelector;
+use apimachinery::query_params::QueryParams;
 use apimachinery::request_info::RequestInfo;
 
 const MINIMUM_SEATS: u64 = 1;
@@ -110,40 +111,39 @@ pub enum ObjectCount {
 
 /// The list options of a request's query that matter to the estimate.
 #[derive(Debug, Default)]
-struct ListQuery<'a> {
+struct ListQuery {
     limit: i64,
-    resource_version: &'a str,
-    resource_version_match: &'a str,
+    resource_version: String,
+    resource_version_match: String,
     has_continue: bool,
     send_initial_events: bool,
 }
 
-impl<'a> ListQuery<'a> {
-    /// None when a value does not parse (upstream then assumes the most).
-    fn parse(query: &'a str) -> Option<Self> {
-        let mut q = ListQuery::default();
-        for pair in query.split('&') {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            match key {
-                "limit" => q.limit = value.parse().ok()?,
-                "resourceVersion" => q.resource_version = value,
-                "resourceVersionMatch" => q.resource_version_match = value,
-                "continue" => q.has_continue = !value.is_empty(),
-                "sendInitialEvents" => q.send_initial_events = value.parse().ok()?,
-                _ => {}
-            }
-        }
-        Some(q)
+impl ListQuery {
+    /// None when the list options do not decode (upstream then assumes
+    /// the most); values are converted as the handlers convert them.
+    fn parse(query: &str) -> Option<Self> {
+        let q = QueryParams::parse(query);
+        q.int64("timeoutSeconds").ok()?;
+        let text = |key: &str| q.first(key).unwrap_or("").to_owned();
+        Some(ListQuery {
+            limit: q.int64("limit").ok()?.unwrap_or(0),
+            resource_version: text("resourceVersion"),
+            resource_version_match: text("resourceVersionMatch"),
+            has_continue: !text("continue").is_empty(),
+            send_initial_events: q.bool("sendInitialEvents"),
+        })
     }
 
     /// Whether the list bypasses the watch cache (upstream's
     /// `ShouldDelegateListMeta` with a cache that serves consistent reads).
     fn reads_storage(&self) -> bool {
-        match self.resource_version_match {
+        match self.resource_version_match.as_str() {
             "Exact" => true,
             "NotOlderThan" => false,
             "" => {
-                self.has_continue || (self.limit > 0 && !matches!(self.resource_version, "" | "0"))
+                self.has_continue
+                    || (self.limit > 0 && !matches!(self.resource_version.as_str(), "" | "0"))
             }
             _ => true,
         }
@@ -188,7 +188,7 @@ fn estimate_list(
     };
     let is_watch = info.verb == "watch";
     // A watch from a given version lists nothing first.
-    if is_watch && !q.send_initial_events && !matches!(q.resource_version, "" | "0") {
+    if is_watch && !q.send_initial_events && !matches!(q.resource_version.as_str(), "" | "0") {
         return WorkEstimate::MINIMAL;
     }
     let stored = match objects() {
@@ -398,6 +398,20 @@ mod tests {
         assert_eq!(
             est("resourceVersion=100&sendInitialEvents=true").initial_seats,
             7
+        );
+        // Values convert as the handlers convert them.
+        assert_eq!(
+            est("resourceVersion=100&sendInitialEvents=Yes").initial_seats,
+            7
+        );
+        assert_eq!(
+            est("resourceVersion=100&sendInitialEvents=False").initial_seats,
+            1
+        );
+        // Options that do not decode get the most (no level limit: 10).
+        assert_eq!(
+            est("resourceVersion=100&timeoutSeconds=x").initial_seats,
+            10
         );
     }
 
