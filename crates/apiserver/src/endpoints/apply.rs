@@ -89,7 +89,7 @@ fn options_spec<'a>(query: &'a Query, dry_run: &'a [String]) -> OptionsSpec<'a> 
 /// Upstream's `ValidateCreateOptions` / `ValidateUpdateOptions` over the
 /// query (`kind` names them in the 422): the field manager, `dryRun` and
 /// `fieldValidation`.
-pub fn check_field_manager(query: &Query, kind: &str) -> Result<(), ApiError> {
+pub fn check_write_options(query: &Query, kind: &str) -> Result<(), ApiError> {
     let dry_run = query.all("dryRun");
     let errors = validate_write_options(&options_spec(query, &dry_run));
     if errors.is_empty() {

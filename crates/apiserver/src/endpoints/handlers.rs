@@ -420,10 +420,10 @@ async fn create(
     neg: &Negotiated,
     warnings: &mut Warnings,
 ) -> Result<Response<Body>, ApiError> {
+    super::apply::check_write_options(query, "CreateOptions")?;
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
-    super::apply::check_field_manager(query, "CreateOptions")?;
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
     store.strategy.apply_defaults(&mut obj);
@@ -451,10 +451,10 @@ async fn update(
     neg: &Negotiated,
     warnings: &mut Warnings,
 ) -> Result<Response<Body>, ApiError> {
+    super::apply::check_write_options(query, "UpdateOptions")?;
     let opts = WriteOptions {
         dry_run: query.dry_run()?,
     };
-    super::apply::check_field_manager(query, "UpdateOptions")?;
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
     let body_name = crate::registry::object_meta::name(&obj);

@@ -208,7 +208,7 @@ pub async fn serve(
     let paths = store.strategy.scale_paths();
     // Upstream validates a write's options before anything else.
     match verb {
-        "update" => super::apply::check_field_manager(query, "UpdateOptions")?,
+        "update" => super::apply::check_write_options(query, "UpdateOptions")?,
         "patch" => {
             super::apply::check_patch_options(query, false)?;
         }

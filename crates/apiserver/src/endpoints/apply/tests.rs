@@ -70,10 +70,10 @@ fn patch_options_follow_upstream() {
     );
     let too_long = format!("fieldManager={}", "m".repeat(129));
     assert_eq!(
-        check_field_manager(&Query::parse(Some(&too_long)), "CreateOptions").map_err(|e| e.code),
+        check_write_options(&Query::parse(Some(&too_long)), "CreateOptions").map_err(|e| e.code),
         Err(422)
     );
-    let all = check_field_manager(
+    let all = check_write_options(
         &Query::parse(Some("dryRun=All&dryRun=x&fieldValidation=Loose")),
         "UpdateOptions",
     )
