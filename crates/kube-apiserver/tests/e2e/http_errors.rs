@@ -5,12 +5,14 @@ use std::process::Command;
 
 use crate::harness::TestServer;
 
-struct Answer {
-    code: u16,
-    body: serde_json::Value,
+pub(crate) struct Answer {
+    pub(crate) code: u16,
+    pub(crate) body: serde_json::Value,
 }
 
-fn request(
+/// One request with the admin certificate; the answer's JSON body (null
+/// when it is not one JSON document).
+pub(crate) fn request(
     s: &TestServer,
     method: &str,
     path: &str,
@@ -42,7 +44,7 @@ fn request(
     }
 }
 
-fn assert_status(a: &Answer, code: u16, reason: &str, message: &str) {
+pub(crate) fn assert_status(a: &Answer, code: u16, reason: &str, message: &str) {
     assert_eq!(a.code, code, "{}", a.body);
     assert_eq!(a.body["kind"], "Status", "{}", a.body);
     assert_eq!(a.body["code"], code, "{}", a.body);

@@ -77,5 +77,6 @@ mod tls_client_ca_reload;
 mod token_request_limits;
 mod trailing_slash;
 mod update_validation;
+mod upstream_mismatches;
 mod watch_and_lifecycle;
 mod watch_list;
