@@ -502,7 +502,7 @@ fn options_body(headers: &http::HeaderMap, body: Bytes) -> Result<Bytes, ApiErro
 
 /// The DeleteOptions of a request: its body, or its query parameters.
 fn delete_options(bytes: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
-    DeleteOptions::from_request(bytes, |k| query.get(k))
+    DeleteOptions::from_request(bytes, query.params())
 }
 
 async fn delete(

@@ -22,6 +22,11 @@ impl Query {
         }
     }
 
+    /// Every parameter, as upstream's parameter codec reads them.
+    pub fn params(&self) -> &QueryParams {
+        &self.params
+    }
+
     /// The first value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.params.first(key)

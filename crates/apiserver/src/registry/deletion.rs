@@ -4,7 +4,7 @@
 //! the `orphan` / `foregroundDeletion` finalizers that hand dependents to
 //! the garbage collector.
 
-use apimachinery::query_params::{go_bool, parse_int64};
+use apimachinery::query_params::QueryParams;
 use apimachinery::serializer;
 use apimachinery::status::ApiError;
 use apimachinery::validation::options::{options_invalid, validate_delete_options};
@@ -87,12 +87,9 @@ impl DeleteOptions {
     /// body when there is one, else from the query parameters
     /// (`gracePeriodSeconds`, `propagationPolicy`, `orphanDependents`,
     /// `dryRun`). `dryRun=All` in the query counts in both cases.
-    pub fn from_request<'q>(
-        body: &[u8],
-        query: impl Fn(&str) -> Option<&'q str>,
-    ) -> Result<Self, ApiError> {
+    pub fn from_request(body: &[u8], query: &QueryParams) -> Result<Self, ApiError> {
         let raw = if body.iter().all(u8::is_ascii_whitespace) {
-            options_from_query(&query)?
+            options_from_query(query)?
         } else {
             serializer::json::decode(body)
                 .or_else(|_| serializer::yaml::decode(body))
@@ -106,7 +103,7 @@ impl DeleteOptions {
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
         // Upstream reads the query only without a body; `dryRun=All` there
         // is honoured beside a body too (older kubectl sends it so).
-        let query_dry_run = query("dryRun") == Some("All");
+        let query_dry_run = query.first("dryRun") == Some("All");
         Ok(DeleteOptions {
             preconditions: wire.preconditions.map(|p| Preconditions {
                 uid: p.uid,
@@ -124,23 +121,27 @@ impl DeleteOptions {
 }
 
 /// The DeleteOptions fields a query string may carry, as a JSON object,
-/// converted as upstream's parameter codec does (the first value of each;
+/// converted as upstream's parameter codec does (the first value of each,
+/// every `dryRun`;
 /// booleans false only for `0` and `false`; a grace period that does not
 /// parse is a 400 with `strconv.ParseInt`'s message).
-fn options_from_query<'q>(query: &impl Fn(&str) -> Option<&'q str>) -> Result<Value, ApiError> {
+fn options_from_query(query: &QueryParams) -> Result<Value, ApiError> {
     let mut raw = Map::new();
-    if let Some(v) = query("gracePeriodSeconds") {
-        let n = parse_int64(v).map_err(ApiError::bad_request)?;
+    if let Some(n) = query
+        .int64("gracePeriodSeconds")
+        .map_err(ApiError::bad_request)?
+    {
         raw.insert("gracePeriodSeconds".into(), json!(n));
     }
-    if let Some(v) = query("orphanDependents") {
-        raw.insert("orphanDependents".into(), json!(go_bool(v)));
+    if let Some(orphan) = query.opt_bool("orphanDependents") {
+        raw.insert("orphanDependents".into(), json!(orphan));
     }
-    if let Some(v) = query("propagationPolicy") {
+    if let Some(v) = query.first("propagationPolicy") {
         raw.insert("propagationPolicy".into(), json!(v));
     }
-    if let Some(v) = query("dryRun") {
-        raw.insert("dryRun".into(), json!([v]));
+    let dry_run = query.all("dryRun");
+    if !dry_run.is_empty() {
+        raw.insert("dryRun".into(), json!(dry_run));
     }
     Ok(Value::Object(raw))
 }

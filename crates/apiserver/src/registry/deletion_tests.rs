@@ -20,9 +20,8 @@ fn at(secs: i64) -> DateTime<Utc> {
 }
 
 fn options(body: &str, query: &[(&str, &str)]) -> Result<DeleteOptions, ApiError> {
-    DeleteOptions::from_request(body.as_bytes(), |k| {
-        query.iter().find(|(q, _)| *q == k).map(|(_, v)| *v)
-    })
+    let query: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    DeleteOptions::from_request(body.as_bytes(), &QueryParams::parse(&query.join("&")))
 }
 
 #[test]
@@ -69,6 +68,10 @@ fn query_options_convert_as_upstream() {
             "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Bogus\"]: supported values: \"All\""
         )
     );
+    let err = options("", &[("dryRun", "All"), ("dryRun", "x")]).expect_err("every value");
+    assert!(err
+        .message
+        .contains(r#"dryRun: Unsupported value: ["All","x"]"#));
     let err = options("", &[("propagationPolicy", "")]).expect_err("empty policy");
     assert_eq!(err.code, 422);
     // With a body the query's dryRun counts only when it is All.

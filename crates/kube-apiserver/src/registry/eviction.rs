@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use apimachinery::labels::Selector;
+use apimachinery::query_params::QueryParams;
 use apimachinery::status::{ApiError, StatusCause, StatusDetails};
 use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
@@ -92,7 +93,7 @@ fn delete_options(eviction: &Value) -> Result<DeleteOptions, ApiError> {
         .get("deleteOptions")
         .map(|o| serde_json::to_vec(o).unwrap_or_default())
         .unwrap_or_default();
-    DeleteOptions::from_request(&body, |_| None)
+    DeleteOptions::from_request(&body, &QueryParams::default())
 }
 
 async fn delete(
