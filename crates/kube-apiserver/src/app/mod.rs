@@ -7,6 +7,7 @@ pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod bootstrap;
+pub mod command;
 pub mod encryption;
 mod encryption_config;
 mod flowcontrol;

@@ -1,0 +1,82 @@
+//! The command (upstream's `cmd/kube-apiserver/app.NewAPIServerCommand`
+//! and `component-base/cli.Run`): the command line is parsed, completed
+//! and validated (every error reported together, exit 1), logging is set
+//! up, then the server chain is built and run.
+
+use std::process::ExitCode;
+
+use crate::options::{Options, VersionFlag};
+
+fn init_logging(verbosity: u32) {
+    let level = match verbosity {
+        0..=1 => "info",
+        2..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Parses `args` (the program name first), then runs the server until it
+/// stops; the exit code is upstream's: 0, or 1 for any error.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let opts = match Options::parse_from(args) {
+        Ok(opts) => opts,
+        Err(e) if e.use_stderr() => {
+            // Upstream exits 1 on a bad command line (clap would use 2).
+            let _ = e.print();
+            return ExitCode::from(1);
+        }
+        Err(e) => e.exit(),
+    };
+    match &opts.version {
+        VersionFlag::Off | VersionFlag::Override(_) => {}
+        VersionFlag::Print => {
+            println!("Kubernetes v1.37.0");
+            return ExitCode::SUCCESS;
+        }
+        VersionFlag::Raw => {
+            println!("{:#}", super::server::version_info());
+            return ExitCode::SUCCESS;
+        }
+    }
+    for warning in &opts.deprecation_warnings {
+        eprintln!("{warning}");
+    }
+    let completed = opts.complete();
+    let mut errors = completed.validate();
+    errors.extend(completed.unsupported());
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("Error: {e}");
+        }
+        return ExitCode::from(1);
+    }
+    init_logging(completed.options.verbosity);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: starting the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(super::run::run(completed)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "server failed");
+            eprintln!("Error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
