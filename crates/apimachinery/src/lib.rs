@@ -7,6 +7,7 @@
 pub mod duration;
 pub mod field_errors;
 pub mod fields;
+pub mod go_duration;
 pub mod labels;
 pub mod meta;
 pub mod quantity;

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::config::ConfigError;
 use crate::authenticator::kubeconfig::Endpoint;
-use crate::options::GoDuration;
+use apimachinery::go_duration::GoDuration;
 
 const PLUGIN: &str = "ImagePolicyWebhook";
 /// Prefix of the audit annotations the plugin adds.

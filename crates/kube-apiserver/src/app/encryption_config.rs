@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use storage::value::encrypt::{AES_KEY_SIZES, SECRETBOX_KEY_SIZES};
 
-use crate::options::GoDuration;
+use apimachinery::go_duration::GoDuration;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -17,7 +17,7 @@ use kube_cel::Expression;
 use serde::Deserialize;
 
 use super::webhook::FailurePolicy;
-use crate::options::GoDuration;
+use apimachinery::go_duration::GoDuration;
 
 /// Every type upstream knows, sorted as its messages list them.
 const KNOWN_TYPES: &[&str] = &[

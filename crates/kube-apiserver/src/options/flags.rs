@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use super::sets;
 use super::spec::{FlagSpec, Kind};
-use super::syntax::{GoDuration, PortRange};
+use super::syntax::PortRange;
 use super::value::{Value, VersionFlag};
+use apimachinery::go_duration::GoDuration;
 
 /// A flag's effective value.
 #[derive(Debug, Clone, PartialEq)]

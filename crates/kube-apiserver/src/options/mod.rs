@@ -45,13 +45,14 @@ use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use apimachinery::go_duration::GoDuration;
 use clap::error::ErrorKind;
 
 pub use admission::AdmissionOptions;
 pub use complete::{CompletedOptions, StorageBackend};
 pub use flags::FlagValues;
 pub use kubelet::KubeletOptions;
-pub use syntax::{Cidr, GoDuration, PortRange};
+pub use syntax::{Cidr, PortRange};
 pub use value::{Value, VersionFlag};
 
 use flags::FlagTableError;

@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use apimachinery::go_duration::GoDuration;
+
 use super::spec::Kind;
 use super::syntax::{
     check_quantity, parse_bool, parse_csv, parse_float, parse_int, parse_key_values_into,
-    parse_uint, GoDuration, PortRange, SyntaxError,
+    parse_uint, PortRange, SyntaxError,
 };
 
 /// What `--version` asked for.
