@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::context::RequestContext;
 use super::reinvocation::ReinvocationContext;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::registry::ResourceInfo;
 
 /// The operation being admitted.

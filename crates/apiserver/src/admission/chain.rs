@@ -160,7 +160,7 @@ mod tests {
 
     use super::*;
     use crate::admission::{Handler, RequestContext};
-    use crate::filters::authentication::UserInfo;
+    use crate::authentication::user::UserInfo;
     use crate::registry::ResourceInfo;
 
     /// Records each call; refuses validation when told to.

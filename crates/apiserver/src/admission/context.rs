@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use crate::audit::AuditContext;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 tokio::task_local! {
     static CURRENT: Arc<RequestContext>;

@@ -8,7 +8,7 @@ use apimachinery::status::ApiError;
 use serde_json::Value;
 
 use super::{Attributes, Chain, Equivalents, GroupVersionKind, Operation, RequestContext};
-use crate::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::registry::ResourceInfo;
 
 /// How a subresource with a kind of its own (autoscaling/v1 Scale) shows

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 pub use event::{Event, EventUser, Level, Stage};
 pub use policy::{Policy, PolicyError, RequestAuditConfig};
 
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 /// The request and response header carrying the audit ID.
 pub const HEADER_AUDIT_ID: &str = "audit-id";

@@ -9,7 +9,7 @@ use apimachinery::validation::name_is_dns_subdomain;
 use serde::Deserialize;
 
 use super::event::{Level, Stage};
-use crate::authorization::Attributes;
+use crate::authorization::authorizer::Attributes;
 
 /// Why a policy file cannot be used.
 #[derive(Debug, thiserror::Error)]

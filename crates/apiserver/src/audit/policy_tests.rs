@@ -1,7 +1,7 @@
 //! Policy loading, validation and rule matching.
 
 use super::*;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1

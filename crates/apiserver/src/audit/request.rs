@@ -11,8 +11,8 @@ use http::{HeaderMap, Request};
 use serde_json::Value;
 
 use super::event::{Event, EventUser, ObjectReference};
+use crate::authentication::user::UserInfo;
 use crate::endpoints::negotiation::Encoding;
-use crate::filters::authentication::UserInfo;
 
 /// Longer user agents are cut (upstream's limit and marker).
 const MAX_USER_AGENT: usize = 1024;

@@ -72,7 +72,7 @@ impl<V: Clone> TokenCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authentication::UserInfo;
+    use crate::authentication::user::UserInfo;
 
     fn resp(name: &str) -> TokenResponse {
         TokenResponse {

@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod request_header;
 pub mod token_file;
+pub mod user;
 pub mod x509;
 
 use std::collections::BTreeMap;
@@ -25,48 +26,8 @@ use http::HeaderMap;
 use crate::serving::{ClientCert, PeerCertificates};
 use cache::TokenCache;
 use request_header::RequestHeader;
+use user::{UserInfo, CREDENTIAL_ID_KEY};
 use x509::ClientCa;
-
-pub const ANONYMOUS_USER: &str = "system:anonymous";
-pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
-pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
-/// User extra naming the credential a request was authenticated with.
-pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";
-
-/// The authenticated identity of a request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    /// Additional attributes (pod name of a service-account token, scopes
-    /// of an impersonated user, …).
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    pub fn anonymous() -> Self {
-        UserInfo {
-            name: ANONYMOUS_USER.into(),
-            groups: vec![UNAUTHENTICATED_GROUP.into()],
-            ..UserInfo::default()
-        }
-    }
-
-    /// Adds `system:authenticated` unless the user is anonymous or already
-    /// carries one of the two catch-all groups (upstream's
-    /// AuthenticatedGroupAdder).
-    pub fn with_authenticated_group(mut self) -> Self {
-        let has_catch_all = self
-            .groups
-            .iter()
-            .any(|g| g == AUTHENTICATED_GROUP || g == UNAUTHENTICATED_GROUP);
-        if self.name != ANONYMOUS_USER && !has_catch_all {
-            self.groups.push(AUTHENTICATED_GROUP.into());
-        }
-        self
-    }
-}
 
 /// A user found by a token, with the audiences the token was accepted for.
 #[derive(Debug, Clone, PartialEq, Eq)]

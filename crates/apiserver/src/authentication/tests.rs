@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::user::{ANONYMOUS_USER, AUTHENTICATED_GROUP};
 use super::*;
 
 /// Accepts one token, counting how often it is asked.

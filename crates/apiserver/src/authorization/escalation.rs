@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{NonResourceRule, ResourceRule, Rules};
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
+use crate::authorization::authorizer::{NonResourceRule, ResourceRule, Rules};
 
 const ALL: &str = "*";
 

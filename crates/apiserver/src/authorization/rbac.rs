@@ -13,8 +13,8 @@ use serde_json::Value;
 use storage::{GetOptions, ListOptions, Object, ReadVersion};
 
 use super::rules::{review_rules, rule_allows};
-use super::{Attributes, Authorizer, Decision, Rules};
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
+use crate::authorization::authorizer::{Attributes, Authorizer, Decision, Rules};
 use crate::registry::Store;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";

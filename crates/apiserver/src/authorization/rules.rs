@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{Attributes, NonResourceRule, ResourceRule};
+use crate::authorization::authorizer::{Attributes, NonResourceRule, ResourceRule};
 
 const ALL: &str = "*";
 
@@ -102,7 +102,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::filters::authentication::UserInfo;
+    use crate::authentication::user::UserInfo;
 
     fn user() -> UserInfo {
         UserInfo {

@@ -15,7 +15,7 @@ use http::{Method, Response};
 
 use super::negotiation::Encoding;
 use super::response;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 /// What a connect handler is given.
 pub struct ConnectRequest {

@@ -20,7 +20,7 @@ use super::warning::Warnings;
 use super::watch;
 use crate::admission::RequestContext;
 use crate::audit::AuditContext;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::registry::table::IncludeObject;
 use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
 

@@ -327,7 +327,7 @@ mod admission_tests {
         Attributes, Chain, Handler, MutationInterface, Operation, Plugin, RequestContext,
         ValidationInterface, WriteAdmission,
     };
-    use crate::filters::authentication::UserInfo;
+    use crate::authentication::user::UserInfo;
     use crate::registry::{ResourceInfo, ScalePaths};
 
     /// A webhook-like plugin: doubles the Scale's replicas, and records

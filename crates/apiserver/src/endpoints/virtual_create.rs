@@ -20,7 +20,7 @@ use super::response;
 use super::warning::Warnings;
 use crate::admission::RequestContext;
 use crate::audit::AuditContext;
-use crate::filters::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::registry::ResourceInfo;
 
 /// What a create handler is given.

@@ -27,7 +27,6 @@ use futures::FutureExt;
 use http::{HeaderValue, Request, Response};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
-use super::authentication::UserInfo;
 use super::authorization::attributes;
 use super::max_in_flight::is_long_running;
 use crate::audit::event::{MicroTime, ResponseStatus};
@@ -37,6 +36,7 @@ use crate::audit::request::{
 use crate::audit::{
     metrics, AuditContext, Auditor, Event, Level, RequestAuditConfig, Stage, HEADER_AUDIT_ID,
 };
+use crate::authentication::user::UserInfo;
 use crate::endpoints::handlers::read_body;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;

@@ -12,9 +12,7 @@ use axum::middleware::Next;
 use http::{Request, Response};
 
 use crate::audit::{self, AuditContext};
-pub use crate::authentication::{
-    Authentication, UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP,
-};
+use crate::authentication::Authentication;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::endpoints::warning::Warnings;

@@ -16,13 +16,12 @@ use axum::extract::State;
 use axum::middleware::Next;
 use http::{Request, Response};
 
-use super::authentication::UserInfo;
 use crate::audit;
+use crate::authentication::user::UserInfo;
 use crate::authorization::rbac::RbacAuthorizer;
-pub use crate::authorization::Decision;
-use crate::authorization::{
-    self, AlwaysAllow, AlwaysDeny, Attributes, Authorizer, Outcome, PrivilegedGroups, Rules,
-};
+
+use crate::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
+use crate::authorization::{self, AlwaysAllow, AlwaysDeny, PrivilegedGroups};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 

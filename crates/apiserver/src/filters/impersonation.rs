@@ -14,8 +14,10 @@ use axum::middleware::Next;
 use http::{HeaderMap, Request, Response};
 
 use super::authorization::{forbidden, Authorization};
-use crate::authentication::{UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
-use crate::authorization::{Attributes, Decision};
+use crate::authentication::user::{
+    UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP,
+};
+use crate::authorization::authorizer::{Attributes, Decision};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 

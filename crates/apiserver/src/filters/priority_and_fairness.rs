@@ -19,7 +19,7 @@ use http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::max_in_flight::is_long_running;
-use crate::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::flowcontrol::metrics::flow_labels;
 use crate::flowcontrol::{Classification, FlowControl, WatchRegistration};
 use crate::metrics::Metrics;

@@ -253,7 +253,7 @@ mod tests {
     use apimachinery::request_info::RequestInfo;
 
     use super::*;
-    use crate::authentication::UserInfo;
+    use crate::authentication::user::UserInfo;
     use crate::flowcontrol::WorkEstimate;
 
     #[test]

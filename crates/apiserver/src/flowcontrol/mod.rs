@@ -45,7 +45,7 @@ use queueset::{Overflow, QueueSet};
 use width::WatchTracker;
 pub use width::{ObjectCount, SeatSeconds, WatchRegistration, WorkEstimate};
 
-use crate::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 use crate::metrics::Metrics;
 
 /// Upstream caps the time a request may wait in a queue at one minute.

@@ -22,7 +22,7 @@ use super::shuffle::deal;
 use super::width::{SeatSeconds, WorkEstimate};
 use apimachinery::request_info::RequestInfo;
 
-use crate::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 /// Upstream's estimate of how long a request runs, for virtual time.
 const ESTIMATED_SERVICE_DURATION: Duration = Duration::from_millis(3);

@@ -8,7 +8,7 @@ use k8s_openapi::api::flowcontrol::v1::{
     NonResourcePolicyRule, PolicyRulesWithSubjects, ResourcePolicyRule, Subject,
 };
 
-use crate::authentication::UserInfo;
+use crate::authentication::user::UserInfo;
 
 /// Upstream's wildcard for verbs, groups, resources, namespaces and names.
 const ALL: &str = "*";

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::discovery::DiscoveryRegistry;
 use super::healthz::HealthCheck;
 use crate::audit::Auditor;
-use crate::filters::authentication::Authentication;
+use crate::authentication::Authentication;
 use crate::filters::authorization::{Authorization, AuthorizationMode};
 use crate::filters::cors::{AllowedOrigins, CorsError};
 use crate::filters::hsts::{Hsts, HstsError};

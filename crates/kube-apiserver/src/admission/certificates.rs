@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
-use apiserver::authorization::{Attributes as AuthzAttributes, Decision};
+use apiserver::authorization::authorizer::{Attributes as AuthzAttributes, Decision};
 use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use base64::Engine;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, MutationInterface, Operation};
-use apiserver::filters::authentication::UserInfo;
+use apiserver::authentication::user::UserInfo;
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -361,7 +361,7 @@ mod tests {
         let pod = json!({"metadata": {"namespace": "a"}, "spec": {"tolerations": [
             {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]}});
         let request = apiserver::admission::RequestContext::new(std::sync::Arc::new(
-            apiserver::filters::authentication::UserInfo::anonymous(),
+            apiserver::authentication::user::UserInfo::anonymous(),
         ));
         let mut attrs = Attributes::new(
             &info,

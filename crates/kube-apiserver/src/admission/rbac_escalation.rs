@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
+use apiserver::authentication::user::PRIVILEGED_GROUP;
+use apiserver::authorization::authorizer::{Attributes as AuthzAttributes, Decision};
 use apiserver::authorization::escalation::{escalation_error, owner_rules, PolicyRule};
 use apiserver::authorization::rbac::RoleReferenceError;
-use apiserver::authorization::{Attributes as AuthzAttributes, Decision, PRIVILEGED_GROUP};
 use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use serde_json::Value;

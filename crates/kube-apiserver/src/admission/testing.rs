@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Operation, RequestContext};
+use apiserver::authentication::user::UserInfo;
 use apiserver::authorization::rbac::{PolicyReader, RbacAuthorizer};
-use apiserver::filters::authentication::UserInfo;
 use apiserver::filters::authorization::{Authorization, AuthorizationMode};
 use apiserver::registry::{DefaultStrategy, ResourceInfo, Store, WriteOptions};
 use serde_json::{json, Value};

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use apimachinery::status::StatusReason;
-use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse, UserInfo};
+use apiserver::authentication::user::UserInfo;
+use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use apiserver::authentication::{AuthError, UserInfo, CREDENTIAL_ID_KEY};
+use apiserver::authentication::user::{UserInfo, CREDENTIAL_ID_KEY};
+use apiserver::authentication::AuthError;
 use kube_cel::Expression;
 use serde_json::{json, Value};
 

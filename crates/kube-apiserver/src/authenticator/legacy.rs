@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::audit::add_authentication_annotation;
-use apiserver::authentication::{AuthError, UserInfo};
+use apiserver::authentication::user::UserInfo;
+use apiserver::authentication::AuthError;
 use apiserver::registry::{Mutate, Target, WriteOptions};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;

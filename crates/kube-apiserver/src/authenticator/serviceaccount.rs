@@ -8,9 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use apiserver::authentication::{
-    AuthError, TokenAuthenticator, TokenResponse, UserInfo, CREDENTIAL_ID_KEY,
-};
+use apiserver::authentication::user::{UserInfo, CREDENTIAL_ID_KEY};
+use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

@@ -231,7 +231,7 @@ impl TokenRequests {
         spec: Value,
         namespace: &str,
         name: &str,
-        user: Arc<apiserver::authentication::UserInfo>,
+        user: Arc<apiserver::authentication::user::UserInfo>,
     ) -> Result<Value, ApiError> {
         let Some(accounts) = self.objects.store(Kind::ServiceAccount) else {
             return Ok(spec);

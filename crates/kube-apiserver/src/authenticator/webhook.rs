@@ -8,7 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use apiserver::authentication::cache::TokenCache;
-use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse, UserInfo};
+use apiserver::authentication::user::UserInfo;
+use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
 use apimachinery::fields::{FieldOperator, FieldSelector};
+use apiserver::authentication::user::UserInfo;
+use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Rules};
 use apiserver::authorization::rules::rule_allows;
-use apiserver::authorization::{Attributes, Authorizer, Decision, Rules};
-use apiserver::filters::authentication::UserInfo;
 use async_trait::async_trait;
 use serde_json::Value;
 

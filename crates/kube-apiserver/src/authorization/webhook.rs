@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use apimachinery::fields::{FieldOperator, FieldSelector};
 use apimachinery::labels::{Operator, Selector};
-use apiserver::authorization::{Attributes, Authorizer, Decision, Outcome, Rules};
-use apiserver::filters::authentication::UserInfo;
+use apiserver::authentication::user::UserInfo;
+use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
 use async_trait::async_trait;
 use kube_cel::Expression;
 use serde_json::{json, Map, Value};

@@ -13,8 +13,9 @@ use apimachinery::status::ApiError;
 use apimachinery::validation::selectors::{
     validate_field_selector_requirement, validate_label_selector_requirement, LabelSelectorOptions,
 };
-use apiserver::authentication::{Authentication, UserInfo};
-use apiserver::authorization::{Attributes, Decision};
+use apiserver::authentication::user::UserInfo;
+use apiserver::authentication::Authentication;
+use apiserver::authorization::authorizer::{Attributes, Decision};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
 use apiserver::filters::authorization::Authorization;
 use apiserver::registry::{object_meta, ResourceInfo};

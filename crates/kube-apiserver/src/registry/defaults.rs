@@ -305,7 +305,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use apiserver::authentication::UserInfo;
+    use apiserver::authentication::user::UserInfo;
 
     use super::*;
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use apiserver::admission::RequestContext;
-use apiserver::filters::authentication::UserInfo;
+use apiserver::authentication::user::UserInfo;
 use apiserver::registry::ResourceInfo;
 
 use crate::admission::versioned::Target;

@@ -146,7 +146,7 @@ mod tests {
 
     use super::*;
     use apiserver::audit::{AuditContext, Event};
-    use apiserver::filters::authentication::UserInfo;
+    use apiserver::authentication::user::UserInfo;
 
     fn request() -> (Arc<AuditContext>, Arc<RequestContext>) {
         let audit = Arc::new(AuditContext::default());

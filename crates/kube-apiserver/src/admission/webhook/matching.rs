@@ -156,7 +156,7 @@ mod tests {
     use std::sync::Arc;
 
     use apiserver::admission::RequestContext;
-    use apiserver::filters::authentication::UserInfo;
+    use apiserver::authentication::user::UserInfo;
     use apiserver::registry::ResourceInfo;
     use serde_json::json;
 

@@ -11,9 +11,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use apiserver::authentication::user::UserInfo;
+use apiserver::authorization;
+use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
 use apiserver::authorization::rbac::RbacAuthorizer;
-use apiserver::authorization::{self, Attributes, Authorizer, Decision, Outcome, Rules};
-use apiserver::filters::authentication::UserInfo;
 use apiserver::filters::authorization::AuthorizationMode;
 use apiserver::metrics::config_reload::hash_label;
 use apiserver::metrics::Metrics;

@@ -212,7 +212,7 @@ mod tests {
     use std::sync::Arc;
 
     use apimachinery::request_info::RequestInfoResolver;
-    use apiserver::filters::authentication::UserInfo;
+    use apiserver::authentication::user::UserInfo;
 
     use super::*;
 

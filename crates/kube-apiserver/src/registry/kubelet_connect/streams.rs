@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
+use apiserver::authentication::user::UserInfo;
+use apiserver::authorization::authorizer::Decision;
 use apiserver::endpoints::connect::{encode_query, ConnectRequest};
 use apiserver::endpoints::proxy::{self, Location};
-use apiserver::filters::authentication::UserInfo;
-use apiserver::filters::authorization::{attributes, forbidden, Decision};
+use apiserver::filters::authorization::{attributes, forbidden};
 use axum::body::Body;
 use http::Response;
 use serde_json::{json, Value};
