@@ -8,6 +8,7 @@
 //! `controlplane`). The generic machinery is in the `apiserver` crate.
 
 pub mod admission;
+pub mod api;
 pub mod apiextensions;
 pub mod app;
 pub mod authenticator;

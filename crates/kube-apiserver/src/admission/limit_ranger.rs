@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use storage::Object;
 
 use super::lookup::Stores;
-use super::resources::{self, milli, parse_list, ResourceList};
+use crate::api::resource::{self, milli, parse_list, ResourceList};
 
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
@@ -185,7 +185,7 @@ impl ValidationInterface for LimitRanger {
 fn check_pod(range: &Value, pod: &Value, errors: &mut Vec<String>) {
     for item in of_type(range, "Container") {
         for list in ["containers", "initContainers"] {
-            for c in resources::containers(pod, list) {
+            for c in resource::containers(pod, list) {
                 let req = parse_list(c.pointer("/resources/requests"));
                 let lim = parse_list(c.pointer("/resources/limits"));
                 check_item(item, "Container", &req, &lim, errors);
@@ -204,7 +204,7 @@ fn check_pod(range: &Value, pod: &Value, errors: &mut Vec<String>) {
 /// sum. Sums keep the format of the first quantity, so messages read
 /// `2Gi`, not `2147483648`.
 fn pod_totals(pod: &Value, which: &str) -> ResourceList {
-    resources::pod_total_quantities(pod, which, |name| name == "cpu" || name == "memory")
+    resource::pod_total_quantities(pod, which, |name| name == "cpu" || name == "memory")
 }
 
 fn check_claim(range: &Value, pvc: &Value, errors: &mut Vec<String>) {

@@ -19,7 +19,6 @@ mod pods;
 mod policy;
 pub mod quota;
 mod rbac_escalation;
-mod resources;
 mod scheduling;
 mod service_account;
 mod simple;
@@ -34,6 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::admission::{Chain, Plugin};
+use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::Authorization;
 
 pub use config::{AdmissionConfig, ConfigError};
@@ -48,6 +48,8 @@ pub struct Setup<'a> {
     pub stores: &'a Stores,
     /// The server's authorizer (plugins that check a user's permissions).
     pub authorization: &'a Arc<Authorization>,
+    /// The RBAC authorizer, when RBAC is a mode (escalation checks).
+    pub rbac: Option<Arc<RbacAuthorizer>>,
     /// Every feature gate and whether it is on.
     pub feature_gates: &'a BTreeMap<&'static str, bool>,
 }
@@ -63,6 +65,7 @@ pub fn chain(setup: &Setup<'_>) -> Result<Chain, ConfigError> {
     // Upstream checks RBAC escalation in the RBAC storage, on every write.
     let escalation = rbac_escalation::RbacEscalation {
         authorization: setup.authorization.clone(),
+        rbac: setup.rbac.clone(),
     };
     plugins.push(Plugin::validating("RBACEscalation", Arc::new(escalation)));
     Ok(Chain::new(plugins))

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::lookup::{text, Stores};
-use super::resources::{containers, milli, parse_list};
+use crate::api::resource::{containers, milli, parse_list};
 
 const GUARANTEED_CPU_RESIZE: &str = "GuaranteedQoSPodCPUResize";
 

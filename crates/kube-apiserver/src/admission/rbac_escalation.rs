@@ -13,7 +13,7 @@ use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use apiserver::authentication::user::PRIVILEGED_GROUP;
 use apiserver::authorization::authorizer::{Attributes as AuthzAttributes, Decision};
 use apiserver::authorization::escalation::{escalation_error, owner_rules, PolicyRule};
-use apiserver::authorization::rbac::RoleReferenceError;
+use apiserver::authorization::rbac::{RbacAuthorizer, RoleReferenceError};
 use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -36,6 +36,9 @@ const GC_FIELDS: [&str; 5] = [
 
 pub struct RbacEscalation {
     pub authorization: Arc<Authorization>,
+    /// The RBAC authorizer the server started with, which resolves the
+    /// role a binding refers to.
+    pub rbac: Option<Arc<RbacAuthorizer>>,
 }
 
 impl Handler for RbacEscalation {
@@ -144,7 +147,7 @@ impl RbacEscalation {
         if self.allowed(a, "bind", role_resource, role_name).await {
             return Ok(());
         }
-        let Some(rbac) = crate::app::authorization::rbac(&self.authorization) else {
+        let Some(rbac) = &self.rbac else {
             return Err(a.forbidden("no RBAC policy to resolve the role reference"));
         };
         // A missing role is the role registry's 404, as upstream reads it.

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::config::ConfigError;
 use super::lookup::Stores;
-use super::resources::containers;
+use crate::api::resource::containers;
 
 const DEFAULT_TOLERATIONS: &str = "scheduler.alpha.kubernetes.io/defaultTolerations";
 const TOLERATIONS_WHITELIST: &str = "scheduler.alpha.kubernetes.io/tolerationsWhitelist";

@@ -26,6 +26,7 @@ pub fn install(
         config: &config,
         stores: &lookup,
         authorization,
+        rbac: super::authorization::rbac(authorization),
         feature_gates: &opts.feature_gates,
     })?);
     for store in stores {

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::admission::quota::{evaluator, write_status};
 use crate::admission::Stores;
+use crate::api::resource::parsed_list;
 
 /// How long changes are gathered before namespaces are recounted.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -242,7 +243,7 @@ async fn sync_quota(stores: &Stores, store: &Store, mut quota: Value) -> Result<
 
 /// A resource list by value (so `1Gi` and `1073741824` compare equal).
 fn amounts(list: Option<&Value>) -> BTreeMap<String, i128> {
-    evaluator::parsed_list(list)
+    parsed_list(list)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::node_graph::{Graph, Kind};
-use super::node_rules::node_rules;
+use super::rbac::bootstrappolicy::node_rules::node_rules;
 
 const NODES_GROUP: &str = "system:nodes";
 const NODE_USER_PREFIX: &str = "system:node:";

@@ -10,8 +10,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use super::feature_gates;
 use super::flags::{default_value, has_value, FlagTableError, FlagValue, FlagValues};
+use super::sets::spec::{FlagSpec, Kind};
 use super::sets::{self, SETS};
-use super::spec::{FlagSpec, Kind};
 use super::value::Value;
 
 /// The program name shown in usage.

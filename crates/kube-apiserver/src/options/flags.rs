@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use super::sets;
-use super::spec::{FlagSpec, Kind};
+use super::sets::spec::{FlagSpec, Kind};
 use super::syntax::PortRange;
 use super::value::{Value, VersionFlag};
 use apimachinery::go_duration::GoDuration;

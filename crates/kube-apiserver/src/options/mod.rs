@@ -31,7 +31,6 @@ mod feature_gates;
 mod flags;
 mod kubelet;
 mod sets;
-mod spec;
 mod support;
 mod syntax;
 mod validate;

@@ -6,7 +6,7 @@
 
 use super::flags::{default_value, FlagValues};
 use super::sets;
-use super::spec::Kind;
+use super::sets::spec::Kind;
 use super::OptionError;
 
 /// Flags the server honours at any value.

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use clap::error::ErrorKind;
 
 use super::complete::TlsVersion;
-use super::spec::Kind;
+use super::sets::spec::Kind;
 use super::syntax::Cidr;
 use super::*;
 

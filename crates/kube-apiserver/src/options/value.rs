@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use apimachinery::go_duration::GoDuration;
 
-use super::spec::Kind;
+use super::sets::spec::Kind;
 use super::syntax::{
     check_quantity, parse_bool, parse_csv, parse_float, parse_int, parse_key_values_into,
     parse_uint, PortRange, SyntaxError,

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::core::default_field;
+use super::defaults::default_field;
 use super::pod_defaults::default_pod_spec;
 use super::ResourceStrategy;
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::core::default_field;
+use super::defaults::default_field;
 use super::ResourceStrategy;
 
 /// v2: one replica at least, the CPU target at 80% when no metric is

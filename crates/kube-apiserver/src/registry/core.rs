@@ -6,17 +6,11 @@ use std::collections::BTreeMap;
 use apiserver::registry::GcPolicy;
 use serde_json::{json, Value};
 
+use super::defaults::default_field;
 use super::pod_defaults::{self, default_pod, default_pod_spec};
 use super::pod_resources::qos_class;
 use super::printers::*;
 use super::ResourceStrategy;
-
-/// Sets `obj[key]` when missing.
-pub fn default_field(obj: &mut Value, key: &str, value: Value) {
-    if let Some(map) = obj.as_object_mut() {
-        map.entry(key).or_insert(value);
-    }
-}
 
 fn pod_defaults(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec") {

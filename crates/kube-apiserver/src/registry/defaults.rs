@@ -5,14 +5,21 @@
 //! IngressClasses and the flowcontrol kinds get upstream's defaults, and a
 //! CertificateSigningRequest records who asked for it (upstream's
 //! `csrStrategy.PrepareForCreate`), whatever the body says, and keeps its
-//! spec through updates.
+//! spec through updates. [`default_field`] is the one-field defaulting
+//! every built-in strategy uses.
 
 use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
 use serde_json::{json, Value};
 
-use super::core::default_field;
 use super::ResourceStrategy;
+
+/// Sets `obj[key]` when missing.
+pub fn default_field(obj: &mut Value, key: &str, value: Value) {
+    if let Some(map) = obj.as_object_mut() {
+        map.entry(key).or_insert(value);
+    }
+}
 
 fn default_spec(obj: &mut Value, key: &str, value: Value) {
     if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {

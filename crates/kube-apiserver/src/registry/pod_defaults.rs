@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::core::default_field;
+use super::defaults::default_field;
 use super::pod_resources::default_pod_resources;
 
 /// The mode files of secret, configMap, downwardAPI and projected volumes

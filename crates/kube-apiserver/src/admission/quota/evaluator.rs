@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::super::lookup::{text, Stores};
-use super::super::resources::{self, from_milli, milli, parse_list};
+use crate::api::resource::{self, from_milli, milli, parse_list};
 
 /// An amount of one resource in milli-units, with the format upstream's
 /// quantity arithmetic would keep (the first non-zero operand's).
@@ -88,14 +88,6 @@ pub fn hard(quota: &Value) -> Usage {
         .collect()
 }
 
-/// A resource list in milli-units, by name.
-pub fn parsed_list(list: Option<&Value>) -> BTreeMap<String, i128> {
-    parse_list(list)
-        .iter()
-        .map(|(k, v)| (k.clone(), milli(v)))
-        .collect()
-}
-
 /// A quota's recorded `status.used`.
 pub fn parsed_used(quota: &Value) -> Usage {
     parse_list(quota.pointer("/status/used"))
@@ -160,7 +152,7 @@ fn pod_counts(pod: &Value, now: DateTime<Utc>) -> bool {
 /// A pod's requests or limits with its overhead (limits take the overhead
 /// only where they are set), as upstream's `PodRequests`/`PodLimits`.
 fn pod_total(pod: &Value, which: &str) -> BTreeMap<String, i128> {
-    let mut total = resources::pod_total(pod, which);
+    let mut total = resource::pod_total(pod, which);
     for (k, v) in parse_list(pod.pointer("/spec/overhead")) {
         if which == "requests" || total.contains_key(&k) {
             *total.entry(k).or_default() += milli(&v);
@@ -196,7 +188,7 @@ fn amount(pod: &Value, which: &str, name: &str, m: i128) -> Amount {
     let pointer = format!("/resources/{which}/{name}");
     let stated = ["containers", "initContainers"]
         .iter()
-        .flat_map(|list| resources::containers(pod, list))
+        .flat_map(|list| resource::containers(pod, list))
         .chain(pod.pointer("/spec"))
         .find_map(|c| c.pointer(&pointer).and_then(Value::as_str));
     let binary = stated
@@ -396,7 +388,7 @@ fn best_effort(pod: &Value) -> bool {
         return class == "BestEffort";
     }
     ["requests", "limits"].iter().all(|which| {
-        resources::pod_total(pod, which)
+        resource::pod_total(pod, which)
             .iter()
             .all(|(k, m)| !(k == "cpu" || k == "memory") || *m <= 0)
     })

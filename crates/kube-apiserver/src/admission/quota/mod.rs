@@ -19,7 +19,7 @@ use serde_json::Value;
 use storage::Object;
 
 use super::lookup::{text, Stores};
-use super::resources;
+use crate::api::resource;
 use evaluator::Usage;
 
 pub struct ResourceQuota {
@@ -87,7 +87,7 @@ fn missing_compute(pod: &Value, hard: &Usage) -> Option<String> {
         };
         let pointer = format!("/resources/{which}/{name}");
         for list in ["containers", "initContainers"] {
-            for c in resources::containers(pod, list) {
+            for c in resource::containers(pod, list) {
                 if c.pointer(&pointer).is_none() {
                     let names = missing.entry(key.as_str()).or_default();
                     let cname = text(c, "/name").unwrap_or_default();

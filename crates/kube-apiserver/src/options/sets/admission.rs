@@ -1,6 +1,6 @@
 //! Admission flags: which admission plugins run and their configuration.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 /// Every admission plugin upstream knows, as listed in its help.
 macro_rules! all_plugins {

@@ -1,6 +1,6 @@
 //! API enablement flags: which built-in APIs are served.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[FlagSpec::new(
     "runtime-config",

@@ -1,6 +1,6 @@
 //! Auditing flags: the audit policy and the log and webhook backends.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 const BATCH_MODES: &str =
     "How events reach the backend: 'blocking' (the response waits for the write), 'blocking-strict' (as blocking, and a failed write fails the request) or 'batch' (buffered and written asynchronously).";

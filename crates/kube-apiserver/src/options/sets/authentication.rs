@@ -1,7 +1,7 @@
 //! Authentication flags: client certificates, tokens, OIDC, request-header
 //! (front proxy) and service-account authentication.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("anonymous-auth", Kind::Bool, "true",

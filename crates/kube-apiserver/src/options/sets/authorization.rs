@@ -1,6 +1,6 @@
 //! Authorization flags: the authorizer chain.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("authorization-config", Kind::Str, "",

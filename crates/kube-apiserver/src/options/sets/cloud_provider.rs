@@ -1,6 +1,6 @@
 //! Cloud provider flags: all deprecated and hidden, still accepted.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new(

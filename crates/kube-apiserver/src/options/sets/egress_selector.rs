@@ -1,6 +1,6 @@
 //! Egress selector flags: how outgoing connections are routed.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[FlagSpec::new(
     "egress-selector-config-file",

@@ -1,6 +1,6 @@
 //! Etcd flags: the storage backend, its connection and the watch cache.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("default-watch-cache-size", Kind::Int, "100",

@@ -1,6 +1,6 @@
 //! Features flags: profiling and priority-and-fairness.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("contention-profiling", Kind::Bool, "",

@@ -1,7 +1,7 @@
 //! Generic flags: addressing, request limits and timeouts, shutdown
 //! behaviour, feature gates and emulated versions.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 /// The data directory flag; its default depends on the user's environment.
 pub const DATA_DIR: &str = "data-dir";

@@ -1,6 +1,6 @@
 //! Global flags: help and version.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 /// The help flag, `-h`/`--help`.
 pub const HELP: &str = "help";

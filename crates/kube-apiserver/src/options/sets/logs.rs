@@ -1,6 +1,6 @@
 //! Logs flags: format, verbosity and output streams.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 /// The verbosity flag, `-v`/`--v`.
 pub const VERBOSITY: &str = "v";

@@ -1,6 +1,6 @@
 //! Metrics flags: which metrics and label values are exposed.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("allow-metric-labels", Kind::StringToString, "",

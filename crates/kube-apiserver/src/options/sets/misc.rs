@@ -1,7 +1,7 @@
 //! Misc flags: services, kubelet connections, aggregation, peers and
 //! service-account signing.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("aggregator-reject-forwarding-redirect", Kind::Bool, "true",

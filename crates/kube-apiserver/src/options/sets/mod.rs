@@ -1,5 +1,7 @@
-//! The flag tables, one module per named flag set, and the list tying each
-//! table to its help section.
+//! The flag tables, one module per named flag set (upstream's
+//! `cliflag.NamedFlagSets` as `pkg/kubeapiserver/options` fills them), the
+//! declarative flag description they are written in (`spec`), and the list
+//! tying each table to its help section.
 
 pub mod admission;
 pub mod api_enablement;
@@ -16,9 +18,10 @@ pub mod logs;
 pub mod metrics;
 pub mod misc;
 pub mod secure_serving;
+pub mod spec;
 pub mod traces;
 
-use super::spec::{FlagSpec, Section};
+use spec::{FlagSpec, Section};
 
 /// Every flag set with its section, in help order.
 pub const SETS: &[(Section, &[FlagSpec])] = &[

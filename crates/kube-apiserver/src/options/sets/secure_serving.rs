@@ -1,6 +1,6 @@
 //! Secure serving flags: the HTTPS listener and its TLS settings.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("bind-address", Kind::Ip, "0.0.0.0",

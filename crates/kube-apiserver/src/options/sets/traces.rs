@@ -1,6 +1,6 @@
 //! Traces flags: OpenTelemetry tracing.
 
-use crate::options::spec::{FlagSpec, Kind};
+use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[FlagSpec::new(
     "tracing-config-file",

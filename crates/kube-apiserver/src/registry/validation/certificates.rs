@@ -24,8 +24,8 @@ use x509_parser::oid_registry::{
 use x509_parser::pem::Pem;
 use x509_parser::prelude::FromDer as _;
 
+use super::certificate_approval::validate_approval;
 use super::{items, text};
-use crate::registry::certificate_approval;
 
 /// Upstream's `LegacyUnknownSignerName`, refused in v1 for new requests.
 const LEGACY_SIGNER: &str = "kubernetes.io/legacy-unknown";
@@ -91,7 +91,7 @@ pub fn validate_create(csr: &Value) -> Vec<FieldError> {
 pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = validate_spec(new, &Tolerated::by(old));
     // The approval subresource's rules for conditions hold here as well.
-    errs.extend((certificate_approval::CSR[0].validate)(new, old));
+    errs.extend(validate_approval(new, old));
     let conditions = Path::new("status").child("conditions");
     for kind in ["Approved", "Denied"] {
         if condition_count(new, kind) > condition_count(old, kind) {

@@ -11,7 +11,7 @@ use apimachinery::quantity::Quantity;
 use apimachinery::validation::is_qualified_name;
 use serde_json::{Map, Value};
 
-use crate::admission::quota::evaluator::parsed_list;
+use crate::api::resource::parsed_list;
 
 /// Upstream's `SetDefaults_LimitRangeItem` for every Container item.
 pub fn limit_range_defaults(range: &mut Value) {

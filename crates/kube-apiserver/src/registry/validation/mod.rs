@@ -8,6 +8,7 @@
 //! thresholds) are accepted when absent, so objects of resources this server
 //! does not default are not refused for what a default would have supplied.
 
+pub mod certificate_approval;
 pub mod certificates;
 pub mod pod;
 mod pod_claims;
@@ -77,11 +78,18 @@ fn is_true(obj: &Value, key: &str) -> bool {
     obj.get(key).and_then(Value::as_bool) == Some(true)
 }
 
+const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
+
 /// Upstream's `ValidateNonnegativeField`.
 fn nonnegative(value: i64, path: &Path, errs: &mut Vec<FieldError>) {
     if value < 0 {
         errs.push(FieldError::invalid(path, value, IS_NEGATIVE_ERROR_MSG));
     }
+}
+
+/// A port's protocol, when given, is TCP, UDP or SCTP.
+fn protocol(port: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+    enumerated(port, "protocol", path, PROTOCOLS, errs);
 }
 
 /// An enumerated string field: absent is accepted (defaulting fills it),

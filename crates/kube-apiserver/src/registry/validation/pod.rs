@@ -21,7 +21,6 @@ use super::pod_security::validate_pod_security_context;
 use super::pod_volumes::validate_volumes;
 use super::{dns_label, enumerated, int, invalid_all, is_true, items, set, text};
 
-const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
 const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
 const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
@@ -158,11 +157,6 @@ pub(super) fn validate_pod_spec(spec: &Value, path: &Path, is_pod: bool) -> Vec<
         validate_os_rules(spec, os, path, &mut errs);
     }
     errs
-}
-
-/// A port's protocol, when given, is TCP, UDP or SCTP.
-pub(super) fn protocol(port: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    enumerated(port, "protocol", path, PROTOCOLS, errs);
 }
 
 /// With `hostNetwork`, a host port must equal its container port (an

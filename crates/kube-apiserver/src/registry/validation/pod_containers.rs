@@ -303,7 +303,7 @@ fn validate_ports(c: &Value, path: &Path, errs: &mut Vec<FieldError>) {
                 errs.push(FieldError::invalid(&idx.child("hostPort"), host, msg));
             }
         }
-        super::pod::protocol(port, &idx, errs);
+        super::protocol(port, &idx, errs);
     }
 }
 

@@ -57,7 +57,7 @@ fn validate_port<'a>(
     for msg in is_valid_port_num(n) {
         errs.push(FieldError::invalid(&path.child("port"), n, msg));
     }
-    super::pod::protocol(port, path, errs);
+    super::protocol(port, path, errs);
     let target = path.child("targetPort");
     match port.get("targetPort") {
         Some(Value::String(s)) => {

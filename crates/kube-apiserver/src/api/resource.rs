@@ -1,6 +1,8 @@
-//! Resource lists (`{"cpu": "100m", "memory": "1Gi"}`) as plugins compute
-//! with them: parsed quantities, sums, and a pod's effective requests and
-//! limits (upstream's resource helpers, without pod overhead).
+//! Resource lists (`{"cpu": "100m", "memory": "1Gi"}`) as admission
+//! plugins, the quota controller and validation compute with them: parsed
+//! quantities, sums, and a pod's effective requests and limits (upstream's
+//! `pkg/api/v1/resource` and `k8s.io/component-helpers/resource`, without
+//! pod overhead).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,14 @@ pub fn parse_list(v: Option<&Value>) -> ResourceList {
         .into_iter()
         .flatten()
         .filter_map(|(k, v)| Some((k.clone(), Quantity::parse(v.as_str()?).ok()?)))
+        .collect()
+}
+
+/// A resource list in milli-units, by name.
+pub fn parsed_list(list: Option<&Value>) -> BTreeMap<String, i128> {
+    parse_list(list)
+        .iter()
+        .map(|(k, v)| (k.clone(), milli(v)))
         .collect()
 }
 

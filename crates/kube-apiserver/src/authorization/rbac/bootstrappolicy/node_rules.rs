@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::app::rbac_bootstrap::{rule, READ};
+use super::{rule, READ};
 
 const CORE: &[&str] = &[""];
 const STORAGE: &[&str] = &["storage.k8s.io"];
