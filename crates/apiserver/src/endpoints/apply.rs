@@ -149,7 +149,8 @@ impl Tracker {
     /// The tracker of a write to `store`, typed by its strategy's schema
     /// when it has one.
     pub fn for_store(store: &Store, target: Target, manager: String) -> Self {
-        Tracker::new(&store.info, target, manager).with_type_schema(store.strategy.type_schema())
+        Tracker::new(&store.info, target, manager)
+            .with_type_schema(store.strategies.scheme.type_schema())
     }
 
     /// Types objects with `types` (a schema and its root type's name)
@@ -276,7 +277,13 @@ pub async fn serve(
     } else {
         StatusCode::OK
     };
-    let mut resp = response::object(code, &stored, neg, &store.info, store.strategy.as_ref());
+    let mut resp = response::object(
+        code,
+        &stored,
+        neg,
+        &store.info,
+        store.strategies.table.as_ref(),
+    );
     if validation == FieldValidation::Warn {
         let mut w = Warnings::default();
         if let Ok(unknown) = request.unknown.lock() {
@@ -347,7 +354,8 @@ impl ApplyRequest {
         self.check_name_and_namespace(&mut applied)?;
         let decoded = self
             .store
-            .strategy
+            .strategies
+            .scheme
             .decode(applied)
             .map_err(ApiError::bad_request)?;
         if self.validation == FieldValidation::Strict && !decoded.unknown_fields.is_empty() {
@@ -357,7 +365,7 @@ impl ApplyRequest {
             *u = decoded.unknown_fields;
         }
         let mut object = decoded.object;
-        self.store.strategy.apply_defaults(&mut object);
+        self.store.strategies.scheme.apply_defaults(&mut object);
         Ok(object)
     }
 

@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 use super::negotiation::{self, Encoding, Negotiated, Shape};
 use super::query::Query;
 use super::response;
-use crate::registry::{ResourceInfo, Strategy};
+use crate::registry::rest::TableConvertor;
+use crate::registry::ResourceInfo;
 
 /// Computes every object of the resource.
 pub type ListHandler = Arc<dyn Fn() -> BoxFuture<'static, Vec<Value>> + Send + Sync>;
@@ -30,7 +31,7 @@ pub type GetHandler =
 pub struct ComputedResource {
     pub info: ResourceInfo,
     /// Printer columns of the Table output.
-    pub strategy: Arc<dyn Strategy>,
+    pub table: Arc<dyn TableConvertor>,
     pub get: GetHandler,
     pub list: ListHandler,
     /// A `Warning` sent with every answer (deprecated resources).
@@ -88,7 +89,7 @@ fn one(resource: &ComputedResource, obj: Value, neg: &Negotiated) -> bytes::Byte
                 None,
                 include,
                 &resource.info,
-                resource.strategy.as_ref(),
+                resource.table.as_ref(),
             );
             response::encode(&table, neg.encoding, neg.pretty)
         }
@@ -116,8 +117,7 @@ async fn list(
         .collect();
     let body = match neg.shape {
         Shape::Table(include) => {
-            let table =
-                response::table(&items, "", None, include, info, resource.strategy.as_ref());
+            let table = response::table(&items, "", None, include, info, resource.table.as_ref());
             response::encode(&table, neg.encoding, neg.pretty)
         }
         _ => response::encode(

@@ -1,6 +1,6 @@
 //! The one REST handler for every resource (upstream's
 //! `endpoints/handlers`): it reads the request, calls the generic registry
-//! store, and writes the answer. Resources differ only by their strategy.
+//! store, and writes the answer. Resources differ only by their strategies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use super::watch;
 use crate::admission::RequestContext;
 use crate::audit::AuditContext;
 use crate::authentication::user::UserInfo;
-use crate::registry::table::IncludeObject;
+use crate::registry::rest::table::IncludeObject;
 use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
 
 /// Upstream's limit on request bodies (3 MiB).
@@ -137,7 +137,8 @@ async fn dispatch(
             return super::scale::serve(store, scale, body, query, neg).await;
         }
         Some(sub) => match store
-            .strategy
+            .strategies
+            .update
             .update_subresources()
             .iter()
             .find(|s| s.name == sub)
@@ -224,7 +225,7 @@ async fn get(
         &obj,
         neg,
         &store.info,
-        store.strategy.as_ref(),
+        store.strategies.table.as_ref(),
     ))
 }
 
@@ -273,19 +274,14 @@ async fn list(
     let opts = list_options(store, &params)?;
     let list = store.list(ns, opts).await?;
     if list.items.len() < LIST_ENCODED_INLINE {
-        return Ok(response::list(
-            &list,
-            neg,
-            &store.info,
-            store.strategy.as_ref(),
-        ));
+        return Ok(response::list(&list, neg, &store.info, &store.strategies));
     }
     // Encoding thousands of objects holds a core for milliseconds to
     // seconds: on the blocking pool, so a storm of large LISTs cannot keep
     // the async workers from health checks, watches and small requests (Go
     // preempts a long-running goroutine; tokio does not preempt a task).
-    let (info, strategy, neg) = (store.info.clone(), Arc::clone(&store.strategy), *neg);
-    tokio::task::spawn_blocking(move || response::list(&list, &neg, &info, strategy.as_ref()))
+    let (info, strategies, neg) = (store.info.clone(), store.strategies.clone(), *neg);
+    tokio::task::spawn_blocking(move || response::list(&list, &neg, &info, &strategies))
         .await
         .map_err(ApiError::internal_error)
 }
@@ -321,7 +317,8 @@ pub fn decode_body(
         })?;
     let value = check_type(store, value)?;
     let decoded = store
-        .strategy
+        .strategies
+        .scheme
         .decode(value)
         .map_err(|e| decode_error(store, e))?;
     if !decoded.unknown_fields.is_empty() {
@@ -426,7 +423,7 @@ async fn create(
     };
     let mut obj = decode_body(store, headers, &bytes, query.field_validation()?, warnings)?;
     check_namespace(store, ns, &mut obj)?;
-    store.strategy.apply_defaults(&mut obj);
+    store.strategies.scheme.apply_defaults(&mut obj);
     let manager = super::apply::manager_name(query, headers);
     super::apply::Tracker::for_store(store, Target::Main, manager).update(None, &mut obj);
     let created = store.create(obj, &opts).await?;
@@ -435,7 +432,7 @@ async fn create(
         &created,
         neg,
         &store.info,
-        store.strategy.as_ref(),
+        store.strategies.table.as_ref(),
     ))
 }
 
@@ -463,7 +460,7 @@ async fn update(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    store.strategy.apply_defaults(&mut obj);
+    store.strategies.scheme.apply_defaults(&mut obj);
     let obj = Arc::new(obj);
     let manager = super::apply::manager_name(query, headers);
     let tracker = super::apply::Tracker::for_store(store, target, manager);
@@ -483,7 +480,7 @@ async fn update(
         &stored,
         neg,
         &store.info,
-        store.strategy.as_ref(),
+        store.strategies.table.as_ref(),
     ))
 }
 
@@ -528,15 +525,19 @@ async fn delete(
         StatusCode::OK
     };
     Ok(match outcome {
-        DeleteOutcome::Pending(obj) => {
-            response::object(pending, &obj, &neg, &store.info, store.strategy.as_ref())
-        }
-        DeleteOutcome::Deleted(obj) if store.strategy.returns_deleted_object() => response::object(
+        DeleteOutcome::Pending(obj) => response::object(
+            pending,
+            &obj,
+            &neg,
+            &store.info,
+            store.strategies.table.as_ref(),
+        ),
+        DeleteOutcome::Deleted(obj) if store.strategies.return_deleted_object => response::object(
             StatusCode::OK,
             &obj,
             &neg,
             &store.info,
-            store.strategy.as_ref(),
+            store.strategies.table.as_ref(),
         ),
         DeleteOutcome::Deleted(obj) => {
             let status = Status::success(Some(StatusDetails {
@@ -576,10 +577,5 @@ async fn delete_collection(
         shape: Shape::Object,
         ..*neg
     };
-    Ok(response::list(
-        &list,
-        &neg,
-        &store.info,
-        store.strategy.as_ref(),
-    ))
+    Ok(response::list(&list, &neg, &store.info, &store.strategies))
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use apimachinery::status::ApiError;
 use http::HeaderMap;
 
-use crate::registry::table::IncludeObject;
+use crate::registry::rest::table::IncludeObject;
 
 /// The wire encodings this server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

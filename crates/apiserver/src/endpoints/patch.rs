@@ -136,7 +136,7 @@ pub async fn serve(
     };
     let validation = query.field_validation()?;
     let patch = parse_patch(headers, &bytes)?;
-    if matches!(patch, Patch::Strategic(_)) && !store.strategy.supports_strategic_merge() {
+    if matches!(patch, Patch::Strategic(_)) && !store.strategies.scheme.supports_strategic_merge() {
         return Err(ApiError::unsupported_media_type(&accepted(
             UNSTRUCTURED_PATCH_TYPES,
         )));
@@ -151,7 +151,8 @@ pub async fn serve(
             current.ok_or_else(|| ApiError::not_found(&info.group, &info.resource, &owned_name))?;
         let patched = apply(&patch, &bytes, current)?;
         let decoded = step_store
-            .strategy
+            .strategies
+            .scheme
             .decode(patched)
             .map_err(ApiError::bad_request)?;
         if validation == FieldValidation::Strict && !decoded.unknown_fields.is_empty() {
@@ -161,7 +162,7 @@ pub async fn serve(
             *u = decoded.unknown_fields;
         }
         let mut object = decoded.object;
-        step_store.strategy.apply_defaults(&mut object);
+        step_store.strategies.scheme.apply_defaults(&mut object);
         tracker.update(Some(current), &mut object);
         Ok(object)
     });
@@ -172,7 +173,7 @@ pub async fn serve(
         &stored,
         neg,
         &store.info,
-        store.strategy.as_ref(),
+        store.strategies.table.as_ref(),
     );
     if validation == FieldValidation::Warn {
         let mut w = super::warning::Warnings::default();

@@ -13,9 +13,10 @@ use serde_json::{json, Value};
 use storage::{ListResult, Object};
 
 use super::negotiation::{Encoding, Negotiated, Shape};
-use crate::registry::strategy::Strategy;
-use crate::registry::table::IncludeObject;
+use crate::registry::rest::table::IncludeObject;
+use crate::registry::rest::TableConvertor;
 use crate::registry::ResourceInfo;
+use crate::registry::Strategies;
 
 /// Serializes a value in the given encoding, JSON and YAML as upstream's
 /// serializers write them (`go_json::encode`: Go's escaping, a trailing
@@ -71,7 +72,7 @@ pub fn object(
     obj: &Object,
     neg: &Negotiated,
     info: &ResourceInfo,
-    strategy: &dyn Strategy,
+    table_convertor: &dyn TableConvertor,
 ) -> Response<Body> {
     let body = match neg.shape {
         // Straight from the stored tree, without a serde round through a copy.
@@ -93,7 +94,7 @@ pub fn object(
                 None,
                 include,
                 info,
-                strategy,
+                table_convertor,
             );
             encode(&table, neg.encoding, neg.pretty)
         }
@@ -125,7 +126,7 @@ pub fn list(
     list: &ListResult,
     neg: &Negotiated,
     info: &ResourceInfo,
-    strategy: &dyn Strategy,
+    strategies: &Strategies,
 ) -> Response<Body> {
     let body = match neg.shape {
         Shape::Object if neg.encoding == Encoding::Protobuf => protobuf_list(list, info),
@@ -144,7 +145,7 @@ pub fn list(
                 metadata: list_metadata(list),
                 items: ListItems {
                     items: &list.items,
-                    type_meta: strategy.list_items_keep_type_meta(),
+                    type_meta: strategies.scheme.list_items_keep_type_meta(),
                 },
             },
             neg.encoding,
@@ -171,7 +172,7 @@ pub fn list(
                 list.continue_token.as_deref(),
                 include,
                 info,
-                strategy,
+                strategies.table.as_ref(),
             );
             encode(&table, neg.encoding, neg.pretty)
         }
@@ -257,17 +258,17 @@ pub fn table(
     continue_token: Option<&str>,
     include: IncludeObject,
     _info: &ResourceInfo,
-    strategy: &dyn Strategy,
+    table_convertor: &dyn TableConvertor,
 ) -> Value {
-    let columns = strategy.table_column_definitions();
+    let columns = table_convertor.table_column_definitions();
     let mut ordered: Vec<&Object> = items.iter().collect();
-    if let Some(order) = strategy.table_order() {
+    if let Some(order) = table_convertor.table_order() {
         ordered.sort_by(|a, b| order(a, b));
     }
     let rows: Vec<Value> = ordered
         .into_iter()
         .map(|obj| {
-            let mut row = json!({"cells": strategy.table_row(obj)});
+            let mut row = json!({"cells": table_convertor.table_row(obj)});
             if let Some(o) = include.row_object(obj) {
                 row["object"] = o;
             }

@@ -205,7 +205,7 @@ pub async fn serve(
 ) -> Result<Response<Body>, ApiError> {
     let (verb, ns, name, headers) = (req.verb, req.namespace, req.name, req.headers);
     let neg = *neg;
-    let paths = store.strategy.scale_paths();
+    let paths = store.strategies.scale.clone();
     // Upstream validates a write's options before anything else.
     match verb {
         "update" => super::apply::check_write_options(query, "UpdateOptions")?,
@@ -260,7 +260,7 @@ pub async fn serve(
     };
     let tracker =
         super::apply::Tracker::for_scale(&store.info, super::apply::manager_name(query, headers))
-            .with_type_schema(store.strategy.type_schema());
+            .with_type_schema(store.strategies.scheme.type_schema());
     let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
         let mut obj = mutate(current)?;
         tracker.update(current, &mut obj);

@@ -18,7 +18,7 @@ pub fn predicate(store: &Store, label: &str, field: &str) -> Result<Predicate, A
     for req in fields.requirements() {
         let name = req.field.as_str();
         let known = matches!(name, "metadata.name" | "metadata.namespace")
-            || store.strategy.is_selectable_field(name);
+            || store.strategies.fields.is_selectable_field(name);
         if !known {
             return Err(ApiError::bad_request(field_label_not_supported(name)));
         }
@@ -26,7 +26,7 @@ pub fn predicate(store: &Store, label: &str, field: &str) -> Result<Predicate, A
     if labels.is_empty() && fields.is_empty() {
         return Ok(Predicate::everything());
     }
-    let strategy = store.strategy.clone();
+    let fields_of = store.strategies.fields.clone();
     let namespaced = store.info.namespaced;
     Ok(Predicate::new(move |obj: &Value| {
         let empty = serde_json::Map::new();
@@ -51,7 +51,7 @@ pub fn predicate(store: &Store, label: &str, field: &str) -> Result<Predicate, A
         if namespaced {
             set.insert("metadata.namespace".to_owned(), meta("namespace"));
         }
-        strategy.selectable_fields(obj, &mut set);
+        fields_of.selectable_fields(obj, &mut set);
         fields.matches(&set)
     }))
 }

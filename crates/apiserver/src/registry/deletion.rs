@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use storage::Preconditions;
 
 use super::object_meta;
-use super::strategy::Strategy;
+use super::rest::{GcPolicy, GracefulDeleteStrategy};
 
 /// The finalizer asking the garbage collector to orphan dependents.
 pub const ORPHAN_FINALIZER: &str = "orphan";
@@ -39,19 +39,6 @@ impl PropagationPolicy {
             _ => None,
         }
     }
-}
-
-/// What happens to dependents when an object is deleted without a policy
-/// (upstream's `rest.GarbageCollectionPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum GcPolicy {
-    /// Background deletion: no finalizer, the collector removes dependents.
-    #[default]
-    DeleteDependents,
-    /// The `orphan` finalizer is added (older group versions).
-    OrphanDependents,
-    /// The resource is never collected: no GC finalizer is ever set.
-    Unsupported,
 }
 
 /// The DeleteOptions of a request.
@@ -162,7 +149,7 @@ pub enum Graceful {
 /// deletion timestamp and grace period of an object its strategy deletes
 /// gracefully; a second deletion may only shorten the period.
 pub fn before_delete(
-    strategy: &dyn Strategy,
+    strategy: &dyn GracefulDeleteStrategy,
     obj: &mut Value,
     requested: Option<i64>,
     now: DateTime<Utc>,

@@ -2,12 +2,13 @@ use chrono::TimeZone;
 use serde_json::json;
 
 use super::*;
+use crate::registry::rest::GcPolicy;
 use crate::registry::DefaultStrategy;
 
 /// A strategy with pods' graceful deletion: the requested period, else 30.
 struct Graceful30;
 
-impl Strategy for Graceful30 {
+impl GracefulDeleteStrategy for Graceful30 {
     fn grace_period(&self, _obj: &Value, requested: Option<i64>) -> Option<i64> {
         Some(requested.unwrap_or(30))
     }

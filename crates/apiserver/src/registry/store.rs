@@ -1,6 +1,6 @@
 //! The generic registry store (upstream's `registry/generic/registry.Store`):
 //! every verb implemented once over [`storage::Storage`], with the
-//! resource's [`Strategy`] supplying defaults, preparation and validation.
+//! resource's [`Strategies`] supplying defaults, preparation and validation.
 
 use std::sync::{Arc, OnceLock};
 
@@ -12,10 +12,13 @@ use storage::{GetOptions, ListOptions, ListResult, Object, Storage, WatchOptions
 use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
-use super::strategy::{Strategy, UpdateSubresource};
+use super::rest::{CreateStrategy, UpdateStrategy, UpdateSubresource};
 use crate::admission::{AdmissionView, Chain, Equivalents, Operation, WriteAdmission};
 
 mod delete;
+mod strategies;
+
+pub use strategies::{DefaultStrategy, ScalePaths, Strategies};
 
 /// Turns the current object (None when absent) into the one to store.
 pub type Mutate = Arc<dyn Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync>;
@@ -59,7 +62,7 @@ pub enum DeleteOutcome {
 
 pub struct Store {
     pub info: ResourceInfo,
-    pub strategy: Arc<dyn Strategy>,
+    pub strategies: Strategies,
     storage: Arc<dyn Storage>,
     /// `<storage prefix>/<storage root>`, e.g. `/registry/pods`.
     key_root: String,
@@ -73,14 +76,14 @@ pub struct Store {
 impl Store {
     pub fn new(
         info: ResourceInfo,
-        strategy: Arc<dyn Strategy>,
+        strategies: Strategies,
         storage: Arc<dyn Storage>,
         prefix: &str,
     ) -> Self {
         let key_root = format!("{}/{}", prefix.trim_end_matches('/'), info.storage_root);
         Store {
             info,
-            strategy,
+            strategies,
             storage,
             key_root,
             admission: OnceLock::new(),
@@ -207,16 +210,17 @@ impl Store {
             obj = a.admit(&self.info, Operation::Create, obj, None).await?;
         }
         let generated = object_meta::fill_on_create(&mut obj, self.info.namespaced);
-        self.strategy.prepare_for_create(&mut obj);
+        self.strategies.create.prepare_for_create(&mut obj);
         self.validate_create(&obj)?;
         if let Some(a) = &admission {
             obj = a.validate(&self.info, Operation::Create, obj, None).await?;
         }
         let reserved = self
-            .strategy
+            .strategies
+            .begin_create
             .before_create(&mut obj)
             .or_else(|errors| self.invalid_if_any(&obj, &errors).map(|()| false))?;
-        self.strategy.canonicalize(&mut obj);
+        self.strategies.create.canonicalize(&mut obj);
         // Stored as upstream writes it, so every read has Go's shape.
         go_json::normalize(&mut obj);
         let name = object_meta::name(&obj).to_owned();
@@ -225,7 +229,7 @@ impl Store {
         let attempted = reserved.then(|| obj.clone());
         let release = |stored: bool| {
             if let (false, Some(obj)) = (stored, &attempted) {
-                self.strategy.release(obj);
+                self.strategies.begin_create.release(obj);
             }
         };
         if opts.dry_run {
@@ -275,9 +279,12 @@ impl Store {
     }
 
     fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
-        let mut errors =
-            object_meta::validate(obj, self.info.namespaced, self.strategy.name_validator());
-        errors.extend(self.strategy.validate_create(obj));
+        let mut errors = object_meta::validate(
+            obj,
+            self.info.namespaced,
+            self.strategies.create.name_validator(),
+        );
+        errors.extend(self.strategies.create.validate_create(obj));
         self.invalid_if_any(obj, &errors)
     }
 
@@ -340,8 +347,9 @@ impl Store {
     ) -> Result<(Object, bool), ApiError> {
         let key = self.object_key(namespace, name);
         let created = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let allow_create =
-            self.strategy.allow_create_on_update() && target == Target::Main && view.is_none();
+        let allow_create = self.strategies.update.allow_create_on_update()
+            && target == Target::Main
+            && view.is_none();
         let admission = self
             .write_admission(target.subresource(), opts.dry_run)
             .map(|a| match view {
@@ -350,7 +358,8 @@ impl Store {
             });
         let step = UpdateStep {
             info: self.info.clone(),
-            strategy: self.strategy.clone(),
+            create: self.strategies.create.clone(),
+            update: self.strategies.update.clone(),
             target,
             mutate,
             created: created.clone(),
@@ -396,7 +405,8 @@ impl Store {
 /// (possibly several times when writers conflict).
 struct UpdateStep {
     info: ResourceInfo,
-    strategy: Arc<dyn Strategy>,
+    create: Arc<dyn CreateStrategy>,
+    update: Arc<dyn UpdateStrategy>,
     target: Target,
     mutate: Mutate,
     created: Arc<std::sync::atomic::AtomicBool>,
@@ -405,7 +415,7 @@ struct UpdateStep {
 
 impl UpdateStep {
     fn update_subresource(&self, name: &str) -> Option<&'static UpdateSubresource> {
-        self.strategy
+        self.update
             .update_subresources()
             .iter()
             .find(|s| s.name == name)
@@ -431,7 +441,7 @@ impl UpdateStep {
                 &name,
             ));
         }
-        if requested_rv.is_empty() && !self.strategy.allow_unconditional_update() {
+        if requested_rv.is_empty() && !self.update.allow_unconditional_update() {
             return Err(ApiError::invalid(
                 &self.info.group,
                 &self.info.kind,
@@ -459,16 +469,16 @@ impl UpdateStep {
         // rebuild the object from the old one (status writes).
         let managed = new.pointer("/metadata/managedFields").cloned();
         match self.target {
-            Target::Main => self.strategy.prepare_for_update(&mut new, &old),
+            Target::Main => self.update.prepare_for_update(&mut new, &old),
             Target::Status => {
-                self.strategy.prepare_for_status_update(&mut new, &old);
-                self.strategy
+                self.update.prepare_for_status_update(&mut new, &old);
+                self.update
                     .prepare_for_subresource_update("status", &mut new, &old);
             }
             Target::Subresource(name) => match self.update_subresource(name) {
                 Some(sub) => {
                     sub.prepare(&mut new, &old);
-                    self.strategy
+                    self.update
                         .prepare_for_subresource_update(name, &mut new, &old);
                 }
                 None => new = Value::clone(&old),
@@ -484,15 +494,15 @@ impl UpdateStep {
             &new,
             &old,
             self.info.namespaced,
-            self.strategy.name_validator(),
+            self.create.name_validator(),
         );
         errors.extend(match self.target {
-            Target::Main => self.strategy.validate_update(&new, &old),
-            Target::Status => self.strategy.validate_status_update(&new, &old),
+            Target::Main => self.update.validate_update(&new, &old),
+            Target::Status => self.update.validate_status_update(&new, &old),
             // A subresource has its own update rules: the main resource's
             // (e.g. a pod's fixed spec) would refuse its very purpose.
             Target::Subresource(name) => {
-                let mut errors = self.strategy.validate(&new);
+                let mut errors = self.create.validate(&new);
                 if let Some(sub) = self.update_subresource(name) {
                     errors.extend((sub.validate)(&new, &old));
                 }
@@ -512,7 +522,7 @@ impl UpdateStep {
                 .validate(&self.info, Operation::Update, new, Some(old))
                 .await?;
         }
-        self.strategy.canonicalize(&mut new);
+        self.create.canonicalize(&mut new);
         go_json::normalize(&mut new);
         Ok(new)
     }
@@ -524,10 +534,10 @@ impl UpdateStep {
             new = a.admit(&self.info, Operation::Create, new, None).await?;
         }
         object_meta::fill_on_create(&mut new, self.info.namespaced);
-        self.strategy.prepare_for_create(&mut new);
+        self.create.prepare_for_create(&mut new);
         let mut errors =
-            object_meta::validate(&new, self.info.namespaced, self.strategy.name_validator());
-        errors.extend(self.strategy.validate_create(&new));
+            object_meta::validate(&new, self.info.namespaced, self.create.name_validator());
+        errors.extend(self.create.validate_create(&new));
         if !errors.is_empty() {
             return Err(ApiError::invalid(
                 &self.info.group,
@@ -539,7 +549,7 @@ impl UpdateStep {
         if let Some(a) = &self.admission {
             new = a.validate(&self.info, Operation::Create, new, None).await?;
         }
-        self.strategy.canonicalize(&mut new);
+        self.create.canonicalize(&mut new);
         go_json::normalize(&mut new);
         Ok(new)
     }

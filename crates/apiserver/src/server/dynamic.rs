@@ -98,7 +98,7 @@ impl DynamicGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::DefaultStrategy;
+    use crate::registry::Strategies;
 
     fn store(group: &str, version: &str, resource: &str) -> Arc<Store> {
         let info = ResourceInfo {
@@ -118,12 +118,7 @@ mod tests {
         };
         let kv = Arc::new(storage::testing::MemoryKv::default());
         let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-        Arc::new(Store::new(
-            info,
-            Arc::new(DefaultStrategy),
-            raw,
-            "/registry",
-        ))
+        Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
     }
 
     #[test]

@@ -168,21 +168,21 @@ impl GenericApiServer {
         let mut resources: Vec<ResourceInfo> = stores.iter().map(|s| s.info.clone()).collect();
         resources.extend(virtuals.iter().map(|v| v.info.clone()));
         resources.sort_by(|a, b| a.resource.cmp(&b.resource));
-        let subresources = stores
-            .iter()
-            .flat_map(|s| {
-                s.strategy
-                    .update_subresources()
-                    .iter()
-                    .map(|sub| SubresourceDiscovery {
-                        path: format!("{}/{}", s.info.resource, sub.name),
-                        group: s.info.group.clone(),
-                        version: s.info.version.clone(),
-                        kind: s.info.kind.clone(),
-                        verbs: sub.verbs.iter().map(|v| v.to_string()).collect(),
+        let subresources =
+            stores
+                .iter()
+                .flat_map(|s| {
+                    s.strategies.update.update_subresources().iter().map(|sub| {
+                        SubresourceDiscovery {
+                            path: format!("{}/{}", s.info.resource, sub.name),
+                            group: s.info.group.clone(),
+                            version: s.info.version.clone(),
+                            kind: s.info.kind.clone(),
+                            verbs: sub.verbs.iter().map(|v| v.to_string()).collect(),
+                        }
                     })
-            })
-            .collect();
+                })
+                .collect();
         self.config.discovery.add(GroupVersionDiscovery {
             group: group.to_owned(),
             version: version.to_owned(),

@@ -222,7 +222,7 @@ impl Mux {
         let (parts, body) = req.into_parts();
         let mut resp =
             handlers::serve(store.clone(), request, parts, body, &self.handler_config).await;
-        if let Some(message) = store.strategy.deprecation_warning() {
+        if let Some(message) = store.strategies.deprecation {
             self.note_deprecated(info);
             let mut warnings = Warnings::default();
             warnings.add(message);

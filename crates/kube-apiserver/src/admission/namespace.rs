@@ -140,7 +140,7 @@ impl MutationInterface for NamespaceAutoProvision {
             "kind": "Namespace",
             "metadata": {"name": a.namespace},
         });
-        store.strategy.apply_defaults(&mut ns);
+        store.strategies.scheme.apply_defaults(&mut ns);
         match store.create(ns, &WriteOptions::default()).await {
             Ok(_) => Ok(()),
             Err(e) if e.code == 409 => Ok(()),

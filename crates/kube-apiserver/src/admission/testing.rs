@@ -10,7 +10,7 @@ use apiserver::admission::{Attributes, Operation, RequestContext};
 use apiserver::authentication::user::UserInfo;
 use apiserver::authorization::rbac::{PolicyReader, RbacAuthorizer};
 use apiserver::filters::authorization::{Authorization, AuthorizationMode};
-use apiserver::registry::{DefaultStrategy, ResourceInfo, Store, WriteOptions};
+use apiserver::registry::{ResourceInfo, Store, Strategies, WriteOptions};
 use serde_json::{json, Value};
 
 use super::lookup::Stores;
@@ -175,7 +175,7 @@ pub async fn stores(objects: Vec<(&str, &str, Value)>) -> Stores {
         .map(|(g, _, r, _, _)| {
             Arc::new(Store::new(
                 info(g, r),
-                Arc::new(DefaultStrategy),
+                Strategies::default(),
                 raw.clone(),
                 "/registry",
             ))

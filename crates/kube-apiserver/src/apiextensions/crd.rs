@@ -5,15 +5,14 @@
 //! at creation, and a delete that first adds the cleanup finalizer and the
 //! Terminating condition so the custom resources go before the definition.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::NameValidator;
 use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
-use apiserver::registry::table::TableColumn;
-use apiserver::registry::{Decoded, Strategy};
+use apiserver::registry::rest::{CreateStrategy, Decoded, DeleteStrategy, Scheme, UpdateStrategy};
+use apiserver::registry::Strategies;
 use serde_json::{json, Value};
 
 use super::conditions::{self, Condition, TERMINATING};
@@ -25,14 +24,23 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 /// The CRD resource as the apiextensions server serves it.
 pub fn builtin() -> Builtin {
     let mut crd = builtin::crd();
-    crd.strategy = Arc::new(CrdStrategy {
-        inner: crd.strategy,
+    let s = Arc::new(CrdStrategy {
+        inner: crd.strategies.clone(),
     });
+    crd.strategies = Strategies {
+        scheme: s.clone(),
+        create: s.clone(),
+        update: s.clone(),
+        delete: s,
+        ..crd.strategies
+    };
     crd
 }
 
+/// The CRD's scheme, create, update and delete strategies over the
+/// built-in ones (`inner`); its table and fields are the built-in ones.
 struct CrdStrategy {
-    inner: Arc<dyn Strategy>,
+    inner: Strategies,
 }
 
 /// Adds warnings to the response of the request being served (none for
@@ -77,25 +85,73 @@ fn rule_errors(crd: &Value) -> Vec<FieldError> {
     errors
 }
 
-impl Strategy for CrdStrategy {
+impl Scheme for CrdStrategy {
     fn decode(&self, obj: Value) -> Result<Decoded, String> {
-        self.inner.decode(obj)
+        self.inner.scheme.decode(obj)
     }
     fn apply_defaults(&self, obj: &mut Value) {
-        self.inner.apply_defaults(obj);
+        self.inner.scheme.apply_defaults(obj);
         ::apiextensions::apply_crd_defaults(obj);
     }
+}
+
+impl CreateStrategy for CrdStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
-        self.inner.prepare_for_create(obj);
+        self.inner.create.prepare_for_create(obj);
         ::apiextensions::prepare_for_create(obj);
     }
+    fn name_validator(&self) -> NameValidator {
+        self.inner.create.name_validator()
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        // The store checks metadata itself; the library repeats those checks.
+        let generic = object_meta::validate(obj, false, self.name_validator());
+        let mut errors = self.inner.create.validate(obj);
+        errors.extend(
+            ::apiextensions::validate_crd(obj)
+                .into_iter()
+                .filter(|e| !generic.contains(e)),
+        );
+        if errors.is_empty() {
+            errors.extend(rule_errors(obj));
+        }
+        if errors.is_empty() {
+            warn(::apiextensions::warnings_on_create(obj));
+        }
+        errors
+    }
+    fn canonicalize(&self, obj: &mut Value) {
+        self.inner.create.canonicalize(obj)
+    }
+}
+
+impl UpdateStrategy for CrdStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        self.inner.prepare_for_update(new, old);
+        self.inner.update.prepare_for_update(new, old);
         ::apiextensions::prepare_for_update(new, old);
     }
     fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        self.inner.prepare_for_status_update(new, old)
+        self.inner.update.prepare_for_status_update(new, old)
     }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let generic = object_meta::validate_update(new, old, false, self.name_validator());
+        let mut errors = self.inner.update.validate_update(new, old);
+        errors.extend(
+            ::apiextensions::validate_crd_update(new, old)
+                .into_iter()
+                .filter(|e| !generic.contains(e)),
+        );
+        if errors.is_empty() {
+            errors.extend(rule_errors(new));
+        }
+        if errors.is_empty() {
+            warn(::apiextensions::warnings_on_update(new, old));
+        }
+        errors
+    }
+}
+
+impl DeleteStrategy for CrdStrategy {
     fn prepare_for_delete(&self, obj: &mut Value) -> bool {
         if obj
             .pointer("/metadata/deletionTimestamp")
@@ -124,57 +180,6 @@ impl Strategy for CrdStrategy {
         );
         true
     }
-    fn name_validator(&self) -> NameValidator {
-        self.inner.name_validator()
-    }
-    fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        // The store checks metadata itself; the library repeats those checks.
-        let generic = object_meta::validate(obj, false, self.name_validator());
-        let mut errors = self.inner.validate(obj);
-        errors.extend(
-            ::apiextensions::validate_crd(obj)
-                .into_iter()
-                .filter(|e| !generic.contains(e)),
-        );
-        if errors.is_empty() {
-            errors.extend(rule_errors(obj));
-        }
-        if errors.is_empty() {
-            warn(::apiextensions::warnings_on_create(obj));
-        }
-        errors
-    }
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let generic = object_meta::validate_update(new, old, false, self.name_validator());
-        let mut errors = self.inner.validate_update(new, old);
-        errors.extend(
-            ::apiextensions::validate_crd_update(new, old)
-                .into_iter()
-                .filter(|e| !generic.contains(e)),
-        );
-        if errors.is_empty() {
-            errors.extend(rule_errors(new));
-        }
-        if errors.is_empty() {
-            warn(::apiextensions::warnings_on_update(new, old));
-        }
-        errors
-    }
-    fn canonicalize(&self, obj: &mut Value) {
-        self.inner.canonicalize(obj)
-    }
-    fn selectable_fields(&self, obj: &Value, fields: &mut BTreeMap<String, String>) {
-        self.inner.selectable_fields(obj, fields)
-    }
-    fn selectable_field_names(&self) -> &'static [&'static str] {
-        self.inner.selectable_field_names()
-    }
-    fn table_columns(&self) -> Vec<TableColumn> {
-        self.inner.table_columns()
-    }
-    fn table_row(&self, obj: &Value) -> Vec<Value> {
-        self.inner.table_row(obj)
-    }
 }
 
 #[cfg(test)]
@@ -183,7 +188,7 @@ mod tests {
 
     #[test]
     fn invalid_crds_and_rules_are_refused() {
-        let s = builtin().strategy;
+        let s = builtin().strategies;
         let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "widgets.example.com"},
             "spec": {"group": "example.com", "scope": "Namespaced",
@@ -192,12 +197,12 @@ mod tests {
                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
                         "type": "object", "x-kubernetes-validations": [{"rule": "self.size > 0"}],
                         "properties": {"size": {"type": "integer"}}}}}}}]}});
-        s.prepare_for_create(&mut crd);
-        let errors = s.validate(&crd);
+        s.create.prepare_for_create(&mut crd);
+        let errors = s.create.validate(&crd);
         assert!(errors.is_empty(), "{errors:?}");
         crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
             ["x-kubernetes-validations"][0]["rule"] = json!("self.nope > 0");
-        let errors = s.validate(&crd);
+        let errors = s.create.validate(&crd);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
             errors[0]
@@ -207,23 +212,23 @@ mod tests {
             errors[0]
         );
         crd["metadata"]["name"] = json!("wrong.example.com");
-        assert!(!s.validate(&crd).is_empty());
+        assert!(!s.create.validate(&crd).is_empty());
     }
 
     #[test]
     fn storage_versions_are_recorded_and_delete_adds_the_finalizer() {
-        let s = builtin().strategy;
+        let s = builtin().strategies;
         let mut crd = json!({"metadata": {"name": "widgets.example.com"},
             "spec": {"versions": [{"name": "v1", "storage": true}]}});
-        s.prepare_for_create(&mut crd);
+        s.create.prepare_for_create(&mut crd);
         assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
-        assert!(s.prepare_for_delete(&mut crd));
+        assert!(s.delete.prepare_for_delete(&mut crd));
         assert_eq!(crd["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
         assert_eq!(
             crd["status"]["conditions"][0]["reason"],
             "InstanceDeletionPending"
         );
         crd["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
-        assert!(!s.prepare_for_delete(&mut crd));
+        assert!(!s.delete.prepare_for_delete(&mut crd));
     }
 }

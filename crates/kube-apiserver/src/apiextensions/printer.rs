@@ -2,7 +2,7 @@
 //! column, then the version's `additionalPrinterColumns` evaluated by
 //! JSONPath, or the default Age column when the version declares none.
 
-use apiserver::registry::table::{self, NAME_COLUMN};
+use apiserver::registry::rest::table::{self, NAME_COLUMN};
 use serde_json::{json, Value};
 
 use super::jsonpath::JsonPath;

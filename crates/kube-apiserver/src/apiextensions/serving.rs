@@ -240,8 +240,8 @@ impl StoreFactory {
                     version: info.version.clone(),
                     kind: info.kind.clone(),
                 };
-                let strategy = Arc::new(strategy(served, v, schema));
-                let store = Store::new(info, strategy, Arc::new(storage), prefix);
+                let strategies = strategy(served, v, schema).into_strategies();
+                let store = Store::new(info, strategies, Arc::new(storage), prefix);
                 if let Some(chain) = self.admission.get() {
                     store.set_admission(chain.clone());
                 }

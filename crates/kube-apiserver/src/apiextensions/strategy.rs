@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use ::apiextensions::CompiledSchema;
 use apimachinery::field_errors::FieldError;
-use apiserver::registry::{Decoded, ScalePaths, Strategy};
+use apiserver::registry::rest::{
+    CreateStrategy, Decoded, Scheme, SelectableFields, TableConvertor, UpdateStrategy,
+};
+use apiserver::registry::{ScalePaths, Strategies};
 use kube_cel::RuleSet;
 use serde_json::{json, Value};
 use structured_merge::schema::Schema;
@@ -120,6 +123,34 @@ pub struct CustomResourceStrategy {
 }
 
 impl CustomResourceStrategy {
+    /// The store's strategies: a custom resource is never deleted
+    /// gracefully and its dependents go in the background.
+    pub fn into_strategies(self) -> Strategies {
+        let scale = self.scale_paths();
+        let s = Arc::new(self);
+        Strategies {
+            scheme: s.clone(),
+            create: s.clone(),
+            update: s.clone(),
+            table: s.clone(),
+            fields: s,
+            scale,
+            ..Strategies::default()
+        }
+    }
+
+    /// Where the scale subresource reads and writes replicas.
+    fn scale_paths(&self) -> ScalePaths {
+        match &self.scale {
+            Some(s) => ScalePaths {
+                spec_replicas: pointer(&s.spec_replicas),
+                status_replicas: pointer(&s.status_replicas),
+                label_selector: Some(s.label_selector.as_deref().map(pointer).unwrap_or_default()),
+            },
+            None => ScalePaths::default(),
+        }
+    }
+
     fn type_meta(&self, obj: &Value) -> Vec<FieldError> {
         let k = &self.served;
         ::apiextensions::validate_type_meta(obj, &k.group, &k.version, &k.kind)
@@ -172,7 +203,7 @@ fn non_metadata_changed(new: &Value, old: &Value) -> bool {
     differs(new, old) || differs(old, new)
 }
 
-impl Strategy for CustomResourceStrategy {
+impl Scheme for CustomResourceStrategy {
     fn list_items_keep_type_meta(&self) -> bool {
         true
     }
@@ -196,6 +227,16 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
+    fn type_schema(&self) -> Option<Arc<(Schema, String)>> {
+        self.type_schema.clone()
+    }
+
+    fn supports_strategic_merge(&self) -> bool {
+        false
+    }
+}
+
+impl CreateStrategy for CustomResourceStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errors = self.type_meta(obj);
         if let Some(schema) = &self.schema {
@@ -208,6 +249,17 @@ impl Strategy for CustomResourceStrategy {
         errors
     }
 
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+        set_generation(obj, 1);
+    }
+}
+
+impl UpdateStrategy for CustomResourceStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errors = self.type_meta(new);
         if let Some(schema) = &self.schema {
@@ -229,15 +281,6 @@ impl Strategy for CustomResourceStrategy {
         }
         errors.extend(self.scale_errors(new, false));
         errors
-    }
-
-    fn prepare_for_create(&self, obj: &mut Value) {
-        if self.status {
-            if let Some(map) = obj.as_object_mut() {
-                map.remove("status");
-            }
-        }
-        set_generation(obj, 1);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
@@ -280,15 +323,9 @@ impl Strategy for CustomResourceStrategy {
         }
         *new = merged;
     }
+}
 
-    fn type_schema(&self) -> Option<Arc<(Schema, String)>> {
-        self.type_schema.clone()
-    }
-
-    fn supports_strategic_merge(&self) -> bool {
-        false
-    }
-
+impl SelectableFields for CustomResourceStrategy {
     fn is_selectable_field(&self, field: &str) -> bool {
         self.selectable.iter().any(|(name, _)| name == field)
     }
@@ -303,18 +340,9 @@ impl Strategy for CustomResourceStrategy {
             fields.insert(name.clone(), value);
         }
     }
+}
 
-    fn scale_paths(&self) -> ScalePaths {
-        match &self.scale {
-            Some(s) => ScalePaths {
-                spec_replicas: pointer(&s.spec_replicas),
-                status_replicas: pointer(&s.status_replicas),
-                label_selector: Some(s.label_selector.as_deref().map(pointer).unwrap_or_default()),
-            },
-            None => ScalePaths::default(),
-        }
-    }
-
+impl TableConvertor for CustomResourceStrategy {
     fn table_column_definitions(&self) -> Vec<Value> {
         self.printer.definitions()
     }

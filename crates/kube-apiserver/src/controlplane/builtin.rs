@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
 use apiserver::registry::resource::ALL_VERBS;
-use apiserver::registry::{GcPolicy, ResourceInfo, Strategy};
+use apiserver::registry::rest::GcPolicy;
+use apiserver::registry::{ResourceInfo, Strategies};
 use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,
@@ -36,7 +37,7 @@ use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 /// One built-in resource: what discovery says about it and how it behaves.
 pub struct Builtin {
     pub info: ResourceInfo,
-    pub strategy: Arc<dyn Strategy>,
+    pub strategies: Strategies,
     pub schema: SchemaFn,
 }
 
@@ -141,10 +142,10 @@ fn builtin<K: Kind>(strategy: ResourceStrategy, extra: Extra) -> Builtin {
             .ordered(printers::row_order(K::GROUP, K::KIND)),
         None => strategy,
     };
-    builtin_with::<K>(Arc::new(strategy), has_status, extra)
+    builtin_with::<K>(strategy.into_strategies(), has_status, extra)
 }
 
-fn builtin_with<K: Kind>(strategy: Arc<dyn Strategy>, has_status: bool, extra: Extra) -> Builtin {
+fn builtin_with<K: Kind>(mut strategies: Strategies, has_status: bool, extra: Extra) -> Builtin {
     let strings = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
     let info = ResourceInfo {
         group: K::GROUP.into(),
@@ -161,9 +162,10 @@ fn builtin_with<K: Kind>(strategy: Arc<dyn Strategy>, has_status: bool, extra: E
         has_scale: extra.scale,
         storage_root: storage_root(K::GROUP, K::URL_PATH_SEGMENT),
     };
+    strategies.scheme = Arc::new(Typed::<K>::new(strategies.scheme));
     Builtin {
         info,
-        strategy: Arc::new(Typed::<K>::new(strategy)),
+        strategies,
         schema: |generator| generator.subschema_for::<K>(),
     }
 }
@@ -222,10 +224,11 @@ fn status() -> ResourceStrategy {
 
 /// The core ("legacy") group, v1.
 pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
-    let service_strategy = Arc::new(ServiceStrategy {
+    let service_strategies = ServiceStrategy {
         base: core_types::services(),
         allocator: services,
-    });
+    }
+    .into_strategies();
     vec![
         builtin::<core::ConfigMap>(core_types::configmaps(), short(&["cm"])),
         builtin::<core::Endpoints>(
@@ -291,7 +294,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             returns_deleted(core_types::service_accounts()),
             short(&["sa"]),
         ),
-        builtin_with::<core::Service>(service_strategy, true, all(&["svc"])),
+        builtin_with::<core::Service>(service_strategies, true, all(&["svc"])),
     ]
 }
 

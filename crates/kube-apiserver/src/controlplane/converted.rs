@@ -43,7 +43,7 @@ pub fn install(
     let (group, version) = (served.info.group.clone(), served.info.version.clone());
     let store = Arc::new(Store::new(
         served.info,
-        served.strategy,
+        served.strategies,
         Arc::new(storage),
         prefix,
     ));

@@ -48,6 +48,11 @@ impl StorageFactory {
         } else {
             raw
         };
-        Arc::new(Store::new(builtin.info, builtin.strategy, storage, prefix))
+        Arc::new(Store::new(
+            builtin.info,
+            builtin.strategies,
+            storage,
+            prefix,
+        ))
     }
 }

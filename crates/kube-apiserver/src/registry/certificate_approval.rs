@@ -4,7 +4,7 @@
 //! `ValidateCertificateSigningRequestApprovalUpdate`). Who may approve for a
 //! signer is the CertificateApproval admission plugin's concern.
 
-use apiserver::registry::UpdateSubresource;
+use apiserver::registry::rest::UpdateSubresource;
 
 use super::validation::certificate_approval::validate_approval;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::endpoints::computed_read::ComputedResource;
-use apiserver::registry::table::TableColumn;
+use apiserver::registry::rest::table::TableColumn;
 use apiserver::registry::ResourceInfo;
 use futures::future::join_all;
 use http_body_util::{BodyExt, Empty};
@@ -83,7 +83,7 @@ pub fn resource(etcd: Option<Arc<dyn Kv>>) -> ComputedResource {
     let listed = components.clone();
     ComputedResource {
         info: info(),
-        strategy: Arc::new(ResourceStrategy::default().printed(columns, row)),
+        table: Arc::new(ResourceStrategy::default().printed(columns, row)),
         get: Arc::new(move |name| {
             let components = components.clone();
             Box::pin(async move { get(&components, &name).await })

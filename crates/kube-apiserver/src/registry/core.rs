@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use apiserver::registry::GcPolicy;
+use apiserver::registry::rest::GcPolicy;
 use serde_json::{json, Value};
 
 use super::defaults::default_field;

@@ -23,11 +23,17 @@ pub mod validation;
 pub mod webhook_configurations;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::{name_is_dns_subdomain, NameValidator};
-use apiserver::registry::table::{self, RowOrder, TableColumn};
-use apiserver::registry::{GcPolicy, Strategy, UpdateSubresource};
+use apiserver::registry::rest::table::{self, RowOrder, TableColumn};
+use apiserver::registry::rest::{
+    CreateStrategy, DeleteStrategy, GarbageCollectionDeleteStrategy, GcPolicy,
+    GracefulDeleteStrategy, Scheme, SelectableFields, TableConvertor, UpdateStrategy,
+    UpdateSubresource,
+};
+use apiserver::registry::Strategies;
 use serde_json::{json, Value};
 
 type Columns = fn() -> Vec<TableColumn>;
@@ -71,7 +77,7 @@ pub struct ResourceStrategy {
     /// `spec.finalizers`): then `on_delete` marks it.
     pub holds_deletion: fn(&Value) -> bool,
     pub on_delete: Mutate,
-    /// Names never deleted, and why (see [`Strategy::undeletable`]).
+    /// Names never deleted, and why (see [`DeleteStrategy::undeletable`]).
     pub undeletable: fn(&str) -> Option<&'static str>,
     /// Graceful deletion (pods): the grace period of a deleted object.
     pub grace_period: GracePeriod,
@@ -161,6 +167,25 @@ impl ResourceStrategy {
         self.row_order = order;
         self
     }
+
+    /// The store's strategies: every part is this one.
+    pub fn into_strategies(self) -> Strategies {
+        let (return_deleted_object, deprecation) = (self.returns_deleted_object, self.deprecation);
+        let s = Arc::new(self);
+        Strategies {
+            scheme: s.clone(),
+            create: s.clone(),
+            update: s.clone(),
+            delete: s.clone(),
+            graceful_delete: s.clone(),
+            garbage_collection: s.clone(),
+            return_deleted_object,
+            table: s.clone(),
+            fields: s,
+            deprecation,
+            ..Strategies::default()
+        }
+    }
 }
 
 fn spec_of(obj: &Value) -> Value {
@@ -172,15 +197,13 @@ fn spec_of(obj: &Value) -> Value {
     copy
 }
 
-impl Strategy for ResourceStrategy {
-    fn update_subresources(&self) -> &'static [UpdateSubresource] {
-        self.subresources
-    }
-
+impl Scheme for ResourceStrategy {
     fn apply_defaults(&self, obj: &mut Value) {
         (self.defaults)(obj)
     }
+}
 
+impl CreateStrategy for ResourceStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         if self.status {
             obj["status"] = json!({});
@@ -191,6 +214,26 @@ impl Strategy for ResourceStrategy {
         (self.on_create)(obj)
     }
 
+    fn name_validator(&self) -> NameValidator {
+        self.name
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        (self.validate)(obj)
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errors = (self.validate)(obj);
+        errors.extend((self.validate_create)(obj));
+        errors
+    }
+
+    fn canonicalize(&self, obj: &mut Value) {
+        (self.canonicalize)(obj)
+    }
+}
+
+impl UpdateStrategy for ResourceStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         if self.status {
             match old.get("status") {
@@ -213,12 +256,28 @@ impl Strategy for ResourceStrategy {
         (self.on_update)(new, old)
     }
 
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = (self.validate)(new);
+        errors.extend((self.validate_update)(new, old));
+        errors
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        self.create_on_update
+    }
+
     fn prepare_for_subresource_update(&self, subresource: &str, new: &mut Value, old: &Value) {
         (self.on_subresource_update)(subresource, new, old)
     }
 
-    fn name_validator(&self) -> NameValidator {
-        self.name
+    fn update_subresources(&self) -> &'static [UpdateSubresource] {
+        self.subresources
+    }
+}
+
+impl DeleteStrategy for ResourceStrategy {
+    fn undeletable(&self, name: &str) -> Option<&'static str> {
+        (self.undeletable)(name)
     }
 
     fn prepare_for_delete(&self, obj: &mut Value) -> bool {
@@ -232,51 +291,21 @@ impl Strategy for ResourceStrategy {
     fn holds_deletion(&self, obj: &Value) -> bool {
         (self.holds_deletion)(obj)
     }
+}
 
-    fn undeletable(&self, name: &str) -> Option<&'static str> {
-        (self.undeletable)(name)
-    }
-
+impl GracefulDeleteStrategy for ResourceStrategy {
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
         (self.grace_period)(obj, requested)
     }
+}
 
+impl GarbageCollectionDeleteStrategy for ResourceStrategy {
     fn gc_policy(&self) -> GcPolicy {
         self.gc_policy
     }
+}
 
-    fn returns_deleted_object(&self) -> bool {
-        self.returns_deleted_object
-    }
-
-    fn deprecation_warning(&self) -> Option<&str> {
-        self.deprecation
-    }
-
-    fn canonicalize(&self, obj: &mut Value) {
-        (self.canonicalize)(obj)
-    }
-
-    fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        (self.validate)(obj)
-    }
-
-    fn validate_create(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errors = (self.validate)(obj);
-        errors.extend((self.validate_create)(obj));
-        errors
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errors = (self.validate)(new);
-        errors.extend((self.validate_update)(new, old));
-        errors
-    }
-
-    fn allow_create_on_update(&self) -> bool {
-        self.create_on_update
-    }
-
+impl SelectableFields for ResourceStrategy {
     fn selectable_fields(&self, obj: &Value, fields: &mut BTreeMap<String, String>) {
         (self.fields)(obj, fields)
     }
@@ -284,7 +313,9 @@ impl Strategy for ResourceStrategy {
     fn selectable_field_names(&self) -> &'static [&'static str] {
         self.field_names
     }
+}
 
+impl TableConvertor for ResourceStrategy {
     fn table_columns(&self) -> Vec<TableColumn> {
         (self.columns)()
     }

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use apimachinery::field_errors::{FieldError, Path};
-use apiserver::registry::UpdateSubresource;
+use apiserver::registry::rest::UpdateSubresource;
 use serde_json::Value;
 
 const READ_WRITE: &[&str] = &["get", "patch", "update"];

@@ -15,8 +15,7 @@ use super::super::deletion::{self, DeleteOptions, Graceful};
 use super::super::errors::interpret;
 use super::super::object_meta;
 use super::super::resource::ResourceInfo;
-use super::super::strategy::Strategy;
-use super::{DeleteOutcome, Store};
+use super::{DeleteOutcome, Store, Strategies};
 
 /// Why the deletion update stopped without writing.
 #[derive(Debug, thiserror::Error)]
@@ -40,21 +39,28 @@ enum Marked {
 /// The object as a delete request leaves it (upstream's update function
 /// of `updateForGracefulDeletionAndFinalizers`).
 fn mark(
-    strategy: &dyn Strategy,
+    strategies: &Strategies,
     existing: &Value,
     opts: &DeleteOptions,
 ) -> Result<Value, StorageError> {
     let mut obj = existing.clone();
     let now = Utc::now();
-    let graceful = deletion::before_delete(strategy, &mut obj, opts.grace_period_seconds, now);
+    let graceful = deletion::before_delete(
+        strategies.graceful_delete.as_ref(),
+        &mut obj,
+        opts.grace_period_seconds,
+        now,
+    );
     if graceful == Graceful::Pending {
         return Err(StorageError::callback(Interrupt::AlreadyDeleting));
     }
     let current = deletion::finalizers(&obj);
-    if let Some(wanted) = deletion::gc_finalizers(strategy.gc_policy(), opts, &current) {
+    if let Some(wanted) =
+        deletion::gc_finalizers(strategies.garbage_collection.gc_policy(), opts, &current)
+    {
         object_meta::metadata_mut(&mut obj).insert("finalizers".into(), json!(wanted));
     }
-    let held = strategy.prepare_for_delete(&mut obj);
+    let held = strategies.delete.prepare_for_delete(&mut obj);
     let pending = held || object_meta::has_finalizers(&obj);
     match graceful {
         Graceful::Yes(_) => Ok(obj),
@@ -85,7 +91,7 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
-        if let Some(reason) = self.strategy.undeletable(name) {
+        if let Some(reason) = self.strategies.delete.undeletable(name) {
             let (group, resource) = (&self.info.group, &self.info.resource);
             return Err(ApiError::forbidden(group, resource, name, reason));
         }
@@ -109,7 +115,7 @@ impl Store {
         }
         let mut probe = (*current).clone();
         let graceful = deletion::before_delete(
-            self.strategy.as_ref(),
+            self.strategies.graceful_delete.as_ref(),
             &mut probe,
             opts.grace_period_seconds,
             Utc::now(),
@@ -118,12 +124,12 @@ impl Store {
             return Ok(DeleteOutcome::Pending(current));
         }
         let gc_change = deletion::gc_finalizers(
-            self.strategy.gc_policy(),
+            self.strategies.garbage_collection.gc_policy(),
             opts,
             &deletion::finalizers(&current),
         )
         .is_some();
-        let defers = self.strategy.prepare_for_delete(&mut probe);
+        let defers = self.strategies.delete.prepare_for_delete(&mut probe);
         let mut preconditions = opts.preconditions.clone();
         let mut last = None;
         if matches!(graceful, Graceful::Yes(_))
@@ -154,7 +160,7 @@ impl Store {
             .await
         {
             Ok(deleted) => {
-                self.strategy.release(&deleted);
+                self.strategies.begin_create.release(&deleted);
                 Ok(DeleteOutcome::Deleted(deleted))
             }
             // Deleted by someone else after our update (a graceless
@@ -175,11 +181,11 @@ impl Store {
         current: &Object,
         opts: &DeleteOptions,
     ) -> Result<Marked, ApiError> {
-        let strategy = self.strategy.clone();
+        let strategies = self.strategies.clone();
         let options = Arc::new(opts.clone());
         let update = move |existing: Option<Object>| {
             let result = match existing {
-                Some(obj) => mark(strategy.as_ref(), &obj, &options),
+                Some(obj) => mark(&strategies, &obj, &options),
                 None => Err(StorageError::NotFound { key: String::new() }),
             };
             async move { result }.boxed()
@@ -199,7 +205,7 @@ impl Store {
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
                 if object_meta::has_finalizers(&obj)
-                    || self.strategy.holds_deletion(&obj)
+                    || self.strategies.delete.holds_deletion(&obj)
                     || period > 0
                 {
                     Ok(Marked::Pending(obj))
@@ -244,7 +250,7 @@ impl Store {
         if !object_meta::is_terminating(&obj)
             || graceful
             || object_meta::has_finalizers(&obj)
-            || self.strategy.holds_deletion(&obj)
+            || self.strategies.delete.holds_deletion(&obj)
         {
             return Ok(obj);
         }
@@ -259,7 +265,7 @@ impl Store {
             .await
         {
             Ok(deleted) => {
-                self.strategy.release(&deleted);
+                self.strategies.begin_create.release(&deleted);
                 Ok(deleted)
             }
             Err(StorageError::NotFound { .. } | StorageError::Conflict { .. }) => Ok(obj),

@@ -4,12 +4,13 @@ use serde_json::json;
 
 use super::*;
 use crate::registry::deletion::PropagationPolicy;
-use crate::registry::{DefaultStrategy, GcPolicy, Mutate, ResourceInfo, Target, WriteOptions};
+use crate::registry::rest::{GarbageCollectionDeleteStrategy, GcPolicy, GracefulDeleteStrategy};
+use crate::registry::{Mutate, ResourceInfo, Target, WriteOptions};
 
 /// Pods' graceful deletion: the requested period, else 30; 0 unscheduled.
 struct PodLike;
 
-impl Strategy for PodLike {
+impl GracefulDeleteStrategy for PodLike {
     fn grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
         let scheduled = obj.pointer("/spec/nodeName").is_some();
         Some(if scheduled {
@@ -23,13 +24,13 @@ impl Strategy for PodLike {
 /// A resource whose dependents are orphaned by default.
 struct Orphaning;
 
-impl Strategy for Orphaning {
+impl GarbageCollectionDeleteStrategy for Orphaning {
     fn gc_policy(&self) -> GcPolicy {
         GcPolicy::OrphanDependents
     }
 }
 
-fn store(strategy: Arc<dyn Strategy>) -> Store {
+fn store(strategies: Strategies) -> Store {
     let info = ResourceInfo {
         group: String::new(),
         version: "v1".into(),
@@ -47,7 +48,7 @@ fn store(strategy: Arc<dyn Strategy>) -> Store {
     };
     let kv = Arc::new(storage::testing::MemoryKv::default());
     let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-    Store::new(info, strategy, raw, "/registry")
+    Store::new(info, strategies, raw, "/registry")
 }
 
 async fn create(store: &Store, obj: Value) {
@@ -73,7 +74,10 @@ fn with_grace(seconds: i64) -> DeleteOptions {
 
 #[tokio::test]
 async fn unscheduled_pods_go_at_once_and_scheduled_ones_wait() {
-    let s = store(Arc::new(PodLike));
+    let s = store(Strategies {
+        graceful_delete: Arc::new(PodLike),
+        ..Strategies::default()
+    });
     create(&s, json!({"metadata": {"name": "a", "namespace": "ns"}})).await;
     let out = s.delete(Some("ns"), "a", &Default::default()).await;
     assert!(matches!(out, Ok(DeleteOutcome::Deleted(_))));
@@ -110,7 +114,7 @@ async fn unscheduled_pods_go_at_once_and_scheduled_ones_wait() {
 
 #[tokio::test]
 async fn propagation_policies_set_the_collectors_finalizers() {
-    let s = store(Arc::new(DefaultStrategy));
+    let s = store(Strategies::default());
     create(
         &s,
         json!({"metadata": {"name": "fg", "namespace": "ns", "finalizers": ["x/y"]}}),
@@ -145,7 +149,10 @@ async fn propagation_policies_set_the_collectors_finalizers() {
 
 #[tokio::test]
 async fn default_orphaning_and_removal_of_the_last_finalizer() {
-    let s = store(Arc::new(Orphaning));
+    let s = store(Strategies {
+        garbage_collection: Arc::new(Orphaning),
+        ..Strategies::default()
+    });
     create(&s, json!({"metadata": {"name": "rc", "namespace": "ns"}})).await;
     let Ok(DeleteOutcome::Pending(obj)) = s.delete(Some("ns"), "rc", &Default::default()).await
     else {
@@ -174,7 +181,7 @@ async fn default_orphaning_and_removal_of_the_last_finalizer() {
 
 #[tokio::test]
 async fn preconditions_are_checked_as_upstream_words_them() {
-    let s = store(Arc::new(DefaultStrategy));
+    let s = store(Strategies::default());
     create(&s, json!({"metadata": {"name": "a", "namespace": "ns"}})).await;
     let opts = DeleteOptions {
         preconditions: Some(Preconditions {
@@ -201,7 +208,10 @@ async fn preconditions_are_checked_as_upstream_words_them() {
 
 #[tokio::test]
 async fn dry_run_leaves_the_object() {
-    let s = store(Arc::new(PodLike));
+    let s = store(Strategies {
+        graceful_delete: Arc::new(PodLike),
+        ..Strategies::default()
+    });
     create(
         &s,
         json!({"metadata": {"name": "b", "namespace": "ns"}, "spec": {"nodeName": "n"}}),

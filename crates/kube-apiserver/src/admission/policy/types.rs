@@ -34,7 +34,7 @@ pub struct Types {
 impl Types {
     /// A built-in kind's types (a store's own schema when it has one).
     pub fn builtin(group: &str, version: &str, kind: &str, store: Option<&Arc<Store>>) -> Self {
-        let custom = store.and_then(|s| s.strategy.type_schema());
+        let custom = store.and_then(|s| s.strategies.scheme.type_schema());
         let root = match &custom {
             Some(types) => Some(TypeRef::named(types.1.as_str())),
             None => structured_merge::builtin::root(group, version, kind).map(TypeRef::named),
@@ -72,7 +72,7 @@ impl Types {
     /// Applies the kind's defaults to a mutated object.
     pub fn apply_defaults(&self, object: &mut Value) {
         match &self.defaults {
-            Defaults::Store(store) => store.strategy.apply_defaults(object),
+            Defaults::Store(store) => store.strategies.scheme.apply_defaults(object),
             Defaults::Custom(schema) => schema.apply_defaults(object),
             Defaults::None => {}
         }

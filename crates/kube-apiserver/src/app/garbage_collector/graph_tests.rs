@@ -1,4 +1,4 @@
-use apiserver::registry::{DefaultStrategy, ResourceInfo};
+use apiserver::registry::{ResourceInfo, Strategies};
 use serde_json::json;
 
 use super::*;
@@ -21,12 +21,7 @@ fn store() -> Arc<Store> {
     };
     let kv = Arc::new(storage::testing::MemoryKv::default());
     let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-    Arc::new(Store::new(
-        info,
-        Arc::new(DefaultStrategy),
-        raw,
-        "/registry",
-    ))
+    Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
 }
 
 fn cm(name: &str, uid: &str, owners: &[(&str, bool)]) -> Value {

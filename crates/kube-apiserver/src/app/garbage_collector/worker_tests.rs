@@ -1,4 +1,4 @@
-use apiserver::registry::{DefaultStrategy, ResourceInfo};
+use apiserver::registry::{ResourceInfo, Strategies};
 use apiserver::server::DiscoveryRegistry;
 use serde_json::json;
 
@@ -30,12 +30,7 @@ fn store(
         kv.clone(),
         Arc::new(storage::JsonCodec),
     ));
-    Arc::new(Store::new(
-        info,
-        Arc::new(DefaultStrategy),
-        raw,
-        "/registry",
-    ))
+    Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
 }
 
 struct Fixture {

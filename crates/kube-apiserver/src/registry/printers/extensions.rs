@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{age_cell, count, int, name_cell, string, text, Printer, TableColumn};
 use super::{integer, AGE_COLUMN, NAME_COLUMN};
-use apiserver::registry::table::CREATION_TIMESTAMP_DESCRIPTION;
+use apiserver::registry::rest::table::CREATION_TIMESTAMP_DESCRIPTION;
 
 pub const PRINTERS: &[Printer] = &[
     printer(

@@ -12,7 +12,7 @@ mod workloads;
 
 use serde_json::{json, Value};
 
-pub use apiserver::registry::table::{
+pub use apiserver::registry::rest::table::{
     age_cell, name_cell, RowOrder, TableColumn, AGE_COLUMN, NAME_COLUMN,
 };
 

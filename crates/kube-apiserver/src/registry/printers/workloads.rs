@@ -8,7 +8,7 @@ mod pod;
 
 use std::collections::BTreeSet;
 
-use apiserver::registry::table::human_duration;
+use apiserver::registry::rest::table::human_duration;
 use chrono::{DateTime, FixedOffset, Utc};
 use serde_json::{json, Value};
 

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
-use apiserver::registry::table::TableColumn;
-use apiserver::registry::Strategy;
+use apiserver::registry::rest::{BeginCreate, CreateStrategy, UpdateStrategy};
+use apiserver::registry::Strategies;
 use serde_json::Value;
 
 use super::ResourceStrategy;
@@ -56,13 +56,36 @@ pub struct ServiceStrategy {
     pub allocator: Arc<ServiceAllocator>,
 }
 
-impl Strategy for ServiceStrategy {
-    fn apply_defaults(&self, obj: &mut Value) {
-        self.base.apply_defaults(obj)
+impl ServiceStrategy {
+    /// The store's strategies: create, update and the address reservation
+    /// are the Service's own, the rest `base`'s; a delete answers with the
+    /// Service (upstream's `ReturnDeletedObject`).
+    pub fn into_strategies(self) -> Strategies {
+        let base = self.base.clone().into_strategies();
+        let s = Arc::new(self);
+        Strategies {
+            create: s.clone(),
+            begin_create: s.clone(),
+            update: s,
+            return_deleted_object: true,
+            ..base
+        }
     }
+}
+
+impl CreateStrategy for ServiceStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         self.base.prepare_for_create(obj)
     }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.base.validate(obj)
+    }
+    fn name_validator(&self) -> NameValidator {
+        apimachinery::validation::name_is_dns1035_label
+    }
+}
+
+impl UpdateStrategy for ServiceStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         self.base.prepare_for_update(new, old);
         // Allocated addresses stay with the Service unless the user sets them.
@@ -74,15 +97,12 @@ impl Strategy for ServiceStrategy {
             }
         }
     }
-    fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        self.base.validate(obj)
-    }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         self.base.validate_update(new, old)
     }
-    fn name_validator(&self) -> NameValidator {
-        apimachinery::validation::name_is_dns1035_label
-    }
+}
+
+impl BeginCreate for ServiceStrategy {
     fn before_create(&self, svc: &mut Value) -> Result<bool, Vec<FieldError>> {
         let service_type = svc
             .pointer("/spec/type")
@@ -104,14 +124,5 @@ impl Strategy for ServiceStrategy {
     }
     fn release(&self, svc: &Value) {
         self.allocator.release(svc)
-    }
-    fn returns_deleted_object(&self) -> bool {
-        true
-    }
-    fn table_columns(&self) -> Vec<TableColumn> {
-        self.base.table_columns()
-    }
-    fn table_row(&self, obj: &Value) -> Vec<Value> {
-        self.base.table_row(obj)
     }
 }

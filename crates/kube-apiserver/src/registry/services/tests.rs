@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use apiserver::registry::Strategy;
+use apiserver::registry::rest::BeginCreate;
 use serde_json::{json, Value};
 
 use super::pool::IpRange;

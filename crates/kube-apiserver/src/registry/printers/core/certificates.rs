@@ -1,7 +1,7 @@
 //! certificates.k8s.io printers: CertificateSigningRequest and
 //! ClusterTrustBundle.
 
-use apiserver::registry::table::human_duration;
+use apiserver::registry::rest::table::human_duration;
 use chrono::TimeDelta;
 use serde_json::{json, Value};
 

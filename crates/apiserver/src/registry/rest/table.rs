@@ -1,5 +1,8 @@
 //! Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`):
-//! the server-side printing `kubectl get` asks for.
+//! the server-side printing `kubectl get` asks for. A resource prints
+//! through its [`TableConvertor`] (upstream's `rest.TableConvertor`,
+//! `registry/rest/table.go`), by default upstream's default table of name
+//! and creation time.
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -171,6 +174,34 @@ impl IncludeObject {
                 "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
             })),
         }
+    }
+}
+
+pub trait TableConvertor: Send + Sync + 'static {
+    /// Columns of `kubectl get` (Table output). The default is upstream's
+    /// default table: name and creation time.
+    fn table_columns(&self) -> Vec<TableColumn> {
+        default_columns()
+    }
+
+    /// The Table's column definitions; by default `table_columns` as JSON.
+    /// Strategies whose columns are only known at run time answer here.
+    fn table_column_definitions(&self) -> Vec<Value> {
+        self.table_columns()
+            .iter()
+            .map(TableColumn::to_json)
+            .collect()
+    }
+
+    /// One row's cells for `table_columns`.
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        default_row(obj)
+    }
+
+    /// How a list's Table rows are ordered; `None` (most kinds) keeps the
+    /// list's order (upstream sorts FlowSchemas by matching precedence).
+    fn table_order(&self) -> Option<RowOrder> {
+        None
     }
 }
 
