@@ -3,6 +3,7 @@
 //! discovery, and serving.
 
 pub mod admission;
+pub mod apis;
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
@@ -10,6 +11,8 @@ pub mod endpoints;
 pub mod filters;
 pub mod flowcontrol;
 pub mod metrics;
+pub mod plugin;
 pub mod registry;
 pub mod server;
 pub mod serving;
+pub mod util;

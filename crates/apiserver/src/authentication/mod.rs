@@ -10,6 +10,7 @@
 //! certificate) makes the request unauthenticated, never anonymous.
 
 pub mod cache;
+pub mod cel;
 pub mod request_header;
 pub mod token_file;
 pub mod user;

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
+use apiserver::util::webhook::Endpoint;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::config::ConfigError;
-use crate::authenticator::kubeconfig::Endpoint;
 use apimachinery::go_duration::GoDuration;
 
 const PLUGIN: &str = "ImagePolicyWebhook";

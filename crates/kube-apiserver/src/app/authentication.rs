@@ -9,24 +9,28 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::apis::apiserver::authentication::{
+    self as authn_config, AuthenticationConfig, ConfigError,
+};
+use apiserver::authentication::cel::{ClaimMapper, ClaimRule, Mapping};
 use apiserver::authentication::request_header::RequestHeader;
 use apiserver::authentication::token_file::{TokenFile, TokenFileError};
 use apiserver::authentication::x509::{ClientCa, ClientCaError};
 use apiserver::authentication::Authentication;
+use apiserver::plugin::pkg::authenticator::token::oidc::OidcConfig;
+use apiserver::plugin::pkg::authenticator::token::webhook::{
+    WebhookConfigError, WebhookTokenAuthenticator,
+};
 use apiserver::server::GenericApiServer;
 
 use super::runtime_config::ApiEnablement;
-use crate::authenticator::authn_config::{self, AuthenticationConfig, ConfigError};
 use crate::authenticator::bootstrap::BootstrapTokens;
-use crate::authenticator::claims::{ClaimMapper, ClaimRule, Mapping};
 use crate::authenticator::jwt_reload::{ConfigWatch, JwtAuthenticators};
-use crate::authenticator::keys::{self, KeyError, PublicKey};
-use crate::authenticator::legacy;
-use crate::authenticator::oidc::OidcConfig;
+use crate::authenticator::serviceaccount::getter::{ObjectStores, Objects};
+use crate::authenticator::serviceaccount::keys::{self, KeyError, PublicKey};
+use crate::authenticator::serviceaccount::{legacy, openid};
 use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator, TokenKind};
 use crate::authenticator::token_request::TokenRequests;
-use crate::authenticator::webhook::{WebhookConfigError, WebhookTokenAuthenticator};
-use crate::authenticator::{openid, ObjectStores, Objects};
 use crate::options::CompletedOptions;
 
 /// The issuer kube-apiserver uses when `--service-account-issuer` is not

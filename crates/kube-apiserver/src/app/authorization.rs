@@ -11,20 +11,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::apis::apiserver::authorization::{AuthorizerEntry, ConfigFileError, Connection};
 use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
 use apiserver::metrics::Metrics;
+use apiserver::plugin::pkg::authorizer::webhook::{
+    FailurePolicy, WebhookAuthorizer, WebhookSettings,
+};
 use apiserver::registry::Store;
 use apiserver::server::GenericApiServer;
+use apiserver::util::webhook::Endpoint;
 use async_trait::async_trait;
 use serde_json::Value;
 use storage::{GetOptions, ListOptions, ReadVersion};
 
-use crate::authenticator::kubeconfig::Endpoint;
-use crate::authorization::config::{AuthorizerEntry, ConfigFileError, Connection};
 use crate::authorization::node::{self, NodeAuthorizer};
 use crate::authorization::node_graph::{Graph, Kind, Objects};
-use crate::authorization::webhook::{FailurePolicy, WebhookAuthorizer, WebhookSettings};
 use crate::options::CompletedOptions;
 
 /// The call timeout of the `--authorization-webhook-*` webhook.

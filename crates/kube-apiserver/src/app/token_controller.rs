@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use storage::{ListOptions, Preconditions, WatchEvent, WatchOptions};
 
 use super::authentication::AuthenticationSetup;
-use crate::authenticator::serviceaccount::TokenGenerator;
-use crate::authenticator::{legacy, str_at};
+use crate::authenticator::serviceaccount::getter::str_at;
+use crate::authenticator::serviceaccount::{legacy, TokenGenerator};
 
 const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";

@@ -16,7 +16,7 @@ use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{Kind, Objects};
+use super::serviceaccount::getter::{Kind, Objects};
 
 const NAMESPACE: &str = "kube-system";
 const SECRET_PREFIX: &str = "bootstrap-token-";

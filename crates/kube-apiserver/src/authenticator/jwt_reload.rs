@@ -8,11 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use apiserver::apis::apiserver::authentication::{self as authn_config, AnonymousConfig};
 use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
+use apiserver::plugin::pkg::authenticator::token::oidc::{OidcAuthenticator, OidcConfig};
 use async_trait::async_trait;
-
-use super::authn_config::{self, AnonymousConfig};
-use super::oidc::{OidcAuthenticator, OidcConfig};
 
 /// How often the file is read again.
 pub const RELOAD_PERIOD: Duration = Duration::from_secs(60);

@@ -1,95 +1,12 @@
-//! kube-apiserver's own token authenticators and what they read (upstream's
-//! `pkg/serviceaccount` and `plugin/pkg/auth/authenticator/token/bootstrap`):
-//! service-account JWTs (bound and legacy) and their keys, bootstrap
-//! tokens, JWT authenticators (`--oidc-*` flags or `--authentication-config`
-//! with CEL claim mappings), the token webhook, TokenRequest, the service-account issuer discovery documents,
-//! and the object lookups they share.
+//! kube-apiserver's own token authenticators (upstream's
+//! `pkg/kubeapiserver/authenticator`, `pkg/serviceaccount` and
+//! `plugin/pkg/auth/authenticator/token/bootstrap`): service-account JWTs
+//! (bound and legacy), their keys and issuer discovery documents,
+//! bootstrap tokens, TokenRequest, and the reloading of the JWT
+//! authenticators of `--authentication-config`. The generic ones (OIDC,
+//! the token webhook, the configuration file) are in `apiserver`.
 
-pub mod authn_config;
 pub mod bootstrap;
-pub mod claims;
-pub mod https;
 pub mod jwt_reload;
-pub mod keys;
-pub mod kubeconfig;
-pub mod legacy;
-pub mod oidc;
-pub mod openid;
 pub mod serviceaccount;
 pub mod token_request;
-pub mod webhook;
-
-use std::sync::{Arc, OnceLock};
-
-use apimachinery::status::ApiError;
-use apiserver::registry::Store;
-use serde_json::Value;
-use storage::{GetOptions, ReadVersion};
-
-/// The kinds of object authentication looks up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    ServiceAccount,
-    Secret,
-    Pod,
-    Node,
-}
-
-/// The stores lookups read, bound once the server's stores exist.
-pub struct ObjectStores {
-    pub service_accounts: Arc<Store>,
-    pub secrets: Arc<Store>,
-    pub pods: Arc<Store>,
-    pub nodes: Arc<Store>,
-}
-
-/// Object lookups for authenticators and TokenRequest; until the stores
-/// are bound every lookup fails.
-#[derive(Default)]
-pub struct Objects {
-    stores: OnceLock<ObjectStores>,
-}
-
-impl Objects {
-    /// Binds the stores; only the first binding counts.
-    pub fn bind(&self, stores: ObjectStores) {
-        // A second binding would be the same stores: ignore it.
-        let _ = self.stores.set(stores);
-    }
-
-    /// The store of `kind`, once bound (for the writes authentication
-    /// makes, such as a legacy token's last-used label).
-    pub fn store(&self, kind: Kind) -> Option<&Arc<Store>> {
-        let stores = self.stores.get()?;
-        Some(match kind {
-            Kind::ServiceAccount => &stores.service_accounts,
-            Kind::Secret => &stores.secrets,
-            Kind::Pod => &stores.pods,
-            Kind::Node => &stores.nodes,
-        })
-    }
-
-    /// The object, or a NotFound error naming it like upstream.
-    pub async fn get(
-        &self,
-        kind: Kind,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<Value>, ApiError> {
-        let store = self
-            .store(kind)
-            .ok_or_else(|| ApiError::internal_error("object stores are not ready"))?;
-        let namespace = (kind != Kind::Node).then_some(namespace);
-        // Like upstream's informer-backed getters, a cached state will do.
-        let opts = GetOptions {
-            version: ReadVersion::Any,
-            ..GetOptions::default()
-        };
-        store.get(namespace, name, opts).await
-    }
-}
-
-/// A string field of an object ("" when absent).
-pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}

@@ -17,8 +17,8 @@ use apiserver::registry::ResourceInfo;
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde_json::{json, Value};
 
+use super::serviceaccount::getter::{str_at, Kind, Objects};
 use super::serviceaccount::{self, Claims, KubernetesClaim, Ref, TokenGenerator};
-use super::{str_at, Kind, Objects};
 
 const GROUP: &str = "authentication.k8s.io";
 const KIND: &str = "TokenRequest";

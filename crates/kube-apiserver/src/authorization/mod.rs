@@ -1,11 +1,10 @@
 //! kube-apiserver's own authorization modes (upstream's
-//! `plugin/pkg/auth/authorizer` and the authorization webhook): the Node
-//! authorizer with its relationship checks, RBAC's bootstrap policy (with
-//! the nodes' static rules), the SubjectAccessReview webhook, and the
-//! `--authorization-config` file.
+//! `plugin/pkg/auth/authorizer`): the Node authorizer with its
+//! relationship checks, and RBAC's bootstrap policy (with the nodes'
+//! static rules). The webhook authorizer and the `--authorization-config`
+//! file are in `apiserver` (`plugin::pkg::authorizer::webhook`,
+//! `apis::apiserver::authorization`).
 
-pub mod config;
 pub mod node;
 pub mod node_graph;
 pub mod rbac;
-pub mod webhook;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use apiserver::apis::apiserver::authorization::{self as config, AuthorizerEntry, ConfigFileError};
 use apiserver::authentication::user::UserInfo;
 use apiserver::authorization;
 use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
@@ -21,7 +22,6 @@ use apiserver::metrics::Metrics;
 use async_trait::async_trait;
 
 use super::{entry_mode, AuthorizationError, Shared};
-use crate::authorization::config::{self, AuthorizerEntry, ConfigFileError};
 use crate::authorization::node::NodeAuthorizer;
 
 /// The name the chain is configured under.

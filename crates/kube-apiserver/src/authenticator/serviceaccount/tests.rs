@@ -7,9 +7,9 @@ use apiserver::registry::WriteOptions;
 use serde_json::json;
 use storage_embedded::EmbeddedKv;
 
+use super::getter::ObjectStores;
 use super::*;
 use crate::authenticator::token_request::TokenRequests;
-use crate::authenticator::{keys, ObjectStores};
 use crate::controlplane::builtin;
 use crate::controlplane::StorageFactory;
 use crate::options::PortRange;

@@ -1,4 +1,5 @@
-//! JWT authenticators (upstream's OIDC token authenticator), configured by
+//! JWT authenticators (upstream's
+//! `k8s.io/apiserver/plugin/pkg/authenticator/token/oidc`), configured by
 //! the `--oidc-*` flags or by `--authentication-config`: tokens of the
 //! issuer for one of its audiences, signed by a key of the issuer's JWKS
 //! (found through its discovery document — at the issuer or at
@@ -8,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
+use crate::authentication::cel::ClaimMapper;
+use crate::authentication::{AuthError, TokenAuthenticator, TokenResponse};
+use crate::util::webhook::https::{self, Url};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -17,9 +20,6 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use tokio::sync::Mutex;
-
-use super::claims::ClaimMapper;
-use super::https::{self, Url};
 
 /// How long one fetch of the provider's documents may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -250,7 +250,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::authenticator::claims::Mapping;
+    use crate::authentication::cel::Mapping;
 
     fn authenticator() -> OidcAuthenticator {
         OidcAuthenticator::new(OidcConfig {

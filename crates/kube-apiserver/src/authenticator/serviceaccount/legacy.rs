@@ -22,8 +22,8 @@ use chrono::{Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::serviceaccount::{self, Claims};
-use super::{str_at, Kind, Objects};
+use super::getter::{str_at, Kind, Objects};
+use super::Claims;
 
 /// The issuer of legacy tokens.
 pub const ISSUER: &str = "kubernetes/serviceaccount";
@@ -75,7 +75,7 @@ pub fn claims(sa: &Value, secret_name: &str) -> Claims {
     let name = str_at(sa, "/metadata/name");
     Claims {
         iss: ISSUER.to_owned(),
-        sub: serviceaccount::username(namespace, name),
+        sub: super::username(namespace, name),
         legacy: LegacyClaims {
             namespace: namespace.to_owned(),
             secret_name: secret_name.to_owned(),
@@ -108,7 +108,7 @@ fn check_claims(claims: &Claims) -> Result<(), AuthError> {
     }
     let subject = claims
         .sub
-        .strip_prefix(serviceaccount::USERNAME_PREFIX)
+        .strip_prefix(super::USERNAME_PREFIX)
         .and_then(|rest| rest.split_once(':'))
         .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'));
     match subject {
@@ -131,9 +131,9 @@ pub async fn validate(
         lookup_objects(objects, token, l).await?;
     }
     Ok(UserInfo {
-        name: serviceaccount::username(&l.namespace, &l.service_account_name),
+        name: super::username(&l.namespace, &l.service_account_name),
         uid: l.service_account_uid.clone(),
-        groups: serviceaccount::groups(&l.namespace),
+        groups: super::groups(&l.namespace),
         ..UserInfo::default()
     })
 }

@@ -1,5 +1,6 @@
 //! `--authentication-config` (upstream's `AuthenticationConfiguration` of
-//! `apiserver.config.k8s.io`): the file is decoded strictly, validated with
+//! `apiserver.config.k8s.io`, `k8s.io/apiserver/pkg/apis/apiserver` types
+//! and validation): the file is decoded strictly, validated with
 //! upstream's field paths and messages, and compiled into JWT
 //! authenticators ([`OidcConfig`]: issuer, discovery, audiences, CA, CEL
 //! claim mappings and rules) and the anonymous settings.
@@ -12,8 +13,8 @@ use apimachinery::validation::is_dns1123_subdomain;
 use kube_cel::{CompileError, Expression};
 use serde::Deserialize;
 
-use super::claims::{ClaimMapper, ClaimRule, Condition, Mapping};
-use super::oidc::OidcConfig;
+use crate::authentication::cel::{ClaimMapper, ClaimRule, Condition, Mapping};
+use crate::plugin::pkg::authenticator::token::oidc::OidcConfig;
 
 const GROUP: &str = "apiserver.config.k8s.io";
 const VERSIONS: &[&str] = &["v1", "v1beta1", "v1alpha1"];
@@ -780,4 +781,5 @@ fn user_rules(rules: &[UserRuleSpec], path: &Path, errors: &mut Vec<FieldError>)
 }
 
 #[cfg(test)]
+#[path = "authentication_tests.rs"]
 mod tests;

@@ -3,7 +3,12 @@
 //! controller, and the JWT authenticator that verifies them — issuer,
 //! signature, audiences, lifetime, then for bound tokens that the service
 //! account and the object the token is bound to still exist with the same
-//! UID, and for legacy tokens the checks of [`super::legacy`].
+//! UID, and for legacy tokens the checks of [`legacy`].
+
+pub mod getter;
+pub mod keys;
+pub mod legacy;
+pub mod openid;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,9 +24,9 @@ use jsonwebtoken::{Header, Validation};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::keys::{PublicKey, SigningKey};
-use super::legacy::{self, LegacyClaims, LEGACY_TOKEN_ANNOTATION};
-use super::{str_at, Kind, Objects};
+use self::getter::{str_at, Kind, Objects};
+use self::keys::{PublicKey, SigningKey};
+use self::legacy::{LegacyClaims, LEGACY_TOKEN_ANNOTATION};
 
 pub const USERNAME_PREFIX: &str = "system:serviceaccount:";
 pub const ALL_SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";

@@ -1,6 +1,6 @@
 //! The webhook authorizer (`--authorization-mode=Webhook` and `type:
 //! Webhook` entries of `--authorization-config`; upstream's
-//! `plugin/pkg/authorizer/webhook`): the request's attributes go to an HTTPS
+//! `k8s.io/apiserver/plugin/pkg/authorizer/webhook`): the request's attributes go to an HTTPS
 //! service as a SubjectAccessReview, whose `allowed`/`denied` answer is the
 //! decision. Answers are cached (allowed and not allowed for their own
 //! TTLs); a failed call gives the failure policy's decision with the error.
@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use apimachinery::fields::{FieldOperator, FieldSelector};
 use apimachinery::labels::{Operator, Selector};
-use apiserver::authentication::user::UserInfo;
-use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
 use async_trait::async_trait;
 use kube_cel::Expression;
 use serde_json::{json, Map, Value};
 
-use crate::authenticator::kubeconfig::Endpoint;
+use crate::authentication::user::UserInfo;
+use crate::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
+use crate::util::webhook::Endpoint;
 
 /// Upstream's bound on the response cache.
 const CACHE_ENTRIES: usize = 8192;

@@ -1,5 +1,6 @@
 //! Webhook token authentication (`--authentication-token-webhook-config-file`,
-//! upstream's webhook token authenticator): a bearer token is sent in a
+//! upstream's
+//! `k8s.io/apiserver/plugin/pkg/authenticator/token/webhook`): a bearer token is sent in a
 //! TokenReview (`--authentication-token-webhook-version`, v1beta1 or v1) to
 //! the HTTPS service a kubeconfig-format file names, and its answer —
 //! authenticated or not — is cached for `--authentication-token-webhook-cache-ttl`.
@@ -7,14 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use apiserver::authentication::cache::TokenCache;
-use apiserver::authentication::user::UserInfo;
-use apiserver::authentication::{AuthError, TokenAuthenticator, TokenResponse};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::kubeconfig::Endpoint;
-pub use super::kubeconfig::KubeconfigError as WebhookConfigError;
+use crate::authentication::cache::TokenCache;
+use crate::authentication::user::UserInfo;
+use crate::authentication::{AuthError, TokenAuthenticator, TokenResponse};
+use crate::util::webhook::Endpoint;
+pub use crate::util::webhook::KubeconfigError as WebhookConfigError;
 
 /// How long one call may take.
 const TIMEOUT: Duration = Duration::from_secs(30);

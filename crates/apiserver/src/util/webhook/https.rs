@@ -1,5 +1,5 @@
-//! One JSON request over HTTPS (HTTP/1.1, rustls), for authenticators that
-//! ask other services: the token webhook and OpenID Connect providers.
+//! One JSON request over HTTPS (HTTP/1.1, rustls), for what asks other
+//! services: kubeconfig-described webhooks and OpenID Connect providers.
 
 use std::sync::Arc;
 

@@ -1,13 +1,14 @@
-//! From a JWT's verified claims to a user (upstream's `jwtAuthenticator`
-//! claim handling in the OIDC plugin): username, groups, UID and extra by
+//! From a JWT's verified claims to a user (upstream's
+//! `k8s.io/apiserver/pkg/authentication/cel` and the `jwtAuthenticator`
+//! claim handling of the OIDC plugin): username, groups, UID and extra by
 //! claim (with prefix) or CEL expression over `claims`, then the claim
 //! validation rules (required claim values or CEL conditions over
 //! `claims`) and the user validation rules (CEL conditions over `user`).
 
 use std::collections::BTreeMap;
 
-use apiserver::authentication::user::{UserInfo, CREDENTIAL_ID_KEY};
-use apiserver::authentication::AuthError;
+use super::user::{UserInfo, CREDENTIAL_ID_KEY};
+use super::AuthError;
 use kube_cel::Expression;
 use serde_json::{json, Value};
 

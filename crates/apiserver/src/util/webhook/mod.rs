@@ -1,9 +1,12 @@
 //! Calling a webhook described by a kubeconfig-format file (upstream's
-//! `webhook.GenericWebhook`): the current context's cluster gives the
-//! HTTPS URL and CA, its user the client certificate or bearer token. The
-//! token authenticator and the authorization webhook both post their
-//! reviews through [`Endpoint::post`], which retries with upstream's
+//! `k8s.io/apiserver/pkg/util/webhook`, `GenericWebhook`): the current
+//! context's cluster gives the HTTPS URL and CA, its user the client
+//! certificate or bearer token. The token authenticator, the authorization
+//! webhook and kube-apiserver's ImagePolicyWebhook admission plugin post
+//! their reviews through [`Endpoint::post`], which retries with upstream's
 //! backoff.
+
+pub mod https;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::https::{self, Url};
+use self::https::Url;
 
 /// Upstream's retry backoff: 500ms growing by half, five attempts.
 const ATTEMPTS: u32 = 5;

@@ -1,9 +1,10 @@
 //! The `--authorization-config` file (`AuthorizationConfiguration` of
-//! `apiserver.config.k8s.io` v1, v1beta1 or v1alpha1): the authorizer chain
+//! `apiserver.config.k8s.io` v1, v1beta1 or v1alpha1; upstream's
+//! `k8s.io/apiserver/pkg/apis/apiserver` types and validation): the authorizer chain
 //! in order, webhooks with their connection, caching, failure policy and
 //! CEL match conditions. Read, defaulted and validated as upstream's
 //! `LoadAndValidateData`, with its field paths in the messages. Reloads
-//! (`app/authorization/reload.rs`) also require the non-webhook types the
+//! (kube-apiserver's `app/authorization/reload.rs`) also require the non-webhook types the
 //! server started with.
 
 use std::collections::BTreeSet;
@@ -16,7 +17,7 @@ use apimachinery::validation::is_dns1123_subdomain;
 use kube_cel::Expression;
 use serde::Deserialize;
 
-use super::webhook::FailurePolicy;
+use crate::plugin::pkg::authorizer::webhook::FailurePolicy;
 use apimachinery::go_duration::GoDuration;
 
 /// Every type upstream knows, sorted as its messages list them.
@@ -512,5 +513,5 @@ fn compile_conditions(
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
+#[path = "authorization_tests.rs"]
 mod tests;

@@ -1,0 +1,4 @@
+//! Upstream's `k8s.io/apiserver/plugin/pkg`.
+
+pub mod authenticator;
+pub mod authorizer;
