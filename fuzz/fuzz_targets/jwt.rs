@@ -1,9 +1,11 @@
 //! JWTs as the service-account and OIDC authenticators read them (in
-//! `kube-apiserver::authenticator`, which uses the `jsonwebtoken` crate):
-//! the header is decoded to pick a key, the unverified payload is read for
-//! its issuer, then the token is verified. Any bearer token yields claims
-//! or an error, never a panic. The authenticators live in the binary crate,
-//! so this target makes the same library calls (with a fixed key, and once
+//! `kube-apiserver::authenticator::serviceaccount` and
+//! `apiserver::plugin::pkg::authenticator::token::oidc`, which use the
+//! `jsonwebtoken` crate): the header is decoded to pick a key, the
+//! unverified payload is read for its issuer, then the token is verified.
+//! Any bearer token yields claims or an error, never a panic. The
+//! authenticators live in big crates, so this target makes the same
+//! library calls (with a fixed key, and once
 //! with signature checks off so the claims decoding is reached) rather
 //! than linking it.
 #![no_main]
