@@ -1,25 +1,12 @@
 //! The command (upstream's `cmd/kube-apiserver/app.NewAPIServerCommand`
 //! and `component-base/cli.Run`): the command line is parsed, completed
 //! and validated (every error reported together, exit 1), logging is set
-//! up, then the server chain is built and run.
+//! up (`component_base::logs`, upstream's `logsapi.ValidateAndApply`),
+//! then the server chain is built and run.
 
 use std::process::ExitCode;
 
 use crate::options::{Options, VersionFlag};
-
-fn init_logging(verbosity: u32) {
-    let level = match verbosity {
-        0..=1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-}
 
 /// Parses `args` (the program name first), then runs the server until it
 /// stops; the exit code is upstream's: 0, or 1 for any error.
@@ -60,7 +47,13 @@ where
         }
         return ExitCode::from(1);
     }
-    init_logging(completed.options.verbosity);
+    let logs = match completed.logging().apply() {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("Error: setting up logging: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -71,12 +64,15 @@ where
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(super::run::run(completed)) {
+    let code = match runtime.block_on(super::run::run(completed)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "server failed");
             eprintln!("Error: {e}");
             ExitCode::from(1)
         }
-    }
+    };
+    // Upstream's `defer logs.FlushLogs()`.
+    logs.flush();
+    code
 }

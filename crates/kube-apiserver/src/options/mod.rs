@@ -30,6 +30,7 @@ mod complete;
 mod feature_gates;
 mod flags;
 mod kubelet;
+mod logs;
 mod sets;
 mod support;
 mod syntax;

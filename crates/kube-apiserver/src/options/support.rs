@@ -132,6 +132,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "runtime-config",
     // Misc.
     "allow-privileged",
+    "enable-logs-handler",
     "kubelet-certificate-authority",
     "kubelet-client-certificate",
     "kubelet-client-key",
@@ -142,7 +143,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "service-cluster-ip-range",
     "service-node-port-range",
     // Logs and global.
+    "log-flush-frequency",
+    "logging-format",
     "v",
+    "vmodule",
     "version",
 ];
 

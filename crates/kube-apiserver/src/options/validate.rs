@@ -75,6 +75,7 @@ impl CompletedOptions {
             errors.extend(range_errors);
         }
         validate_node_port(flags, self.options.service_node_port_range, &mut errors);
+        errors.extend(self.logging_errors());
         if self.options.data_dir.as_os_str().is_empty() {
             errors.push(OptionError::new("data-dir", "must not be empty"));
         }
