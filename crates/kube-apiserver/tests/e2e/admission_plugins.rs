@@ -9,10 +9,7 @@
 use std::process::Output;
 
 use crate::harness::{Backend, TestServer};
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::support::kubectl::stderr;
 
 fn forbidden(out: &Output, message: &str) {
     assert!(!out.status.success(), "kubectl succeeded");

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 fn policy(name: &str, expression: &str, extra: &str) -> String {
     format!(
@@ -48,10 +49,6 @@ fn deployment(s: &TestServer, name: &str, replicas: u32) -> std::process::Output
         "--image=nginx",
         &format!("--replicas={replicas}"),
     ])
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn deny_refuses_and_warn_warns(s: &TestServer) {

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::authentication::https_server;
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
@@ -41,7 +42,8 @@ fn start_webhook() -> (u16, String, Seen) {
     (port, ca, seen)
 }
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n  - name: v2\n    served: true\n    storage: false\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n";
+/// The `v1` schema, and `v2` beside it.
+const SCHEMA: &str = " {type: object, x-kubernetes-preserve-unknown-fields: true}\n  - name: v2\n    served: true\n    storage: false\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n";
 
 fn hook(
     name: &str,
@@ -70,7 +72,7 @@ fn equivalent_versions_reach_webhooks_converted() {
     let s = TestServer::start();
     let (port, ca, seen) = start_webhook();
     let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("widgets", "Widget", "Namespaced", SCHEMA));
     s.ok(&[
         "wait",
         "--for",
@@ -177,7 +179,7 @@ fn version_policy(name: &str, policy: &str) -> String {
 #[test]
 fn validating_policies_see_equivalent_versions_converted() {
     let s = TestServer::start();
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("widgets", "Widget", "Namespaced", SCHEMA));
     s.ok(&[
         "wait",
         "--for",

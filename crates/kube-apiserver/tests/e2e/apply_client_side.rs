@@ -6,6 +6,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::harness::TestServer;
+use crate::support::kubectl::stderr;
 
 const DEPLOYMENT_V1: &str = "
 apiVersion: apps/v1
@@ -90,10 +91,6 @@ fn file(s: &TestServer, name: &str, yaml: &str) -> String {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn jsonpath(s: &TestServer, what: &[&str], path: &str) -> String {

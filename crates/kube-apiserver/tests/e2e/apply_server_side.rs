@@ -3,11 +3,10 @@
 //! --server-side`, `--show-managed-fields`) and raw HTTPS PATCH requests
 //! with `application/apply-patch+yaml` (curl with the admin certificate).
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
 use crate::harness::TestServer;
+use crate::support::http::{request, Answer};
 
 fn write(s: &TestServer, name: &str, text: &str) -> String {
     let path = s.dir.path().join(name);
@@ -193,43 +192,6 @@ fn kubectl_applies_deployments_by_container_name(s: &TestServer) {
         err.contains("with subresource \"scale\" using apps/v1: .spec.replicas"),
         "{err}"
     );
-}
-
-struct Answer {
-    code: u16,
-    body: Value,
-}
-
-fn request(
-    s: &TestServer,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: Option<&str>,
-) -> Answer {
-    let pki = s.dir.path().join("pki");
-    let mut cmd = Command::new("curl");
-    cmd.args(["-sS", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-X", method, "-w", "\n%{http_code}"]);
-    for h in headers {
-        cmd.args(["-H", h]);
-    }
-    if let Some(b) = body {
-        cmd.args(["--data-binary", b]);
-    }
-    cmd.arg(format!("https://127.0.0.1:{}{path}", s.port));
-    let out = cmd.output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    Answer {
-        code: code.trim().parse().unwrap_or(0),
-        body: serde_json::from_str(body).unwrap_or(Value::Null),
-    }
 }
 
 const APPLY: &str = "Content-Type: application/apply-patch+yaml";

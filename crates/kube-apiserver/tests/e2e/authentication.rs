@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::harness::{Backend, Served, TestServer};
+use crate::support::kubectl::stderr;
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
 const BOOTSTRAP_TOKEN: &str = "abcdef.0123456789abcdef";
@@ -38,10 +39,6 @@ fn with_token(server: &TestServer, token: Option<&str>, args: &[&str]) -> Output
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn json_of(out: &Output) -> Value {

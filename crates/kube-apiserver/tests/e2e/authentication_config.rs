@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::authentication::https_server;
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 /// Runs kubectl without client certificate, with a bearer token if given.
 fn as_client(server: &TestServer, token: Option<&str>, args: &[&str]) -> Output {
@@ -24,10 +25,6 @@ fn as_client(server: &TestServer, token: Option<&str>, args: &[&str]) -> Output 
     let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
     all.extend_from_slice(args);
     server.kubectl(&all)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A provider serving its discovery document and one ES256 key; returns

@@ -14,6 +14,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
 const STATIC_TOKEN: &str = "carol-token-0123456789";
@@ -535,10 +536,6 @@ fn token_request_json(server: &TestServer, account: &str, spec: Value) -> Value 
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn token_requests_follow_upstreams_limits(backend: Backend) {
     let server = backend.start_with(&["--service-account-max-token-expiration=2h"]);
     server.ok(&["create", "serviceaccount", "builder", "-n", "default"]);
@@ -605,9 +602,9 @@ fn token_requests_follow_upstreams_limits(backend: Backend) {
         json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": wrong_kind}),
     );
     assert!(
-        stderr_of(&out).contains("cannot bind token to object of type /v1, Kind=ConfigMap"),
+        stderr(&out).contains("cannot bind token to object of type /v1, Kind=ConfigMap"),
         "{}",
-        stderr_of(&out)
+        stderr(&out)
     );
     server.ok(&["create", "secret", "generic", "anchor", "-n", "default"]);
     let err = server.fails(&[
@@ -645,11 +642,11 @@ fn token_requests_follow_upstreams_limits(backend: Backend) {
     let stale = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"uid": "stale"}, "spec": {}});
     let out = token_request(&server, "builder", stale);
     assert!(
-        stderr_of(&out).contains(
+        stderr(&out).contains(
             "the UID in the token request (stale) does not match the UID of the service account"
         ),
         "{}",
-        stderr_of(&out)
+        stderr(&out)
     );
 
     // Kubelet's 3607 s pod tokens live a year and warn after the asked time.

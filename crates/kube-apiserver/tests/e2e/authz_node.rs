@@ -12,10 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::harness::{Backend, TestServer};
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::support::kubectl::stderr;
 
 fn succeeds(out: &Output) -> String {
     assert!(out.status.success(), "kubectl failed: {}", stderr(out));

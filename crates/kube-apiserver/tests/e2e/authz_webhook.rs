@@ -15,6 +15,7 @@ use crate::authentication::https_server;
 use serde_json::{json, Value};
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 /// alice, bob and carol, each with a bearer token.
 fn token_file(dir: &Path) -> PathBuf {
@@ -35,10 +36,6 @@ fn as_user(server: &TestServer, user: &str, args: &[&str]) -> Output {
     let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
     all.extend_from_slice(args);
     server.kubectl(&all)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn assert_ok(out: &Output) {

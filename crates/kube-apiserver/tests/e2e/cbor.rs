@@ -14,27 +14,14 @@ use storage::{Kv, RangeRequest};
 use storage_etcd::testing::EtcdServer;
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
 const GATE: &str = "--feature-gates=CBORServingAndStorage=true";
 const CBOR: &str = "application/cbor";
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+const SCHEMA: &str = r#"
         type: object
         properties:
           spec:
@@ -118,7 +105,7 @@ fn widget(name: &str) -> Vec<u8> {
 }
 
 fn establish(s: &TestServer) {
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("widgets", "Widget", "Namespaced", SCHEMA));
     s.ok(&[
         "wait",
         "--for",

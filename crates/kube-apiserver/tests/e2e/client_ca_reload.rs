@@ -17,40 +17,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness::TestServer;
+use crate::support::pki::{client_cert, new_ca};
 
 const SELF_REVIEW: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
-
-/// A CA of its own: its PEM and an issuer for client certificates.
-fn new_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    let pem = params.self_signed(&key).expect("ca").pem();
-    (pem, rcgen::Issuer::new(params, key))
-}
-
-/// A client certificate for `cn` issued by `issuer`, written into `dir`.
-fn client_cert(
-    dir: &Path,
-    cn: &str,
-    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
-) -> (PathBuf, PathBuf) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, issuer).expect("cert");
-    let paths = (dir.join(format!("{cn}.crt")), dir.join(format!("{cn}.key")));
-    std::fs::write(&paths.0, cert.pem()).expect("write cert");
-    std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
-    paths
-}
 
 /// Status code and body of a SelfSubjectReview made with `cert`.
 fn whoami(serving_ca: &Path, port: u16, (crt, key): &(PathBuf, PathBuf)) -> (u16, Value) {

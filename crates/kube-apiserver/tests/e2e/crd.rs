@@ -11,6 +11,8 @@ use storage::{Kv, RangeRequest};
 use storage_etcd::testing::EtcdServer;
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
+use crate::support::kubectl::stderr;
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -73,10 +75,6 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("timed out waiting for {what}");
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn establish(s: &TestServer) {
@@ -456,24 +454,7 @@ fn custom_resources_on_etcd() {
     assert_eq!(json["apiVersion"], "example.com/v1");
 }
 
-/// A cluster-scoped CRD with a transition rule (`oldSelf`).
-fn cluster_scoped(s: &TestServer) {
-    let applied = s.kubectl_stdin(
-        &["apply", "-f", "-"],
-        r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: planets.example.com}
-spec:
-  group: example.com
-  scope: Cluster
-  names: {plural: planets, singular: planet, kind: Planet, listKind: PlanetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+const PLANET_SCHEMA: &str = r#"
         type: object
         properties:
           spec:
@@ -486,7 +467,13 @@ spec:
                 - rule: self >= oldSelf
                   message: moons are never lost
                   reason: FieldValueForbidden
-"#,
+"#;
+
+/// A cluster-scoped CRD with a transition rule (`oldSelf`).
+fn cluster_scoped(s: &TestServer) {
+    let applied = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &crd("planets", "Planet", "Cluster", PLANET_SCHEMA),
     );
     assert!(applied.status.success(), "{}", stderr(&applied));
     assert!(

@@ -3,22 +3,9 @@
 //! managers by key instead of being owned as a whole.
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+const SCHEMA: &str = r#"
         type: object
         properties:
           spec:
@@ -79,7 +66,7 @@ fn ports(s: &TestServer) -> String {
 #[test]
 fn map_lists_of_custom_resources_merge_by_key() {
     let s = TestServer::start();
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("gadgets", "Gadget", "Namespaced", SCHEMA));
     s.ok(&[
         "wait",
         "--for",

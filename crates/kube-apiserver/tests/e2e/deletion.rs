@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
 fn jsonpath(s: &TestServer, what: &[&str], path: &str) -> String {
     let expr = format!("jsonpath={path}");
@@ -342,24 +343,11 @@ fn orphan_deletion_keeps_dependents(s: &TestServer) {
     assert_eq!(refs, "", "the reference to the orphaning owner is removed");
 }
 
-const CRD: &str = "
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+const SCHEMA: &str = " {type: object, x-kubernetes-preserve-unknown-fields: true}
 ";
 
 fn custom_resources_own_and_are_owned(s: &TestServer) {
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("widgets", "Widget", "Namespaced", SCHEMA));
     s.ok(&[
         "wait",
         "--for=condition=Established",

@@ -1,48 +1,8 @@
 //! Every error class over raw HTTPS (curl with the admin certificate):
 //! status code, Status reason and message as upstream.
 
-use std::process::Command;
-
 use crate::harness::TestServer;
-
-pub(crate) struct Answer {
-    pub(crate) code: u16,
-    pub(crate) body: serde_json::Value,
-}
-
-/// One request with the admin certificate; the answer's JSON body (null
-/// when it is not one JSON document).
-pub(crate) fn request(
-    s: &TestServer,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: Option<&str>,
-) -> Answer {
-    let pki = s.dir.path().join("pki");
-    let mut cmd = Command::new("curl");
-    cmd.args(["-sS", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-X", method, "-w", "\n%{http_code}"]);
-    for h in headers {
-        cmd.args(["-H", h]);
-    }
-    if let Some(b) = body {
-        cmd.args(["--data-binary", b]);
-    }
-    cmd.arg(format!("https://127.0.0.1:{}{path}", s.port));
-    let out = cmd.output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    Answer {
-        code: code.trim().parse().unwrap_or(0),
-        body: serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    }
-}
+use crate::support::http::{request, Answer};
 
 pub(crate) fn assert_status(a: &Answer, code: u16, reason: &str, message: &str) {
     assert_eq!(a.code, code, "{}", a.body);

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 const RBAC: &[&str] = &["--authorization-mode=Node,RBAC"];
 const BOT: &str = "--as=system:serviceaccount:team:bot";
@@ -28,10 +29,6 @@ fn versioned_kubectl(minor: u32) -> Option<String> {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `kubectl auth can-i …`: its printed answer and exit code.

@@ -73,6 +73,7 @@ mod service_accounts;
 mod service_allocation;
 mod spec_validation;
 mod storage_encoding;
+mod support;
 mod tls_client_ca_reload;
 mod token_request_limits;
 mod trailing_slash;

@@ -5,6 +5,7 @@
 //! are refused with upstream's field errors.
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
 /// A policy for `resources` in `group` with one mutation.
 fn policy(name: &str, group: &str, resources: &str, mutation: &str, extra: &str) -> String {
@@ -197,20 +198,7 @@ spec:
 }
 
 /// Custom resources with a list keyed by name (and an atomic one).
-const WIDGET_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+const WIDGET_SCHEMA: &str = r#"
         type: object
         properties:
           spec:
@@ -230,7 +218,7 @@ spec:
 "#;
 
 fn custom_resources_merge_by_their_schema(s: &TestServer) {
-    s.apply_yaml(WIDGET_CRD);
+    s.apply_yaml(&crd("widgets", "Widget", "Namespaced", WIDGET_SCHEMA));
     s.ok(&[
         "wait",
         "--for",

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::harness::TestServer;
+use crate::support::crds::crd;
 
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
@@ -160,19 +161,7 @@ fn kubectl_1_27_and_1_28_apply_and_create_with_validation() {
     }
 }
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
+const SCHEMA: &str = "
         type: object
         properties:
           spec:
@@ -186,7 +175,7 @@ fn custom_resources_appear_with_their_schemas() {
     let s = TestServer::start();
     let (_, headers, _) = get(&s, "/openapi/v2", &[]);
     let before = header(&headers, "etag").map(str::to_owned);
-    s.apply_yaml(CRD);
+    s.apply_yaml(&crd("gadgets", "Gadget", "Namespaced", SCHEMA));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let doc = loop {
         let (_, headers, body) = get(

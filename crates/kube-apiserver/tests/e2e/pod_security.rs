@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::warnings_of;
 
 const BASELINE_PRIVILEGED: &str = "violates PodSecurity \"baseline:latest\": privileged";
 
@@ -22,18 +23,8 @@ seccompProfile (pod or container \"{c}\" must set securityContext.seccompProfile
     )
 }
 
-fn stderr_of(s: &TestServer, args: &[&str]) -> String {
-    let out = s.kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn label(s: &TestServer, ns: &str, label: &str) -> String {
-    stderr_of(s, &["label", "ns", ns, label, "--overwrite"])
+    warnings_of(s, &["label", "ns", ns, label, "--overwrite"])
 }
 
 /// Privileged pods need `--allow-privileged` to reach admission.
@@ -59,7 +50,7 @@ fn enforce_refuses_violating_pods_and_invalid_labels(backend: Backend) {
     );
     s.fails(&["get", "pod", "priv", "-n", "psa-b"]);
     // A pod within the level is created, without warnings.
-    let warnings = stderr_of(s, &["run", "plain", "-n", "psa-b", "--image=nginx"]);
+    let warnings = warnings_of(s, &["run", "plain", "-n", "psa-b", "--image=nginx"]);
     assert!(!warnings.contains("Warning"), "{warnings}");
     // Labels with unknown levels or versions are refused.
     let err = s.fails(&[
@@ -92,7 +83,7 @@ fn enforce_refuses_violating_pods_and_invalid_labels(backend: Backend) {
 fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-w"]);
     label(s, "psa-w", "pod-security.kubernetes.io/warn=restricted");
-    let warnings = stderr_of(s, &["run", "web", "-n", "psa-w", "--image=nginx"]);
+    let warnings = warnings_of(s, &["run", "web", "-n", "psa-w", "--image=nginx"]);
     assert!(
         warnings.contains(&format!(
             "Warning: would violate PodSecurity \"restricted:latest\": {}",
@@ -102,11 +93,11 @@ fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates(s: &TestServ
     );
     s.ok(&["get", "pod", "web", "-n", "psa-w"]);
     // Updates that do not change images are not evaluated again.
-    let warnings = stderr_of(s, &["label", "pod", "web", "-n", "psa-w", "tier=front"]);
+    let warnings = warnings_of(s, &["label", "pod", "web", "-n", "psa-w", "tier=front"]);
     assert!(!warnings.contains("PodSecurity"), "{warnings}");
     // A pinned older version evaluates that version's checks.
     label(s, "psa-w", "pod-security.kubernetes.io/warn-version=v1.21");
-    let warnings = stderr_of(s, &["run", "old", "-n", "psa-w", "--image=nginx"]);
+    let warnings = warnings_of(s, &["run", "old", "-n", "psa-w", "--image=nginx"]);
     assert!(
         warnings.contains(
             "would violate PodSecurity \"restricted:v1.21\": allowPrivilegeEscalation != false"
@@ -122,7 +113,7 @@ fn warn_prints_upstreams_warnings_and_ignores_insignificant_updates(s: &TestServ
 fn workloads_in_an_enforcing_namespace_are_created_with_warnings(s: &TestServer) {
     s.ok(&["create", "namespace", "psa-r"]);
     label(s, "psa-r", "pod-security.kubernetes.io/enforce=restricted");
-    let warnings = stderr_of(
+    let warnings = warnings_of(
         s,
         &[
             "create",
@@ -141,7 +132,7 @@ fn workloads_in_an_enforcing_namespace_are_created_with_warnings(s: &TestServer)
         "{warnings}"
     );
     s.ok(&["get", "deployment", "web", "-n", "psa-r"]);
-    let warnings = stderr_of(
+    let warnings = warnings_of(
         s,
         &[
             "create",

@@ -5,12 +5,11 @@
 //! certificates kinds, as real kubectl prints them, plus the raw Table's
 //! column definitions.
 
-use std::process::Command;
-
 use base64::Engine;
 use serde_json::Value;
 
 use crate::harness::TestServer;
+use crate::support::tables::table_body;
 
 /// The cells of `row` cut at the column starts of `header` (kubectl pads
 /// every column to a common start, so an empty cell stays in place).
@@ -65,20 +64,9 @@ fn words(cells: &[&str]) -> Vec<String> {
 
 /// A raw Table GET of `path`, as kubectl asks for it.
 fn table(s: &TestServer, path: &str) -> Value {
-    let pki = s.dir.path().join("pki");
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl runs");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    let body = table_body(s, path);
+    serde_json::from_slice(&body).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&body));
     })
 }
 

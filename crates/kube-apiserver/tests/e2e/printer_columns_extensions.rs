@@ -4,13 +4,13 @@
 //! share the core Event printer) — what real kubectl prints, and the raw
 //! Table's column definitions.
 
-use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::harness::TestServer;
+use crate::support::tables::{raw_table, table};
 
 const FLOWCONTROL: &str = r#"
 apiVersion: flowcontrol.apiserver.k8s.io/v1
@@ -200,28 +200,6 @@ note: "  scaled up  "
 regarding: {kind: Deployment, namespace: default, name: web}
 "#;
 
-/// The cells of one printed line: kubectl pads columns with at least three
-/// spaces, while cells themselves hold at most single spaces.
-fn cells(line: &str) -> Vec<String> {
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Header and the one row of `kubectl get <args>`, split into cells.
-fn table(s: &TestServer, args: &[&str]) -> (Vec<String>, Vec<String>) {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    let out = s.ok(&all);
-    let mut lines = out.lines();
-    let header = cells(lines.next().unwrap_or(""));
-    let row = cells(lines.next().unwrap_or(""));
-    assert_eq!(lines.next(), None, "one row expected:\n{out}");
-    (header, row)
-}
-
 /// Whether a cell is a short age such as `3s` or `1m5s`.
 fn is_age(cell: &str) -> bool {
     cell.ends_with('s')
@@ -245,23 +223,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         sleep(Duration::from_millis(200));
     }
-}
-
-/// The Table the server answers for `path` (curl with the admin cert).
-fn raw_table(s: &TestServer, path: &str) -> Value {
-    let pki = s.dir.path().join("pki");
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 /// `(name, type, format, priority)` of each column definition.

@@ -4,11 +4,8 @@
 //! Services: what real kubectl prints, plus the raw Table's column
 //! definitions.
 
-use std::process::Command;
-
-use serde_json::Value;
-
 use crate::harness::TestServer;
+use crate::support::tables::{assert_row_then_age, raw_table, table};
 
 const OBJECTS: &str = r#"
 apiVersion: discovery.k8s.io/v1
@@ -137,39 +134,6 @@ spec:
   - {port: 9000}
 "#;
 
-/// The cells of one printed line: kubectl pads columns with at least three
-/// spaces, while cells themselves hold at most single spaces.
-fn cells(line: &str) -> Vec<String> {
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Header and the one row of `kubectl get <args>`, split into cells.
-fn table(s: &TestServer, args: &[&str]) -> (Vec<String>, Vec<String>) {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    let out = s.ok(&all);
-    let mut lines = out.lines();
-    let header = cells(lines.next().unwrap_or(""));
-    let row = cells(lines.next().unwrap_or(""));
-    assert_eq!(lines.next(), None, "one row expected:\n{out}");
-    (header, row)
-}
-
-/// Checks a printed row: every cell but the last equals `want`, and the
-/// last is an age such as `3s`.
-fn assert_row_then_age(row: &[String], want: &[&str]) {
-    let (age, rest) = row.split_last().unwrap_or_else(|| panic!("empty row"));
-    assert_eq!(rest, want, "row {row:?}");
-    assert!(
-        age.ends_with('s') && age[..age.len() - 1].parse::<u32>().is_ok(),
-        "age cell {age:?} in {row:?}"
-    );
-}
-
 fn patch_status(s: &TestServer, kind: &str, name: &str, status: &str) {
     s.ok(&[
         "patch",
@@ -180,23 +144,6 @@ fn patch_status(s: &TestServer, kind: &str, name: &str, status: &str) {
         "-p",
         status,
     ]);
-}
-
-/// The Table the server answers for `path` (curl with the admin cert).
-fn raw_table(s: &TestServer, path: &str) -> Value {
-    let pki = s.dir.path().join("pki");
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 #[test]

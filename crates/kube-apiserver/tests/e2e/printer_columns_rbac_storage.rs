@@ -4,11 +4,10 @@
 //! ClusterRoles keep the default NAME / CREATED AT table), plus raw Table
 //! column definitions and the empty cells kubectl leaves blank.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::harness::TestServer;
+use crate::support::tables::{assert_row_then_age, is_age, raw_table, table};
 
 const RBAC: &str = r#"
 apiVersion: rbac.authorization.k8s.io/v1
@@ -111,59 +110,6 @@ spec:
   resources: {requests: {storage: 1Gi}}
   storageClassName: slow
 "#;
-
-/// The cells of one printed line: kubectl pads columns with at least three
-/// spaces, while cells themselves hold at most single spaces.
-fn cells(line: &str) -> Vec<String> {
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Header and the one row of `kubectl get <args>`, split into cells.
-fn table(s: &TestServer, args: &[&str]) -> (Vec<String>, Vec<String>) {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    let out = s.ok(&all);
-    let mut lines = out.lines();
-    let header = cells(lines.next().unwrap_or(""));
-    let row = cells(lines.next().unwrap_or(""));
-    assert_eq!(lines.next(), None, "one row expected:\n{out}");
-    (header, row)
-}
-
-/// Whether a printed cell is an age such as `3s`.
-fn is_age(cell: &str) -> bool {
-    cell.strip_suffix('s')
-        .is_some_and(|n| n.parse::<u32>().is_ok())
-}
-
-/// Checks a printed row: every cell but the last equals `want`, and the
-/// last is an age.
-fn assert_row_then_age(row: &[String], want: &[&str]) {
-    let (age, rest) = row.split_last().unwrap_or_else(|| panic!("empty row"));
-    assert_eq!(rest, want, "row {row:?}");
-    assert!(is_age(age), "age cell {age:?} in {row:?}");
-}
-
-/// The Table the server answers for `path` (curl with the admin cert).
-fn raw_table(s: &TestServer, path: &str) -> Value {
-    let pki = s.dir.path().join("pki");
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
 
 /// (name, type, format, priority) of each column definition.
 fn definitions(table: &Value) -> Vec<(String, String, String, u64)> {

@@ -5,12 +5,11 @@
 //! workloads — what real kubectl prints, plus the raw Table's column
 //! definitions.
 
-use std::process::Command;
-
 use chrono::{SecondsFormat, TimeDelta, Utc};
 use serde_json::{json, Value};
 
 use crate::harness::TestServer;
+use crate::support::tables::{is_age, raw_table, table};
 
 /// An RFC 3339 timestamp `minutes` ago: ages of 10 minutes to 3 hours print
 /// as whole minutes, so cells stay stable while the test runs.
@@ -18,39 +17,11 @@ fn minutes_ago(minutes: i64) -> String {
     (Utc::now() - TimeDelta::minutes(minutes)).to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// The cells of one printed line: kubectl pads columns with at least three
-/// spaces, while cells themselves hold at most single spaces.
-fn cells(line: &str) -> Vec<String> {
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Header and the one row of `kubectl get <args>`, split into cells.
-fn table(s: &TestServer, args: &[&str]) -> (Vec<String>, Vec<String>) {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    let out = s.ok(&all);
-    let mut lines = out.lines();
-    let header = cells(lines.next().unwrap_or(""));
-    let row = cells(lines.next().unwrap_or(""));
-    assert_eq!(lines.next(), None, "one row expected:\n{out}");
-    (header, row)
-}
-
-/// A fresh object's age: a few seconds.
-fn is_fresh_age(cell: &str) -> bool {
-    cell.strip_suffix('s')
-        .is_some_and(|n| n.parse::<u32>().is_ok())
-}
-
 /// Checks a printed row with the fresh age at `age` and the other cells
 /// equal to `want` (in order, the age left out).
 fn assert_row(row: &[String], age: usize, want: &[&str]) {
     assert!(
-        row.get(age).is_some_and(|a| is_fresh_age(a)),
+        row.get(age).is_some_and(|a| is_age(a)),
         "age cell {age} in {row:?}"
     );
     let rest: Vec<&str> = row
@@ -72,23 +43,6 @@ fn patch_status(s: &TestServer, kind: &str, name: &str, status: &Value) {
         "-p",
         &json!({ "status": status }).to_string(),
     ]);
-}
-
-/// The Table the server answers for `path` (curl with the admin cert).
-fn raw_table(s: &TestServer, path: &str) -> Value {
-    let pki = s.dir.path().join("pki");
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "--cacert"])
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(["-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io"])
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl runs");
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
 
 /// (name, type, format, priority) of each column definition of a Table.

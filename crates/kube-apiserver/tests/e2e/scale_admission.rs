@@ -13,16 +13,7 @@ use serde_json::{json, Value};
 
 use crate::authentication::https_server;
 use crate::harness::TestServer;
-
-fn stderr_of(s: &TestServer, args: &[&str]) -> String {
-    let out = s.kubectl(args);
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::support::kubectl::warnings_of;
 
 fn replicas(s: &TestServer, ns: &str) -> String {
     s.ok(&[
@@ -45,7 +36,7 @@ fn scaling_in_a_restricted_namespace_warns_about_nothing(s: &TestServer) {
         "pod-security.kubernetes.io/enforce=restricted",
         "pod-security.kubernetes.io/warn=restricted",
     ]);
-    let created = stderr_of(
+    let created = warnings_of(
         s,
         &["create", "deployment", "web", "-n", "psa", "--image=nginx"],
     );
@@ -53,7 +44,7 @@ fn scaling_in_a_restricted_namespace_warns_about_nothing(s: &TestServer) {
         created.contains("would violate PodSecurity \"restricted:latest\""),
         "{created}"
     );
-    let scaled = stderr_of(
+    let scaled = warnings_of(
         s,
         &["scale", "deployment", "web", "-n", "psa", "--replicas=3"],
     );

@@ -9,44 +9,11 @@
 //! The hints are read with `openssl s_client`, which prints them. The TLS
 //! layer does not depend on the storage, so these run on the embedded store.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::TestServer;
-
-/// A CA whose subject is `CN=<name>`: its PEM and an issuer.
-fn new_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    let pem = params.self_signed(&key).expect("ca").pem();
-    (pem, rcgen::Issuer::new(params, key))
-}
-
-/// A client certificate for `cn` issued by `issuer`, written into `dir`.
-fn client_cert(
-    dir: &Path,
-    cn: &str,
-    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
-) -> (std::path::PathBuf, std::path::PathBuf) {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = params.signed_by(&key, issuer).expect("cert");
-    let paths = (dir.join(format!("{cn}.crt")), dir.join(format!("{cn}.key")));
-    std::fs::write(&paths.0, cert.pem()).expect("write cert");
-    std::fs::write(&paths.1, key.serialize_pem()).expect("write key");
-    paths
-}
+use crate::support::pki::{client_cert, new_ca};
 
 /// The acceptable client CA names of a new handshake, as openssl prints
 /// them (`CN = name`, spaces removed).

@@ -17,13 +17,10 @@ use chrono::DateTime;
 use serde_json::{json, Value};
 
 use crate::harness::{Backend, TestServer};
+use crate::support::kubectl::stderr;
 
 const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
 const YEAR: i64 = 365 * 24 * 3600;
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// The claims of a JWT.
 fn claims(token: &str) -> Value {

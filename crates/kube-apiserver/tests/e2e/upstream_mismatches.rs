@@ -7,7 +7,8 @@
 use serde_json::{json, Value};
 
 use crate::harness::TestServer;
-use crate::http_errors::{assert_status, request};
+use crate::http_errors::assert_status;
+use crate::support::http::request;
 
 const JSON: &str = "Content-Type: application/json";
 const MERGE: &str = "Content-Type: application/merge-patch+json";
