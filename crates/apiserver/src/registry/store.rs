@@ -16,6 +16,7 @@ use super::rest::{CreateStrategy, UpdateStrategy, UpdateSubresource};
 use crate::admission::{AdmissionView, Chain, Equivalents, Operation, WriteAdmission};
 
 mod delete;
+mod list_watch;
 mod strategies;
 
 pub use strategies::{DefaultStrategy, ScalePaths, Strategies};

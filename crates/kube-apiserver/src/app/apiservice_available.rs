@@ -5,15 +5,16 @@
 //! and CRD group version. APIServices backed by a Service are left to a
 //! real aggregator's remote availability checks.
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use apiserver::registry::object_meta;
 use apiserver::registry::{Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
-use futures::StreamExt;
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
-use storage::{WatchEvent, WatchOptions};
 
 const REASON: &str = "Local";
 const MESSAGE: &str = "Local APIServices are always available";
@@ -27,42 +28,36 @@ pub fn install(server: &mut GenericApiServer) {
         Arc::new(move || {
             let api_services = api_services.clone();
             Box::pin(async move {
-                tokio::spawn(run(api_services));
+                tokio::spawn(run(api_services, CancellationToken::new()));
                 Ok(())
             })
         }),
     );
 }
 
-/// Follows APIServices (an initial ADDED for each, then changes) and marks
-/// the local ones available; restarts after errors.
-async fn run(api_services: Arc<Store>) {
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match api_services.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    match event {
-                        WatchEvent::Added(s) | WatchEvent::Modified(s) => {
-                            if needs_marking(&s) {
-                                mark_available(&api_services, &s).await;
-                            }
-                        }
-                        WatchEvent::Error(e) => {
-                            tracing::debug!(error = %e, "APIService watch ended");
-                            break;
-                        }
-                        WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => {}
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e.message, "watching APIServices failed"),
+/// Follows APIServices and marks the local ones available, by name.
+async fn run(api_services: Arc<Store>, stop: CancellationToken) {
+    let informer = SharedInformer::new(api_services.clone(), None);
+    let queue = RateLimitingQueue::with_default_limiter();
+    let enqueue = queue.clone();
+    informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |s| {
+        if needs_marking(s) {
+            enqueue.add(object_meta::name(s).to_owned());
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    }));
+    informer.start(&stop);
+    informer.wait_for_sync().await;
+    let lister = informer.lister();
+    run_workers(queue, 1, stop, move |name: String| {
+        let (lister, api_services) = (lister.clone(), api_services.clone());
+        async move {
+            if let Some(s) = lister.get(None, &name).filter(|s| needs_marking(s)) {
+                mark_available(&api_services, &s).await;
+            }
+            Ok::<(), Infallible>(())
+        }
+    })
+    .await;
 }
 
 fn available(service: &Value) -> Option<&Value> {

@@ -4,19 +4,25 @@
 //! is deleted, then its `kubernetes` finalizer is removed and it goes. Both
 //! steps are idempotent, so a real controller-manager beside it is harmless.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::registry::{object_meta, DeleteOptions, Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
-use futures::StreamExt;
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::Value;
-use storage::{ListOptions, WatchEvent, WatchOptions};
+use storage::ListOptions;
 
 /// The finalizer upstream's namespace controller owns.
 const FINALIZER: &str = "kubernetes";
+/// Namespaces finalized at once (upstream's `--concurrent-namespace-syncs`).
+const WORKERS: usize = 10;
+/// How soon a namespace whose content is not all gone is looked at again.
+const RECHECK: Duration = Duration::from_millis(500);
 
 pub fn install(server: &mut GenericApiServer) {
     let Some(namespaces) = server.store("", "v1", "namespaces") else {
@@ -34,58 +40,38 @@ pub fn install(server: &mut GenericApiServer) {
         Arc::new(move || {
             let (namespaces, contents) = (namespaces.clone(), contents.clone());
             Box::pin(async move {
-                tokio::spawn(run(namespaces, contents));
+                tokio::spawn(run(namespaces, contents, CancellationToken::new()));
                 Ok(())
             })
         }),
     );
 }
 
-async fn run(namespaces: Arc<Store>, contents: Arc<Vec<Arc<Store>>>) {
-    // Namespaces being finalized, so repeated events start no second task.
-    let in_flight: Arc<Mutex<HashSet<String>>> = Arc::default();
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match namespaces.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    match event {
-                        WatchEvent::Added(ns) | WatchEvent::Modified(ns) if terminating(&ns) => {
-                            let Some(name) = ns.pointer("/metadata/name").and_then(Value::as_str)
-                            else {
-                                continue;
-                            };
-                            if !in_flight
-                                .lock()
-                                .is_ok_and(|mut s| s.insert(name.to_owned()))
-                            {
-                                continue;
-                            }
-                            let name = name.to_owned();
-                            let (namespaces, contents) = (namespaces.clone(), contents.clone());
-                            let in_flight = in_flight.clone();
-                            tokio::spawn(async move {
-                                finalize(&namespaces, &contents, &name).await;
-                                if let Ok(mut s) = in_flight.lock() {
-                                    s.remove(&name);
-                                }
-                            });
-                        }
-                        WatchEvent::Error(e) => {
-                            tracing::debug!(error = %e, "namespace watch ended");
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e.message, "watching namespaces failed"),
+async fn run(namespaces: Arc<Store>, contents: Arc<Vec<Arc<Store>>>, stop: CancellationToken) {
+    let informer = SharedInformer::new(namespaces.clone(), None);
+    let queue = RateLimitingQueue::with_default_limiter();
+    let enqueue = queue.clone();
+    informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
+        if terminating(ns) {
+            enqueue.add(object_meta::name(ns).to_owned());
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    }));
+    informer.start(&stop);
+    informer.wait_for_sync().await;
+    let (lister, requeue) = (informer.lister(), queue.clone());
+    run_workers(queue, WORKERS, stop, move |name: String| {
+        let (lister, requeue) = (lister.clone(), requeue.clone());
+        let (namespaces, contents) = (namespaces.clone(), contents.clone());
+        async move {
+            if lister.get(None, &name).is_some_and(|ns| terminating(&ns))
+                && !finalize(&namespaces, &contents, &name).await
+            {
+                requeue.add_after(name, RECHECK);
+            }
+            Ok::<(), Infallible>(())
+        }
+    })
+    .await;
 }
 
 fn terminating(ns: &Value) -> bool {
@@ -96,18 +82,17 @@ fn terminating(ns: &Value) -> bool {
     held && ns.pointer("/metadata/deletionTimestamp").is_some()
 }
 
-/// Deletes the namespace's content until none is left (objects with
-/// finalizers of their own take their time), then releases the namespace.
-async fn finalize(namespaces: &Store, contents: &[Arc<Store>], name: &str) {
-    loop {
-        match delete_content(contents, name).await {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(namespace = name, error = %e.message, "deleting namespace content failed")
-            }
+/// Deletes the namespace's content; once none is left (objects with
+/// finalizers of their own take their time), releases the namespace.
+/// False while content remains.
+async fn finalize(namespaces: &Store, contents: &[Arc<Store>], name: &str) -> bool {
+    match delete_content(contents, name).await {
+        Ok(true) => {}
+        Ok(false) => return false,
+        Err(e) => {
+            tracing::warn!(namespace = name, error = %e.message, "deleting namespace content failed");
+            return false;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let mutate: Mutate = Arc::new(|current: Option<&Value>| {
         let mut ns = current
@@ -127,6 +112,7 @@ async fn finalize(namespaces: &Store, contents: &[Arc<Store>], name: &str) {
     if let Err(e) = result.map(|_| ()).or_else(gone) {
         tracing::warn!(namespace = name, error = %e.message, "finalizing the namespace failed");
     }
+    true
 }
 
 /// Deletes what is in the namespace; true once nothing is left.

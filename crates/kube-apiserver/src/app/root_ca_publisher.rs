@@ -8,14 +8,15 @@
 //! content is idempotent, so a real controller-manager next to this server
 //! changes nothing.
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
-use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::registry::{object_meta, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
-use futures::StreamExt;
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
-use storage::{WatchEvent, WatchOptions};
 
 const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver \
@@ -37,64 +38,51 @@ pub fn install(server: &mut GenericApiServer, root_ca: Option<String>) {
         Arc::new(move || {
             let (namespaces, configmaps, ca) = (namespaces.clone(), configmaps.clone(), ca.clone());
             Box::pin(async move {
-                tokio::spawn(follow(
-                    namespaces.clone(),
-                    configmaps.clone(),
-                    ca.clone(),
-                    false,
-                ));
-                tokio::spawn(follow(namespaces, configmaps, ca, true));
+                let stop = CancellationToken::new();
+                tokio::spawn(run(namespaces, configmaps, ca, stop));
                 Ok(())
             })
         }),
     );
 }
 
-/// Follows namespaces (an initial ADDED for each, then changes) or, with
-/// `own`, the published ConfigMaps themselves (deleted or edited ones),
-/// and publishes where needed; restarts after errors.
-async fn follow(namespaces: Arc<Store>, configmaps: Arc<Store>, ca: Arc<str>, own: bool) {
-    let watched = if own { &configmaps } else { &namespaces };
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match watched.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    let (obj, deleted) = match event {
-                        WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
-                        WatchEvent::Deleted(o) => (o, true),
-                        WatchEvent::Error(e) => {
-                            tracing::debug!(error = %e, "root CA publisher watch ended");
-                            break;
-                        }
-                        WatchEvent::Bookmark(_) => continue,
-                    };
-                    if !own {
-                        if !deleted {
-                            publish(&configmaps, &obj, &ca).await;
-                        }
-                        continue;
-                    }
-                    let name = obj.pointer("/metadata/name").and_then(Value::as_str);
-                    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-                    let (Some(NAME), Some(ns)) = (name, ns) else {
-                        continue;
-                    };
-                    if deleted || data(&obj) != Some(&*ca) {
-                        // A namespace already gone needs nothing.
-                        if let Ok(ns) = namespaces.get(None, ns, Default::default()).await {
-                            publish(&configmaps, &ns, &ca).await;
-                        }
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e.message, "root CA publisher: watch failed"),
+/// Publishes by namespace: when a namespace is added or changes, and when
+/// its published ConfigMap is deleted or edited.
+async fn run(
+    namespaces: Arc<Store>,
+    configmaps: Arc<Store>,
+    ca: Arc<str>,
+    stop: CancellationToken,
+) {
+    let queue = RateLimitingQueue::with_default_limiter();
+    let namespace_informer = SharedInformer::new(namespaces, None);
+    let enqueue = queue.clone();
+    namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
+        enqueue.add(object_meta::name(ns).to_owned())
+    }));
+    let configmap_informer = SharedInformer::new(configmaps.clone(), None);
+    let enqueue = queue.clone();
+    configmap_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |cm| {
+        // Publishing checks the ConfigMap; an unchanged one is left alone.
+        if let (NAME, Some(ns)) = (object_meta::name(cm), object_meta::namespace(cm)) {
+            enqueue.add(ns.to_owned());
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    }));
+    namespace_informer.start(&stop);
+    configmap_informer.start(&stop);
+    namespace_informer.wait_for_sync().await;
+    let lister = namespace_informer.lister();
+    run_workers(queue, 1, stop, move |ns: String| {
+        let (lister, configmaps, ca) = (lister.clone(), configmaps.clone(), ca.clone());
+        async move {
+            // A namespace already gone needs nothing.
+            if let Some(ns) = lister.get(None, &ns) {
+                publish(&configmaps, &ns, &ca).await;
+            }
+            Ok::<(), Infallible>(())
+        }
+    })
+    .await;
 }
 
 fn data(cm: &Value) -> Option<&str> {

@@ -6,14 +6,15 @@
 //! controller recreates it. Creating the account is idempotent, so running
 //! next to a real controller-manager changes nothing.
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
-use apiserver::registry::{Store, WriteOptions};
+use apiserver::registry::{object_meta, Store, WriteOptions};
 use apiserver::server::GenericApiServer;
-use futures::StreamExt;
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
-use storage::{WatchEvent, WatchOptions};
 
 pub fn install(server: &mut GenericApiServer) {
     let (Some(namespaces), Some(accounts)) = (
@@ -27,78 +28,48 @@ pub fn install(server: &mut GenericApiServer) {
         Arc::new(move || {
             let (namespaces, accounts) = (namespaces.clone(), accounts.clone());
             Box::pin(async move {
-                tokio::spawn(recreate_deleted(namespaces.clone(), accounts.clone()));
-                tokio::spawn(run(namespaces, accounts));
+                tokio::spawn(run(namespaces, accounts, CancellationToken::new()));
                 Ok(())
             })
         }),
     );
 }
 
-/// Follows namespaces (an initial ADDED for each, then changes) and makes
-/// sure each active one has its `default` account; restarts after errors.
-async fn run(namespaces: Arc<Store>, accounts: Arc<Store>) {
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match namespaces.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    match event {
-                        WatchEvent::Added(ns) | WatchEvent::Modified(ns) => {
-                            ensure_default(&accounts, &ns).await;
-                        }
-                        WatchEvent::Error(e) => {
-                            tracing::debug!(error = %e, "namespace watch ended");
-                            break;
-                        }
-                        WatchEvent::Deleted(_) | WatchEvent::Bookmark(_) => {}
-                    }
-                }
+/// Makes sure each active namespace has its `default` account, by
+/// namespace: when the namespace is added or changes, and when its
+/// `default` account is deleted.
+async fn run(namespaces: Arc<Store>, accounts: Arc<Store>, stop: CancellationToken) {
+    let queue = RateLimitingQueue::with_default_limiter();
+    let namespace_informer = SharedInformer::new(namespaces, None);
+    let enqueue = queue.clone();
+    namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
+        enqueue.add(object_meta::name(ns).to_owned())
+    }));
+    let account_informer = SharedInformer::new(accounts.clone(), None);
+    let enqueue = queue.clone();
+    account_informer.add_event_handler(ResourceEventHandlerFuncs {
+        delete: Some(Box::new(move |sa| {
+            if let (true, Some(ns)) = (is_default(sa), object_meta::namespace(sa)) {
+                enqueue.add(ns.to_owned());
             }
-            Err(e) => tracing::warn!(error = %e.message, "watching namespaces failed"),
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-/// Follows service accounts and recreates a deleted `default` one while its
-/// namespace is active; restarts after errors.
-async fn recreate_deleted(namespaces: Arc<Store>, accounts: Arc<Store>) {
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match accounts.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    match event {
-                        WatchEvent::Deleted(sa) if is_default(&sa) => {
-                            let Some(ns) =
-                                sa.pointer("/metadata/namespace").and_then(Value::as_str)
-                            else {
-                                continue;
-                            };
-                            // A namespace already gone needs no account.
-                            if let Ok(ns) = namespaces.get(None, ns, Default::default()).await {
-                                ensure_default(&accounts, &ns).await;
-                            }
-                        }
-                        WatchEvent::Error(e) => {
-                            tracing::debug!(error = %e, "service account watch ended");
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
+        })),
+        ..Default::default()
+    });
+    namespace_informer.start(&stop);
+    account_informer.start(&stop);
+    namespace_informer.wait_for_sync().await;
+    let lister = namespace_informer.lister();
+    run_workers(queue, 1, stop, move |ns: String| {
+        let (lister, accounts) = (lister.clone(), accounts.clone());
+        async move {
+            // A namespace already gone needs no account.
+            if let Some(ns) = lister.get(None, &ns) {
+                ensure_default(&accounts, &ns).await;
             }
-            Err(e) => tracing::warn!(error = %e.message, "watching service accounts failed"),
+            Ok::<(), Infallible>(())
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    })
+    .await;
 }
 
 fn is_default(sa: &Value) -> bool {

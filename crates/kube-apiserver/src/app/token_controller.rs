@@ -8,17 +8,19 @@
 //! secrets when the account is deleted. Filling only empty fields keeps it
 //! harmless next to a real controller-manager.
 
+use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use futures::StreamExt;
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
-use storage::{ListOptions, Preconditions, WatchEvent, WatchOptions};
+use storage::{ListOptions, Preconditions};
 
 use super::authentication::AuthenticationSetup;
 use crate::authenticator::serviceaccount::getter::str_at;
@@ -59,8 +61,7 @@ pub fn install(server: &mut GenericApiServer, setup: &AuthenticationSetup) {
         Arc::new(move || {
             let controller = controller.clone();
             Box::pin(async move {
-                tokio::spawn(controller.clone().follow_secrets());
-                tokio::spawn(controller.follow_accounts());
+                tokio::spawn(controller.run(CancellationToken::new()));
                 Ok(())
             })
         }),
@@ -77,61 +78,56 @@ fn data(secret: &Value, key: &str) -> Option<Vec<u8>> {
     STANDARD.decode(encoded).ok()
 }
 
-/// Keeps a watch open on `store`, handing every event to `handle`, and
-/// reopens it after errors.
-async fn follow<F, Fut>(store: &Store, what: &str, mut handle: F)
-where
-    F: FnMut(WatchEvent) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    loop {
-        let opts = WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        match store.watch(None, opts).await {
-            Ok(mut events) => {
-                while let Some(event) = events.next().await {
-                    if let WatchEvent::Error(e) = &event {
-                        tracing::debug!(error = %e, "{what} watch ended");
-                        break;
-                    }
-                    handle(event).await;
-                }
-            }
-            Err(e) => tracing::warn!(error = %e.message, "watching {what} failed"),
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
+/// A deleted account whose token secrets go: namespace, name and uid.
+type AccountKey = (String, String, String);
 
 impl Controller {
-    async fn follow_secrets(self: Arc<Self>) {
-        let this = self.clone();
-        follow(&self.secrets, "secrets", |event| {
-            let this = this.clone();
-            async move {
-                if let WatchEvent::Added(secret) | WatchEvent::Modified(secret) = event {
-                    if is_token_secret(&secret) {
-                        this.sync_secret(&secret).await;
-                    }
-                }
+    /// Syncs token secrets as they are added or change, by namespace and
+    /// name, and deletes the tokens of deleted accounts.
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let secrets = SharedInformer::new(self.secrets.clone(), None);
+        let secret_queue = RateLimitingQueue::<(String, String)>::with_default_limiter();
+        let enqueue = secret_queue.clone();
+        secrets.add_event_handler(ResourceEventHandlerFuncs::on_any(move |secret| {
+            if is_token_secret(secret) {
+                let ns = str_at(secret, "/metadata/namespace").to_owned();
+                enqueue.add((ns, str_at(secret, "/metadata/name").to_owned()));
             }
-        })
-        .await;
-    }
-
-    async fn follow_accounts(self: Arc<Self>) {
-        let this = self.clone();
-        follow(&self.accounts, "service accounts", |event| {
-            let this = this.clone();
+        }));
+        let accounts = SharedInformer::new(self.accounts.clone(), None);
+        let account_queue = RateLimitingQueue::<AccountKey>::with_default_limiter();
+        let enqueue = account_queue.clone();
+        accounts.add_event_handler(ResourceEventHandlerFuncs {
+            delete: Some(Box::new(move |account| {
+                let field = |f: &str| str_at(account, f).to_owned();
+                let key = ("/metadata/namespace", "/metadata/name", "/metadata/uid");
+                enqueue.add((field(key.0), field(key.1), field(key.2)));
+            })),
+            ..Default::default()
+        });
+        secrets.start(&stop);
+        accounts.start(&stop);
+        secrets.wait_for_sync().await;
+        accounts.wait_for_sync().await;
+        let (lister, this) = (secrets.lister(), self.clone());
+        let sync_secrets = run_workers(secret_queue, 1, stop.clone(), move |(ns, name)| {
+            let (lister, this) = (lister.clone(), this.clone());
             async move {
-                if let WatchEvent::Deleted(account) = event {
-                    this.delete_tokens_of(&account).await;
+                let secret = lister.get(Some(&ns), &name);
+                if let Some(secret) = secret.filter(|s| is_token_secret(s)) {
+                    this.sync_secret(&secret).await;
                 }
+                Ok::<(), Infallible>(())
             }
-        })
-        .await;
+        });
+        let delete_tokens = run_workers(account_queue, 1, stop, move |account: AccountKey| {
+            let this = self.clone();
+            async move {
+                this.delete_tokens_of(&account).await;
+                Ok::<(), Infallible>(())
+            }
+        });
+        tokio::join!(sync_secrets, delete_tokens);
     }
 
     /// Deletes the secret, or fills what it lacks from its account.
@@ -264,10 +260,8 @@ impl Controller {
     }
 
     /// Deletes the token secrets of a deleted account.
-    async fn delete_tokens_of(&self, account: &Value) {
-        let ns = str_at(account, "/metadata/namespace");
-        let sa_name = str_at(account, "/metadata/name");
-        let sa_uid = str_at(account, "/metadata/uid");
+    async fn delete_tokens_of(&self, (ns, sa_name, sa_uid): &AccountKey) {
+        let (ns, sa_name, sa_uid) = (ns.as_str(), sa_name.as_str(), sa_uid.as_str());
         let list = match self.secrets.list(Some(ns), ListOptions::default()).await {
             Ok(list) => list,
             Err(e) => {

@@ -1,0 +1,15 @@
+//! The controller runtime of the in-process controllers (upstream's
+//! `k8s.io/client-go`): [`tools::cache`] lists and watches a resource into
+//! an indexed local cache and calls event handlers (the shared informer,
+//! its reflector, store and listers); [`util::workqueue`] hands the keys
+//! those handlers queue to workers, one at a time per key, with per-item
+//! rate limiting. A controller is then a `reconcile(key)` function and a
+//! few lines of wiring, run with a [`CancellationToken`] that stops it.
+//!
+//! The crate reads through [`tools::cache::ListerWatcher`], which the API
+//! server implements over its registry stores; it knows nothing of them.
+
+pub mod tools;
+pub mod util;
+
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,3 @@
+//! Upstream's `k8s.io/client-go/tools`: the informer cache.
+
+pub mod cache;

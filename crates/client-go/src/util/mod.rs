@@ -1,0 +1,3 @@
+//! Upstream's `k8s.io/client-go/util`: the work queue.
+
+pub mod workqueue;
