@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use storage::value::encrypt::AesCbc;
+use storage::value::encrypt::aes::AesCbc;
 use storage::value::{
     Identity, PrefixTransformer, PrefixTransformers, Transformer, TransformerRules, TransformingKv,
 };

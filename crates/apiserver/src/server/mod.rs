@@ -10,6 +10,7 @@ pub mod dynamic;
 pub mod healthz;
 pub mod hooks;
 mod mux;
+pub mod options;
 mod paths;
 mod run;
 

@@ -9,7 +9,6 @@ pub mod authorization;
 pub mod bootstrap;
 pub mod command;
 pub mod encryption;
-mod encryption_config;
 mod flowcontrol;
 mod garbage_collector;
 mod namespaces;

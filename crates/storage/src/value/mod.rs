@@ -148,7 +148,7 @@ impl Transformer for PrefixTransformers {
 
 #[cfg(test)]
 mod tests {
-    use super::encrypt::{AesCbc, AesGcm};
+    use super::encrypt::aes::{AesCbc, AesGcm};
     use super::*;
 
     fn named(name: &str, t: impl Transformer + 'static) -> PrefixTransformer {

@@ -7,7 +7,7 @@
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
-use apiserver::metrics::encryption::{encryption, TransformationSeries};
+use crate::metrics::encryption::{encryption, TransformationSeries};
 use bytes::Bytes;
 use storage::value::{PrefixTransformer, PrefixTransformers, TransformError, Transformer};
 
@@ -229,7 +229,7 @@ pub fn envelope_metrics() -> Arc<dyn kms::Metrics> {
 
 #[cfg(test)]
 mod tests {
-    use storage::value::encrypt::AesGcm;
+    use storage::value::encrypt::aes::AesGcm;
     use storage::value::Identity;
 
     use super::*;
@@ -249,9 +249,7 @@ mod tests {
     }
 
     fn count(resource: &str, direction: &str, prefix: &str, status: &str) -> u64 {
-        let text = apiserver::metrics::Metrics::new()
-            .render()
-            .unwrap_or_default();
+        let text = crate::metrics::Metrics::new().render().unwrap_or_default();
         let series = format!(
             "apiserver_storage_transformation_operations_total{{resource=\"{resource}\",transformation_type=\"{direction}\",transformer_prefix=\"{prefix}\",status=\"{status}\"}} "
         );

@@ -1,5 +1,12 @@
 //! Loading, validating and resolving encryption configurations.
 
+use std::time::Duration;
+
+use bytes::Bytes;
+use storage::value::Transformer;
+
+use super::health::check_all;
+use super::rules::rules;
 use super::*;
 
 const KEY1: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="; // 32 bytes

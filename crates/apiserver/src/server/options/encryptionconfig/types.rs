@@ -8,7 +8,8 @@ use apimachinery::field_errors::{ErrorList, FieldError, Path};
 use base64::Engine;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
-use storage::value::encrypt::{AES_KEY_SIZES, SECRETBOX_KEY_SIZES};
+use storage::value::encrypt::aes::AES_KEY_SIZES;
+use storage::value::encrypt::secretbox::SECRETBOX_KEY_SIZES;
 
 use apimachinery::go_duration::GoDuration;
 

@@ -1,40 +1,26 @@
-//! The local encryption providers (upstream's `storage/value/encrypt/aes`
-//! and `secretbox`), each over one key:
+//! The `aescbc` and `aesgcm` providers (upstream's
+//! `storage/value/encrypt/aes`), over a 16, 24 or 32-byte key:
 //!
 //! * `aescbc`: a random 16-byte IV, then AES-CBC of the PKCS#7-padded value.
 //! * `aesgcm`: a random 12-byte nonce, then AES-GCM of the value with the
 //!   storage key as authenticated data.
-//! * `secretbox`: a random 24-byte nonce, then NaCl secretbox
-//!   (XSalsa20-Poly1305) of the value.
 
 use std::fmt;
 
-use aes::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
-use aes::{Aes128, Aes192, Aes256};
+use ::aes::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
+use ::aes::{Aes128, Aes192, Aes256};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{AesGcm as Gcm, Nonce};
 use bytes::Bytes;
-use crypto_secretbox::XSalsa20Poly1305;
-use rand::RngCore;
 
-use super::{TransformError, Transformer};
+use super::{random, KeyLengthError};
+use crate::value::{TransformError, Transformer};
 
 const AES_BLOCK: usize = 16;
 const GCM_NONCE: usize = 12;
-const SECRETBOX_NONCE: usize = 24;
-
-/// A key of a length the provider does not take.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("secret is not of the expected length, got {got}, expected one of {expected:?}")]
-pub struct KeyLengthError {
-    pub got: usize,
-    pub expected: &'static [usize],
-}
 
 /// Key lengths of the AES providers (AES-128, -192 and -256).
 pub const AES_KEY_SIZES: &[usize] = &[16, 24, 32];
-/// The secretbox key length.
-pub const SECRETBOX_KEY_SIZES: &[usize] = &[32];
 
 /// An AES key of any of the three sizes.
 #[derive(Clone)]
@@ -65,12 +51,6 @@ impl AesKey {
             AesKey::K256(_) => 256,
         }
     }
-}
-
-fn random<const N: usize>() -> [u8; N] {
-    let mut out = [0u8; N];
-    rand::rng().fill_bytes(&mut out);
-    out
 }
 
 /// The `aescbc` provider over one key.
@@ -232,128 +212,5 @@ impl Transformer for AesGcm {
         out.extend_from_slice(&nonce);
         out.extend_from_slice(&sealed);
         Ok(Bytes::from(out))
-    }
-}
-
-/// The `secretbox` provider over one key.
-#[derive(Clone)]
-pub struct Secretbox([u8; 32]);
-
-impl fmt::Debug for Secretbox {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secretbox")
-    }
-}
-
-impl Secretbox {
-    pub fn new(key: &[u8]) -> Result<Self, KeyLengthError> {
-        key.try_into().map(Secretbox).map_err(|_| KeyLengthError {
-            got: key.len(),
-            expected: SECRETBOX_KEY_SIZES,
-        })
-    }
-
-    fn cipher(&self) -> XSalsa20Poly1305 {
-        XSalsa20Poly1305::new((&self.0).into())
-    }
-}
-
-impl Transformer for Secretbox {
-    fn transform_from_storage(&self, data: &Bytes, _: &[u8]) -> Result<Bytes, TransformError> {
-        if data.len() < SECRETBOX_NONCE {
-            return Err(TransformError::TooShort);
-        }
-        let (nonce, sealed) = data.split_at(SECRETBOX_NONCE);
-        self.cipher()
-            .decrypt(nonce.into(), sealed)
-            .map(Bytes::from)
-            .map_err(|_| TransformError::Authentication)
-    }
-
-    fn transform_to_storage(&self, data: &Bytes, _: &[u8]) -> Result<Bytes, TransformError> {
-        let nonce = random::<SECRETBOX_NONCE>();
-        let sealed = self
-            .cipher()
-            .encrypt((&nonce).into(), data.as_ref())
-            .map_err(|_| TransformError::Encrypt)?;
-        let mut out = Vec::with_capacity(SECRETBOX_NONCE + sealed.len());
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        Ok(Bytes::from(out))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn round_trip(t: &dyn Transformer, context: &[u8]) {
-        for len in [0, 1, 15, 16, 17, 1000] {
-            let plain = Bytes::from(vec![b'x'; len]);
-            let stored = t.transform_to_storage(&plain, context).unwrap_or_default();
-            assert_ne!(stored, plain, "stored form must differ ({t:?}, {len})");
-            let again = t.transform_to_storage(&plain, context).unwrap_or_default();
-            assert_ne!(stored, again, "random nonce/IV per write ({t:?})");
-            assert_eq!(t.transform_from_storage(&stored, context), Ok(plain));
-        }
-    }
-
-    #[test]
-    fn every_provider_and_key_size_round_trips() {
-        for size in AES_KEY_SIZES {
-            let key = vec![3u8; *size];
-            round_trip(&AesCbc::new(&key).unwrap_or_else(|e| panic!("{e}")), b"/k");
-            round_trip(&AesGcm::new(&key).unwrap_or_else(|e| panic!("{e}")), b"/k");
-        }
-        round_trip(
-            &Secretbox::new(&[9; 32]).unwrap_or_else(|e| panic!("{e}")),
-            b"/k",
-        );
-    }
-
-    #[test]
-    fn cbc_layout_is_iv_then_padded_blocks() {
-        let t = AesCbc::new(&[1; 32]).unwrap_or_else(|e| panic!("{e}"));
-        // 16 bytes of plaintext get a whole block of padding.
-        let stored = t
-            .transform_to_storage(&Bytes::from(vec![0; 16]), b"")
-            .unwrap_or_default();
-        assert_eq!(stored.len(), 16 + 32);
-        // A flipped last byte breaks the padding.
-        let mut broken = stored.to_vec();
-        if let Some(last) = broken.last_mut() {
-            *last ^= 0xff;
-        }
-        assert!(t.transform_from_storage(&Bytes::from(broken), b"").is_err());
-        assert_eq!(
-            t.transform_from_storage(&Bytes::from(vec![0; 20]), b""),
-            Err(TransformError::InvalidBlockSize)
-        );
-    }
-
-    #[test]
-    fn gcm_binds_the_storage_key() {
-        let t = AesGcm::new(&[5; 32]).unwrap_or_else(|e| panic!("{e}"));
-        let plain = Bytes::from_static(b"secret");
-        let stored = t
-            .transform_to_storage(&plain, b"/registry/secrets/a/b")
-            .unwrap_or_default();
-        assert_eq!(stored.len(), 12 + plain.len() + 16);
-        assert_eq!(
-            t.transform_from_storage(&stored, b"/registry/secrets/a/c"),
-            Err(TransformError::Authentication)
-        );
-    }
-
-    #[test]
-    fn wrong_key_lengths_are_refused() {
-        assert_eq!(
-            AesCbc::new(&[0; 10]).err(),
-            Some(KeyLengthError {
-                got: 10,
-                expected: AES_KEY_SIZES
-            })
-        );
-        assert!(Secretbox::new(&[0; 16]).is_err());
     }
 }
