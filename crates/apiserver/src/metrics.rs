@@ -12,9 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::request_info::RequestInfo;
-use apimachinery::status::ApiError;
-use axum::body::Body;
-use http::{header, HeaderValue, Response, StatusCode};
 use prometheus_client::encoding::{EncodeLabelKey, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -285,30 +282,6 @@ impl Metrics {
 
 /// The content type of Prometheus text format 0.0.4.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// `/metrics`: renders on a blocking thread, since it reads /proc.
-pub async fn serve(metrics: Arc<Metrics>) -> Response<Body> {
-    match tokio::task::spawn_blocking(move || metrics.render()).await {
-        Ok(Ok(text)) => {
-            let mut resp = Response::new(Body::from(text));
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(TEXT_CONTENT_TYPE),
-            );
-            *resp.status_mut() = StatusCode::OK;
-            resp
-        }
-        Ok(Err(e)) => internal_error(e),
-        Err(e) => internal_error(e),
-    }
-}
-
-fn internal_error(e: impl fmt::Display) -> Response<Body> {
-    crate::endpoints::response::error(
-        &ApiError::internal_error(format_args!("failed to encode metrics: {e}")),
-        crate::endpoints::negotiation::Encoding::Json,
-    )
-}
 
 /// Counters upstream names without the `_total` suffix.
 pub(crate) const BARE_COUNTERS: [&str; 2] = [

@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::authentication::client_cert::ClientCert;
 use apiserver::authentication::x509::ClientCa;
 use apiserver::serving::{
-    serve, ClientCert, ServeError, ServeOptions, ServerTls, SniCertKey, TlsConfigError, TlsOptions,
-    TlsVersion,
+    serve, ServeError, ServeOptions, ServerTls, SniCertKey, TlsConfigError, TlsOptions, TlsVersion,
 };
 use axum::extract::{ConnectInfo, Request};
 use axum::routing::get;

@@ -13,7 +13,7 @@ use crate::limits::{
     MAX_REQUEST_SIZE_BYTES, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
 };
 use crate::parse_bounds;
-use crate::schema::{Kind, ListType, Node, RuleSpec};
+use crate::schema::{CompiledRule, Kind, ListType, Node, RuleSpec};
 
 /// The supported `reason`s of a rule.
 const SUPPORTED_REASONS: [&str; 4] = [
@@ -22,22 +22,6 @@ const SUPPORTED_REASONS: [&str; 4] = [
     "FieldValueInvalid",
     "FieldValueRequired",
 ];
-
-/// A rule ready to evaluate.
-#[derive(Debug)]
-pub(crate) struct CompiledRule {
-    pub spec: RuleSpec,
-    pub program: Program,
-    pub uses_old_self: bool,
-    pub optional_old_self: bool,
-    pub message_program: Option<Program>,
-    /// The normalised `fieldPath`, when one is set.
-    pub field_path: Option<String>,
-    pub reason: ErrorType,
-    /// The static worst-case cost of one evaluation.
-    pub max_cost: u64,
-    pub message_max_cost: u64,
-}
 
 /// The state of compiling one schema.
 pub(crate) struct Compiler<'e> {

@@ -7,16 +7,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
+use cel::common::ast::Expr;
 use cel::objects::Key;
 use cel::{Context, Env, IdedExpr, Program, Value as CelValue};
 use serde_json::Value;
 
 use crate::compile::{render_issues, render_parse_errors};
-use crate::construct;
 use crate::convert::to_val;
-use crate::cost::{observe, Estimator};
+use crate::cost::{observe, Estimator, TypeIssue};
 use crate::library;
 use crate::limits::PER_CALL_LIMIT;
+use crate::mutation;
 use crate::parse_bounds;
 use crate::schema::Node;
 use crate::validate::go_error_text;
@@ -93,14 +94,14 @@ impl Expression {
         let env = library::mutation_env().map_err(|e| CompileError::Environment(e.to_string()))?;
         let program = parse_bounds::parse(&env, source, render_parse_errors)
             .map_err(CompileError::Invalid)?;
-        let issues = construct::unknown_types(program.expression());
+        let issues = unknown_types(program.expression());
         if !issues.is_empty() {
             return Err(CompileError::Invalid(render_issues(
                 &program, &issues, source,
             )));
         }
-        let mismatches = construct::type_mismatches(program.expression());
-        let unnested = construct::unnest(program.expression());
+        let mismatches = mutation::type_mismatches(program.expression());
+        let unnested = mutation::unnest(program.expression());
         let mut expression = Self::finish(program, env, source, variables)?;
         expression.type_mismatch = (!mismatches.is_empty()).then(|| mismatches.join("\n"));
         expression.unnested = unnested;
@@ -243,6 +244,25 @@ fn go_duration(d: chrono::Duration) -> String {
     }
     out.push_str(&format!("{seconds}s"));
     out
+}
+
+/// An issue for every struct literal of a type not known.
+fn unknown_types(expr: &IdedExpr) -> Vec<TypeIssue> {
+    let mut issues = Vec::new();
+    mutation::walk(expr, &mut |e| {
+        if let Expr::Struct(s) = &e.expr {
+            if !mutation::known(&s.type_name) {
+                issues.push(TypeIssue {
+                    expr_id: e.id,
+                    message: format!(
+                        "undeclared reference to '{}' (in container '')",
+                        s.type_name
+                    ),
+                });
+            }
+        }
+    });
+    issues
 }
 
 #[cfg(test)]

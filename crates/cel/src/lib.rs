@@ -15,13 +15,13 @@
 //! `Object{...}` and `JSONPatch{...}` values of mutating admission policies.
 
 mod compile;
-mod construct;
 mod convert;
 mod cost;
 mod expression;
 mod fieldpath;
 mod library;
 pub mod limits;
+mod mutation;
 mod parse_bounds;
 mod schema;
 mod validate;

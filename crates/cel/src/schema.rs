@@ -1,11 +1,13 @@
 //! The parts of a structural OpenAPI v3 schema that CEL rules depend on:
 //! each node's type (which decides how JSON values become CEL values), its
 //! size bounds (which drive the cost estimate), list semantics (which decide
-//! how `oldSelf` is correlated) and the rules declared on it.
+//! how `oldSelf` is correlated), the rules declared on it and, once the
+//! compiler has filled them in, those rules compiled.
 
+use apimachinery::field_errors::ErrorType;
+use cel::Program;
 use serde_json::Value;
 
-use crate::compile::CompiledRule;
 use crate::limits::{
     JSON_DATE_SIZE, MAX_DATETIME_SIZE_JSON, MAX_DURATION_SIZE_JSON, MAX_REQUEST_SIZE_BYTES,
     MIN_BOOL_SIZE, MIN_DATETIME_SIZE_JSON, MIN_DURATION_SIZE_JSON, MIN_NUMBER_SIZE,
@@ -125,6 +127,22 @@ fn push_go_json_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+}
+
+/// A rule ready to evaluate.
+#[derive(Debug)]
+pub(crate) struct CompiledRule {
+    pub spec: RuleSpec,
+    pub program: Program,
+    pub uses_old_self: bool,
+    pub optional_old_self: bool,
+    pub message_program: Option<Program>,
+    /// The normalised `fieldPath`, when one is set.
+    pub field_path: Option<String>,
+    pub reason: ErrorType,
+    /// The static worst-case cost of one evaluation.
+    pub max_cost: u64,
+    pub message_max_cost: u64,
 }
 
 /// A schema node with its children.

@@ -12,11 +12,10 @@ use cel::common::types::CelOptional;
 use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use crate::compile::CompiledRule;
 use crate::convert::to_val;
 use crate::cost::{observe, Estimator};
 use crate::limits::{MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, PER_CALL_LIMIT};
-use crate::schema::{Kind, ListType, Node};
+use crate::schema::{CompiledRule, Kind, ListType, Node};
 
 /// Rules whose static estimate is at most this are charged it as is;
 /// dearer ones are re-estimated from the sizes actually present.

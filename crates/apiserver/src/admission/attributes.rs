@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::context::RequestContext;
 use super::reinvocation::ReinvocationContext;
 use crate::authentication::user::UserInfo;
-use crate::registry::ResourceInfo;
+use crate::registry::resource::ResourceInfo;
 
 /// The operation being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

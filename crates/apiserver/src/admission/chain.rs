@@ -161,7 +161,7 @@ mod tests {
     use super::*;
     use crate::admission::{Handler, RequestContext};
     use crate::authentication::user::UserInfo;
-    use crate::registry::ResourceInfo;
+    use crate::registry::resource::ResourceInfo;
 
     /// Records each call; refuses validation when told to.
     struct Recorder {

@@ -10,14 +10,12 @@ mod context;
 mod equivalents;
 pub mod metrics;
 mod reinvocation;
-mod write;
 
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation};
 pub use chain::{Chain, Plugin};
 pub use context::RequestContext;
 pub use equivalents::{EquivalentVersions, Equivalents};
 pub use reinvocation::{HookReinvocation, ReinvocationContext};
-pub use write::{admit_create, AdmissionView, SubresourceCreate, WriteAdmission};
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;

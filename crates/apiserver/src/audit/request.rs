@@ -1,7 +1,6 @@
 //! Filling an event from a request and its response (upstream's
-//! `pkg/audit/request.go`): metadata, the request and response objects
-//! decoded from whatever encoding they travelled in (JSON, YAML, protobuf)
-//! and managed fields dropped when the policy asks.
+//! `pkg/audit/request.go`): metadata, the object reference completed from
+//! the request object, and managed fields dropped when the policy asks.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -12,7 +11,6 @@ use serde_json::Value;
 
 use super::event::{Event, EventUser, ObjectReference};
 use crate::authentication::user::UserInfo;
-use crate::endpoints::negotiation::Encoding;
 
 /// Longer user agents are cut (upstream's limit and marker).
 const MAX_USER_AGENT: usize = 1024;
@@ -88,23 +86,6 @@ pub fn log_request_metadata<B>(
             ..ObjectReference::default()
         });
     }
-}
-
-/// Decodes a body by its content type; None for what is not an object.
-pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Option<Value> {
-    if body.is_empty() {
-        return None;
-    }
-    let media = content_type
-        .and_then(|ct| ct.split(';').next())
-        .map(str::trim)
-        .unwrap_or("application/json");
-    let encoding = match media {
-        "application/vnd.kubernetes.protobuf" => Encoding::Protobuf,
-        "application/yaml" | "application/apply-patch+yaml" => Encoding::Yaml,
-        _ => Encoding::Json,
-    };
-    crate::endpoints::body::decode(encoding, body).ok()
 }
 
 /// Fills the object reference's blanks from the request object, as
@@ -196,14 +177,5 @@ mod tests {
         });
         omit_managed_fields(&mut list);
         assert!(!list.to_string().contains("managedFields"));
-    }
-
-    #[test]
-    fn bodies_decode_by_content_type() {
-        let yaml = decode_body(Some("application/yaml"), b"metadata:\n  name: x\n");
-        assert_eq!(yaml, Some(json!({"metadata": {"name": "x"}})));
-        let json = decode_body(Some("application/json; charset=utf-8"), b"{\"a\":1}");
-        assert_eq!(json, Some(json!({"a": 1})));
-        assert_eq!(decode_body(None, b""), None);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod cel;
+pub mod client_cert;
 pub mod request_header;
 pub mod token_file;
 pub mod user;
@@ -24,8 +25,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use http::HeaderMap;
 
-use crate::serving::{ClientCert, PeerCertificates};
 use cache::TokenCache;
+use client_cert::{ClientCert, PeerCertificates};
 use request_header::RequestHeader;
 use user::{UserInfo, CREDENTIAL_ID_KEY};
 use x509::ClientCa;

@@ -1,12 +1,10 @@
 //! Authorizers (upstream's `k8s.io/apiserver/pkg/authorization`): the
-//! union of the configured modes and the modes themselves (AlwaysAllow,
-//! AlwaysDeny, RBAC); the attributes, decision and [`Authorizer`] trait are
-//! in [`authorizer`].
+//! union of the configured modes and the generic modes (AlwaysAllow,
+//! AlwaysDeny, the privileged group); the attributes, decision and
+//! [`Authorizer`] trait are in [`authorizer`]. RBAC, Kubernetes-specific
+//! upstream, is kube-apiserver's.
 
 pub mod authorizer;
-pub mod escalation;
-pub mod rbac;
-pub mod rules;
 
 use async_trait::async_trait;
 

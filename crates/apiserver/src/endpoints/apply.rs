@@ -26,7 +26,7 @@ use super::response;
 use super::warning::Warnings;
 use crate::registry::object_meta;
 use crate::registry::resource::ResourceInfo;
-use crate::registry::{Store, Target, WriteOptions};
+use crate::registry::store::{Store, Target, WriteOptions};
 
 /// The content type of server-side apply.
 pub const APPLY_PATCH_TYPE: &str = "application/apply-patch+yaml";

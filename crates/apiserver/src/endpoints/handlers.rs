@@ -22,7 +22,8 @@ use crate::admission::RequestContext;
 use crate::audit::AuditContext;
 use crate::authentication::user::UserInfo;
 use crate::registry::rest::table::IncludeObject;
-use crate::registry::{DeleteOptions, DeleteOutcome, Store, Target, WriteOptions};
+use crate::registry::store::{DeleteOutcome, Store, Target, WriteOptions};
+use crate::registry::DeleteOptions;
 
 /// Upstream's limit on request bodies (3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;

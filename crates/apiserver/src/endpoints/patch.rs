@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::negotiation::Negotiated;
 use super::query::{FieldValidation, Query};
 use super::response;
-use crate::registry::{Store, Target, WriteOptions};
+use crate::registry::store::{Store, Target, WriteOptions};
 
 /// The most operations one JSON patch may hold (upstream's
 /// `maxJSONPatchOperations`); more is 413.

@@ -15,8 +15,8 @@ use storage::{ListResult, Object};
 use super::negotiation::{Encoding, Negotiated, Shape};
 use crate::registry::rest::table::IncludeObject;
 use crate::registry::rest::TableConvertor;
+use crate::registry::store::Strategies;
 use crate::registry::ResourceInfo;
-use crate::registry::Strategies;
 
 /// Serializes a value in the given encoding, JSON and YAML as upstream's
 /// serializers write them (`go_json::encode`: Go's escaping, a trailing

@@ -18,8 +18,10 @@ use super::negotiation::Negotiated;
 use super::patch;
 use super::query::Query;
 use super::response;
-use crate::admission::{AdmissionView, GroupVersionKind};
-use crate::registry::{Mutate, ScalePaths, Store, WriteOptions};
+use crate::admission::GroupVersionKind;
+use crate::registry::admission::AdmissionView;
+use crate::registry::store::ScalePaths;
+use crate::registry::store::{Mutate, Store, WriteOptions};
 
 /// The label selector as the string form Scale's status carries.
 fn selector_string(obj: &Value) -> String {
@@ -325,10 +327,12 @@ mod admission_tests {
     use super::ScaleView;
     use crate::admission::{
         Attributes, Chain, Handler, MutationInterface, Operation, Plugin, RequestContext,
-        ValidationInterface, WriteAdmission,
+        ValidationInterface,
     };
     use crate::authentication::user::UserInfo;
-    use crate::registry::{ResourceInfo, ScalePaths};
+    use crate::registry::admission::WriteAdmission;
+    use crate::registry::store::ScalePaths;
+    use crate::registry::ResourceInfo;
 
     /// A webhook-like plugin: doubles the Scale's replicas, and records
     /// what each side saw.

@@ -10,7 +10,7 @@ use apimachinery::status::ApiError;
 use serde_json::Value;
 use storage::Predicate;
 
-use crate::registry::Store;
+use crate::registry::store::Store;
 
 pub fn predicate(store: &Store, label: &str, field: &str) -> Result<Predicate, ApiError> {
     let labels = Selector::parse(label).map_err(|e| ApiError::bad_request(e.to_string()))?;

@@ -22,7 +22,7 @@ use super::negotiation::{Encoding, Negotiated};
 use super::query::ListParams;
 use super::response::encode;
 use crate::registry::errors::interpret;
-use crate::registry::Store;
+use crate::registry::store::Store;
 
 pub async fn serve(
     store: &Arc<Store>,

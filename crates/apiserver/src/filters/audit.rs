@@ -26,17 +26,17 @@ use bytes::Bytes;
 use futures::FutureExt;
 use http::{HeaderValue, Request, Response};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use serde_json::Value;
 
 use super::authorization::attributes;
 use super::max_in_flight::is_long_running;
 use crate::audit::event::{MicroTime, ResponseStatus};
-use crate::audit::request::{
-    complete_object_ref, decode_body, log_request_metadata, omit_managed_fields,
-};
+use crate::audit::request::{complete_object_ref, log_request_metadata, omit_managed_fields};
 use crate::audit::{
     metrics, AuditContext, Auditor, Event, Level, RequestAuditConfig, Stage, HEADER_AUDIT_ID,
 };
 use crate::authentication::user::UserInfo;
+use crate::endpoints::body;
 use crate::endpoints::handlers::read_body;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
@@ -362,6 +362,23 @@ impl HttpBody for CompletingBody {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// Decodes a body by its content type; None for what is not an object.
+pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Option<Value> {
+    if body.is_empty() {
+        return None;
+    }
+    let media = content_type
+        .and_then(|ct| ct.split(';').next())
+        .map(str::trim)
+        .unwrap_or("application/json");
+    let encoding = match media {
+        "application/vnd.kubernetes.protobuf" => Encoding::Protobuf,
+        "application/yaml" | "application/apply-patch+yaml" => Encoding::Yaml,
+        _ => Encoding::Json,
+    };
+    body::decode(encoding, body).ok()
 }
 
 #[cfg(test)]

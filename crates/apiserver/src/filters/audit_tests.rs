@@ -300,3 +300,12 @@ async fn a_panicking_handler_is_audited_at_the_panic_stage() {
         "APIServer panic'd: boom"
     );
 }
+
+#[test]
+fn bodies_decode_by_content_type() {
+    let yaml = decode_body(Some("application/yaml"), b"metadata:\n  name: x\n");
+    assert_eq!(yaml, Some(json!({"metadata": {"name": "x"}})));
+    let json = decode_body(Some("application/json; charset=utf-8"), b"{\"a\":1}");
+    assert_eq!(json, Some(json!({"a": 1})));
+    assert_eq!(decode_body(None, b""), None);
+}

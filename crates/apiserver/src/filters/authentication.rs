@@ -12,11 +12,11 @@ use axum::middleware::Next;
 use http::{Request, Response};
 
 use crate::audit::{self, AuditContext};
+use crate::authentication::client_cert::{ClientCert, PeerCertificates};
 use crate::authentication::Authentication;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::endpoints::warning::Warnings;
-use crate::serving::{ClientCert, PeerCertificates};
 
 /// Upstream's answer to an unauthenticated request.
 pub fn unauthorized() -> Response<Body> {

@@ -1,7 +1,7 @@
 //! May this user do this (upstream's `WithAuthorization`)? Members of
 //! system:masters may; otherwise the configured authorizer chain
 //! (`--authorization-mode` or `--authorization-config`: AlwaysAllow,
-//! AlwaysDeny, RBAC, and modes built by the server such as Node and
+//! AlwaysDeny, and modes built by the server such as RBAC, Node and
 //! Webhook) decides on the request's attributes. A request nothing allows
 //! gets 403 with upstream's message.
 
@@ -18,8 +18,6 @@ use http::{Request, Response};
 
 use crate::audit;
 use crate::authentication::user::UserInfo;
-use crate::authorization::rbac::RbacAuthorizer;
-
 use crate::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
 use crate::authorization::{self, AlwaysAllow, AlwaysDeny, PrivilegedGroups};
 use crate::endpoints::negotiation::Encoding;
@@ -30,9 +28,7 @@ use crate::endpoints::response;
 pub enum AuthorizationMode {
     AlwaysAllow,
     AlwaysDeny,
-    /// RBAC over the policy the RBAC authorizer is bound to.
-    Rbac(Arc<RbacAuthorizer>),
-    /// A mode the embedding server builds (Node, Webhook).
+    /// A mode the embedding server builds (RBAC, Node, Webhook).
     Named(NamedAuthorizer),
 }
 
@@ -72,7 +68,6 @@ impl Authorizer for AuthorizationMode {
         match self {
             AuthorizationMode::AlwaysAllow => AlwaysAllow.authorize(attrs).await,
             AuthorizationMode::AlwaysDeny => AlwaysDeny.authorize(attrs).await,
-            AuthorizationMode::Rbac(rbac) => rbac.authorize(attrs).await,
             AuthorizationMode::Named(named) => named.authorizer.authorize(attrs).await,
         }
     }
@@ -91,7 +86,6 @@ impl Authorizer for AuthorizationMode {
         match self {
             AuthorizationMode::AlwaysAllow => AlwaysAllow.rules_for(user, namespace).await,
             AuthorizationMode::AlwaysDeny => AlwaysDeny.rules_for(user, namespace).await,
-            AuthorizationMode::Rbac(rbac) => rbac.rules_for(user, namespace).await,
             AuthorizationMode::Named(named) => named.authorizer.rules_for(user, namespace).await,
         }
     }
@@ -134,14 +128,6 @@ impl Authorization {
     pub fn named<T: Authorizer + 'static>(&self) -> Option<Arc<T>> {
         self.modes.iter().find_map(|m| match m {
             AuthorizationMode::Named(named) => named.downcast::<T>(),
-            _ => None,
-        })
-    }
-
-    /// The RBAC mode, when configured, to bind it to its stores.
-    pub fn rbac(&self) -> Option<&Arc<RbacAuthorizer>> {
-        self.modes.iter().find_map(|m| match m {
-            AuthorizationMode::Rbac(rbac) => Some(rbac),
             _ => None,
         })
     }
@@ -285,18 +271,14 @@ mod tests {
             decide(deny_first, &bob).await,
             Decision::Deny("Everything is forbidden.".into())
         );
-        let unbound = Arc::new(RbacAuthorizer::new());
-        let rbac_then_allow = vec![
-            AuthorizationMode::Rbac(unbound.clone()),
-            AuthorizationMode::AlwaysAllow,
-        ];
+        let no_opinion = || failing(Decision::NoOpinion(String::new()));
+        let no_opinion_then_allow = vec![no_opinion(), AuthorizationMode::AlwaysAllow];
         assert_eq!(
-            decide(rbac_then_allow, &bob).await,
+            decide(no_opinion_then_allow, &bob).await,
             Decision::Allow(String::new())
         );
-        let rbac_only = vec![AuthorizationMode::Rbac(unbound)];
         assert_eq!(
-            decide(rbac_only, &bob).await,
+            decide(vec![no_opinion()], &bob).await,
             Decision::NoOpinion(String::new())
         );
         assert_eq!(

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use storage::{ListOptions, WatchOptions};
 
 use super::{FlowControl, SchemaStatus};
-use crate::registry::{Mutate, Store, Target, WriteOptions};
+use crate::registry::store::{Mutate, Store, Target, WriteOptions};
 
 /// Changes that arrive together are applied once.
 const SETTLE: Duration = Duration::from_millis(50);

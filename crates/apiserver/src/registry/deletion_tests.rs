@@ -3,7 +3,7 @@ use serde_json::json;
 
 use super::*;
 use crate::registry::rest::GcPolicy;
-use crate::registry::DefaultStrategy;
+use crate::registry::store::DefaultStrategy;
 
 /// A strategy with pods' graceful deletion: the requested period, else 30.
 struct Graceful30;

@@ -1,7 +1,8 @@
 //! The generic registry: one store implementing every verb, resources
 //! described by [`ResourceInfo`] and customised by the [`rest`]
-//! strategies the store holds ([`Strategies`]).
+//! strategies the store holds ([`store::Strategies`]).
 
+pub mod admission;
 pub mod deletion;
 pub mod errors;
 pub mod object_meta;
@@ -11,6 +12,3 @@ pub mod store;
 
 pub use deletion::{DeleteOptions, PropagationPolicy};
 pub use resource::ResourceInfo;
-pub use store::{
-    DefaultStrategy, DeleteOutcome, Mutate, ScalePaths, Store, Strategies, Target, WriteOptions,
-};

@@ -13,7 +13,8 @@ use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
 use super::rest::{CreateStrategy, UpdateStrategy, UpdateSubresource};
-use crate::admission::{AdmissionView, Chain, Equivalents, Operation, WriteAdmission};
+use crate::admission::{Chain, Equivalents, Operation};
+use crate::registry::admission::{AdmissionView, WriteAdmission};
 
 mod delete;
 mod list_watch;

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use super::discovery::{DiscoveryRegistry, GroupVersionDiscovery};
-use crate::registry::{ResourceInfo, Store};
+use crate::registry::store::Store;
+use crate::registry::ResourceInfo;
 
 /// One resource served at run time.
 #[derive(Clone)]
@@ -98,7 +99,7 @@ impl DynamicGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Strategies;
+    use crate::registry::store::Strategies;
 
     fn store(group: &str, version: &str, resource: &str) -> Arc<Store> {
         let info = ResourceInfo {

@@ -7,8 +7,10 @@
 pub mod config;
 pub mod discovery;
 pub mod dynamic;
+pub mod handler_chain;
 pub mod healthz;
 pub mod hooks;
+mod metrics_route;
 mod mux;
 pub mod options;
 mod paths;
@@ -33,7 +35,8 @@ pub use run::PreparedServer;
 use crate::endpoints::computed_read::ComputedResource;
 use crate::endpoints::connect::ConnectResource;
 use crate::endpoints::virtual_create::VirtualResource;
-use crate::registry::{ResourceInfo, Store};
+use crate::registry::store::Store;
+use crate::registry::ResourceInfo;
 
 /// An HTTP handler: the unit servers are chained by.
 pub type Handler = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;

@@ -29,7 +29,7 @@ use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::endpoints::virtual_create::{self, VirtualResource};
 use crate::endpoints::warning::Warnings;
-use crate::registry::Store;
+use crate::registry::store::Store;
 
 /// The end of the chain's answer.
 pub fn not_found() -> Response<Body> {

@@ -16,11 +16,11 @@ use http::{Request, Response, StatusCode};
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use super::handler_chain::build_handler_chain;
 use super::healthz::{self, FnCheck, HealthCheck};
 use super::{DelegationTarget, GenericApiServer, PostStartHook, PreShutdownHook};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
-use crate::filters::build_handler_chain;
 use crate::serving::{self, ServeOptions};
 
 pub struct PreparedServer {
@@ -70,7 +70,7 @@ impl GenericApiServer {
         let metrics = self.config.metrics.clone();
         self.handle_path(
             "/metrics",
-            Arc::new(move |_req| Box::pin(crate::metrics::serve(metrics.clone()))),
+            Arc::new(move |_req| Box::pin(super::metrics_route::serve(metrics.clone()))),
         );
         self.install_index();
         let handler = self.unprotected_handler();

@@ -4,7 +4,6 @@
 //! identity per request, and graceful shutdown.
 
 mod ciphers;
-mod client_cert;
 mod idle;
 mod reload;
 mod server;
@@ -12,7 +11,6 @@ mod sni;
 mod tls;
 
 pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
-pub use client_cert::{ClientCert, ClientCertError, ClientCertUser, PeerCertificates};
 pub use reload::{ServerTls, DEFAULT_RELOAD_INTERVAL};
 pub use server::{
     serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS, DEFAULT_IDLE_TIMEOUT,

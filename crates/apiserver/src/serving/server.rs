@@ -22,9 +22,9 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tower::{Service, ServiceExt};
 
-use super::client_cert::{ClientCert, PeerCertificates};
 use super::idle::{Activity, TrackedBody};
 use super::reload::ServerTls;
+use crate::authentication::client_cert::{ClientCert, PeerCertificates};
 
 /// Upstream's stream limit when `--http2-max-streams-per-connection` is 0:
 /// the initial limit Go's HTTP/2 clients assume, so a misbehaving client

@@ -20,7 +20,7 @@ use cel::common::traits::Iterable;
 use cel::common::value::{CowVal, FromVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
-use crate::construct::OpenStruct;
+use crate::mutation::OpenStruct;
 
 /// The shared environment; building it only fails if two registrations
 /// clash, a programming error reported as an internal error to callers.
@@ -34,7 +34,7 @@ pub(crate) fn env() -> Result<Arc<Env>, DeclarationError> {
 /// The environment of mutating admission policies: the shared one plus the
 /// JSON patch library and the `Object` and `JSONPatch` struct types (nested
 /// `Object.<path>` literals are evaluated as `Object`, see
-/// [`crate::construct::unnest`]).
+/// [`crate::mutation::unnest`]).
 static MUTATION_ENV: LazyLock<Result<Arc<Env>, DeclarationError>> =
     LazyLock::new(|| build_mutation().map(Arc::new));
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{ResourceInfo, Store};
+use apiserver::registry::store::Store;
+use apiserver::registry::ResourceInfo;
 use serde_json::Value;
 use storage::{GetOptions, ListOptions, Object, ReadVersion};
 

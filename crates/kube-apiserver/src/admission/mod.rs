@@ -33,8 +33,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::admission::{Chain, Plugin};
-use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::Authorization;
+
+use crate::authorization::rbac::RbacAuthorizer;
 
 pub use config::{AdmissionConfig, ConfigError};
 pub use lookup::Stores;

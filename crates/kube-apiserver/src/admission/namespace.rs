@@ -6,7 +6,7 @@ use apimachinery::status::{ApiError, StatusCause};
 use apiserver::admission::{
     Attributes, Handler, MutationInterface, Operation, ValidationInterface,
 };
-use apiserver::registry::WriteOptions;
+use apiserver::registry::store::WriteOptions;
 use async_trait::async_trait;
 use serde_json::json;
 

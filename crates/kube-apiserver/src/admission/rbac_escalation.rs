@@ -12,13 +12,13 @@ use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use apiserver::authentication::user::PRIVILEGED_GROUP;
 use apiserver::authorization::authorizer::{Attributes as AuthzAttributes, Decision};
-use apiserver::authorization::escalation::{escalation_error, owner_rules, PolicyRule};
-use apiserver::authorization::rbac::{RbacAuthorizer, RoleReferenceError};
 use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use serde_json::Value;
 
 use super::lookup::text;
+use crate::authorization::rbac::{RbacAuthorizer, RoleReferenceError};
+use crate::registry::rbac::validation::{escalation_error, owner_rules, PolicyRule};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const AGGREGATION_MESSAGE: &str = "must have cluster-admin privileges to use the aggregationRule";

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Operation, RequestContext};
 use apiserver::authentication::user::UserInfo;
-use apiserver::authorization::rbac::{PolicyReader, RbacAuthorizer};
-use apiserver::filters::authorization::{Authorization, AuthorizationMode};
-use apiserver::registry::{ResourceInfo, Store, Strategies, WriteOptions};
+use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
+use apiserver::registry::store::{Store, Strategies, WriteOptions};
+use apiserver::registry::ResourceInfo;
 use serde_json::{json, Value};
 
 use super::lookup::Stores;
+use crate::authorization::rbac::{PolicyReader, RbacAuthorizer};
 
 /// `(group, version, resource, kind, namespaced)` of the resources used.
 const RESOURCES: &[(&str, &str, &str, &str, bool)] = &[
@@ -233,6 +234,8 @@ pub fn rbac(user: &str, rules: Value) -> Arc<Authorization> {
         binding: Arc::new(binding),
     }));
     Arc::new(Authorization {
-        modes: vec![AuthorizationMode::Rbac(authorizer)],
+        modes: vec![AuthorizationMode::Named(NamedAuthorizer::new(
+            "RBAC", authorizer,
+        ))],
     })
 }

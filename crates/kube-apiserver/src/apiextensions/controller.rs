@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::DynamicGroups;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

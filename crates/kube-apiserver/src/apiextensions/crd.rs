@@ -12,7 +12,7 @@ use apimachinery::validation::NameValidator;
 use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
 use apiserver::registry::rest::{CreateStrategy, Decoded, DeleteStrategy, Scheme, UpdateStrategy};
-use apiserver::registry::Strategies;
+use apiserver::registry::store::Strategies;
 use serde_json::{json, Value};
 
 use super::conditions::{self, Condition, TERMINATING};

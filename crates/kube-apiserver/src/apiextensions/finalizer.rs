@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{DeleteOptions, Store};
+use apiserver::registry::store::Store;
+use apiserver::registry::DeleteOptions;
 use serde_json::{json, Value};
 use storage::ListOptions;
 

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use apiserver::admission::Chain;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::{GenericApiServer, HookFn};
 use tokio::sync::watch;
 

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{DeleteOptions, Store, Target, WriteOptions};
+use apiserver::registry::store::{Store, Target, WriteOptions};
+use apiserver::registry::DeleteOptions;
 use serde_json::{json, Value};
 use storage::ListOptions;
 use tokio::sync::watch;

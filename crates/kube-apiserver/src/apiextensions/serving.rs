@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use apiserver::admission::{Chain, Equivalents, GroupVersionKind, GroupVersionResource};
 use apiserver::registry::resource::ALL_VERBS;
-use apiserver::registry::{ResourceInfo, Store};
+use apiserver::registry::store::Store;
+use apiserver::registry::ResourceInfo;
 use apiserver::server::{DynamicResource, DynamicVersion};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,

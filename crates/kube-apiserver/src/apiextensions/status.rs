@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::registry::store::{Store, Target, WriteOptions};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 

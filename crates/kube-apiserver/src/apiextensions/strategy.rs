@@ -11,7 +11,7 @@ use apimachinery::field_errors::FieldError;
 use apiserver::registry::rest::{
     CreateStrategy, Decoded, Scheme, SelectableFields, TableConvertor, UpdateStrategy,
 };
-use apiserver::registry::{ScalePaths, Strategies};
+use apiserver::registry::store::{ScalePaths, Strategies};
 use kube_cel::RuleSet;
 use serde_json::{json, Value};
 use structured_merge::schema::Schema;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use apiserver::filters::authorization::Authorization;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 
 use crate::admission::{self, AdmissionConfig, ConfigError, Setup, Stores};
 use crate::options::{AdmissionOptions, CompletedOptions};

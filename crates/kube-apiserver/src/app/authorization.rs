@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::apis::apiserver::authorization::{AuthorizerEntry, ConfigFileError, Connection};
-use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
 use apiserver::metrics::Metrics;
 use apiserver::plugin::pkg::authorizer::webhook::{
     FailurePolicy, WebhookAuthorizer, WebhookSettings,
 };
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use apiserver::util::webhook::Endpoint;
 use async_trait::async_trait;
@@ -27,6 +26,7 @@ use storage::{GetOptions, ListOptions, ReadVersion};
 
 use crate::authorization::node::{self, NodeAuthorizer};
 use crate::authorization::node_graph::{Graph, Kind, Objects};
+use crate::authorization::rbac::RbacAuthorizer;
 use crate::options::CompletedOptions;
 
 /// The call timeout of the `--authorization-webhook-*` webhook.
@@ -75,9 +75,13 @@ fn simple_mode(mode: &str) -> Result<AuthorizationMode, AuthorizationError> {
     Ok(match mode {
         "AlwaysAllow" => AuthorizationMode::AlwaysAllow,
         "AlwaysDeny" => AuthorizationMode::AlwaysDeny,
-        "RBAC" => AuthorizationMode::Rbac(Arc::new(RbacAuthorizer::new())),
+        "RBAC" => rbac_mode(Arc::new(RbacAuthorizer::new())),
         other => return Err(AuthorizationError::UnsupportedMode(other.to_owned())),
     })
+}
+
+fn rbac_mode(authorizer: Arc<RbacAuthorizer>) -> AuthorizationMode {
+    AuthorizationMode::Named(NamedAuthorizer::new("RBAC", authorizer))
 }
 
 fn node_mode(authorizer: Arc<NodeAuthorizer>) -> AuthorizationMode {
@@ -152,9 +156,7 @@ fn entry_mode(
     let not_at_startup = || AuthorizationError::NotAtStartup(entry.kind.clone());
     let Some(webhook) = entry.webhook else {
         return match entry.kind.as_str() {
-            "RBAC" => Ok(AuthorizationMode::Rbac(
-                shared.rbac.clone().ok_or_else(not_at_startup)?,
-            )),
+            "RBAC" => Ok(rbac_mode(shared.rbac.clone().ok_or_else(not_at_startup)?)),
             "Node" => Ok(node_mode(shared.node.clone().ok_or_else(not_at_startup)?)),
             other => simple_mode(other),
         };
@@ -274,7 +276,7 @@ impl Objects for NodeObjects {
 /// The RBAC authorizer, when configured by flags or in the
 /// `--authorization-config` file the server started with.
 pub fn rbac(authorization: &Authorization) -> Option<Arc<RbacAuthorizer>> {
-    authorization.rbac().cloned().or_else(|| {
+    authorization.named::<RbacAuthorizer>().or_else(|| {
         authorization
             .named::<reload::ReloadableAuthorizer>()?
             .rbac()

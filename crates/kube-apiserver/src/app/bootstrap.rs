@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::authentication::x509::{any_reloaded, ClientCa};
-use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::{DiscoveryRegistry, GenericApiServer, HookFn};
 use serde_json::{json, Value};
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::flowcontrol::{bootstrap, controller, debug, FlowControl, ADJUSTMENT_PERIOD};
-use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
+use apiserver::registry::DeleteOptions;
 use apiserver::server::GenericApiServer;
 use serde_json::Value;
 use storage::ListOptions;

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::{DynamicGroups, GenericApiServer};
 use futures::StreamExt;
 use storage::{ListOptions, Object, WatchEvent, WatchOptions};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{object_meta, DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
+use apiserver::registry::{object_meta, DeleteOptions};
 use apiserver::server::GenericApiServer;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};

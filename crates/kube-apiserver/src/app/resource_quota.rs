@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use futures::StreamExt;
 use serde_json::Value;

@@ -11,7 +11,8 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use apiserver::registry::{object_meta, Store, Target, WriteOptions};
+use apiserver::registry::object_meta;
+use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};

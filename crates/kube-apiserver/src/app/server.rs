@@ -164,8 +164,8 @@ pub struct ServerChain {
     pub front: GenericApiServer,
     /// Services, IPAddresses and the address allocator, repaired before
     /// serving.
-    pub services: Option<Arc<apiserver::registry::Store>>,
-    pub ip_addresses: Option<Arc<apiserver::registry::Store>>,
+    pub services: Option<Arc<apiserver::registry::store::Store>>,
+    pub ip_addresses: Option<Arc<apiserver::registry::store::Store>>,
     pub allocator: Arc<ServiceAllocator>,
 }
 

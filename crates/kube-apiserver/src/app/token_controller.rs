@@ -12,7 +12,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{DeleteOptions, Mutate, Store, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
+use apiserver::registry::DeleteOptions;
 use apiserver::server::GenericApiServer;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;

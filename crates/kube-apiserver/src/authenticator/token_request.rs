@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::{ApiError, StatusReason};
-use apiserver::admission::{admit_create, GroupVersionKind, RequestContext, SubresourceCreate};
+use apiserver::admission::{GroupVersionKind, RequestContext};
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
+use apiserver::registry::admission::{admit_create, SubresourceCreate};
 use apiserver::registry::ResourceInfo;
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde_json::{json, Value};

@@ -14,12 +14,12 @@ use std::sync::{LazyLock, OnceLock};
 use apimachinery::fields::{FieldOperator, FieldSelector};
 use apiserver::authentication::user::UserInfo;
 use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Rules};
-use apiserver::authorization::rules::rule_allows;
 use async_trait::async_trait;
 use serde_json::Value;
 
 use super::node_graph::{Graph, Kind};
 use super::rbac::bootstrappolicy::node_rules::node_rules;
+use crate::authorization::rbac::rules::rule_allows;
 
 const NODES_GROUP: &str = "system:nodes";
 const NODE_USER_PREFIX: &str = "system:node:";

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use apimachinery::field_errors::FieldError;
 use apiserver::registry::resource::ALL_VERBS;
 use apiserver::registry::rest::GcPolicy;
-use apiserver::registry::{ResourceInfo, Strategies};
+use apiserver::registry::store::Strategies;
+use apiserver::registry::ResourceInfo;
 use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
     batch::v1 as batch, certificates::v1 as certificates, coordination::v1 as coordination,

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use apiserver::admission::{Equivalents, GroupVersionKind, GroupVersionResource};
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use serde_json::Value;
 

@@ -15,7 +15,7 @@ pub mod typed;
 
 use std::sync::Arc;
 
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use storage::cacher::{Cacher, CacherConfig};
 use storage::{Kv, Storage};
 

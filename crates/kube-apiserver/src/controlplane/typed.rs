@@ -88,7 +88,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apiserver::registry::DefaultStrategy;
+    use apiserver::registry::store::DefaultStrategy;
     use k8s_openapi::api::core::v1::ConfigMap;
     use serde_json::json;
 

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::status::ApiError;
-use apiserver::admission::{admit_create, GroupVersionKind, SubresourceCreate};
+use apiserver::admission::GroupVersionKind;
 use apiserver::endpoints::virtual_create::{CreateHandler, CreateRequest, VirtualResource};
+use apiserver::registry::admission::{admit_create, SubresourceCreate};
 use apiserver::registry::errors::{interpret, into_storage};
-use apiserver::registry::{ResourceInfo, Store};
+use apiserver::registry::store::Store;
+use apiserver::registry::ResourceInfo;
 use apiserver::server::GenericApiServer;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};

@@ -17,6 +17,7 @@ pub mod pod_defaults;
 pub mod pod_resources;
 pub mod pod_subresources;
 pub mod printers;
+pub mod rbac;
 pub mod services;
 pub mod validating_policies;
 pub mod validation;
@@ -33,7 +34,7 @@ use apiserver::registry::rest::{
     GracefulDeleteStrategy, Scheme, SelectableFields, TableConvertor, UpdateStrategy,
     UpdateSubresource,
 };
-use apiserver::registry::Strategies;
+use apiserver::registry::store::Strategies;
 use serde_json::{json, Value};
 
 type Columns = fn() -> Vec<TableColumn>;

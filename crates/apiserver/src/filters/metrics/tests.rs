@@ -363,8 +363,9 @@ async fn dropped_response_still_counts() {
     );
 }
 
-/// The whole chain: the layer sits in `build_handler_chain`, and
-/// `/metrics` serves the text format with its content type.
+/// The whole chain: the layer sits in
+/// `server::handler_chain::build_handler_chain`, and `/metrics` serves the
+/// text format with its content type.
 #[tokio::test]
 async fn metrics_endpoint_serves_the_chain_metrics() {
     let config = Config {

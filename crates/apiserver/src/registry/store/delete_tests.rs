@@ -5,7 +5,8 @@ use serde_json::json;
 use super::*;
 use crate::registry::deletion::PropagationPolicy;
 use crate::registry::rest::{GarbageCollectionDeleteStrategy, GcPolicy, GracefulDeleteStrategy};
-use crate::registry::{Mutate, ResourceInfo, Target, WriteOptions};
+use crate::registry::store::{Mutate, Target, WriteOptions};
+use crate::registry::ResourceInfo;
 
 /// Pods' graceful deletion: the requested period, else 30; 0 unscheduled.
 struct PodLike;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use apiextensions::CompiledSchema;
 use apiserver::admission::Attributes;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use serde_json::Value;
 use structured_merge::schema::{Schema, TypeRef};
 use structured_merge::typed::Ty;

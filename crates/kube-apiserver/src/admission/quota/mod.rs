@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
-use apiserver::registry::{Store, Target, WriteOptions};
+use apiserver::registry::store::{Store, Target, WriteOptions};
 use async_trait::async_trait;
 use serde_json::Value;
 use storage::Object;

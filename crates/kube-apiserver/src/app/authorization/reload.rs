@@ -15,7 +15,6 @@ use apiserver::apis::apiserver::authorization::{self as config, AuthorizerEntry,
 use apiserver::authentication::user::UserInfo;
 use apiserver::authorization;
 use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};
-use apiserver::authorization::rbac::RbacAuthorizer;
 use apiserver::filters::authorization::AuthorizationMode;
 use apiserver::metrics::config_reload::hash_label;
 use apiserver::metrics::Metrics;
@@ -23,6 +22,7 @@ use async_trait::async_trait;
 
 use super::{entry_mode, AuthorizationError, Shared};
 use crate::authorization::node::NodeAuthorizer;
+use crate::authorization::rbac::RbacAuthorizer;
 
 /// The name the chain is configured under.
 pub const NAME: &str = "authorization-config";
@@ -189,7 +189,6 @@ mod tests {
             .map(|m| match m {
                 AuthorizationMode::AlwaysAllow => "AlwaysAllow".to_owned(),
                 AuthorizationMode::AlwaysDeny => "AlwaysDeny".to_owned(),
-                AuthorizationMode::Rbac(_) => "RBAC".to_owned(),
                 AuthorizationMode::Named(named) => named.name.clone(),
             })
             .collect()
@@ -212,7 +211,9 @@ mod tests {
         assert!(matches!(authorizer.check(), Ok(Some(_))));
         assert_eq!(kinds(&authorizer), ["RBAC", "AlwaysDeny", "node"]);
         let same = authorizer.snapshot().iter().any(|m| match (m, &rbac) {
-            (AuthorizationMode::Rbac(now), Some(before)) => Arc::ptr_eq(now, before),
+            (AuthorizationMode::Named(named), Some(before)) => named
+                .downcast::<RbacAuthorizer>()
+                .is_some_and(|now| Arc::ptr_eq(&now, before)),
             _ => false,
         });
         assert!(same);

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use apiserver::registry::deletion::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use serde_json::Value;
 
 /// One `metadata.ownerReferences` entry.

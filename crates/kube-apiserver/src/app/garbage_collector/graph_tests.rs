@@ -1,4 +1,5 @@
-use apiserver::registry::{ResourceInfo, Strategies};
+use apiserver::registry::store::Strategies;
+use apiserver::registry::ResourceInfo;
 use serde_json::json;
 
 use super::*;

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use apimachinery::status::ApiError;
 use apiserver::registry::deletion::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
-use apiserver::registry::{
-    DeleteOptions, DeleteOutcome, Mutate, PropagationPolicy, Store, Target, WriteOptions,
-};
+use apiserver::registry::store::{DeleteOutcome, Mutate, Store, Target, WriteOptions};
+use apiserver::registry::{DeleteOptions, PropagationPolicy};
 use apiserver::server::DynamicGroups;
 use serde_json::{json, Value};
 use storage::{GetOptions, Object, Preconditions};

@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::authorization::rbac::{RbacAuthorizer, RbacStores};
-use apiserver::registry::{Mutate, Store, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -21,6 +20,7 @@ use crate::authorization::rbac::bootstrappolicy::{
     aggregated_rules, controller_roles, default_cluster_role_bindings, default_cluster_roles,
     default_namespace_role_bindings, default_namespace_roles, name_of, GROUP,
 };
+use crate::authorization::rbac::{RbacAuthorizer, RbacStores};
 
 mod reconcile;
 

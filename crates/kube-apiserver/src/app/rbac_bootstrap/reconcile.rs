@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
-use apiserver::authorization::escalation::{missing_rules, PolicyRule};
-use apiserver::registry::{Mutate, Store, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
 use serde_json::{Map, Value};
+
+use crate::registry::rbac::validation::{missing_rules, PolicyRule};
 
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 

@@ -7,7 +7,7 @@
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::status::ApiError;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use serde_json::Value;
 use storage::{GetOptions, ReadVersion};
 

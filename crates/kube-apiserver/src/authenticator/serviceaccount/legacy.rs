@@ -15,7 +15,7 @@ use apimachinery::status::ApiError;
 use apiserver::audit::add_authentication_annotation;
 use apiserver::authentication::user::UserInfo;
 use apiserver::authentication::AuthError;
-use apiserver::registry::{Mutate, Target, WriteOptions};
+use apiserver::registry::store::{Mutate, Target, WriteOptions};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use chrono::{Duration, Utc};

@@ -3,7 +3,7 @@
 //! legacy secret-based tokens against their secret and account.
 
 use apiserver::endpoints::virtual_create::CreateRequest;
-use apiserver::registry::WriteOptions;
+use apiserver::registry::store::WriteOptions;
 use serde_json::json;
 use storage_embedded::EmbeddedKv;
 
@@ -19,7 +19,7 @@ const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 struct Fixture {
     _dir: tempfile::TempDir,
-    stores: std::collections::HashMap<String, Arc<apiserver::registry::Store>>,
+    stores: std::collections::HashMap<String, Arc<apiserver::registry::store::Store>>,
     requests: Arc<TokenRequests>,
     auth: JwtAuthenticator,
 }

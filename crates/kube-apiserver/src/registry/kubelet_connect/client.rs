@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::endpoints::proxy::Transport;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};

@@ -21,7 +21,7 @@ use apiserver::admission::{Attributes, GroupVersionKind, Operation, RequestConte
 use apiserver::authentication::user::UserInfo;
 use apiserver::endpoints::connect::{ConnectHandler, ConnectRequest, ConnectResource};
 use apiserver::filters::authorization::Authorization;
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use axum::body::Body;
 use http::{Method, Response};

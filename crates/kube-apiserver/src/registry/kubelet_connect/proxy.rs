@@ -12,7 +12,7 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use apiserver::endpoints::connect::ConnectRequest;
 use apiserver::endpoints::proxy::{self, Location, Transport};
-use apiserver::registry::Store;
+use apiserver::registry::store::Store;
 use axum::body::Body;
 use http::Response;
 use serde_json::Value;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::registry::{object_meta, Store, Target, WriteOptions};
+use apiserver::registry::object_meta;
+use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
 use apiserver::server::HookFn;
 use futures::{Stream, StreamExt};

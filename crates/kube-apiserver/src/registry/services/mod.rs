@@ -17,7 +17,7 @@ use std::sync::Arc;
 use apimachinery::field_errors::FieldError;
 use apimachinery::validation::NameValidator;
 use apiserver::registry::rest::{BeginCreate, CreateStrategy, UpdateStrategy};
-use apiserver::registry::Strategies;
+use apiserver::registry::store::Strategies;
 use serde_json::Value;
 
 use super::ResourceStrategy;

@@ -1,12 +1,13 @@
-//! Matching one RBAC `PolicyRule` (kept as stored JSON, so nothing is
+//! Matching one RBAC `PolicyRule` (upstream's `RuleAllows` in
+//! `plugin/pkg/auth/authorizer/rbac` and the evaluation helpers of
+//! `pkg/apis/rbac/v1`; the rule kept as stored JSON, so nothing is
 //! decoded per request) against request attributes, with upstream's
 //! semantics: `*` wildcards for verbs, groups and resources, `*/sub` for a
 //! subresource of any resource, resourceNames narrowing, and
 //! nonResourceURLs with a trailing `*` matching a prefix.
 
+use apiserver::authorization::authorizer::{Attributes, NonResourceRule, ResourceRule};
 use serde_json::Value;
-
-use crate::authorization::authorizer::{Attributes, NonResourceRule, ResourceRule};
 
 const ALL: &str = "*";
 
@@ -102,7 +103,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::authentication::user::UserInfo;
+    use apiserver::authentication::user::UserInfo;
 
     fn user() -> UserInfo {
         UserInfo {

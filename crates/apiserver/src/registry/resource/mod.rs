@@ -1,5 +1,7 @@
 //! The static description of one served resource: what discovery publishes
-//! and what the REST handler needs to route, store and name it.
+//! (upstream's `metav1.APIResource`) and what the REST handler needs to
+//! route, store and name it. A package of its own, below admission and the
+//! registry, which both describe writes by it.
 
 /// The verbs a resource supports, as discovery lists them.
 pub const ALL_VERBS: &[&str] = &[

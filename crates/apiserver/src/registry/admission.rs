@@ -1,5 +1,7 @@
-//! Admission as the registry store runs it for one write: the chain plus
-//! the request being served. Writes the server makes on its own (outside of
+//! Admission as the registry store runs it for one write (upstream's
+//! `rest.AdmissionToValidateObjectFunc` and the handlers' admit calls in
+//! `k8s.io/apiserver/pkg/registry/rest`): the chain plus the request being
+//! served. Writes the server makes on its own (outside of
 //! any request) have none and are not admitted.
 
 use std::sync::Arc;
@@ -7,9 +9,11 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use serde_json::Value;
 
-use super::{Attributes, Chain, Equivalents, GroupVersionKind, Operation, RequestContext};
+use super::resource::ResourceInfo;
+use crate::admission::{
+    Attributes, Chain, Equivalents, GroupVersionKind, Operation, RequestContext,
+};
 use crate::authentication::user::UserInfo;
-use crate::registry::ResourceInfo;
 
 /// How a subresource with a kind of its own (autoscaling/v1 Scale) shows
 /// the stored object to admission, as upstream's scale storage does:

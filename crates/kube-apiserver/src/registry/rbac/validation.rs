@@ -6,10 +6,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use apiserver::authentication::user::UserInfo;
+use apiserver::authorization::authorizer::{NonResourceRule, ResourceRule, Rules};
 use serde_json::Value;
-
-use crate::authentication::user::UserInfo;
-use crate::authorization::authorizer::{NonResourceRule, ResourceRule, Rules};
 
 const ALL: &str = "*";
 

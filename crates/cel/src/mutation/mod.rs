@@ -1,4 +1,5 @@
-//! Typed object construction for mutating admission policies:
+//! Typed object construction for mutating admission policies (upstream's
+//! `k8s.io/apiserver/pkg/cel/mutation`):
 //! `Object{spec: Object.spec{replicas: 3}}` (an apply configuration of the
 //! request's object, each nested type named by its field path) and
 //! `JSONPatch{op: 'add', path: '/x', value: 1}`. The struct types are
@@ -11,8 +12,6 @@ use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr};
 use cel::common::types::{CelMap, CelMapKey, Type};
 use cel::common::value::{CowVal, Val};
 use cel::{ExecutionError, StructType};
-
-use crate::cost::TypeIssue;
 
 /// The root of apply-configuration type names.
 pub(crate) const OBJECT: &str = "Object";
@@ -75,32 +74,13 @@ impl StructType for OpenStruct {
 
 /// Whether a struct literal may name `name`: `Object`, `Object.<field>...`
 /// or `JSONPatch`.
-fn known(name: &str) -> bool {
+pub(crate) fn known(name: &str) -> bool {
     name == JSON_PATCH
         || name == OBJECT
         || name
             .strip_prefix(OBJECT)
             .and_then(|rest| rest.strip_prefix('.'))
             .is_some_and(|path| path.split('.').all(|field| !field.is_empty()))
-}
-
-/// An issue for every struct literal of a type not known.
-pub(crate) fn unknown_types(expr: &IdedExpr) -> Vec<TypeIssue> {
-    let mut issues = Vec::new();
-    walk(expr, &mut |e| {
-        if let Expr::Struct(s) = &e.expr {
-            if !known(&s.type_name) {
-                issues.push(TypeIssue {
-                    expr_id: e.id,
-                    message: format!(
-                        "undeclared reference to '{}' (in container '')",
-                        s.type_name
-                    ),
-                });
-            }
-        }
-    });
-    issues
 }
 
 /// `expr` with every nested `Object.<path>` literal constructing the one
@@ -212,7 +192,7 @@ fn named_below(expr: &IdedExpr, expected: &str, out: &mut Vec<String>) {
 }
 
 /// Calls `visit` on `expr` and every expression below it.
-fn walk(expr: &IdedExpr, visit: &mut dyn FnMut(&IdedExpr)) {
+pub(crate) fn walk(expr: &IdedExpr, visit: &mut dyn FnMut(&IdedExpr)) {
     visit(expr);
     let entries = |entries: &[cel::common::ast::IdedEntryExpr],
                    visit: &mut dyn FnMut(&IdedExpr)| {

@@ -1,5 +1,6 @@
 //! The identity carried by a verified client certificate, converted the way
-//! upstream's x509 authenticator does (`CommonNameUserConversion`): subject
+//! upstream's x509 authenticator does (`CommonNameUserConversion` in
+//! `k8s.io/apiserver/pkg/authentication/request/x509`): subject
 //! CN → user name, O → groups, the Kubernetes UID attribute → uid, and a
 //! credential ID from the certificate's SHA-256 fingerprint.
 //!
