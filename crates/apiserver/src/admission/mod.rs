@@ -8,7 +8,9 @@ mod attributes;
 mod chain;
 mod context;
 mod equivalents;
+pub mod initializer;
 pub mod metrics;
+pub mod plugin;
 mod reinvocation;
 
 pub use attributes::{Attributes, GroupVersionKind, GroupVersionResource, Operation};

@@ -17,7 +17,7 @@ use base64::Engine;
 use serde_json::Value;
 use x509_parser::prelude::FromDer as _;
 
-use super::lookup::text;
+use apiserver::admission::initializer::text;
 
 const GROUP: &str = "certificates.k8s.io";
 const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";

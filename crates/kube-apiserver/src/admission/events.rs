@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::config::ConfigError;
-use super::lookup::text;
+use apiserver::admission::initializer::text;
 
 const TYPES: [&str; 4] = ["Namespace", "Server", "SourceAndObject", "User"];
 const DEFAULT_CACHE_SIZE: usize = 4096;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use storage::Object;
 
-use super::lookup::Stores;
 use crate::api::resource::{self, milli, parse_list, ResourceList};
+use apiserver::admission::initializer::Stores;
 
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 

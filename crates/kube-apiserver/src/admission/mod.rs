@@ -4,11 +4,11 @@
 
 mod certificates;
 mod config;
+mod crd_types;
 mod events;
 mod image_policy;
 mod images;
 mod limit_ranger;
-mod lookup;
 mod namespace;
 mod network;
 mod node_features;
@@ -16,7 +16,6 @@ mod node_restriction;
 mod owner_references;
 mod pod_security;
 mod pods;
-mod policy;
 pub mod quota;
 mod rbac_escalation;
 mod scheduling;
@@ -25,20 +24,20 @@ mod simple;
 #[cfg(test)]
 mod testing;
 mod tolerations;
-mod versioned;
 mod volumes;
-pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use apiserver::admission::initializer::Stores;
+use apiserver::admission::plugin::policy::{mutating, validating};
+use apiserver::admission::plugin::webhook;
 use apiserver::admission::{Chain, Plugin};
 use apiserver::filters::authorization::Authorization;
 
 use crate::authorization::rbac::RbacAuthorizer;
 
 pub use config::{AdmissionConfig, ConfigError};
-pub use lookup::Stores;
 
 use crate::options::AdmissionOptions;
 
@@ -196,17 +195,21 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
             Plugin::validating(name, Arc::new(certificates::CertificateSubjectRestriction))
         }
         "MutatingAdmissionWebhook" => {
-            Plugin::mutating(name, Arc::new(webhook::MutatingWebhook::new(s())))
+            Plugin::mutating(name, Arc::new(webhook::mutating::MutatingWebhook::new(s())))
         }
-        "ValidatingAdmissionWebhook" => {
-            Plugin::validating(name, Arc::new(webhook::ValidatingWebhook::new(s())))
-        }
+        "ValidatingAdmissionWebhook" => Plugin::validating(
+            name,
+            Arc::new(webhook::validating::ValidatingWebhook::new(s())),
+        ),
         "MutatingAdmissionPolicy" => {
-            Plugin::mutating(name, Arc::new(policy::MutatingAdmissionPolicy::new(s())))
+            let types = Arc::new(crd_types::CrdTypes::default());
+            let policy = mutating::MutatingAdmissionPolicy::new(s(), types);
+            Plugin::mutating(name, Arc::new(policy))
         }
-        "ValidatingAdmissionPolicy" => {
-            Plugin::validating(name, Arc::new(policy::ValidatingAdmissionPolicy::new(s())))
-        }
+        "ValidatingAdmissionPolicy" => Plugin::validating(
+            name,
+            Arc::new(validating::ValidatingAdmissionPolicy::new(s())),
+        ),
         "PodSecurity" => Plugin::validating(
             name,
             Arc::new(pod_security::PodSecurity::from_config(

@@ -10,7 +10,7 @@ use apiserver::registry::store::WriteOptions;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::lookup::{text, Stores};
+use apiserver::admission::initializer::{text, Stores};
 
 /// Namespaces that exist from startup and may never be deleted.
 const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];

@@ -11,8 +11,8 @@ use apiserver::admission::{
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::lookup::{text, Stores};
 use super::service_account::object_mut;
+use apiserver::admission::initializer::{text, Stores};
 
 const NETWORKING: &str = "networking.k8s.io";
 const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";

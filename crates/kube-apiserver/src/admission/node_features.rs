@@ -11,8 +11,8 @@ use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::lookup::{text, Stores};
 use crate::api::resource::{containers, milli, parse_list};
+use apiserver::admission::initializer::{text, Stores};
 
 const GUARANTEED_CPU_RESIZE: &str = "GuaranteedQoSPodCPUResize";
 

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::certificates::request_subject;
-use super::lookup::{text, Stores};
+use apiserver::admission::initializer::{text, Stores};
 
 const NODE_USER_PREFIX: &str = "system:node:";
 const NODES_GROUP: &str = "system:nodes";

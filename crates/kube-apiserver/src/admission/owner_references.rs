@@ -13,7 +13,7 @@ use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::lookup::Stores;
+use apiserver::admission::initializer::Stores;
 
 pub struct OwnerReferencesPermissionEnforcement {
     pub authorization: Arc<Authorization>,

@@ -9,8 +9,8 @@ use apiserver::admission::{
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::lookup::{text, Stores};
 use super::service_account::object_mut;
+use apiserver::admission::initializer::{text, Stores};
 
 fn is_pod_create(a: &Attributes) -> bool {
     a.operation == Operation::Create && a.is("", "pods") && a.subresource.is_empty()

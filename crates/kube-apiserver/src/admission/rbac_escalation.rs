@@ -16,9 +16,9 @@ use apiserver::filters::authorization::Authorization;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::lookup::text;
 use crate::authorization::rbac::{RbacAuthorizer, RoleReferenceError};
 use crate::registry::rbac::validation::{escalation_error, owner_rules, PolicyRule};
+use apiserver::admission::initializer::text;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 const AGGREGATION_MESSAGE: &str = "must have cluster-admin privileges to use the aggregationRule";

@@ -12,8 +12,8 @@ use apiserver::admission::{
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::lookup::{text, Stores};
 use super::service_account::object_mut;
+use apiserver::admission::initializer::{text, Stores};
 
 const NODE_SELECTOR_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/node-selector";
 const CLUSTER_DEFAULT: &str = "clusterDefaultNodeSelector";

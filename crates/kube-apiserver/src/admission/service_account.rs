@@ -16,7 +16,7 @@ use apiserver::registry::object_meta::generate_name;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::lookup::{text, Stores};
+use apiserver::admission::initializer::{text, Stores};
 
 const DEFAULT_ACCOUNT: &str = "default";
 /// Where containers find the token, CA and namespace.

@@ -13,8 +13,8 @@ use apiserver::registry::store::{Store, Strategies, WriteOptions};
 use apiserver::registry::ResourceInfo;
 use serde_json::{json, Value};
 
-use super::lookup::Stores;
 use crate::authorization::rbac::{PolicyReader, RbacAuthorizer};
+use apiserver::admission::initializer::Stores;
 
 /// `(group, version, resource, kind, namespaced)` of the resources used.
 const RESOURCES: &[(&str, &str, &str, &str, bool)] = &[

@@ -8,9 +8,9 @@ use apiserver::admission::{
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::lookup::{text, Stores};
 use super::service_account::object_mut;
 use crate::api::resource::{milli, parse_list};
+use apiserver::admission::initializer::{text, Stores};
 
 const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 

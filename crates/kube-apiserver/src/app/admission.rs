@@ -7,8 +7,9 @@ use std::sync::Arc;
 use apiserver::filters::authorization::Authorization;
 use apiserver::registry::store::Store;
 
-use crate::admission::{self, AdmissionConfig, ConfigError, Setup, Stores};
+use crate::admission::{self, AdmissionConfig, ConfigError, Setup};
 use crate::options::{AdmissionOptions, CompletedOptions};
+use apiserver::admission::initializer::Stores;
 
 /// Installs the admission chain on `stores` (all stores of the chain's
 /// servers, which plugins also read). Returns the names of the plugins that

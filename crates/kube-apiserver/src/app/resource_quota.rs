@@ -22,8 +22,8 @@ use storage::{GetOptions, WatchEvent, WatchOptions};
 use tokio::sync::mpsc;
 
 use crate::admission::quota::{evaluator, write_status};
-use crate::admission::Stores;
 use crate::api::resource::parsed_list;
+use apiserver::admission::initializer::Stores;
 
 /// How long changes are gathered before namespaces are recounted.
 const DEBOUNCE: Duration = Duration::from_millis(100);

@@ -30,8 +30,8 @@ use storage::Object;
 
 pub use config::Config;
 
-use super::lookup::Stores;
 use super::ConfigError;
+use apiserver::admission::initializer::Stores;
 
 /// Pod subresources that never change what is evaluated.
 const IGNORED_POD_SUBRESOURCES: &[&str] = &[

@@ -13,8 +13,8 @@ use apimachinery::Quantity;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::super::lookup::{text, Stores};
 use crate::api::resource::{self, from_milli, milli, parse_list};
+use apiserver::admission::initializer::{text, Stores};
 
 /// An amount of one resource in milli-units, with the format upstream's
 /// quantity arithmetic would keep (the first non-zero operand's).

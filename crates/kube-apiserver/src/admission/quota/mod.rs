@@ -18,8 +18,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use storage::Object;
 
-use super::lookup::{text, Stores};
 use crate::api::resource;
+use apiserver::admission::initializer::{text, Stores};
 use evaluator::Usage;
 
 pub struct ResourceQuota {

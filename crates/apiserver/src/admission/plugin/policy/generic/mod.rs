@@ -2,16 +2,20 @@
 //! generic policy dispatcher): reading the policies and bindings of a
 //! kind, matching the policy's `matchConstraints` and each binding's
 //! `matchResources` against the request, collecting each binding's
-//! parameters, and the `request` variable the expressions see.
+//! parameters, and the `request` variable the expressions see. Upstream's
+//! `k8s.io/apiserver/pkg/admission/plugin/policy/generic`.
+
+mod params;
 
 use apimachinery::status::ApiError;
-use apiserver::admission::{Attributes, GroupVersionKind, GroupVersionResource};
 use serde_json::{json, Value};
 use storage::Object;
 
-use super::{matching, params};
-use crate::admission::lookup::{text, Stores};
-use crate::admission::versioned::Target;
+use super::matching;
+use crate::admission::initializer::{text, Stores};
+use crate::admission::plugin::webhook::request::{gvk, gvr, user_info};
+use crate::admission::plugin::webhook::versioned::Target;
+use crate::admission::Attributes;
 
 pub const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -153,25 +157,10 @@ pub async fn invocations<'l>(
     (out, errors)
 }
 
-fn user_info(a: &Attributes) -> Value {
-    let user = a.user();
-    let mut info = json!({"username": user.name, "groups": user.groups});
-    if !user.uid.is_empty() {
-        info["uid"] = json!(user.uid);
-    }
-    if !user.extra.is_empty() {
-        info["extra"] = json!(user.extra);
-    }
-    info
-}
-
 /// The AdmissionRequest the `request` variable holds, of the request as
 /// `target` (its kind and resource; the request's own are `requestKind`
 /// and `requestResource`).
 pub fn request(a: &Attributes, target: &Target) -> Value {
-    let gvk =
-        |k: &GroupVersionKind| json!({"group": k.group, "version": k.version, "kind": k.kind});
-    let gvr = |r: &GroupVersionResource| json!({"group": r.group, "version": r.version, "resource": r.resource});
     let mut request = json!({
         "kind": gvk(&target.kind),
         "resource": gvr(&target.resource),

@@ -1,4 +1,4 @@
-//! A webhook's `matchConditions`: CEL expressions over `object`,
+//! A webhook's `matchConditions` (upstream's `webhook/matchconditions`): CEL expressions over `object`,
 //! `oldObject` and `request` that must all be true for the webhook to be
 //! called. Compiled expressions are kept, keyed by their text.
 
@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use kube_cel::Expression;
 use serde_json::Value;
 
-use crate::admission::lookup::text;
+use crate::admission::initializer::text;
 
 const VARIABLES: &[&str] = &["object", "oldObject", "request"];
 

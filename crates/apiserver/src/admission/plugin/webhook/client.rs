@@ -1,6 +1,7 @@
 //! Calling a webhook: one HTTPS POST of an AdmissionReview to its URL or
 //! service (resolved to the service's ClusterIP), trusting its `caBundle`,
-//! within its timeout.
+//! within its timeout (upstream's `k8s.io/apiserver/pkg/util/webhook` and
+//! the `webhook/config` client manager).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::admission::lookup::{text, Stores};
+use crate::admission::initializer::{text, Stores};
 
 /// Upstream's limit on a webhook response body.
 const MAX_RESPONSE_BYTES: usize = 3 * 1024 * 1024;

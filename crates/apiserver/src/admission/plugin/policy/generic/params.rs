@@ -6,7 +6,7 @@ use apimachinery::labels::Selector;
 use serde_json::Value;
 use storage::Object;
 
-use crate::admission::lookup::{text, Stores};
+use crate::admission::initializer::{text, Stores};
 
 /// Why a binding's parameters could not be found.
 #[derive(Debug, thiserror::Error)]

@@ -1,14 +1,15 @@
 //! Which requests a policy's `matchConstraints` or a binding's
 //! `matchResources` cover (upstream's generic policy matcher): resource
 //! rules with names and scope, exclusions, then the namespace and object
-//! label selectors.
+//! label selectors. Upstream's
+//! `k8s.io/apiserver/pkg/admission/plugin/policy/matching`.
 
+use crate::admission::{Attributes, GroupVersionResource};
 use apimachinery::labels::Selector;
-use apiserver::admission::{Attributes, GroupVersionResource};
 use serde_json::{Map, Value};
 
-use crate::admission::lookup::text;
-use crate::admission::versioned::{first_covered, Target};
+use crate::admission::initializer::text;
+use crate::admission::plugin::webhook::versioned::{first_covered, Target};
 
 fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
@@ -153,9 +154,9 @@ pub fn matches(
 mod tests {
     use std::sync::Arc;
 
-    use apiserver::admission::{Operation, RequestContext};
-    use apiserver::authentication::user::UserInfo;
-    use apiserver::registry::ResourceInfo;
+    use crate::admission::{Operation, RequestContext};
+    use crate::authentication::user::UserInfo;
+    use crate::registry::ResourceInfo;
     use serde_json::json;
 
     use super::*;

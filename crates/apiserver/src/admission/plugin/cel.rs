@@ -1,7 +1,8 @@
 //! Evaluating one policy for one binding and parameter (upstream's
-//! validating policy `validator`): match conditions, variables,
-//! validations with their messages, each failure shaped into a decision.
-//! Compiled expressions are kept, keyed by their text.
+//! `k8s.io/apiserver/pkg/admission/plugin/cel` filters and the validating
+//! policy `validator`): match conditions, variables, validations with
+//! their messages, each failure shaped into a decision. Compiled
+//! expressions are kept, keyed by their text.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use kube_cel::{CompileError, EvalError, Expression};
 use serde_json::{Map, Value};
 
-use crate::admission::lookup::text;
+use crate::admission::initializer::text;
 
 /// Every variable a policy expression may use.
 const VARIABLES: &[&str] = &[

@@ -1,13 +1,13 @@
-//! Which webhooks a request goes to (upstream's webhook `predicates`):
+//! Which webhooks a request goes to (upstream's `webhook/predicates`):
 //! rules on operation, group, version, resource and scope, then the
 //! namespace and object label selectors.
 
+use crate::admission::{Attributes, GroupVersionResource, Operation};
 use apimachinery::labels::Selector;
-use apiserver::admission::{Attributes, GroupVersionResource, Operation};
 use serde_json::Value;
 
-use crate::admission::lookup::{text, Stores};
-use crate::admission::versioned::{first_covered, Target};
+use crate::admission::initializer::{text, Stores};
+use crate::admission::plugin::webhook::versioned::{first_covered, Target};
 
 pub fn strings(v: Option<&Value>) -> impl Iterator<Item = &str> {
     v.and_then(Value::as_array)
@@ -155,9 +155,9 @@ pub fn is_admissible(op: Operation) -> bool {
 mod tests {
     use std::sync::Arc;
 
-    use apiserver::admission::RequestContext;
-    use apiserver::authentication::user::UserInfo;
-    use apiserver::registry::ResourceInfo;
+    use crate::admission::RequestContext;
+    use crate::authentication::user::UserInfo;
+    use crate::registry::ResourceInfo;
     use serde_json::json;
 
     use super::*;

@@ -4,12 +4,12 @@
 //! `auditAnnotations` under `<policy>/<key>` (distinct values of several
 //! bindings or parameters joined with `, `).
 
-use apiserver::admission::Attributes;
+use crate::admission::Attributes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::dispatch::name;
-use crate::admission::lookup::text;
+use crate::admission::initializer::text;
+use crate::admission::plugin::policy::generic::name;
 
 const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
 

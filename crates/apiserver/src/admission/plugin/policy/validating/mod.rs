@@ -4,29 +4,20 @@
 //! failed validations are acted on as the binding's `validationActions`
 //! say (Deny refuses the request, Warn adds a warning, Audit records the
 //! failure in the audit events, beside the policy's `auditAnnotations`;
-//! see [`audit`]). The mutating
-//! counterpart, MutatingAdmissionPolicy, is in [`mutating`]; both share
-//! the matching, parameters and CEL evaluation of the modules below.
+//! see [`audit`]). Upstream's
+//! `k8s.io/apiserver/pkg/admission/plugin/policy/validating`.
 
 mod audit;
-mod dispatch;
-mod eval;
-mod matching;
-mod mutating;
-mod params;
-mod patch;
-mod types;
 
 use apimachinery::status::{ApiError, StatusCause, StatusDetails, StatusReason};
-use apiserver::admission::{Attributes, Handler, Operation, ValidationInterface};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::lookup::Stores;
-use super::versioned::{self, Target};
-use dispatch::{fails_closed, name, request, Invocation};
-use eval::{Compiled, Inputs, Mode};
-pub use mutating::MutatingAdmissionPolicy;
+use super::generic::{self, fails_closed, name, request, Invocation};
+use crate::admission::initializer::Stores;
+use crate::admission::plugin::cel::{Compiled, Inputs, Mode};
+use crate::admission::plugin::webhook::versioned::{self, Target};
+use crate::admission::{Attributes, Handler, Operation, ValidationInterface};
 
 pub struct ValidatingAdmissionPolicy {
     stores: Stores,
@@ -59,7 +50,7 @@ struct Denial {
 #[async_trait]
 impl ValidationInterface for ValidatingAdmissionPolicy {
     async fn validate(&self, a: &Attributes) -> Result<(), ApiError> {
-        let loaded = dispatch::load(
+        let loaded = generic::load(
             &self.stores,
             "validatingadmissionpolicies",
             "validatingadmissionpolicybindings",
@@ -69,7 +60,7 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
         let Some(loaded) = loaded else {
             return Ok(());
         };
-        let (invocations, errors) = dispatch::invocations(&self.stores, &loaded, a).await;
+        let (invocations, errors) = generic::invocations(&self.stores, &loaded, a).await;
         let mut denials: Vec<Denial> = errors
             .into_iter()
             .filter(|e| fails_closed(e.policy))

@@ -7,20 +7,24 @@
 //! (`reinvocationPolicy: IfNeeded`) run once more in admission's second
 //! pass when a later policy, webhook or plugin changed the object. Errors
 //! refuse the request unless the policy's `failurePolicy` is Ignore.
+//! Upstream's `k8s.io/apiserver/pkg/admission/plugin/policy/mutating`.
+
+mod patch;
+mod types;
 
 use std::fmt;
+use std::sync::Arc;
 
 use apimachinery::status::{ApiError, StatusCause, StatusDetails, StatusReason};
-use apiserver::admission::{Attributes, Handler, MutationInterface, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::dispatch::{self, fails_closed, name, Invocation};
-use super::eval::{Compiled, Inputs, Mode};
-use super::patch;
-use super::types::{TypeCache, Types};
-use crate::admission::lookup::{text, Stores};
-use crate::admission::versioned::Target;
+use super::generic::{self, fails_closed, name, Invocation};
+use crate::admission::initializer::{text, Stores};
+use crate::admission::plugin::cel::{Compiled, Inputs, Mode};
+use crate::admission::plugin::webhook::versioned::Target;
+use crate::admission::{Attributes, Handler, MutationInterface, Operation};
+pub use types::{CustomTypes, Defaulter, Types};
 
 /// The plugin's name, under which its reinvocation state is kept.
 const PLUGIN: &str = "MutatingAdmissionPolicy";
@@ -45,15 +49,17 @@ fn key(invocation: &Invocation<'_>) -> String {
 pub struct MutatingAdmissionPolicy {
     stores: Stores,
     compiled: Compiled,
-    types: TypeCache,
+    custom_types: Arc<dyn CustomTypes>,
 }
 
 impl MutatingAdmissionPolicy {
-    pub fn new(stores: Stores) -> Self {
+    /// The plugin over the server's stores, typing kinds no store serves
+    /// with `custom_types`.
+    pub fn new(stores: Stores, custom_types: Arc<dyn CustomTypes>) -> Self {
         MutatingAdmissionPolicy {
             stores,
             compiled: Compiled::new(Mode::Mutating),
-            types: TypeCache::default(),
+            custom_types,
         }
     }
 }
@@ -106,7 +112,7 @@ impl MutationInterface for MutatingAdmissionPolicy {
         if a.object.is_none() {
             return Ok(());
         }
-        let loaded = dispatch::load(
+        let loaded = generic::load(
             &self.stores,
             "mutatingadmissionpolicies",
             "mutatingadmissionpolicybindings",
@@ -116,8 +122,7 @@ impl MutationInterface for MutatingAdmissionPolicy {
         let Some(loaded) = loaded else {
             return Ok(());
         };
-        let (mut invocations, config_errors) =
-            dispatch::invocations(&self.stores, &loaded, a).await;
+        let (mut invocations, config_errors) = generic::invocations(&self.stores, &loaded, a).await;
         // Mutations apply to the object as requested: policies matching
         // only an equivalent version are not applied.
         invocations.retain(|i| i.target.is_request_version(a));
@@ -134,8 +139,8 @@ impl MutationInterface for MutatingAdmissionPolicy {
             })
             .collect();
         if !invocations.is_empty() {
-            let request = dispatch::request(a, &Target::of_request(a));
-            let types = self.types.types(&self.stores, a).await;
+            let request = generic::request(a, &Target::of_request(a));
+            let types = types::types(&self.stores, self.custom_types.as_ref(), a).await;
             let cx = Context {
                 request: &request,
                 namespace: loaded.namespace.as_deref(),
@@ -310,5 +315,4 @@ fn refusal(a: &Attributes, errors: Vec<PolicyError>) -> ApiError {
 }
 
 #[cfg(test)]
-#[path = "mutating_tests.rs"]
 mod tests;

@@ -4,14 +4,24 @@
 
 use std::sync::Arc;
 
-use apiserver::admission::RequestContext;
-use apiserver::authentication::user::UserInfo;
-use apiserver::registry::ResourceInfo;
+use crate::admission::RequestContext;
+use crate::authentication::user::UserInfo;
+use crate::registry::ResourceInfo;
 
-use crate::admission::versioned::Target;
+use crate::admission::plugin::webhook::versioned::Target;
 use serde_json::json;
 
 use super::*;
+
+/// These tests mutate built-in pods only.
+struct NoCustomTypes;
+
+#[async_trait]
+impl CustomTypes for NoCustomTypes {
+    async fn types(&self, _stores: &Stores, _a: &Attributes) -> Option<Types> {
+        None
+    }
+}
 
 fn pod_attributes(object: Value) -> Attributes {
     let info = ResourceInfo {
@@ -74,7 +84,7 @@ fn json_patch(expression: &str) -> Value {
 /// Runs the policies (each with its own binding and optional parameter)
 /// on a pod; returns the pod as mutated and the admission decision.
 fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(), ApiError>) {
-    let plugin = MutatingAdmissionPolicy::new(Stores::default());
+    let plugin = MutatingAdmissionPolicy::new(Stores::default(), Arc::new(NoCustomTypes));
     let bindings: Vec<Value> = policies.iter().map(|(p, _)| binding(name(p))).collect();
     let mut a = pod_attributes(object);
     let invocations: Vec<Invocation<'_>> = policies
@@ -88,7 +98,7 @@ fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(),
         })
         .collect();
     let types = Types::builtin("", "v1", "Pod", None);
-    let request = dispatch::request(&a, &Target::of_request(&a));
+    let request = generic::request(&a, &Target::of_request(&a));
     let cx = Context {
         request: &request,
         namespace: None,
@@ -290,9 +300,9 @@ fn a_change_by_a_later_plugin_reinvokes_if_needed_policies_in_the_second_pass() 
             param: None,
             target: target.clone(),
         }];
-        let plugin = MutatingAdmissionPolicy::new(Stores::default());
+        let plugin = MutatingAdmissionPolicy::new(Stores::default(), Arc::new(NoCustomTypes));
         let types = Types::builtin("", "v1", "Pod", None);
-        let request = dispatch::request(&a, &target);
+        let request = generic::request(&a, &target);
         let cx = Context {
             request: &request,
             namespace: None,

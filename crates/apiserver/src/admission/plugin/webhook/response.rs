@@ -8,7 +8,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::client;
-use crate::admission::lookup::text;
+use crate::admission::initializer::text;
 
 /// Upstream's answer to a denial: the webhook's status, at least 400.
 pub(super) fn denied(webhook: &str, status: Option<&Value>) -> ApiError {

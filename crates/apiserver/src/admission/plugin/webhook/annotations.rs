@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use crate::admission::RequestContext;
+use crate::audit::Level;
 use apimachinery::validation::is_qualified_name;
-use apiserver::admission::RequestContext;
-use apiserver::audit::Level;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -145,8 +145,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use apiserver::audit::{AuditContext, Event};
-    use apiserver::authentication::user::UserInfo;
+    use crate::audit::{AuditContext, Event};
+    use crate::authentication::user::UserInfo;
 
     fn request() -> (Arc<AuditContext>, Arc<RequestContext>) {
         let audit = Arc::new(AuditContext::default());

@@ -1,12 +1,14 @@
-//! How plugins read other resources (upstream's informers and listers): the
-//! server's stores, by group and resource, read at the latest state.
+//! How plugins read other resources (upstream's informers and listers, which
+//! `k8s.io/apiserver/pkg/admission/initializer` hands to the plugins that
+//! want them): the server's stores, by group and resource, read at the
+//! latest state.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::registry::store::Store;
+use crate::registry::ResourceInfo;
 use apimachinery::status::ApiError;
-use apiserver::registry::store::Store;
-use apiserver::registry::ResourceInfo;
 use serde_json::Value;
 use storage::{GetOptions, ListOptions, Object, ReadVersion};
 

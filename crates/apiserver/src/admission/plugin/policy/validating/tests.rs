@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use apiserver::admission::RequestContext;
-use apiserver::authentication::user::UserInfo;
-use apiserver::registry::ResourceInfo;
+use crate::admission::plugin::policy::matching;
+use crate::admission::RequestContext;
+use crate::authentication::user::UserInfo;
+use crate::registry::ResourceInfo;
 use serde_json::json;
 
 use super::*;

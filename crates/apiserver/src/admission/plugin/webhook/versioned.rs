@@ -1,11 +1,11 @@
-//! The version a webhook or policy sees a request at (upstream's webhook
-//! invocation and versioned attributes): the request's own when its rules
+//! The version a webhook or policy sees a request at (upstream's
+//! `webhook/generic` `WebhookInvocation` and `VersionedAttributes`): the request's own when its rules
 //! match it, else, with `matchPolicy: Equivalent`, the first other served
 //! version of the same resource its rules match, the objects converted to
 //! that version (and a mutating webhook's changes converted back).
 
+use crate::admission::{Attributes, GroupVersionKind, GroupVersionResource};
 use apimachinery::status::ApiError;
-use apiserver::admission::{Attributes, GroupVersionKind, GroupVersionResource};
 use serde_json::Value;
 
 /// The resource and kind one webhook or policy sees the request as.
