@@ -3,6 +3,7 @@
 //! strategies the store holds ([`store::Strategies`]).
 
 pub mod admission;
+pub mod converting;
 pub mod deletion;
 pub mod errors;
 pub mod object_meta;

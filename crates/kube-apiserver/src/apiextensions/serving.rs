@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use apiserver::admission::{Chain, Equivalents, GroupVersionKind, GroupVersionResource};
+use apiserver::registry::converting::{Converter, ConvertingStorage, ReadDefaults, ServedVersions};
 use apiserver::registry::resource::ALL_VERBS;
 use apiserver::registry::store::Store;
 use apiserver::registry::ResourceInfo;
@@ -18,7 +19,7 @@ use storage::cacher::{Cacher, CacherConfig};
 use storage::{Kv, Storage};
 
 use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
-use super::conversion::{Converter, ConvertingStorage, ServedVersions};
+use super::conversion::CrdConverter;
 use super::jsonpath::JsonPath;
 use super::printer::Printer;
 use super::strategy::{CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema};
@@ -75,12 +76,12 @@ pub fn deprecation_warning(crd: &CustomResourceDefinition, version: &str) -> Str
 }
 
 /// The CRD's conversion: `None` unless a usable webhook is configured.
-fn converter(crd: &CustomResourceDefinition) -> Converter {
+fn converter(crd: &CustomResourceDefinition) -> CrdConverter {
     let Some(conversion) = crd.spec.conversion.as_ref() else {
-        return Converter::None;
+        return CrdConverter::None;
     };
     if conversion.strategy != "Webhook" {
-        return Converter::None;
+        return CrdConverter::None;
     }
     let kind = format!("{}/{}", crd.spec.group, crd.spec.names.kind);
     let config = conversion
@@ -88,12 +89,20 @@ fn converter(crd: &CustomResourceDefinition) -> Converter {
         .as_ref()
         .and_then(|w| w.client_config.as_ref());
     let Some(config) = config else {
-        return Converter::Broken(format!("conversion webhook for {kind} has no clientConfig"));
+        return CrdConverter::Broken(format!("conversion webhook for {kind} has no clientConfig"));
     };
     match WebhookConverter::new(config, crd.spec.names.kind.clone()) {
-        Ok(w) => Converter::Webhook(w),
-        Err(e) => Converter::Broken(format!("conversion webhook for {kind}: {e}")),
+        Ok(w) => CrdConverter::Webhook(w),
+        Err(e) => CrdConverter::Broken(format!("conversion webhook for {kind}: {e}")),
     }
+}
+
+/// The schema's defaults as applied to what is read, when it has any.
+fn read_defaults(schema: &Option<Arc<VersionSchema>>) -> Option<Arc<dyn ReadDefaults>> {
+    schema
+        .clone()
+        .filter(|s| s.has_defaults())
+        .map(|s| s as Arc<dyn ReadDefaults>)
 }
 
 /// The version's compiled schema, when it has a usable one.
@@ -217,7 +226,7 @@ impl StoreFactory {
         let Some(storage_version) = crd.spec.versions.iter().find(|v| v.storage) else {
             return Vec::new();
         };
-        let converter = Arc::new(converter(crd));
+        let converter = Arc::new(Converter::new(converter(crd)));
         let equivalents = Equivalents(Arc::new(ServedVersions {
             versions: served_versions(crd),
             converter: converter.clone(),
@@ -234,7 +243,7 @@ impl StoreFactory {
                     format!("{group}/{}", v.name),
                     format!("{group}/{}", storage_version.name),
                 )
-                .with_read_defaults(schema.clone());
+                .with_read_defaults(read_defaults(&schema));
                 let info = resource_info(crd, v);
                 let served = ServedKind {
                     group: info.group.clone(),

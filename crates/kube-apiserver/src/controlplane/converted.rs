@@ -9,16 +9,12 @@
 use std::sync::Arc;
 
 use apiserver::admission::{Equivalents, GroupVersionKind, GroupVersionResource};
+use apiserver::registry::converting::{ConvertFn, Converter, ConvertingStorage, ServedVersions};
 use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
-use serde_json::Value;
 
 use super::builtin::Builtin;
 use super::openapi::ResourceSchema;
-use crate::apiextensions::conversion::{Converter, ConvertingStorage, ServedVersions};
-
-/// Converts an object to the given `apiVersion`.
-pub type Convert = fn(Value, &str) -> Result<Value, String>;
 
 /// Serves `served` over the storage of the installed store `stored`,
 /// converting with `convert`; returns what OpenAPI needs of it.
@@ -27,9 +23,9 @@ pub fn install(
     prefix: &str,
     stored: &Arc<Store>,
     served: Builtin,
-    convert: Convert,
+    convert: ConvertFn,
 ) -> Vec<ResourceSchema> {
-    let converter = Arc::new(Converter::Builtin(convert));
+    let converter = Arc::new(Converter::new(convert));
     let storage = ConvertingStorage::new(
         stored.storage().clone(),
         converter.clone(),
