@@ -353,7 +353,7 @@ fn push_go_value(out: &mut String, value: &Value) {
 }
 
 /// Appends `s` quoted like Go's `strconv.Quote` (`%q`).
-pub(crate) fn push_go_quoted(out: &mut String, s: &str) {
+pub fn push_go_quoted(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -9,6 +9,7 @@ pub mod authorization;
 pub mod cache_control;
 pub mod cors;
 pub mod hsts;
+pub mod httplog;
 pub mod impersonation;
 pub mod max_in_flight;
 pub mod metrics;

@@ -9,14 +9,14 @@ use axum::Router;
 
 use super::CompletedConfig;
 use crate::filters::{
-    audit, authentication, authorization, cache_control, cors, hsts, impersonation, max_in_flight,
-    metrics, panic_recovery, priority_and_fairness, request_info, timeout,
+    audit, authentication, authorization, cache_control, cors, hsts, httplog, impersonation,
+    max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info, timeout,
 };
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
-/// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID → HSTS →
-/// cache control → metrics → max in flight (when priority and fairness is
+/// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID →
+/// HTTP logging → HSTS → cache control → metrics → max in flight (when priority and fairness is
 /// off) → timeout → CORS → authentication → audit → impersonation → priority
 /// and fairness → authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
@@ -67,6 +67,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
         .layer(axum::middleware::from_fn(cache_control::filter))
         .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
+        .layer(axum::middleware::from_fn(httplog::filter))
         .layer(from_fn_with_state(config.audit.clone(), audit::init))
         .layer(from_fn_with_state(
             Arc::new(apimachinery::request_info::RequestInfoResolver::default()),

@@ -14,6 +14,7 @@ mod metrics_route;
 mod mux;
 pub mod options;
 mod paths;
+pub mod routes;
 mod run;
 
 use std::collections::{BTreeMap, HashMap};

@@ -15,12 +15,11 @@
 use chrono::{DateTime, Datelike, Local, Timelike};
 
 use super::entry::{Entry, Value};
-use super::quote::go_quote;
 
 /// The whole line, with its newline.
 pub fn format(entry: &Entry, now: DateTime<Local>, pid: u32) -> String {
     let mut out = header(entry, now, pid);
-    out.push_str(&go_quote(&entry.msg));
+    out.push_str(&quoted(&entry.msg));
     if let Some(err) = &entry.err {
         write_value(&mut out, "err", &Value::Str(err.clone()));
     }
@@ -52,6 +51,13 @@ fn header(entry: &Entry, now: DateTime<Local>, pid: u32) -> String {
     )
 }
 
+/// Go's `strconv.Quote` of `s`.
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    apimachinery::field_errors::push_go_quoted(&mut out, s);
+    out
+}
+
 /// klog's `formatKV`: a space, the key, `=` and the value.
 fn write_value(out: &mut String, key: &str, value: &Value) {
     out.push(' ');
@@ -60,7 +66,7 @@ fn write_value(out: &mut String, key: &str, value: &Value) {
         Value::Str(s) if s.contains('\n') => write_multiline(out, s),
         Value::Str(s) => {
             out.push('=');
-            out.push_str(&go_quote(s));
+            out.push_str(&quoted(s));
         }
         other => {
             out.push('=');

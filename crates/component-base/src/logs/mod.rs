@@ -10,7 +10,6 @@ mod entry;
 pub mod json;
 pub mod klog;
 mod layer;
-pub mod quote;
 pub mod verbosity;
 
 use std::time::Duration;
@@ -112,7 +111,7 @@ pub fn glog_setter(val: &str) -> Result<String, String> {
         .ok_or_else(|| {
             format!(
                 "failed set klog.logging.verbosity {val}: strconv.ParseUint: parsing {}: invalid syntax",
-                quote::go_quote(val)
+                klog::quoted(val)
             )
         })?;
     verbosity::set_verbosity(level);

@@ -170,6 +170,19 @@ pub struct ServerChain {
 }
 
 /// Serves a review group's resources that `--runtime-config` leaves enabled.
+/// `/debug/flags` with profiling on (upstream's generic server) and
+/// `/logs` with `--enable-logs-handler` (upstream's controlplane).
+fn install_debug_routes(kube: &mut GenericApiServer, opts: &CompletedOptions) {
+    let flags = &opts.options.flags;
+    if flags.bool("profiling").unwrap_or(true) {
+        apiserver::server::routes::flags::install(kube);
+    }
+    if flags.bool("enable-logs-handler").unwrap_or(false) {
+        let dir = std::path::Path::new(apiserver::server::routes::logs::LOG_DIR);
+        apiserver::server::routes::logs::install(kube, dir);
+    }
+}
+
 fn install_virtual(
     server: &mut GenericApiServer,
     (group, version): (&str, &str),
@@ -282,6 +295,7 @@ pub fn create_server_chain(
     super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
     super::resource_quota::install(&mut kube);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
+    install_debug_routes(&mut kube, opts);
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
     let request_header = bootstrap::RequestHeaderInfo::from_options(opts, front_proxy_ca);
     let client_ca = authn_setup.client_ca.clone();

@@ -46,6 +46,7 @@ mod kubectl_versions;
 mod kubelet_connect;
 mod legacy_sa_tokens;
 mod legacy_token_audit;
+mod logging;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_conformance;
