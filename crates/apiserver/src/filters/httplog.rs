@@ -113,28 +113,18 @@ impl Drop for Done {
             i64::try_from(e.started.elapsed().as_nanos()).unwrap_or(i64::MAX),
         )
         .to_string();
-        if self.status == StatusCode::SWITCHING_PROTOCOLS {
-            tracing::info!(
-                verb = e.verb,
-                URI = e.uri,
-                latency,
-                userAgent = e.user_agent,
-                "audit-ID" = e.audit_id,
-                srcIP = e.src_ip,
-                hijacked = true,
-                "HTTP"
-            );
-        } else {
-            tracing::info!(
-                verb = e.verb,
-                URI = e.uri,
-                latency,
-                userAgent = e.user_agent,
-                "audit-ID" = e.audit_id,
-                srcIP = e.src_ip,
-                resp = self.status.as_u16(),
-                "HTTP"
-            );
-        }
+        // An upgraded connection logs `hijacked=true` where others log `resp`.
+        let hijacked = self.status == StatusCode::SWITCHING_PROTOCOLS;
+        tracing::info!(
+            verb = e.verb,
+            URI = e.uri,
+            latency,
+            userAgent = e.user_agent,
+            "audit-ID" = e.audit_id,
+            srcIP = e.src_ip,
+            hijacked = hijacked.then_some(true),
+            resp = (!hijacked).then_some(self.status.as_u16()),
+            "HTTP"
+        );
     }
 }
