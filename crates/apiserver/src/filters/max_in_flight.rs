@@ -31,7 +31,7 @@ impl Limits {
     }
 }
 
-/// Watches and other streaming requests hold no slot (upstream's
+/// Watches, other streaming requests and profiles hold no slot (upstream's
 /// long-running request check).
 pub fn is_long_running(info: &RequestInfo) -> bool {
     info.verb == "watch"
@@ -39,6 +39,7 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
             info.subresource.as_str(),
             "proxy" | "log" | "exec" | "attach" | "portforward"
         )
+        || (!info.is_resource_request && info.path.starts_with("/debug/pprof/"))
 }
 
 fn is_mutating(verb: &str) -> bool {

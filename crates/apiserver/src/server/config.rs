@@ -2,6 +2,7 @@
 //! `complete()` derives the rest and returns a `CompletedConfig`, the only
 //! thing a server can be built from (upstream's Config → Complete → New).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,6 +57,11 @@ pub struct Config {
     /// The WatchList feature gate: watches may be streaming lists
     /// (`sendInitialEvents`).
     pub watch_list: bool,
+    /// `--profiling`: serve `/debug/pprof/` (behind authorization).
+    pub enable_profiling: bool,
+    /// `--debug-socket-path`: also serve the profiling endpoints on this
+    /// unix socket, unprotected.
+    pub debug_socket_path: Option<PathBuf>,
 }
 
 /// A setting that cannot be turned into a working server.

@@ -22,7 +22,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Body;
-use futures::future::BoxFuture;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
@@ -43,8 +42,7 @@ use crate::registry::ResourceInfo;
 pub type Handler = BoxCloneSyncService<Request<Body>, Response<Body>, Infallible>;
 
 /// A handler of one non-resource path.
-pub type PathHandler =
-    Arc<dyn Fn(Request<Body>) -> BoxFuture<'static, Response<Body>> + Send + Sync>;
+pub type PathHandler = routes::RouteHandler;
 
 /// What a server hands to the server built in front of it (upstream's
 /// `DelegationTarget`).
@@ -365,6 +363,16 @@ impl GenericApiServer {
             .get(&(group.to_owned(), version.to_owned()))?
             .get(resource)
             .cloned()
+    }
+}
+
+impl routes::PathRecorder for GenericApiServer {
+    fn unlisted_handle(&mut self, path: &str, handler: PathHandler) {
+        self.paths.handle_unlisted(path, handler);
+    }
+
+    fn unlisted_handle_prefix(&mut self, prefix: &str, handler: PathHandler) {
+        self.paths.handle_prefix(prefix, handler);
     }
 }
 

@@ -12,6 +12,8 @@ pub struct Paths {
     exact: HashMap<String, PathHandler>,
     /// Exact paths that also answer with trailing slashes.
     restful: HashSet<String>,
+    /// Exact paths the `/` index leaves out.
+    unlisted: HashSet<String>,
     /// Handlers of every path below a prefix (after exact paths).
     prefixes: Vec<(String, PathHandler)>,
 }
@@ -19,7 +21,15 @@ pub struct Paths {
 impl Paths {
     pub fn handle(&mut self, path: &str, handler: PathHandler) {
         self.restful.remove(path);
+        self.unlisted.remove(path);
         self.exact.insert(path.to_owned(), handler);
+    }
+
+    /// Like [`Paths::handle`], but the path is left out of the `/` index
+    /// (upstream's `UnlistedHandle`).
+    pub fn handle_unlisted(&mut self, path: &str, handler: PathHandler) {
+        self.handle(path, handler);
+        self.unlisted.insert(path.to_owned());
     }
 
     /// Like [`Paths::handle`], but `path/` (any number of slashes) is
@@ -35,7 +45,9 @@ impl Paths {
 
     /// The paths the `/` index lists.
     pub fn listed(&self) -> impl Iterator<Item = &String> {
-        self.exact.keys()
+        self.exact
+            .keys()
+            .filter(|path| !self.unlisted.contains(*path))
     }
 
     /// The handler of `path`: its exact one, that of a restful path it is
@@ -115,6 +127,19 @@ mod tests {
     #[test]
     fn slash_forms_are_not_listed() {
         let mut listed: Vec<_> = paths().listed().cloned().collect();
+        listed.sort();
+        assert_eq!(listed, ["/healthz", "/version"]);
+    }
+
+    #[tokio::test]
+    async fn unlisted_paths_are_served_but_not_listed() {
+        let mut paths = paths();
+        paths.handle_unlisted("/debug/pprof", answering(StatusCode::FOUND));
+        assert_eq!(
+            status(&paths, "/debug/pprof").await,
+            Some(StatusCode::FOUND)
+        );
+        let mut listed: Vec<_> = paths.listed().cloned().collect();
         listed.sort();
         assert_eq!(listed, ["/healthz", "/version"]);
     }

@@ -18,6 +18,8 @@ use tokio::net::TcpListener;
 
 use super::handler_chain::build_handler_chain;
 use super::healthz::{self, FnCheck, HealthCheck};
+use super::routes::debugsocket::DebugSocket;
+use super::routes::profiling;
 use super::{DelegationTarget, GenericApiServer, PostStartHook, PreShutdownHook};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
@@ -29,11 +31,14 @@ pub struct PreparedServer {
     pre_shutdown_hooks: Vec<PreShutdownHook>,
     shutting_down: Arc<AtomicBool>,
     config: super::CompletedConfig,
+    /// `--debug-socket-path`, served while the server runs.
+    debug_socket: Option<DebugSocket>,
 }
 
 impl GenericApiServer {
-    /// Installs the health endpoints, `/version` and `/`, and wraps the
-    /// server in the handler chain.
+    /// Installs the health endpoints, `/version`, `/metrics`, the profiling
+    /// endpoints (`--profiling`) and `/`, and wraps the server in the
+    /// handler chain.
     pub fn prepare_run(mut self) -> PreparedServer {
         let shutting_down = Arc::new(AtomicBool::new(false));
         let hooks = self.post_start_hooks.clone();
@@ -72,6 +77,9 @@ impl GenericApiServer {
             "/metrics",
             Arc::new(move |_req| Box::pin(super::metrics_route::serve(metrics.clone()))),
         );
+        if self.config.enable_profiling {
+            profiling::install(&mut self);
+        }
         self.install_index();
         let handler = self.unprotected_handler();
         let router = build_handler_chain(Router::new().fallback_service(handler), &self.config);
@@ -80,6 +88,11 @@ impl GenericApiServer {
             post_start_hooks: self.post_start_hooks.clone(),
             pre_shutdown_hooks: self.pre_shutdown_hooks.clone(),
             shutting_down,
+            debug_socket: self
+                .config
+                .debug_socket_path
+                .as_deref()
+                .map(|path| DebugSocket::new(path).install_profiling()),
             config: self.config.clone(),
         }
     }
@@ -166,6 +179,7 @@ impl PreparedServer {
         for hook in &self.post_start_hooks {
             hook.spawn();
         }
+        let debug_socket = self.debug_socket.map(|socket| tokio::spawn(socket.run()));
         let flag = self.shutting_down.clone();
         let delay = self.config.shutdown_delay;
         let pre_shutdown = self.pre_shutdown_hooks.clone();
@@ -180,6 +194,10 @@ impl PreparedServer {
                 }
             }
         };
-        serving::serve(listener, tls, self.router, drain, &options).await
+        let served = serving::serve(listener, tls, self.router, drain, &options).await;
+        if let Some(task) = debug_socket {
+            task.abort();
+        }
+        served
     }
 }

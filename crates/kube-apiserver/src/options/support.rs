@@ -23,6 +23,11 @@ pub const IMPLEMENTED: &[&str] = &[
     "default-not-ready-toleration-seconds",
     "default-unreachable-toleration-seconds",
     "enable-priority-and-fairness",
+    // Features: profiling (contention profiling has no Rust counterpart and
+    // is a no-op, documented in its help).
+    "contention-profiling",
+    "debug-socket-path",
+    "profiling",
     "feature-gates",
     "livez-grace-period",
     "max-mutating-requests-inflight",

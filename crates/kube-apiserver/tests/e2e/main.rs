@@ -61,6 +61,7 @@ mod printer_columns_networking;
 mod printer_columns_rbac_storage;
 mod printer_columns_workloads;
 mod priority_class_deletion;
+mod profiling;
 mod python_client;
 mod quantities;
 mod rbac;

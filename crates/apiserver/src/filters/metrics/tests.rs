@@ -384,6 +384,8 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         discovery: DiscoveryRegistry::default(),
         cors_allowed_origins: Vec::new(),
         hsts_directives: Vec::new(),
+        enable_profiling: false,
+        debug_socket_path: None,
         watch_list: true,
         audit: None,
     }
