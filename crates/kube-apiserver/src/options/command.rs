@@ -12,6 +12,7 @@ use super::feature_gates;
 use super::flags::{default_value, has_value, FlagTableError, FlagValue, FlagValues};
 use super::sets::spec::{FlagSpec, Kind};
 use super::sets::{self, SETS};
+use super::support;
 use super::value::Value;
 
 /// The program name shown in usage.
@@ -203,6 +204,12 @@ fn description(spec: &FlagSpec, data_dir: &str) -> String {
     if spec.name == sets::generic::FEATURE_GATES {
         text.push('\n');
         text.push_str(&feature_gates::help_listing());
+    }
+    if let Some(note) = support::support(spec.name)
+        .help_note()
+        .filter(|_| spec.kind != Kind::Help)
+    {
+        let _ = write!(text, " {note}");
     }
     if let Some(default) = default_value(spec, data_dir)
         .ok()

@@ -32,7 +32,7 @@ mod flags;
 mod kubelet;
 mod logs;
 mod sets;
-mod support;
+pub mod support;
 mod syntax;
 mod validate;
 mod value;

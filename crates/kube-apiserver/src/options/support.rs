@@ -23,9 +23,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "default-not-ready-toleration-seconds",
     "default-unreachable-toleration-seconds",
     "enable-priority-and-fairness",
-    // Features: profiling (contention profiling has no Rust counterpart and
-    // is a no-op, documented in its help).
-    "contention-profiling",
+    // Features.
     "debug-socket-path",
     "profiling",
     "feature-gates",
@@ -70,7 +68,6 @@ pub const IMPLEMENTED: &[&str] = &[
     "audit-webhook-truncate-max-event-size",
     "audit-webhook-version",
     // Etcd and storage.
-    "default-watch-cache-size", // a no-op upstream too
     "encryption-provider-config",
     "encryption-provider-config-automatic-reload",
     "etcd-cafile",
@@ -143,7 +140,6 @@ pub const IMPLEMENTED: &[&str] = &[
     "kubelet-client-key",
     "kubelet-port",
     "kubelet-preferred-address-types",
-    "kubelet-read-only-port", // a no-op upstream too
     "kubelet-timeout",
     "service-cluster-ip-range",
     "service-node-port-range",
@@ -154,6 +150,96 @@ pub const IMPLEMENTED: &[&str] = &[
     "vmodule",
     "version",
 ];
+
+/// Flags accepted at any value that do nothing, as `--help` says.
+pub const NO_OPS: &[&str] = &[
+    "contention-profiling",     // Go's block profile; a Rust process has none
+    "default-watch-cache-size", // a no-op upstream too
+    "kubelet-read-only-port",   // a no-op upstream too
+];
+
+/// Flags not implemented whose (non-zero) default is what this server does
+/// anyway; other values stop startup.
+pub const DEFAULT_IN_EFFECT: &[&str] = &[
+    "coordinated-leadership-lease-duration", // CoordinatedLeaderElection is off
+    "coordinated-leadership-renew-deadline",
+    "coordinated-leadership-retry-period",
+    "delete-collection-workers", // deletecollection deletes one by one
+    "enable-garbage-collector",
+    "endpoint-reconciler-type", // the kubernetes service's endpoints are kept
+];
+
+/// Flags not implemented whose default is not in effect: what the server
+/// does instead, shown in `--help` and in the README's not-built list.
+pub const NOT_IN_EFFECT: &[(&str, &str)] = &[
+    (
+        "aggregator-reject-forwarding-redirect",
+        "no aggregated API server outside this process is proxied to",
+    ),
+    (
+        "etcd-db-metric-poll-interval",
+        "the database size is not polled",
+    ),
+    ("event-ttl", "events are kept until deleted"),
+    (
+        "lease-reuse-duration-seconds",
+        "no object is written with an etcd lease",
+    ),
+    (
+        "storage-initialization-timeout",
+        "the time storage takes to initialize is not limited by it",
+    ),
+];
+
+/// What this server does with a flag, as `--help` documents it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Honoured at any value.
+    Honoured,
+    /// Honoured for the values of [`PARTIAL`].
+    Partial,
+    /// Accepted at any value, does nothing ([`NO_OPS`]).
+    NoOp,
+    /// Only the default is accepted, and it is the zero value: the feature
+    /// is off, as by default.
+    Inert,
+    /// Only the default is accepted, and it is in effect ([`DEFAULT_IN_EFFECT`]).
+    DefaultInEffect,
+    /// Only the default is accepted, and it is not in effect: what happens
+    /// instead ([`NOT_IN_EFFECT`]).
+    NotInEffect(&'static str),
+}
+
+impl Support {
+    /// What `--help` adds to the flag's description, if anything.
+    pub fn help_note(self) -> Option<String> {
+        match self {
+            Support::Honoured | Support::Partial => None,
+            Support::NoOp => Some("No-op here.".to_owned()),
+            Support::Inert | Support::DefaultInEffect => {
+                Some("Only the default is built here.".to_owned())
+            }
+            Support::NotInEffect(instead) => Some(format!("Not built here: {instead}.")),
+        }
+    }
+}
+
+/// How this server supports the flag `name`.
+pub fn support(name: &str) -> Support {
+    if IMPLEMENTED.contains(&name) {
+        Support::Honoured
+    } else if PARTIAL.iter().any(|(flag, _)| *flag == name) {
+        Support::Partial
+    } else if NO_OPS.contains(&name) {
+        Support::NoOp
+    } else if DEFAULT_IN_EFFECT.contains(&name) {
+        Support::DefaultInEffect
+    } else if let Some((_, instead)) = NOT_IN_EFFECT.iter().find(|(flag, _)| *flag == name) {
+        Support::NotInEffect(instead)
+    } else {
+        Support::Inert
+    }
+}
 
 /// Flags honoured only for some values: each list item must be one of these.
 pub const PARTIAL: &[(&str, &[&str])] = &[(
@@ -183,7 +269,9 @@ pub fn unsupported_gates(gates: &super::feature_gates::FeatureGates) -> Vec<Opti
 pub fn unsupported(flags: &FlagValues) -> Vec<OptionError> {
     let mut errors = Vec::new();
     for (_, spec) in sets::all() {
-        if spec.kind == Kind::Help || IMPLEMENTED.contains(&spec.name) {
+        if spec.kind == Kind::Help
+            || matches!(support(spec.name), Support::Honoured | Support::NoOp)
+        {
             continue;
         }
         let Some(flag) = flags.get(spec.name) else {

@@ -53,6 +53,9 @@ fn every_table_default_parses_and_names_are_unique() {
     for name in support::IMPLEMENTED
         .iter()
         .chain(support::PARTIAL.iter().map(|(name, _)| name))
+        .chain(support::NO_OPS)
+        .chain(support::DEFAULT_IN_EFFECT)
+        .chain(support::NOT_IN_EFFECT.iter().map(|(name, _)| name))
     {
         assert!(
             sets::all().any(|(_, spec)| spec.name == *name),

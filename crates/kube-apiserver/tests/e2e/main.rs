@@ -34,6 +34,7 @@ mod etcd_backend;
 mod flowcontrol;
 mod go_json_shape;
 mod harness;
+mod help;
 mod hostile_bodies;
 mod hostile_queries;
 mod http_errors;
