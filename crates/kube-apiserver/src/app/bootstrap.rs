@@ -1,7 +1,7 @@
 //! Post-start hooks that create what every cluster has (upstream's
 //! bootstrap controllers): the system namespaces, the `kubernetes` Service
 //! and its endpoints, the system priority classes, the apiserver identity
-//! Lease, and the aggregator's APIServices for the built-in group versions.
+//! Lease, and the priorities of the built-in groups' APIServices.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use apimachinery::status::ApiError;
 use apiserver::authentication::x509::{any_reloaded, ClientCa};
 use apiserver::registry::store::{Store, Target, WriteOptions};
-use apiserver::server::{DiscoveryRegistry, GenericApiServer, HookFn};
+use apiserver::server::{GenericApiServer, HookFn};
 use serde_json::{json, Value};
 
 use crate::options::CompletedOptions;
@@ -186,39 +186,9 @@ async fn renew_identity_lease(leases: Arc<Store>) {
     }
 }
 
-/// Registers an APIService for every group version the chain serves
-/// (upstream's autoregistration controller), local to this server.
-pub fn install_autoregistration(server: &mut GenericApiServer, discovery: DiscoveryRegistry) {
-    let Some(api_services) = server.store("apiregistration.k8s.io", "v1", "apiservices") else {
-        return;
-    };
-    server.add_post_start_hook(
-        "kube-apiserver-autoregistration",
-        hook(move || {
-            let (api_services, discovery) = (api_services.clone(), discovery.clone());
-            async move {
-                for (group, version) in discovery.group_versions() {
-                    ensure(&api_services, api_service(&group, &version)).await?;
-                }
-                Ok(())
-            }
-        }),
-    );
-}
-
-fn api_service(group: &str, version: &str) -> Value {
-    let (min_priority, version_priority) = group_priority(group);
-    json!({
-        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-        "metadata": {"name": format!("{version}.{group}"),
-            "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"}},
-        "spec": {"group": group, "version": version,
-            "groupPriorityMinimum": min_priority, "versionPriority": version_priority},
-    })
-}
-
-/// Upstream's fixed priorities of the built-in groups (higher first).
-fn group_priority(group: &str) -> (i64, i64) {
+/// Upstream's fixed priorities of the built-in groups (higher first),
+/// `apiVersionPriorities` of `cmd/kube-apiserver/app/aggregator.go`.
+pub fn group_priority(group: &str, _version: &str) -> (i64, i64) {
     let min = match group {
         "" => 18000,
         "apps" => 17800,

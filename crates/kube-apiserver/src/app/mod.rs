@@ -2,7 +2,6 @@
 //! storage, the server chain, and running it.
 
 pub mod admission;
-mod apiservice_available;
 pub mod audit;
 pub mod authentication;
 pub mod authorization;

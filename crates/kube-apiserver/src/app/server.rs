@@ -26,6 +26,7 @@ use crate::controlplane::StorageFactory;
 use crate::controlplane::{autoscaling_v1, events_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::registry::services::{controllers as service_controllers, ServiceAllocator};
+use kube_aggregator::controllers::autoregister;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
@@ -313,8 +314,9 @@ pub fn create_server_chain(
     if let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices") {
         custom_resources.register_api_services(api_services);
     }
-    bootstrap::install_autoregistration(&mut aggregator, config.discovery.clone());
-    super::apiservice_available::install(&mut aggregator);
+    let discovery = config.discovery.clone();
+    autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
+    kube_aggregator::controllers::status::local::install(&mut aggregator);
     let crds = custom_resources.snapshots();
     openapi_v2::install(&mut aggregator, &openapi_groups, crds.clone());
     openapi::install(&mut aggregator, openapi_groups, crds);

@@ -1,9 +1,9 @@
 //! The Available condition of local APIServices (upstream's
-//! `apiservice-status-local-available-controller` in the aggregator): an
-//! APIService served by this server itself (no `spec.service`) is always
-//! available, so `kubectl get apiservices` shows `True` for every built-in
-//! and CRD group version. APIServices backed by a Service are left to a
-//! real aggregator's remote availability checks.
+//! `pkg/controllers/status/local`, the
+//! `apiservice-status-local-available-controller`): an APIService served
+//! by the chain itself (no `spec.service`) is always available, so
+//! `kubectl get apiservices` shows `True` for every built-in and CRD group
+//! version. APIServices backed by a Service are the remote controller's.
 
 use std::convert::Infallible;
 use std::sync::Arc;
