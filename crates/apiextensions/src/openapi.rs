@@ -1,7 +1,11 @@
 //! OpenAPI v3 value validation with the semantics and messages of
 //! kube-openapi's `validate.SchemaValidator`, which upstream runs on every
 //! custom resource (and on every schema `default`), and the translation of
-//! its results into field errors as apiextensions-apiserver does.
+//! its results into field errors as apiextensions-apiserver does. With
+//! what the validator reads, below the rest of the crate: the schema type
+//! ([`props`], upstream's `JSONSchemaProps`), the string formats
+//! ([`formats`], kube-openapi's `strfmt`) and Go's value formatting
+//! ([`gofmt`]) its messages use.
 
 use std::collections::HashMap;
 
@@ -9,14 +13,15 @@ use apimachinery::{FieldError, Path};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::formats;
-use crate::gofmt::{go_float, go_quote};
-
+pub(crate) mod formats;
+pub(crate) mod gofmt;
 mod number;
+pub mod props;
 mod result;
 
-use crate::props::{Items, Props};
+use gofmt::{go_float, go_quote};
 use number::check_number;
+use props::{Items, Props};
 use result::{to_field_error, Code, OaError, Res};
 
 /// Compiled `pattern`s of a schema, by pattern text.

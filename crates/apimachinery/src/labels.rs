@@ -10,7 +10,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::field_errors::{aggregate_message, ErrorType, FieldError, Path};
-use crate::validation::{is_label_value, is_qualified_name};
+use crate::util::validation::{is_label_value, is_qualified_name};
 
 /// A set of labels a selector can be matched against.
 pub trait Labels {

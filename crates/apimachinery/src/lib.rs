@@ -15,6 +15,7 @@ pub mod query_params;
 pub mod request_info;
 pub mod serializer;
 pub mod status;
+pub mod util;
 pub mod validation;
 
 pub use field_errors::{ErrorList, ErrorType, FieldError, Path};

@@ -8,7 +8,7 @@
 use crate::fields::FieldSelector;
 use crate::labels::Selector;
 use crate::query_params::{parse_int64, QueryParams};
-use crate::validation::is_path_segment_name;
+use crate::util::validation::is_path_segment_name;
 
 /// What a request addresses (upstream's `RequestInfo`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -6,15 +6,13 @@
 //! reasons and details out.
 
 mod api;
-mod checks;
+mod policy;
 mod registry;
-mod result;
-mod visit;
 
 pub use api::{
     policy_to_evaluate, LabelError, Level, LevelVersion, ParseError, Policy, Version,
     AUDIT_ANNOTATION_PREFIX, AUDIT_LEVEL_LABEL, AUDIT_VERSION_LABEL, ENFORCE_LEVEL_LABEL,
     ENFORCE_VERSION_LABEL, WARN_LEVEL_LABEL, WARN_VERSION_LABEL,
 };
+pub use policy::result::{AggregateResult, Forbidden};
 pub use registry::{check_ids, evaluate_pod, MAX_VERSION};
-pub use result::{AggregateResult, Forbidden};

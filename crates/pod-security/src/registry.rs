@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::api::{Level, LevelVersion, Version};
-use crate::checks::{host, profiles, restricted, CheckFn};
-use crate::result::AggregateResult;
+use crate::policy::result::AggregateResult;
+use crate::policy::{host, profiles, restricted, CheckFn};
 
 /// One version of a check: applies from `v1.<since>` until the next one.
 struct Versioned {

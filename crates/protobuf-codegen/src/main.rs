@@ -3,7 +3,7 @@
 //! Joins a protobuf schema (tags and wire types) with the `k8s-openapi`
 //! types of the targeted Kubernetes version (JSON names, required fields,
 //! resource kinds) and writes the static schema tables to
-//! `crates/protobuf/src/generated/mod.rs`.
+//! `crates/protobuf/src/generated.rs`.
 //!
 //! The protobuf schema comes from upstream's `generated.proto` files, and
 //! which zero numbers and bools to drop on decoding from upstream's Go
@@ -96,7 +96,7 @@ fn run() -> Result<(), CodegenError> {
     let mut go = gofields::GoFields::new(loader);
     let oa = openapi::parse(&oa_root.join("src").join(OPENAPI_VERSION_MODULE))?;
     let (code, report) = emit::generate(source, &pb, &oa, &mut go);
-    let out = manifest_dir.join("../protobuf/src/generated/mod.rs");
+    let out = manifest_dir.join("../protobuf/src/generated.rs");
     std::fs::write(&out, code).map_err(|e| CodegenError::Io(out.clone(), e))?;
     eprintln!("{report}");
     eprintln!("wrote {}", out.display());

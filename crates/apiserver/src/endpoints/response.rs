@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use apimachinery::status::ApiError;
+use apimachinery::status::{ApiError, StatusReason};
 use axum::body::Body;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
@@ -48,6 +48,18 @@ pub fn respond(code: StatusCode, body: Bytes, encoding: Encoding) -> Response<Bo
         HeaderValue::from_static(encoding.content_type()),
     );
     resp
+}
+
+/// The end of the chain's answer: a 404 Status for what no server serves.
+pub fn not_found() -> Response<Body> {
+    error(
+        &ApiError::new(
+            404,
+            StatusReason::NotFound,
+            "the server could not find the requested resource",
+        ),
+        Encoding::Json,
+    )
 }
 
 /// A Status error response (always answerable: JSON unless YAML was asked).

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::request_info::{RequestInfo, RequestInfoResolver};
-use apimachinery::status::{ApiError, StatusReason};
 use axum::body::Body;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
@@ -25,23 +24,11 @@ use super::{
 use crate::endpoints::computed_read;
 use crate::endpoints::connect::{self, ConnectResource};
 use crate::endpoints::handlers::{self, HandlerConfig, ResourceRequest};
-use crate::endpoints::negotiation::Encoding;
-use crate::endpoints::response;
 use crate::endpoints::virtual_create::{self, VirtualResource};
 use crate::endpoints::warning::Warnings;
 use crate::registry::store::Store;
 
-/// The end of the chain's answer.
-pub fn not_found() -> Response<Body> {
-    response::error(
-        &ApiError::new(
-            404,
-            StatusReason::NotFound,
-            "the server could not find the requested resource",
-        ),
-        Encoding::Json,
-    )
-}
+pub use crate::endpoints::response::not_found;
 
 pub struct Mux {
     groups: HashMap<(String, String), GroupVersionStores>,

@@ -212,10 +212,14 @@ fn plugin(name: &'static str, setup: &Setup<'_>) -> Result<Option<Plugin>, Confi
         ),
         "PodSecurity" => Plugin::validating(
             name,
-            Arc::new(pod_security::PodSecurity::from_config(
-                s(),
-                config.plugin(name),
-            )?),
+            Arc::new(
+                pod_security::PodSecurity::from_config(s(), config.plugin(name)).map_err(
+                    |err| ConfigError::Plugin {
+                        plugin: "PodSecurity",
+                        message: err.to_string(),
+                    },
+                )?,
+            ),
         ),
         "ResourceQuota" => Plugin::validating(
             name,

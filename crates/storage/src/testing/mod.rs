@@ -54,6 +54,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::future::BoxFuture;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -73,7 +74,8 @@ pub async fn through_cacher(store: Arc<dyn Storage>, prefix: String) -> Arc<dyn 
 }
 
 use crate::codec::JsonCodec;
-use crate::interface::{GetOptions, Storage, WatchEvent, WatchStream};
+use crate::error::Result;
+use crate::interface::{GetOptions, Object, Storage, WatchEvent, WatchStream};
 use crate::kv::Kv;
 use crate::store::Store;
 
@@ -137,7 +139,7 @@ impl Harness {
             .await
             .unwrap_or_else(|e| panic!("{e}"))
         {
-            Some(_) => self.storage.delete(&key, None, &cases::allow_delete).await,
+            Some(_) => self.storage.delete(&key, None, &allow_delete).await,
             None => self.storage.create(&key, object("mark", "")).await,
         };
         rv(&written.unwrap_or_else(|e| panic!("writing the mark failed: {e}")))
@@ -207,6 +209,24 @@ pub async fn assert_no_change(stream: &mut WatchStream, wait: Duration) {
             Ok(Some(WatchEvent::Bookmark(_))) => {}
             Ok(other) => panic!("unexpected watch event: {other:?}"),
         }
+    }
+}
+
+/// A deletion validator that allows everything.
+pub fn allow_delete(_: Object) -> BoxFuture<'static, Result<()>> {
+    Box::pin(async { Ok(()) })
+}
+
+/// An update function that sets `data.value` on the current object.
+pub fn set_value(value: &str) -> impl Fn(Option<Object>) -> BoxFuture<'static, Result<Value>> {
+    let value = value.to_string();
+    move |current| {
+        let value = value.clone();
+        Box::pin(async move {
+            let mut obj = current.map_or_else(|| object("new", ""), |c| (*c).clone());
+            obj["data"]["value"] = Value::String(value);
+            Ok(obj)
+        })
     }
 }
 

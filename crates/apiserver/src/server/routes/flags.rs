@@ -12,15 +12,16 @@ use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 
 use super::plain_text;
-use crate::server::{mux, GenericApiServer};
+use super::PathRecorder;
+use crate::endpoints::response::not_found;
 
 const INDEX: &str = "<html>\n<head>\n<title>/debug/flags/</title>\n</head>\n<body>\n\
 /debug/flags/<br>\n<br>\nflags:<br>\n<table>\n\n<tr>v<br>\n\n</table>\n<br>\n\
 full flags configurable<br>\n</body>\n</html>\n";
 
 /// Serves `/debug/flags` and `/debug/flags/v` on `server`.
-pub fn install(server: &mut GenericApiServer) {
-    server.handle_prefix(
+pub fn install(server: &mut impl PathRecorder) {
+    server.unlisted_handle_prefix(
         "/debug/flags",
         Arc::new(|req| Box::pin(async move { serve(req).await })),
     );
@@ -31,7 +32,7 @@ async fn serve(req: Request<Body>) -> Response<Body> {
         "/debug/flags/v" => set_verbosity(req).await,
         "/debug/flags" => index(),
         path if path.starts_with("/debug/flags/") => index(),
-        _ => mux::not_found(),
+        _ => not_found(),
     }
 }
 

@@ -12,15 +12,16 @@ use axum::body::Body;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 
 use super::plain_text;
-use crate::server::{mux, GenericApiServer};
+use super::PathRecorder;
+use crate::endpoints::response::not_found;
 
 /// Upstream's `defaultLogDir`.
 pub const LOG_DIR: &str = "/var/log";
 
 /// Serves `/logs` and everything below it from `dir` on `server`.
-pub fn install(server: &mut GenericApiServer, dir: &Path) {
+pub fn install(server: &mut impl PathRecorder, dir: &Path) {
     let dir = Arc::new(dir.to_owned());
-    server.handle_prefix(
+    server.unlisted_handle_prefix(
         "/logs",
         Arc::new(move |req| {
             let dir = dir.clone();
@@ -35,7 +36,7 @@ async fn serve(dir: &Path, req: Request<Body>) -> Response<Body> {
         .strip_prefix("/logs")
         .filter(|r| r.is_empty() || r.starts_with('/'))
     else {
-        return mux::not_found();
+        return not_found();
     };
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return plain_text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed");

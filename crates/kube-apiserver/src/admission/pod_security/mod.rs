@@ -28,9 +28,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use storage::Object;
 
-pub use config::Config;
+pub use config::{Config, PodSecurityConfigError};
 
-use super::ConfigError;
 use apiserver::admission::initializer::Stores;
 
 /// Pod subresources that never change what is evaluated.
@@ -60,12 +59,11 @@ impl PodSecurity {
 
     /// The plugin configured by its PodSecurityConfiguration document; an
     /// invalid document stops startup, as upstream.
-    pub fn from_config(stores: Stores, doc: Option<&Value>) -> Result<Self, ConfigError> {
-        let config = Config::from_document(doc).map_err(|err| ConfigError::Plugin {
-            plugin: "PodSecurity",
-            message: err.to_string(),
-        })?;
-        Ok(Self::new(stores, config))
+    pub fn from_config(
+        stores: Stores,
+        doc: Option<&Value>,
+    ) -> Result<Self, PodSecurityConfigError> {
+        Ok(Self::new(stores, Config::from_document(doc)?))
     }
 
     /// The policy a namespace's labels select over the configured defaults.

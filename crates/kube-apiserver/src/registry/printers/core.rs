@@ -2,11 +2,8 @@
 //! ReplicationController, ResourceQuota), apps ControllerRevision,
 //! coordination Lease, node RuntimeClass and scheduling PriorityClass, as
 //! upstream's `pkg/printers/internalversion`; autoscaling and certificates
-//! live in the submodules. LimitRange has no printer upstream and keeps the
+//! have files of their own. LimitRange has no printer upstream and keeps the
 //! default table.
-
-mod autoscaling;
-mod certificates;
 
 use apimachinery::quantity::canonicalize_json;
 use serde_json::{json, Value};
@@ -78,14 +75,14 @@ pub const PRINTERS: &[Printer] = &[
         columns: priority_class_columns,
         row: priority_class_row,
     },
-    autoscaling::V2,
-    autoscaling::V1,
-    certificates::CSR,
-    certificates::CLUSTER_TRUST_BUNDLE,
+    super::autoscaling::V2,
+    super::autoscaling::V1,
+    super::certificates::CSR,
+    super::certificates::CLUSTER_TRUST_BUNDLE,
 ];
 
 /// A quantity as upstream's `Quantity.String()` prints it after decoding.
-fn quantity(value: &Value) -> String {
+pub(super) fn quantity(value: &Value) -> String {
     canonicalize_json(value).unwrap_or_else(|_| value.as_str().unwrap_or("").to_owned())
 }
 

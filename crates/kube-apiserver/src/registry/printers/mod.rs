@@ -4,9 +4,12 @@
 //! [`for_kind`]; the cell helpers below are shared by them and by the
 //! strategies that set their printers directly (pods, workloads).
 
+mod autoscaling;
+mod certificates;
 mod core;
 mod extensions;
 mod networking;
+mod pod;
 mod rbac_storage;
 mod workloads;
 

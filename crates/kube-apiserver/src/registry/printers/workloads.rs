@@ -4,22 +4,18 @@
 //! Deployment, ReplicaSet, StatefulSet, DaemonSet and batch/v1 Job, CronJob
 //! — columns and cells as upstream's `printPod`, `printNode`, ...
 
-mod pod;
-
 use std::collections::BTreeSet;
 
 use apiserver::registry::rest::table::human_duration;
 use chrono::{DateTime, FixedOffset, Utc};
 use serde_json::{json, Value};
 
-use super::{
-    age_cell, count, int, integer, map_selector, name_cell, or_none, selector, string, text,
-};
+use super::{age_cell, count, int, integer, map_selector, name_cell, selector, string, text};
 use super::{Printer, TableColumn};
 use super::{AGE_COLUMN, NAME_COLUMN};
 
 pub const PRINTERS: &[Printer] = &[
-    printer("", "Pod", pod::columns, pod::row),
+    printer("", "Pod", super::pod::columns, super::pod::row),
     printer("", "Node", node_columns, node_row),
     printer("", "Namespace", namespace_columns, namespace_row),
     printer("", "ConfigMap", configmap_columns, configmap_row),
@@ -57,7 +53,7 @@ const fn printer(
 
 /// A timestamp (metav1.Time or MicroTime) at a pointer; absent, null and
 /// unparsable values are upstream's zero time.
-fn timestamp(obj: &Value, pointer: &str) -> Option<DateTime<FixedOffset>> {
+pub(super) fn timestamp(obj: &Value, pointer: &str) -> Option<DateTime<FixedOffset>> {
     obj.pointer(pointer)
         .and_then(Value::as_str)
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
@@ -65,7 +61,7 @@ fn timestamp(obj: &Value, pointer: &str) -> Option<DateTime<FixedOffset>> {
 
 /// Upstream's `translateTimestampSince`: the age of a timestamp, or
 /// `<unknown>` for the zero time.
-fn since(time: Option<DateTime<FixedOffset>>) -> String {
+pub(super) fn since(time: Option<DateTime<FixedOffset>>) -> String {
     match time {
         Some(t) => human_duration(Utc::now().signed_duration_since(t)),
         None => "<unknown>".to_owned(),

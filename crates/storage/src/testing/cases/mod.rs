@@ -12,28 +12,4 @@ pub use list::*;
 pub use update::*;
 pub use watch::*;
 
-use futures::future::BoxFuture;
-use serde_json::Value;
-
-use crate::error::Result;
-use crate::interface::Object;
-
-/// A deletion validator that allows everything.
-pub(crate) fn allow_delete(_: Object) -> BoxFuture<'static, Result<()>> {
-    Box::pin(async { Ok(()) })
-}
-
-/// An update function that sets `data.value` on the current object.
-pub(crate) fn set_value(
-    value: &str,
-) -> impl Fn(Option<Object>) -> BoxFuture<'static, Result<Value>> {
-    let value = value.to_string();
-    move |current| {
-        let value = value.clone();
-        Box::pin(async move {
-            let mut obj = current.map_or_else(|| super::object("new", ""), |c| (*c).clone());
-            obj["data"]["value"] = Value::String(value);
-            Ok(obj)
-        })
-    }
-}
+use super::{allow_delete, set_value};

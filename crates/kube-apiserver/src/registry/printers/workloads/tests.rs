@@ -3,6 +3,7 @@
 use chrono::{SecondsFormat, TimeDelta, Utc};
 use serde_json::{json, Value};
 
+use super::super::pod;
 use super::*;
 
 /// An RFC 3339 timestamp `secs` seconds ago.

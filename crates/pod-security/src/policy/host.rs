@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{LifecycleHandler, PodSpec, Probe};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::result::Forbidden;
-use crate::visit::{bad_containers, containers, containers_phrase, join_quote, pluralize};
+use super::result::Forbidden;
+use super::visit::{bad_containers, containers, containers_phrase, join_quote, pluralize};
 
 /// hostNamespaces: no hostNetwork, hostPID or hostIPC.
 pub(crate) fn host_namespaces_1_0(_: &ObjectMeta, spec: &PodSpec) -> Option<Forbidden> {

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{PodSpec, SELinuxOptions};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::result::Forbidden;
-use crate::visit::{
+use super::result::Forbidden;
+use super::visit::{
     bad_containers, containers, containers_phrase, in_user_namespace, is_windows, join_quote,
     key_quoted_value, pluralize,
 };

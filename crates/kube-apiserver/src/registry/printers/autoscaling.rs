@@ -4,10 +4,10 @@
 
 use serde_json::{json, Value};
 
-use super::super::{age_cell, int, name_cell, string, text, Printer, TableColumn};
-use super::super::{AGE_COLUMN, NAME_COLUMN};
-use super::quantity;
-use crate::controlplane::autoscaling_v1;
+use super::core::quantity;
+use super::{age_cell, int, name_cell, string, text, Printer, TableColumn};
+use super::{AGE_COLUMN, NAME_COLUMN};
+use crate::api::autoscaling_v1;
 
 pub const V2: Printer = Printer {
     group: "autoscaling",

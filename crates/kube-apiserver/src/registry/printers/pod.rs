@@ -5,7 +5,8 @@
 use chrono::{DateTime, FixedOffset};
 use serde_json::{json, Value};
 
-use super::{age_cell, name_cell, or_none, since, string, text, timestamp, TableColumn};
+use super::workloads::{since, timestamp};
+use super::{age_cell, name_cell, or_none, string, text, TableColumn};
 use super::{AGE_COLUMN, NAME_COLUMN};
 
 pub fn columns() -> Vec<TableColumn> {

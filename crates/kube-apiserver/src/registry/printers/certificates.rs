@@ -5,8 +5,8 @@ use apiserver::registry::rest::table::human_duration;
 use chrono::TimeDelta;
 use serde_json::{json, Value};
 
-use super::super::{age_cell, name_cell, string, text, Printer, TableColumn};
-use super::super::{AGE_COLUMN, NAME_COLUMN};
+use super::{age_cell, name_cell, string, text, Printer, TableColumn};
+use super::{AGE_COLUMN, NAME_COLUMN};
 
 pub const CSR: Printer = Printer {
     group: "certificates.k8s.io",
