@@ -12,6 +12,7 @@
 //!   implementation of the semantics.
 //! * [`cacher`] is the watch cache in front of a [`Storage`].
 //! * [`compactor`] compacts a [`Kv`]'s history on an interval.
+//! * [`offload`] runs the CPU-heavy part of big lists off the async workers.
 //! * [`value`] transforms stored values (encryption at rest) over any [`Kv`].
 
 pub mod cacher;
@@ -21,6 +22,7 @@ pub mod continue_token;
 pub mod error;
 pub mod interface;
 pub mod kv;
+pub mod offload;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

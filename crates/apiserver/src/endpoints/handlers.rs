@@ -10,7 +10,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use http::{request::Parts, Method, Response, StatusCode};
 use serde_json::Value;
-use storage::{GetOptions, ListOptions};
+use storage::{offload, GetOptions, ListOptions};
 
 use super::negotiation::{self, Encoding, Negotiated, Shape};
 use super::query::{FieldValidation, ListParams, Query};
@@ -274,21 +274,15 @@ async fn list(
     let params = query.list_options()?;
     let opts = list_options(store, &params)?;
     let list = store.list(ns, opts).await?;
-    if list.items.len() < LIST_ENCODED_INLINE {
-        return Ok(response::list(&list, neg, &store.info, &store.strategies));
-    }
     // Encoding thousands of objects holds a core for milliseconds to
-    // seconds: on the blocking pool, so a storm of large LISTs cannot keep
-    // the async workers from health checks, watches and small requests (Go
-    // preempts a long-running goroutine; tokio does not preempt a task).
+    // seconds: off the async workers, so a storm of large LISTs cannot keep
+    // them from health checks, watches and small requests.
     let (info, strategies, neg) = (store.info.clone(), store.strategies.clone(), *neg);
-    tokio::task::spawn_blocking(move || response::list(&list, &neg, &info, &strategies))
-        .await
-        .map_err(ApiError::internal_error)
+    Ok(offload::run_for(list.items.len(), move || {
+        response::list(&list, &neg, &info, &strategies)
+    })
+    .await)
 }
-
-/// Lists with fewer items are encoded on the request's own task.
-const LIST_ENCODED_INLINE: usize = 200;
 
 pub fn list_options(store: &Store, params: &ListParams) -> Result<ListOptions, ApiError> {
     Ok(ListOptions {

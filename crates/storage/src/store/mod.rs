@@ -21,10 +21,11 @@ use crate::codec::Codec;
 use crate::continue_token;
 use crate::error::{Result, StorageError};
 use crate::interface::{
-    GetOptions, ListOptions, ListResult, Object, Preconditions, ReadVersion, Storage, UpdateFn,
-    ValidateDeletionFn, WatchOptions, WatchStream,
+    GetOptions, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion, Storage,
+    UpdateFn, ValidateDeletionFn, WatchOptions, WatchStream,
 };
-use crate::kv::{prefix_end, Kv, RangeRequest, TxnOp, TxnResponse};
+use crate::kv::{prefix_end, KeyValue, Kv, RangeRequest, TxnOp, TxnResponse};
+use crate::offload;
 
 use object::{decode_object, prepare_for_storage, set_resource_version};
 
@@ -116,6 +117,42 @@ fn check_key(key: &str) -> Result<()> {
         return Err(StorageError::Internal(format!("invalid key: {key:?}")));
     }
     Ok(())
+}
+
+/// The objects of one fetched batch a list keeps.
+struct Batch {
+    items: Vec<Object>,
+    /// The last key decoded (kept or not).
+    last_key: Option<String>,
+    /// Whether `wanted` was reached before the batch's end.
+    cut: bool,
+}
+
+/// Decodes a fetched batch in key order, keeping the objects `predicate`
+/// matches, until `wanted` of them are kept.
+fn decode_batch(
+    codec: &dyn Codec,
+    kvs: Vec<KeyValue>,
+    predicate: &Predicate,
+    wanted: Option<usize>,
+) -> Result<Batch> {
+    let mut batch = Batch {
+        items: Vec::new(),
+        last_key: None,
+        cut: false,
+    };
+    for kv in kvs {
+        if wanted.is_some_and(|w| batch.items.len() >= w) {
+            batch.cut = true;
+            break;
+        }
+        let obj = decode_object(codec, &kv.key, &kv.value, kv.mod_revision)?;
+        if predicate.matches(&obj) {
+            batch.items.push(Arc::new(obj));
+        }
+        batch.last_key = Some(kv.key);
+    }
+    Ok(batch)
 }
 
 /// Where a list starts and at which revision it reads.
@@ -268,25 +305,28 @@ impl Storage for Store {
             if revision == 0 {
                 revision = resp.revision;
             }
-            let mut has_more = resp.more;
-            for kv in resp.kvs {
-                if limit.is_some_and(|l| items.len() as i64 >= l) {
-                    has_more = true;
-                    break;
-                }
-                let obj = self.decode(&kv.key, &kv.value, kv.mod_revision)?;
-                if opts.predicate.matches(&obj) {
-                    items.push(Arc::new(obj));
-                }
-                last_key = Some(kv.key);
-            }
+            let (more, count) = (resp.more, resp.count);
+            let wanted = limit.map(|l| {
+                usize::try_from(l)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(items.len())
+            });
+            let (codec, predicate) = (self.codec.clone(), opts.predicate.clone());
+            // Decoding thousands of objects holds a core: off the async workers.
+            let batch = offload::run_for(resp.kvs.len(), move || {
+                decode_batch(codec.as_ref(), resp.kvs, &predicate, wanted)
+            })
+            .await?;
+            let has_more = more || batch.cut;
+            items.extend(batch.items);
+            last_key = batch.last_key.or(last_key);
             let Some(limit) = limit else {
                 break (false, None);
             };
             if !has_more || items.len() as i64 >= limit {
                 // The KV's count covers the range from this fetch's start, so it
                 // is exact only when nothing was filtered out.
-                let remaining = opts.predicate.is_everything().then(|| resp.count - limit);
+                let remaining = opts.predicate.is_everything().then(|| count - limit);
                 break (has_more, remaining);
             }
             // Filtering dropped items: fetch bigger batches (upstream doubles).
