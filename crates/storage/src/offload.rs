@@ -8,18 +8,33 @@
 
 use std::sync::OnceLock;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Below this many objects, work stays on the request's own task: moving
 /// it would cost more than it saves.
 pub const INLINE_OBJECTS: usize = 200;
 
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn permits() -> &'static Semaphore {
     static PERMITS: OnceLock<Semaphore> = OnceLock::new();
-    PERMITS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Semaphore::new(cores)
-    })
+    PERMITS.get_or_init(|| Semaphore::new(cores()))
+}
+
+/// Admits one big read from storage (a list fetched and decoded whole) of
+/// at most one per core at once, held until the read is decoded: the
+/// fetched bytes and decoded objects of many lists never wait in memory
+/// together for a core.
+pub async fn admit_read() -> SemaphorePermit<'static> {
+    static READS: OnceLock<Semaphore> = OnceLock::new();
+    let reads = READS.get_or_init(|| Semaphore::new(cores()));
+    // The semaphore is never closed, so acquiring cannot fail.
+    match reads.acquire().await {
+        Ok(permit) => permit,
+        Err(_) => unreachable!("the read semaphore is never closed"),
+    }
 }
 
 /// Runs `work` on the blocking pool once one of the per-core permits is

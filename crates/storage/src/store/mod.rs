@@ -283,6 +283,12 @@ impl Storage for Store {
         let mut fetch_limit = limit.unwrap_or(0);
         let mut items: Vec<Object> = Vec::new();
         let mut last_key: Option<String> = None;
+        let big = limit.is_none_or(|l| l >= offload::INLINE_OBJECTS as i64);
+        let _admitted = if big {
+            Some(offload::admit_read().await)
+        } else {
+            None
+        };
         let (has_more, remaining) = loop {
             let resp = self
                 .kv
