@@ -17,6 +17,7 @@ use crate::admission::{Chain, Equivalents, Operation};
 use crate::registry::admission::{AdmissionView, WriteAdmission};
 
 mod delete;
+mod lease_client;
 mod list_watch;
 mod strategies;
 
