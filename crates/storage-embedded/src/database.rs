@@ -7,9 +7,11 @@
 //! it again at once; opening repairs the file (redb's recovery walk) back to
 //! the last commit that reached the disk, and the store carries on — on a
 //! full disk reads work again at once and writes do as soon as there is
-//! room. If the file cannot be opened (the directory is read-only), the
-//! store stays closed: every read and write fails with the cause, and the
-//! writer tries again (see `writer`) until it can open the file.
+//! room. If the file cannot be opened for writing (the file system went
+//! read-only), it is opened read-only: reads go on, every write fails with
+//! the cause, and the writer tries again (see `writer`) until it can open
+//! the file for writing. A file that opens in neither way leaves the store
+//! closed: every read and write fails with the cause.
 //!
 //! Upstream has no counterpart inside the API server: etcd plays this part,
 //! refusing writes with `mvcc: database space exceeded` when full.
@@ -32,10 +34,19 @@ const CACHE_BYTES: usize = 256 * 1024 * 1024;
 /// The store's current and compacted revision, as found on disk.
 pub(crate) type Bookkeeping = (i64, i64);
 
+/// The state of the database file.
+enum State {
+    Open(Database),
+    /// Open for reading only, because opening it for writing failed
+    /// with this cause.
+    ReadOnly(Database, String),
+    Closed(String),
+}
+
 /// The database file, open or closed with the reason.
 pub(crate) struct Handle {
     path: PathBuf,
-    db: RwLock<std::result::Result<Database, String>>,
+    db: RwLock<State>,
 }
 
 impl Handle {
@@ -44,27 +55,29 @@ impl Handle {
         let (db, bookkeeping) = open_database(path)?;
         let handle = Handle {
             path: path.to_owned(),
-            db: RwLock::new(Ok(db)),
+            db: RwLock::new(State::Open(db)),
         };
         Ok((handle, bookkeeping))
     }
 
     pub(crate) fn begin_read(&self) -> Result<ReadTransaction> {
         match &*self.db.read().map_err(StorageError::internal)? {
-            Ok(db) => db.begin_read().map_err(StorageError::internal),
-            Err(cause) => Err(unavailable(cause)),
+            State::Open(db) => db.begin_read().map_err(StorageError::internal),
+            State::ReadOnly(db, _) => db.begin_read().map_err(StorageError::internal),
+            State::Closed(cause) => Err(unavailable(cause)),
         }
     }
 
     pub(crate) fn begin_write(&self) -> Result<WriteTransaction> {
         match &*self.db.read().map_err(StorageError::internal)? {
-            Ok(db) => db.begin_write().map_err(StorageError::internal),
-            Err(cause) => Err(unavailable(cause)),
+            State::Open(db) => db.begin_write().map_err(StorageError::internal),
+            State::ReadOnly(_, cause) | State::Closed(cause) => Err(unavailable(cause)),
         }
     }
 
+    /// Whether the database is open for writing.
     pub(crate) fn is_open(&self) -> bool {
-        self.db.read().is_ok_and(|db| db.is_ok())
+        self.db.read().is_ok_and(|db| matches!(*db, State::Open(_)))
     }
 
     /// Closes the database because of `cause` (readers in flight fail).
@@ -72,35 +85,66 @@ impl Handle {
         let Ok(mut slot) = self.db.write() else {
             return;
         };
-        if let Ok(db) = std::mem::replace(&mut *slot, Err(cause.to_owned())) {
+        match std::mem::replace(&mut *slot, State::Closed(cause.to_owned())) {
             // After a latched I/O error the close itself fails; the file is
             // released all the same and the next open repairs it.
-            if let Err(e) = db.close() {
-                tracing::warn!(error = %e, "closing the embedded store after a failure");
+            State::Open(db) => {
+                if let Err(e) = db.close() {
+                    tracing::warn!(error = %e, "closing the embedded store after a failure");
+                }
             }
+            State::ReadOnly(db, _) => drop(db),
+            State::Closed(_) => {}
         }
     }
 
-    /// Opens the closed database again; on failure it stays closed with the
-    /// new cause.
+    /// Opens the database again for writing; on failure it stays open for
+    /// reading if it can, with the new cause.
     pub(crate) fn reopen(&self) -> Result<Bookkeeping> {
         let mut slot = self.db.write().map_err(StorageError::internal)?;
-        if slot.is_ok() {
+        if let State::Open(_) = &*slot {
             return Err(StorageError::Internal(
                 "the embedded store is already open".to_owned(),
             ));
         }
+        if let State::ReadOnly(_, cause) = &*slot {
+            // Still not writable: go on serving reads.
+            if std::fs::OpenOptions::new()
+                .write(true)
+                .open(&self.path)
+                .is_err()
+            {
+                return Err(unavailable(cause));
+            }
+        }
+        // The read-only handle holds a lock a writer cannot share.
+        if let State::ReadOnly(db, _) = std::mem::replace(&mut *slot, State::Closed(String::new()))
+        {
+            drop(db.close());
+        }
         match open_database(&self.path) {
             Ok((db, bookkeeping)) => {
-                *slot = Ok(db);
+                *slot = State::Open(db);
                 Ok(bookkeeping)
             }
             Err(cause) => {
-                *slot = Err(cause.clone());
+                *slot = match open_read_only(&self.path) {
+                    Some(db) => State::ReadOnly(db, cause.clone()),
+                    None => State::Closed(cause.clone()),
+                };
                 Err(unavailable(&cause))
             }
         }
     }
+}
+
+/// The file opened for reading only (see the `overlay` module).
+fn open_read_only(path: &Path) -> Option<Database> {
+    let overlay = crate::overlay::Overlay::open(path).ok()?;
+    Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .create_with_backend(overlay)
+        .ok()
 }
 
 fn unavailable(cause: &str) -> StorageError {

@@ -46,8 +46,9 @@
 //! repair walk of the file); nothing is acknowledged before its commit.
 //! A commit that fails (a full disk, a read-only file system) fails its
 //! writes with the cause and publishes nothing; the store then reopens the
-//! file and goes on once the disk takes writes again (the `database`
-//! module).
+//! file (for reading only while the file system refuses writes: the
+//! `overlay` module) and goes on once the disk takes writes again (the
+//! `database` module).
 //!
 //! # Writes and watches
 //!
@@ -59,6 +60,7 @@
 //! `writer` and `watch` modules describe both in detail.
 
 mod database;
+mod overlay;
 mod read;
 mod record;
 mod schema;

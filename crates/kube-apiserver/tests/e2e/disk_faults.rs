@@ -3,8 +3,13 @@
 //! ConfigMaps fill it until a create fails with a 500 naming the cause;
 //! reads and watches go on, nothing acknowledged is lost and nothing that
 //! failed shows up; once space is freed writes succeed again without a
-//! restart, and a restart finds every acknowledged object. Mounting needs
-//! root: without it the test says so on stderr and skips.
+//! restart, and a restart finds every acknowledged object. A loop-mounted
+//! ext4 image turned read-only under the running server (an ext4 error
+//! under `errors=remount-ro`, as the kernel does on an I/O error) fails
+//! creates with a 500 naming the cause while reads go on; once the image
+//! is mounted again and the server restarted, all that was acknowledged is
+//! there and writes succeed. Mounting needs root: without it the tests say
+//! so on stderr and skip.
 //!
 //! On etcd the disk is etcd's space quota (`--quota-backend-bytes`): a
 //! create over it fails as upstream's does, a 500 with no reason and
@@ -217,4 +222,162 @@ fn etcd_space_quota_fails_writes_with_etcds_message() {
     server.ok(&["get", "configmaps"]);
     drop(server);
     drop(etcd);
+}
+
+/// The server on a data dir whose `storage` is a small ext4 image on a loop
+/// device mounted `errors=remount-ro`, as a data disk usually is; unmounted
+/// after the server stops.
+struct OnExt4 {
+    server: Option<TestServer>,
+    image: PathBuf,
+    storage: PathBuf,
+}
+
+impl OnExt4 {
+    fn start() -> Option<OnExt4> {
+        let image =
+            std::env::temp_dir().join(format!("kube-apiserver-ro-{}.img", std::process::id()));
+        let mut mounted = Ok(());
+        let server = TestServer::start_prepared(
+            |dir| mounted = mount_ext4(&image, &dir.join("storage")),
+            &[],
+        );
+        if let Err(why) = mounted {
+            let _ = std::fs::remove_file(&image);
+            eprintln!(
+                "SKIPPED: cannot loop-mount an ext4 image for the data dir (needs root): {why}"
+            );
+            return None;
+        }
+        let storage = server.dir.path().join("storage");
+        Some(OnExt4 {
+            server: Some(server),
+            image,
+            storage,
+        })
+    }
+
+    fn server(&mut self) -> &mut TestServer {
+        self.server.as_mut().expect("the server runs")
+    }
+
+    /// What the kernel does on an I/O error under `errors=remount-ro`:
+    /// the file system turns read-only under the open database file.
+    fn fail(&self) {
+        let device = run("findmnt", &["-n", "-o", "SOURCE", path_str(&self.storage)])
+            .expect("the image is mounted");
+        let name = device.trim().trim_start_matches("/dev/");
+        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "test")
+            .expect("trigger an ext4 error");
+    }
+
+    /// What an operator does to recover: a file system the kernel turned
+    /// read-only stays so until unmounted, which needs the server's files
+    /// released; so the server is stopped, the image mounted again and the
+    /// server started.
+    fn repair(&mut self) {
+        let server = self.server();
+        server.terminate();
+        run("umount", &[path_str(&self.storage)]).expect("unmount the image");
+        mount_ext4_image(&self.image, &self.storage).expect("mount the image again");
+        self.server().restart();
+    }
+}
+
+impl Drop for OnExt4 {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        let _ = run("umount", &[path_str(&self.storage)]);
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// Runs a command; its stdout, or its stderr as the error.
+fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn mount_ext4(image: &Path, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let file = std::fs::File::create(image).map_err(|e| e.to_string())?;
+    file.set_len(32 << 20).map_err(|e| e.to_string())?;
+    run("mkfs.ext4", &["-q", "-F", path_str(image)])?;
+    mount_ext4_image(image, dir)
+}
+
+fn mount_ext4_image(image: &Path, dir: &Path) -> Result<(), String> {
+    run(
+        "mount",
+        &[
+            "-o",
+            "loop,errors=remount-ro",
+            path_str(image),
+            path_str(dir),
+        ],
+    )
+    .map(drop)
+}
+
+/// Retries a kubectl create of `name` for up to `secs` seconds.
+fn create_within(server: &TestServer, name: &str, secs: u64) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let i = usize::from(name == "after");
+        let out = server.kubectl_stdin(&["create", "-f", "-"], &configmap(name, i));
+        if out.status.success() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn read_only_data_dir_fails_writes_with_500_and_recovers() {
+    let Some(mut fs) = OnExt4::start() else {
+        return;
+    };
+    create_within(fs.server(), "before", 0).expect("a create on a healthy disk");
+    fs.fail();
+
+    let server = fs.server();
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &configmap("during", 0));
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && error.contains("(InternalError)")
+            && error.contains("Read-only file system"),
+        "a 500 naming the cause: {error}"
+    );
+    assert_eq!(
+        stored_value(server, "before"),
+        Some(value(0)),
+        "reads go on"
+    );
+    server.ok(&["get", "configmaps"]);
+
+    fs.repair();
+    let server = fs.server();
+    assert_eq!(stored_value(server, "before"), Some(value(0)));
+    assert_eq!(
+        stored_value(server, "during"),
+        None,
+        "a failed create exists"
+    );
+    create_within(server, "after", 0).expect("a create once the disk is back");
+    assert_eq!(stored_value(server, "after"), Some(value(1)));
 }
