@@ -7,6 +7,7 @@ pub mod computed_read;
 pub mod connect;
 pub mod handlers;
 pub mod negotiation;
+pub mod openapi;
 pub mod patch;
 pub mod proxy;
 pub mod query;

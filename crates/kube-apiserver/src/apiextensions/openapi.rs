@@ -1,26 +1,57 @@
-//! OpenAPI v3 documents of custom resources (upstream's CRD OpenAPI
-//! builder): one document per served group version with each kind's and
-//! list kind's published definitions (from the apiextensions library), the
-//! metadata definitions they refer to, and the REST paths, so `kubectl
-//! explain` and client-side field checks see custom kinds as built-in ones.
+//! OpenAPI documents of custom resources (upstream's
+//! `apiextensions-apiserver/pkg/controller/openapi`, its builder): one v3
+//! document per served group version with each kind's and list kind's
+//! published definitions (from the apiextensions library), the metadata
+//! definitions they refer to, and the REST paths, so `kubectl explain` and
+//! client-side field checks see custom kinds as built-in ones; and the
+//! same kinds in the Swagger 2.0 document ([`v2`]). [`CrdSpecs`] joins
+//! them to the server's documents as the CRDs change.
+
+mod v2;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
+use apiserver::endpoints::openapi::{paths, Parts, SpecSource};
+use tokio::sync::watch;
+
 use super::conditions;
 use super::controller::Snapshot;
 use super::serving;
-use crate::controlplane::openapi_v2::add_v3_resource_paths;
+
+/// The custom resources of the CRDs a watch follows, for the documents.
+pub struct CrdSpecs(pub watch::Receiver<Snapshot>);
+
+impl SpecSource for CrdSpecs {
+    type State = Snapshot;
+
+    fn state(&self) -> Snapshot {
+        self.0.borrow().clone()
+    }
+
+    fn unchanged(built: &Snapshot, now: &Snapshot) -> bool {
+        Arc::ptr_eq(built, now)
+    }
+
+    fn add_v2(crds: &Snapshot, definitions: &mut Parts, paths: &mut Parts) {
+        v2::add(crds, definitions, paths);
+    }
+
+    fn v3_documents(crds: &Snapshot) -> BTreeMap<String, Value> {
+        documents(crds)
+    }
+}
 
 /// The paths and schemas of one document.
 type DocumentParts = (Map<String, Value>, Map<String, Value>);
 
 /// Every served custom resource group version's document, by path
 /// (`apis/<group>/<version>`).
-pub fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
+fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
     // The definitions the published schemas refer to.
     let mut generator = SchemaSettings::openapi3().into_generator();
     generator.subschema_for::<ObjectMeta>();
@@ -42,7 +73,7 @@ pub fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
             let (paths, schemas) = docs
                 .entry(format!("apis/{}/{}", info.group, info.version))
                 .or_default();
-            add_v3_resource_paths(paths, &info, &kind.name, &list.name);
+            paths::add_v3(paths, &info, &kind.name, &list.name);
             schemas.insert(kind.name, kind.schema);
             schemas.insert(list.name, list.schema);
         }
@@ -64,7 +95,6 @@ pub fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn served_versions_get_documents_with_their_kinds() {

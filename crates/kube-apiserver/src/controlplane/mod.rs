@@ -7,7 +7,6 @@ pub mod builtin;
 pub mod converted;
 pub mod events_v1;
 pub mod openapi;
-pub mod openapi_v2;
 mod quantities;
 pub mod reviews;
 pub mod storage_codec;

@@ -1,31 +1,31 @@
-//! OpenAPI v3 documents (`/openapi/v3` and `/openapi/v3/<group-version>`):
-//! the paths and definitions of the v2 document (see `openapi_v2`) in
-//! upstream's v3 form, one document per group version with the schemas
-//! its paths use, built on first request. kubectl reads them to learn
-//! that the server validates fields itself (the `fieldValidation`
-//! parameter on PATCH operations) and for `kubectl explain`. Custom
-//! resources' documents follow their CRDs (see [`CustomDocs`]).
+//! The OpenAPI documents of the built-in API (upstream's generated
+//! definitions, `pkg/generated/openapi`, served through the generic
+//! server's OpenAPI handlers, `apiserver::endpoints::openapi`): every
+//! built-in type the served resources use ([`definitions`]), the paths of
+//! the served and computed resources with their subresources
+//! ([`subresources`]), and the discovery roots, as one Swagger 2.0
+//! document at `/openapi/v2` and one OpenAPI v3 document per group version
+//! at `/openapi/v3`. kubectl reads them to learn that the server validates
+//! fields itself (the `fieldValidation` parameter on PATCH operations) and
+//! for `kubectl explain`. Custom resources join through the
+//! [`SpecSource`] the server chain passes in.
+
+mod definitions;
+mod subresources;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
+use apiserver::endpoints::openapi::{self as handlers, paths, roots, v3, Parts, SpecSource};
 use apiserver::registry::ResourceInfo;
 use apiserver::server::GenericApiServer;
-use bytes::Bytes;
-use http::StatusCode;
 use schemars::SchemaGenerator;
-use serde_json::json;
-use sha2::{Digest, Sha512};
-use tokio::sync::watch;
-
-use super::openapi_v2;
-use crate::apiextensions;
-use crate::apiextensions::controller::Snapshot;
+use serde_json::{json, Map, Value};
 
 /// Produces the schema of a resource's type (registering the types it uses).
 pub type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
 
 /// One resource as the OpenAPI document describes it.
+#[derive(Clone)]
 pub struct ResourceSchema {
     pub info: ResourceInfo,
     pub schema: SchemaFn,
@@ -109,7 +109,7 @@ const COMPUTED: [Computed; 8] = [
 ];
 
 /// The computed resources, as the documents describe them.
-pub(crate) fn computed_resources() -> Vec<ResourceSchema> {
+fn computed_resources() -> Vec<ResourceSchema> {
     COMPUTED
         .iter()
         .map(
@@ -135,166 +135,88 @@ pub(crate) fn computed_resources() -> Vec<ResourceSchema> {
         .collect()
 }
 
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-fn hash(bytes: &[u8]) -> String {
-    Sha512::digest(bytes)
+/// The served built-in resources of `groups` and the computed ones.
+fn resources(groups: &[Vec<ResourceSchema>]) -> Vec<ResourceSchema> {
+    groups
         .iter()
-        .take(32)
-        .map(|b| format!("{b:02X}"))
+        .flatten()
+        .cloned()
+        .chain(computed_resources())
         .collect()
 }
 
-fn json_response(body: Bytes) -> http::Response<axum::body::Body> {
-    let mut resp = http::Response::new(axum::body::Body::from(body));
-    *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    resp
-}
-
-/// Encoded documents with the hash their index entry carries.
-type Documents = BTreeMap<String, (String, Bytes)>;
-
-/// The custom resource documents, rebuilt when the CRDs change.
-struct CustomDocs {
-    crds: watch::Receiver<Snapshot>,
-    built: Mutex<(Snapshot, Arc<Documents>)>,
-}
-
-impl CustomDocs {
-    fn new(crds: watch::Receiver<Snapshot>) -> Self {
-        CustomDocs {
-            crds,
-            built: Mutex::new((Snapshot::default(), Arc::default())),
+/// The definitions and paths (v2 form) of the built-in `resources` and
+/// the non-resource paths.
+fn build_parts(resources: &[ResourceSchema]) -> (Parts, Parts) {
+    let (definitions, names) = definitions::build(resources);
+    let mut paths = Map::new();
+    let mut group_versions = Vec::new();
+    for (r, n) in resources.iter().zip(&names) {
+        paths::add(&mut paths, &r.info, &n.kind, &n.list, subresources::paths);
+        let gv = (r.info.group.as_str(), r.info.version.as_str());
+        if !group_versions.contains(&gv) {
+            group_versions.push(gv);
         }
     }
+    roots::add(&mut paths, &group_versions);
+    paths.sort_keys();
+    (definitions, paths)
+}
 
-    fn current(&self) -> Arc<Documents> {
-        let snapshot = self.crds.borrow().clone();
-        let Ok(mut built) = self.built.lock() else {
-            return Arc::default();
+/// The OpenAPI v3 documents of the built-in group versions of `groups`,
+/// by path (`api/v1`, `apis/<group>/<version>`): each with its paths and
+/// the schemas they use, in upstream's v3 form.
+fn v3_documents(groups: &[Vec<ResourceSchema>]) -> Vec<(String, Value)> {
+    let (definitions, paths) = build_parts(&resources(groups));
+    let schemas: Map<String, Value> = definitions
+        .iter()
+        .map(|(name, def)| (name.clone(), v3::schema(name, def)))
+        .collect();
+    let mut by_gv: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for (path, item) in &paths {
+        let mut segments = path.split('/').skip(1);
+        let gv = match (segments.next(), segments.next(), segments.next()) {
+            (Some("api"), Some(v), Some(_)) if !v.is_empty() => format!("api/{v}"),
+            (Some("apis"), Some(g), Some(v)) if !v.is_empty() => format!("apis/{g}/{v}"),
+            _ => continue,
         };
-        if !Arc::ptr_eq(&built.0, &snapshot) {
-            let docs = apiextensions::openapi::documents(&snapshot)
-                .into_iter()
-                .map(|(path, doc)| {
-                    let body = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-                    (path, (hash(&body), body))
-                })
-                .collect();
-            *built = (snapshot, Arc::new(docs));
-        }
-        built.1.clone()
+        by_gv
+            .entry(gv)
+            .or_default()
+            .insert(path.clone(), v3::path_item(item));
     }
+    by_gv
+        .into_iter()
+        .map(|(gv, paths)| (gv.clone(), v3::document(paths, &schemas)))
+        .collect()
 }
 
-fn not_found() -> http::Response<axum::body::Body> {
-    let mut resp = http::Response::new(axum::body::Body::from("404 page not found\n"));
-    *resp.status_mut() = StatusCode::NOT_FOUND;
-    resp
-}
-
-/// The built-in documents, encoded on first use.
-struct BuiltinDocs {
-    groups: Vec<Vec<ResourceSchema>>,
-    built: OnceLock<Arc<Documents>>,
-}
-
-impl BuiltinDocs {
-    /// The documents (blocking: builds them on first use).
-    fn get(&self) -> Arc<Documents> {
-        self.built
-            .get_or_init(|| {
-                let docs = openapi_v2::v3_documents(&self.groups)
-                    .into_iter()
-                    .map(|(path, doc)| {
-                        let body = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-                        (path, (hash(&body), body))
-                    })
-                    .collect();
-                Arc::new(docs)
-            })
-            .clone()
-    }
-
-    /// The documents, built off the async runtime.
-    async fn current(self: Arc<Self>) -> Arc<Documents> {
-        if let Some(docs) = self.built.get() {
-            return docs.clone();
-        }
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.get())
-            .await
-            .unwrap_or_default()
-    }
-}
-
-/// Serves `/openapi/v3` and one document per group version: the built-in
-/// ones fixed, the custom resource ones as the CRDs in `crds` say.
-pub fn install(
+/// Serves `/openapi/v2` and `/openapi/v3` on `server` for the built-in
+/// resources of `groups` (and the computed ones) with what `custom`
+/// (the custom resources) adds.
+pub fn install<S: SpecSource>(
     server: &mut GenericApiServer,
     groups: Vec<Vec<ResourceSchema>>,
-    crds: watch::Receiver<Snapshot>,
+    custom: std::sync::Arc<S>,
 ) {
-    let mut served: Vec<String> = groups
+    let served: Vec<(String, String)> = resources(&groups)
         .iter()
-        .filter_map(|g| g.first())
-        .chain(&computed_resources())
-        .map(|r| gv_path(&r.info.group, &r.info.version))
+        .map(|r| (r.info.group.clone(), r.info.version.clone()))
         .collect();
-    served.sort();
-    served.dedup();
-    let builtin = Arc::new(BuiltinDocs {
-        groups,
-        built: OnceLock::new(),
-    });
-    for path in served {
-        let docs = builtin.clone();
-        let key = path.clone();
-        server.handle_path(
-            &format!("/openapi/v3/{path}"),
-            Arc::new(move |_req| {
-                let (docs, key) = (docs.clone(), key.clone());
-                Box::pin(async move {
-                    let found = docs.current().await.get(&key).map(|(_, b)| b.clone());
-                    found.map_or_else(not_found, json_response)
-                })
-            }),
-        );
-    }
-    let custom = Arc::new(CustomDocs::new(crds));
-    let index_docs = custom.clone();
-    server.handle_path(
-        "/openapi/v3",
-        Arc::new(move |_req| {
-            let (builtin, custom) = (builtin.clone(), index_docs.clone());
-            Box::pin(async move {
-                let mut paths = BTreeMap::new();
-                let builtin = builtin.current().await;
-                for (path, (hash, _)) in builtin.iter().chain(custom.current().iter()) {
-                    let url = format!("/openapi/v3/{path}?hash={hash}");
-                    paths.insert(path.clone(), json!({ "serverRelativeURL": url }));
-                }
-                let body = serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default();
-                json_response(Bytes::from(body))
-            })
-        }),
+    let v2_resources = resources(&groups);
+    handlers::install_v2(
+        server,
+        json!({"title": "Kubernetes", "version": "v1.37.0"}),
+        Box::new(move || build_parts(&v2_resources)),
+        custom.clone(),
     );
-    server.handle_prefix(
-        "/openapi/v3/apis/",
-        Arc::new(move |req| {
-            let path = req.uri().path().trim_start_matches("/openapi/v3/");
-            let found = custom.current().get(path).map(|(_, body)| body.clone());
-            Box::pin(async move { found.map_or_else(not_found, json_response) })
-        }),
+    handlers::install_v3(
+        server,
+        &served,
+        Box::new(move || v3_documents(&groups)),
+        custom,
     );
 }
+
+#[cfg(test)]
+mod tests;

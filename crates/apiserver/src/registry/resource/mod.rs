@@ -15,7 +15,7 @@ pub const ALL_VERBS: &[&str] = &[
     "watch",
 ];
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResourceInfo {
     /// API group; empty for the core ("legacy") group.
     pub group: String,

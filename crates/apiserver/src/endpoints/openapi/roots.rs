@@ -5,8 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::definitions::PREFIX;
 use super::paths::{capitalize, group_camel, group_tag};
+use super::PREFIX;
 
 const DISCOVERY: [&str; 3] = [
     "application/json",
@@ -20,7 +20,7 @@ const GROUP_VERSION: [&str; 4] = [
     "application/cbor",
 ];
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
-pub(super) const VERSION_INFO: &str = "io.k8s.apimachinery.pkg.version.Info";
+const VERSION_INFO: &str = "io.k8s.apimachinery.pkg.version.Info";
 
 /// One GET operation answering `schema`.
 struct Get<'a> {
@@ -57,7 +57,7 @@ fn definition(name: &str) -> Value {
 }
 
 /// `/apis/<group>/<version>/` (or `/api/v1/`): the version's resources.
-pub(super) fn add_group_version(paths: &mut Map<String, Value>, group: &str, version: &str) {
+pub fn add_group_version(paths: &mut Map<String, Value>, group: &str, version: &str) {
     let path = if group.is_empty() {
         format!("/api/{version}/")
     } else {
@@ -79,7 +79,7 @@ pub(super) fn add_group_version(paths: &mut Map<String, Value>, group: &str, ver
 }
 
 /// `/apis/<group>/`: the group and its versions.
-pub(super) fn add_group(paths: &mut Map<String, Value>, group: &str) {
+pub fn add_group(paths: &mut Map<String, Value>, group: &str) {
     let get = Get {
         id: format!("get{}APIGroup", group_camel(group)),
         tag: group_tag(group),
@@ -92,7 +92,7 @@ pub(super) fn add_group(paths: &mut Map<String, Value>, group: &str) {
 }
 
 /// Every non-resource path of a server serving `group_versions`.
-pub(super) fn add(paths: &mut Map<String, Value>, group_versions: &[(&str, &str)]) {
+pub fn add(paths: &mut Map<String, Value>, group_versions: &[(&str, &str)]) {
     for (group, version) in group_versions {
         add_group_version(paths, group, version);
         if !group.is_empty() {

@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use apiserver::endpoints::openapi::v3::strip_v3;
+use apiserver::endpoints::openapi::{DELETE_OPTIONS, PREFIX, SCALE, STATUS, WATCH_EVENT};
 use apiserver::registry::ResourceInfo;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::autoscaling::v1::Scale;
@@ -23,14 +25,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 use structured_merge::schema::{FieldDef, ListKind, TypeDef, TypeRef};
 
-use super::Resource;
-
-pub(super) const PREFIX: &str = "#/definitions/";
-pub(super) const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
-pub(super) const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
-pub(super) const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
-pub(super) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
-pub(super) const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
+use super::ResourceSchema as Resource;
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 const CORE_EVENT: &str = "io.k8s.api.core.v1.Event";
 
@@ -142,9 +137,6 @@ const GRANULAR: [(&str, &str); 2] = [
     ),
     ("io.k8s.api.core.v1.PersistentVolumeSpec", "claimRef"),
 ];
-
-/// Keywords of OpenAPI v3 that v2 has no place for.
-const V3_ONLY: [&str; 5] = ["oneOf", "anyOf", "allOf", "not", "nullable"];
 
 /// A resource's kind and list kind definition names.
 pub(super) struct Names {
@@ -259,37 +251,6 @@ pub(super) fn to_v2(name: &str, schema: &mut Value) {
         _ => {}
     }
     strip_v3(schema);
-}
-
-/// Drops the v3-only keywords everywhere below `schema`; a nullable
-/// schema loses its type (v2 cannot say "or null"), as upstream's
-/// conversion of CRD schemas does.
-pub(super) fn strip_v3(schema: &mut Value) {
-    let Some(map) = schema.as_object_mut() else {
-        return;
-    };
-    let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
-    for key in V3_ONLY {
-        map.remove(key);
-    }
-    let int_or_string = map
-        .get("x-kubernetes-int-or-string")
-        .and_then(Value::as_bool)
-        == Some(true);
-    let untyped_array = map.get("type").and_then(Value::as_str) == Some("array")
-        && !map.get("items").is_some_and(Value::is_object);
-    if nullable || int_or_string || untyped_array {
-        map.remove("type");
-        map.remove("items");
-    }
-    if let Some(props) = map.get_mut("properties").and_then(Value::as_object_mut) {
-        props.values_mut().for_each(strip_v3);
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(child) = map.get_mut(key) {
-            strip_v3(child);
-        }
-    }
 }
 
 fn add_merge_metadata(name: &str, schema: &mut Value) {

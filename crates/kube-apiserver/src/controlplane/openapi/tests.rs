@@ -2,8 +2,8 @@ use super::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 
-fn resource(group: &str, kind: &str, resource: &str, schema: SchemaFn) -> Resource {
-    Resource {
+fn resource(group: &str, kind: &str, resource: &str, schema: SchemaFn) -> ResourceSchema {
+    ResourceSchema {
         info: ResourceInfo {
             group: group.into(),
             version: "v1".into(),
@@ -34,25 +34,15 @@ fn resource(group: &str, kind: &str, resource: &str, schema: SchemaFn) -> Resour
     }
 }
 
-fn spec() -> Spec {
-    let (_tx, crds) = watch::channel(Snapshot::default());
-    Spec {
-        resources: vec![
-            resource("", "Pod", "pods", |g| g.subschema_for::<Pod>()),
-            resource("apps", "Deployment", "deployments", |g| {
-                g.subschema_for::<Deployment>()
-            }),
-        ],
-        crds,
-        builtin: OnceLock::new(),
-        custom: Mutex::new(None),
-    }
-}
-
 fn doc() -> Value {
-    let spec = spec();
-    let b = spec.builtin();
-    document(b.definitions.clone(), b.paths.clone())
+    let resources = [
+        resource("", "Pod", "pods", |g| g.subschema_for::<Pod>()),
+        resource("apps", "Deployment", "deployments", |g| {
+            g.subschema_for::<Deployment>()
+        }),
+    ];
+    let (definitions, paths) = build_parts(&resources);
+    handlers::document(&json!({"title": "Kubernetes"}), definitions, paths)
 }
 
 #[test]
@@ -86,10 +76,10 @@ fn definitions_carry_merge_metadata_and_kinds() {
         "PodList"
     );
     assert_eq!(list["required"], json!(["items"]));
-    let delete = &defs[definitions::DELETE_OPTIONS]["x-kubernetes-group-version-kind"];
+    let delete = &defs[handlers::DELETE_OPTIONS]["x-kubernetes-group-version-kind"];
     assert_eq!(delete.as_array().map(Vec::len), Some(2));
     assert_eq!(
-        defs[definitions::SCALE]["x-kubernetes-group-version-kind"][0]["group"],
+        defs[handlers::SCALE]["x-kubernetes-group-version-kind"][0]["group"],
         "autoscaling"
     );
 }
@@ -290,244 +280,4 @@ fn subresources_and_discovery_paths_are_published() {
         doc["definitions"]["io.k8s.api.policy.v1.Eviction"]["x-kubernetes-group-version-kind"],
         json!([{"group": "policy", "kind": "Eviction", "version": "v1"}])
     );
-}
-
-#[test]
-fn accept_negotiation_follows_kube_openapi() {
-    assert_eq!(negotiate(None), Some(false));
-    assert_eq!(negotiate(Some("application/json")), Some(false));
-    assert_eq!(
-        negotiate(Some(
-            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-        )),
-        Some(true)
-    );
-    assert_eq!(
-        negotiate(Some(
-            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-        )),
-        Some(true)
-    );
-    assert_eq!(
-        negotiate(Some(
-            "application/json;q=0.5, application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-        )),
-        Some(true)
-    );
-    assert_eq!(negotiate(Some("application/json, */*")), Some(false));
-    assert_eq!(negotiate(Some("text/html")), None);
-    assert_eq!(negotiate(Some("application/yaml")), None);
-}
-
-#[test]
-fn etag_and_dates_decide_not_modified() {
-    let encoded = Encoded::new(&json!({"swagger": "2.0"}));
-    let etag = encoded.etag.to_str().unwrap().to_owned();
-    assert_eq!(etag.len(), 128 + 2);
-    let mut headers = HeaderMap::new();
-    headers.insert(header::IF_NONE_MATCH, HeaderValue::from_str(&etag).unwrap());
-    let resp = respond(&Method::GET, &headers, &encoded, false, None);
-    assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
-    assert_eq!(resp.headers()[header::ETAG], etag.as_str());
-    headers.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"other\""));
-    let resp = respond(&Method::GET, &headers, &encoded, true, None);
-    assert_eq!(resp.status(), StatusCode::OK);
-    assert_eq!(resp.headers()[header::CONTENT_TYPE], PROTOBUF);
-    let mut headers = HeaderMap::new();
-    let later = (encoded.modified + chrono::Duration::seconds(5))
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
-    headers.insert(
-        header::IF_MODIFIED_SINCE,
-        HeaderValue::from_str(&later).unwrap(),
-    );
-    assert_eq!(
-        respond(&Method::GET, &headers, &encoded, false, None).status(),
-        StatusCode::NOT_MODIFIED
-    );
-}
-
-fn varint(data: &mut &[u8]) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let b = data[0];
-        *data = &data[1..];
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
-
-/// The length-delimited fields of a protobuf message, by number.
-fn fields(mut data: &[u8]) -> Vec<(u64, &[u8])> {
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        let key = varint(&mut data);
-        match key & 7 {
-            0 => {
-                varint(&mut data);
-            }
-            1 => data = &data[8..],
-            2 => {
-                let len = varint(&mut data) as usize;
-                out.push((key >> 3, &data[..len]));
-                data = &data[len..];
-            }
-            w => panic!("wire type {w}"),
-        }
-    }
-    out
-}
-
-fn field(msg: &[u8], number: u64) -> Vec<&[u8]> {
-    fields(msg)
-        .into_iter()
-        .filter(|(n, _)| *n == number)
-        .map(|(_, v)| v)
-        .collect()
-}
-
-#[test]
-fn protobuf_encoding_follows_gnostic_field_numbers() {
-    let doc = doc();
-    let bytes = proto::document(&doc);
-    assert_eq!(field(&bytes, 1), vec![b"2.0".as_slice()]);
-    let info = field(&bytes, 2)[0];
-    assert_eq!(field(info, 1), vec![b"Kubernetes".as_slice()]);
-    // Definitions { repeated NamedSchema additional_properties = 1; }
-    let defs = field(&bytes, 9)[0];
-    let pod_spec = field(defs, 1)
-        .into_iter()
-        .find(|named| field(named, 1) == vec![b"io.k8s.api.core.v1.PodSpec".as_slice()])
-        .expect("PodSpec");
-    let schema = field(pod_spec, 2)[0];
-    let props = field(schema, 25)[0];
-    let containers = field(props, 1)
-        .into_iter()
-        .find(|named| field(named, 1) == vec![b"containers".as_slice()])
-        .expect("containers");
-    let containers = field(containers, 2)[0];
-    let extensions: Vec<(String, String)> = field(containers, 31)
-        .into_iter()
-        .map(|named| {
-            let name = String::from_utf8(field(named, 1)[0].to_vec()).unwrap();
-            let yaml = String::from_utf8(field(field(named, 2)[0], 2)[0].to_vec()).unwrap();
-            (name, yaml)
-        })
-        .collect();
-    assert!(
-        extensions.contains(&("x-kubernetes-patch-merge-key".into(), "\"name\"".into())),
-        "{extensions:?}"
-    );
-    // Paths { repeated NamedPathItem path = 2; } → PathItem.patch = 8 →
-    // Operation.parameters = 8 → ParametersItem.parameter = 1 →
-    // Parameter.non_body_parameter = 2 → query_parameter_sub_schema = 3,
-    // its name = 4.
-    let paths = field(&bytes, 8)[0];
-    let item = field(paths, 2)
-        .into_iter()
-        .find(|named| {
-            field(named, 1) == vec![b"/api/v1/namespaces/{namespace}/pods/{name}".as_slice()]
-        })
-        .expect("pod path");
-    let patch = field(field(item, 2)[0], 8)[0];
-    let names: Vec<&[u8]> = field(patch, 8)
-        .into_iter()
-        .flat_map(|p| field(p, 1))
-        .flat_map(|p| field(p, 2))
-        .flat_map(|p| field(p, 3))
-        .flat_map(|q| field(q, 4))
-        .collect();
-    assert!(names.contains(&b"fieldValidation".as_slice()), "{names:?}");
-}
-
-fn widget_crd(
-) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
-    serde_json::from_value(json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {"spec": {"type": "object", "properties": {
-                    "port": {"x-kubernetes-int-or-string": true},
-                    "tags": {"type": "array", "items": {"type": "string"}, "nullable": true},
-                }}}}}}]},
-        "status": {"conditions": [
-            {"type": "NamesAccepted", "status": "True"},
-            {"type": "Established", "status": "True"}],
-            "acceptedNames": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"}},
-    }))
-    .unwrap()
-}
-
-#[test]
-fn custom_resources_join_the_document_when_crds_change() {
-    let (tx, crds) = watch::channel(Snapshot::default());
-    let spec = Spec { crds, ..spec() };
-    let builtin = spec.current();
-    assert!(Arc::ptr_eq(&builtin, &spec.builtin().encoded));
-    tx.send_replace(Arc::new(vec![widget_crd()]));
-    let with_crd = spec.current();
-    assert!(
-        Arc::ptr_eq(&with_crd, &spec.current()),
-        "rebuilt without a change"
-    );
-    assert_ne!(with_crd.etag, builtin.etag);
-    let doc: Value = serde_json::from_slice(&with_crd.json).unwrap();
-    let widget = &doc["definitions"]["com.example.v1.Widget"];
-    assert_eq!(
-        widget["x-kubernetes-group-version-kind"][0]["kind"],
-        "Widget"
-    );
-    assert_eq!(
-        widget["properties"]["metadata"]["$ref"],
-        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-    );
-    let props = &widget["properties"]["spec"]["properties"];
-    assert!(
-        props["port"].get("anyOf").is_none() && props["port"].get("type").is_none(),
-        "{props}"
-    );
-    assert!(props["tags"].get("type").is_none(), "{props}");
-    assert!(doc["definitions"]["com.example.v1.WidgetList"].is_object());
-    let patch =
-        &doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
-    assert_eq!(patch["operationId"], "patchExampleComV1NamespacedWidget");
-    let defs = doc["definitions"].as_object().unwrap();
-    for (name, s) in defs {
-        check_schema(defs, name, s);
-    }
-    tx.send_replace(Snapshot::default());
-    assert!(Arc::ptr_eq(&spec.current(), &builtin));
-}
-
-#[test]
-fn gzip_is_served_to_clients_that_accept_it() {
-    let accepts = |v: &'static str| {
-        let mut h = HeaderMap::new();
-        h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(v));
-        accepts_gzip(&h)
-    };
-    assert!(accepts("gzip"));
-    assert!(accepts("deflate, gzip;q=0.5"));
-    assert!(!accepts("gzip;q=0"));
-    assert!(!accepts("identity"));
-    assert!(!accepts_gzip(&HeaderMap::new()));
-    let encoded = Encoded::new(&json!({"swagger": "2.0", "info": {"title": "Kubernetes"}}));
-    let gz = encoded.gzipped(false);
-    let resp = respond(
-        &Method::GET,
-        &HeaderMap::new(),
-        &encoded,
-        false,
-        Some(gz.clone()),
-    );
-    assert_eq!(resp.headers()[header::CONTENT_ENCODING], "gzip");
-    let mut plain = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut plain).unwrap();
-    assert_eq!(plain, encoded.json);
 }

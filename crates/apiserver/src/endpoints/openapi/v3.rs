@@ -2,13 +2,14 @@
 //! documents differ from its v2 one: schemas under
 //! `#/components/schemas/`, references with siblings wrapped in `allOf`,
 //! int-or-string and quantities as `oneOf`, body parameters as
-//! `requestBody` and responses with one content entry per media type.
+//! `requestBody` and responses with one content entry per media type;
+//! and the way back for schemas written in v3 ([`strip_v3`]).
 
 use serde_json::{json, Map, Value};
 
-use super::definitions::PREFIX;
+use super::PREFIX;
 
-pub(crate) const V3_PREFIX: &str = "#/components/schemas/";
+pub const V3_PREFIX: &str = "#/components/schemas/";
 
 /// Points `#/definitions/` references at `#/components/schemas/` and
 /// wraps references that have siblings (a description, a default) in
@@ -34,7 +35,7 @@ fn rewrite(v: &mut Value) {
 }
 
 /// A definition of the v2 document as upstream's v3 documents spell it.
-pub(crate) fn schema(name: &str, def: &Value) -> Value {
+pub fn schema(name: &str, def: &Value) -> Value {
     let mut def = def.clone();
     let one_of = match name {
         "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => Some(["integer", "string"]),
@@ -128,7 +129,7 @@ fn operation(op: &Value) -> Value {
 }
 
 /// A v2 path item as a v3 one.
-pub(crate) fn path_item(item: &Value) -> Value {
+pub fn path_item(item: &Value) -> Value {
     let mut out = Map::new();
     for (key, value) in item.as_object().into_iter().flatten() {
         if key == "parameters" {
@@ -150,7 +151,7 @@ pub(crate) fn path_item(item: &Value) -> Value {
 
 /// The names of the schemas `v` refers to, directly or not, added to
 /// `found` (looked up in `schemas`).
-pub(crate) fn referenced(v: &Value, schemas: &Map<String, Value>, found: &mut Map<String, Value>) {
+pub fn referenced(v: &Value, schemas: &Map<String, Value>, found: &mut Map<String, Value>) {
     match v {
         Value::Object(map) => {
             for (key, child) in map {
@@ -175,7 +176,7 @@ pub(crate) fn referenced(v: &Value, schemas: &Map<String, Value>, found: &mut Ma
 }
 
 /// One v3 document of `paths` with the schemas they reach.
-pub(crate) fn document(paths: Map<String, Value>, schemas: &Map<String, Value>) -> Value {
+pub fn document(paths: Map<String, Value>, schemas: &Map<String, Value>) -> Value {
     let mut used = Map::new();
     for item in paths.values() {
         referenced(item, schemas, &mut used);
@@ -193,6 +194,40 @@ pub(crate) fn document(paths: Map<String, Value>, schemas: &Map<String, Value>) 
         },
         "security": [{"BearerToken": []}],
     })
+}
+
+/// Keywords of OpenAPI v3 that v2 has no place for.
+const V3_ONLY: [&str; 5] = ["oneOf", "anyOf", "allOf", "not", "nullable"];
+
+/// Drops the v3-only keywords everywhere below `schema`; a nullable
+/// schema loses its type (v2 cannot say "or null"), as upstream's
+/// conversion of CRD schemas does.
+pub fn strip_v3(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
+    for key in V3_ONLY {
+        map.remove(key);
+    }
+    let int_or_string = map
+        .get("x-kubernetes-int-or-string")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let untyped_array = map.get("type").and_then(Value::as_str) == Some("array")
+        && !map.get("items").is_some_and(Value::is_object);
+    if nullable || int_or_string || untyped_array {
+        map.remove("type");
+        map.remove("items");
+    }
+    if let Some(props) = map.get_mut("properties").and_then(Value::as_object_mut) {
+        props.values_mut().for_each(strip_v3);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = map.get_mut(key) {
+            strip_v3(child);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@
 //! the PATCH operation of a kind to decide that the server validates
 //! fields itself.
 
-use apiserver::registry::ResourceInfo;
+use crate::registry::ResourceInfo;
 use serde_json::{json, Map, Value};
 
-use super::definitions::{DELETE_OPTIONS, PATCH, PREFIX, SCALE, STATUS, WATCH_EVENT};
+use super::{roots, v3, DELETE_OPTIONS, PATCH, PREFIX, SCALE, STATUS, WATCH_EVENT};
 
 const PRODUCES: [&str; 4] = [
     "application/json",
@@ -122,12 +122,12 @@ const DELETE_PARAMS: [(&str, &str, &str); 5] = [
     ),
 ];
 
-pub(super) fn query(&(name, ty, description): &(&str, &str, &str)) -> Value {
+pub fn query(&(name, ty, description): &(&str, &str, &str)) -> Value {
     json!({"description": description, "in": "query", "name": name, "type": ty,
         "uniqueItems": true})
 }
 
-pub(super) fn path_param(name: &str, description: &str) -> Value {
+pub fn path_param(name: &str, description: &str) -> Value {
     json!({"description": description, "in": "path", "name": name, "required": true,
         "type": "string", "uniqueItems": true})
 }
@@ -150,7 +150,7 @@ fn pretty() -> Value {
 }
 
 /// `rbac.authorization.k8s.io` → `RbacAuthorization`, core → `Core`.
-pub(super) fn group_camel(group: &str) -> String {
+pub fn group_camel(group: &str) -> String {
     if group.is_empty() {
         return "Core".into();
     }
@@ -158,7 +158,7 @@ pub(super) fn group_camel(group: &str) -> String {
     trimmed.split(['.', '-']).map(capitalize).collect()
 }
 
-pub(super) fn capitalize(word: &str) -> String {
+pub fn capitalize(word: &str) -> String {
     let mut chars = word.chars();
     chars
         .next()
@@ -166,7 +166,7 @@ pub(super) fn capitalize(word: &str) -> String {
 }
 
 /// `rbacAuthorization`, `core`: the tag of a group's operations.
-pub(super) fn group_tag(group: &str) -> String {
+pub fn group_tag(group: &str) -> String {
     let camel = group_camel(group);
     let mut chars = camel.chars();
     chars
@@ -198,7 +198,7 @@ const RETURNS_DELETED: [(&str, &str); 16] = [
 
 /// What an operation takes and answers, which decides its media types.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Media {
+pub enum Media {
     /// Objects in the API's encodings.
     Object,
     /// Lists, which can also be watched.
@@ -210,7 +210,7 @@ pub(super) enum Media {
 }
 
 /// What differs between the operations of one resource.
-pub(super) struct Op {
+pub struct Op {
     pub method: &'static str,
     pub action: &'static str,
     pub id: String,
@@ -221,7 +221,7 @@ pub(super) struct Op {
 }
 
 /// `{"$ref": …}` responses of `codes` with the named definition.
-pub(super) fn refs(codes: &[&'static str], def: &str) -> Vec<(&'static str, Value)> {
+pub fn refs(codes: &[&'static str], def: &str) -> Vec<(&'static str, Value)> {
     codes
         .iter()
         .map(|code| (*code, json!({"$ref": format!("{PREFIX}{def}")})))
@@ -229,11 +229,11 @@ pub(super) fn refs(codes: &[&'static str], def: &str) -> Vec<(&'static str, Valu
 }
 
 /// A response that is a plain string (connect and log).
-pub(super) fn string_response() -> Vec<(&'static str, Value)> {
+pub fn string_response() -> Vec<(&'static str, Value)> {
     vec![("200", json!({"type": "string"}))]
 }
 
-pub(super) struct Builder<'a> {
+pub struct Builder<'a> {
     pub info: &'a ResourceInfo,
     kind_def: &'a str,
     list_def: &'a str,
@@ -533,13 +533,24 @@ impl Builder<'_> {
     }
 }
 
+/// The paths of the subresources a server serves beyond `status` and
+/// `scale` for a resource: given its builder, its item path and the
+/// item's path parameters.
+pub type Subresources = fn(&Builder, &str, &[Value]) -> Vec<(String, Value)>;
+
+/// For resources with no other subresources (custom resources).
+pub fn no_subresources(_: &Builder, _: &str, _: &[Value]) -> Vec<(String, Value)> {
+    Vec::new()
+}
+
 /// Adds the paths of one resource served at `/api/v1` or
 /// `/apis/<group>/<version>`, whose kind and list definitions are named.
-pub(super) fn add(
+pub fn add(
     paths: &mut Map<String, Value>,
     info: &ResourceInfo,
     kind_def: &str,
     list_def: &str,
+    subresources: Subresources,
 ) {
     let b = Builder {
         info,
@@ -586,7 +597,7 @@ pub(super) fn add(
         let ops = b.subresource_ops(ns, "Scale", SCALE, gvk);
         insert(format!("{item}/scale"), b.path_item(ops, &name_params));
     }
-    for (path, item) in super::subresources::paths(&b, &item, &name_params) {
+    for (path, item) in subresources(&b, &item, &name_params) {
         insert(path, Some(item));
     }
     if !b.has("watch") {
@@ -632,5 +643,16 @@ pub(super) fn add(
             format!("{root}/watch/{}", info.resource),
             watch(all("watch", "ListForAllNamespaces"), "watchlist", &[]),
         );
+    }
+}
+
+/// Adds the v3 paths of a resource whose kind and list kind schemas are
+/// named (custom resources).
+pub fn add_v3(paths: &mut Map<String, Value>, info: &ResourceInfo, kind: &str, list: &str) {
+    let mut v2 = Map::new();
+    add(&mut v2, info, kind, list, no_subresources);
+    roots::add_group_version(&mut v2, &info.group, &info.version);
+    for (path, item) in v2 {
+        paths.insert(path, v3::path_item(&item));
     }
 }

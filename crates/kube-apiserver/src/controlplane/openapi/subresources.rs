@@ -10,7 +10,9 @@
 
 use serde_json::{json, Value};
 
-use super::paths::{capitalize, path_param, query, string_response, Builder, Media, Op};
+use apiserver::endpoints::openapi::paths::{
+    capitalize, path_param, query, string_response, Builder, Media, Op,
+};
 
 /// A query parameter: name, type, description.
 type Param = (&'static str, &'static str, &'static str);

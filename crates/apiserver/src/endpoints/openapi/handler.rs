@@ -1,29 +1,18 @@
 //! `/openapi/v2`: the whole API as one Swagger 2.0 document, as upstream's
-//! aggregated spec serves it (kube-openapi's v2 handler). kubectl 1.27 and
+//! aggregated spec serves it (kube-openapi's `handler`). kubectl 1.27 and
 //! 1.28 read it (protobuf) to learn that the server validates fields
 //! itself, older client-go tools and `kubectl explain --output
 //! plaintext-openapiv2` read its definitions.
 //!
-//! The built-in part is built once, on first request; custom resources
-//! are added when the CRDs change. Each build is encoded once as JSON and
+//! The server's own part is built once, on first request; what the
+//! [`SpecSource`] adds (custom resources) joins it when that changes. Each build is encoded once as JSON and
 //! as gnostic protobuf; the ETag is the SHA-512 of the JSON, shared by both
 //! encodings, and `If-None-Match` / `If-Modified-Since` answer 304.
 //! Clients that accept gzip get it (compressed once per encoding).
 
-mod custom;
-mod definitions;
-mod paths;
-mod proto;
-mod roots;
-mod shared;
-mod subresources;
-mod v3;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use apiserver::registry::ResourceInfo;
-use apiserver::server::GenericApiServer;
 use axum::body::Body;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -32,21 +21,14 @@ use flate2::Compression;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
-use tokio::sync::watch;
 
-use super::openapi::{ResourceSchema, SchemaFn};
-use crate::apiextensions::controller::Snapshot;
+use super::{proto, shared, BuiltinParts, SpecSource};
+use crate::server::GenericApiServer;
 
 /// The media type of the protobuf encoding, and the older spelling
 /// kubectl up to 1.28 asks for.
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 const PROTOBUF_DEPRECATED_SUBTYPE: &str = "com.github.proto-openapi.spec.v2@v1.0+protobuf";
-
-/// A served built-in resource.
-struct Resource {
-    info: ResourceInfo,
-    schema: SchemaFn,
-}
 
 /// One build of the document in both encodings.
 struct Encoded {
@@ -124,19 +106,28 @@ struct Builtin {
     encoded: Arc<Encoded>,
 }
 
-struct Spec {
-    resources: Vec<Resource>,
-    crds: watch::Receiver<Snapshot>,
+struct Spec<S: SpecSource> {
+    /// The document's `info`.
+    info: Value,
+    parts: BuiltinParts,
+    source: Arc<S>,
     builtin: OnceLock<Builtin>,
-    /// The last build with custom resources, and the CRDs it is of.
-    custom: Mutex<Option<(Snapshot, Arc<Encoded>)>>,
+    /// The last build with the source's additions, and the state it is of.
+    custom: Mutex<Option<(S::State, Arc<Encoded>)>>,
 }
 
-fn document(definitions: Map<String, Value>, mut paths: Map<String, Value>) -> Value {
+/// The Swagger 2.0 document of `definitions` and `paths`, parameters
+/// shared (kube-openapi's builder); security as upstream's default
+/// OpenAPI config (bearer tokens).
+pub fn document(
+    info: &Value,
+    definitions: Map<String, Value>,
+    mut paths: Map<String, Value>,
+) -> Value {
     let parameters = shared::deduplicate(&mut paths);
     json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": "v1.37.0"},
+        "info": info,
         "paths": paths,
         "definitions": definitions,
         "parameters": parameters,
@@ -147,96 +138,12 @@ fn document(definitions: Map<String, Value>, mut paths: Map<String, Value>) -> V
     })
 }
 
-/// The definitions and paths (v2 form) of the built-in `resources` and
-/// the non-resource paths.
-fn build_parts(resources: &[Resource]) -> (Map<String, Value>, Map<String, Value>) {
-    let (definitions, names) = definitions::build(resources);
-    let mut paths = Map::new();
-    let mut group_versions = Vec::new();
-    for (r, n) in resources.iter().zip(&names) {
-        paths::add(&mut paths, &r.info, &n.kind, &n.list);
-        let gv = (r.info.group.as_str(), r.info.version.as_str());
-        if !group_versions.contains(&gv) {
-            group_versions.push(gv);
-        }
-    }
-    roots::add(&mut paths, &group_versions);
-    paths.sort_keys();
-    (definitions, paths)
-}
-
-/// The served built-in resources of `groups` and the computed ones.
-fn resources(groups: &[Vec<ResourceSchema>]) -> Vec<Resource> {
-    groups
-        .iter()
-        .flatten()
-        .map(|r| Resource {
-            info: r.info.clone(),
-            schema: r.schema,
-        })
-        .chain(
-            super::openapi::computed_resources()
-                .into_iter()
-                .map(|r| Resource {
-                    info: r.info,
-                    schema: r.schema,
-                }),
-        )
-        .collect()
-}
-
-/// The OpenAPI v3 documents of the built-in group versions of `groups`,
-/// by path (`api/v1`, `apis/<group>/<version>`): each with its paths and
-/// the schemas they use, in upstream's v3 form.
-pub(crate) fn v3_documents(groups: &[Vec<ResourceSchema>]) -> Vec<(String, Value)> {
-    let (definitions, paths) = build_parts(&resources(groups));
-    let schemas: Map<String, Value> = definitions
-        .iter()
-        .map(|(name, def)| (name.clone(), v3::schema(name, def)))
-        .collect();
-    let mut by_gv: std::collections::BTreeMap<String, Map<String, Value>> = Default::default();
-    for (path, item) in &paths {
-        let mut segments = path.split('/').skip(1);
-        let gv = match (segments.next(), segments.next(), segments.next()) {
-            (Some("api"), Some(v), Some(_)) if !v.is_empty() => format!("api/{v}"),
-            (Some("apis"), Some(g), Some(v)) if !v.is_empty() => format!("apis/{g}/{v}"),
-            _ => continue,
-        };
-        by_gv
-            .entry(gv)
-            .or_default()
-            .insert(path.clone(), v3::path_item(item));
-    }
-    by_gv
-        .into_iter()
-        .map(|(gv, paths)| {
-            let doc = v3::document(paths, &schemas);
-            (gv, doc)
-        })
-        .collect()
-}
-
-/// Adds the v3 paths of a resource whose kind and list kind schemas are
-/// named (custom resources).
-pub(crate) fn add_v3_resource_paths(
-    paths: &mut Map<String, Value>,
-    info: &ResourceInfo,
-    kind: &str,
-    list: &str,
-) {
-    let mut v2 = Map::new();
-    paths::add(&mut v2, info, kind, list);
-    roots::add_group_version(&mut v2, &info.group, &info.version);
-    for (path, item) in v2 {
-        paths.insert(path, v3::path_item(&item));
-    }
-}
-
-impl Spec {
+impl<S: SpecSource> Spec<S> {
     fn builtin(&self) -> &Builtin {
         self.builtin.get_or_init(|| {
-            let (definitions, paths) = build_parts(&self.resources);
-            let encoded = Arc::new(Encoded::new(&document(definitions.clone(), paths.clone())));
+            let (definitions, paths) = (self.parts)();
+            let doc = document(&self.info, definitions.clone(), paths.clone());
+            let encoded = Arc::new(Encoded::new(&doc));
             Builtin {
                 definitions,
                 paths,
@@ -247,26 +154,26 @@ impl Spec {
 
     /// The current document (blocking: may build it).
     fn current(&self) -> Arc<Encoded> {
-        let snapshot = self.crds.borrow().clone();
+        let state = self.source.state();
         let builtin = self.builtin();
         let Ok(mut custom) = self.custom.lock() else {
             return builtin.encoded.clone();
         };
         if let Some((built_for, encoded)) = custom.as_ref() {
-            if Arc::ptr_eq(built_for, &snapshot) {
+            if S::unchanged(built_for, &state) {
                 return encoded.clone();
             }
         }
         let (mut definitions, mut paths) = (builtin.definitions.clone(), builtin.paths.clone());
-        custom::add(&snapshot, &mut definitions, &mut paths);
+        S::add_v2(&state, &mut definitions, &mut paths);
         let encoded = if paths.len() == builtin.paths.len() {
             builtin.encoded.clone()
         } else {
             definitions.sort_keys();
             paths.sort_keys();
-            Arc::new(Encoded::new(&document(definitions, paths)))
+            Arc::new(Encoded::new(&document(&self.info, definitions, paths)))
         };
-        *custom = Some((snapshot, encoded.clone()));
+        *custom = Some((state, encoded.clone()));
         encoded
     }
 }
@@ -372,7 +279,7 @@ fn respond(
     resp
 }
 
-async fn serve(spec: Arc<Spec>, req: Request<Body>) -> Response<Body> {
+async fn serve<S: SpecSource>(spec: Arc<Spec<S>>, req: Request<Body>) -> Response<Body> {
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -397,16 +304,18 @@ async fn serve(spec: Arc<Spec>, req: Request<Body>) -> Response<Body> {
     respond(req.method(), req.headers(), &encoded, protobuf, gzipped)
 }
 
-/// Serves `/openapi/v2` for the built-in resources of `groups` and the
-/// custom resources of `crds`.
-pub fn install(
+/// Serves `/openapi/v2`: the document of the server's own `parts` (built
+/// on first request) with what `source` adds, under `info`.
+pub fn install_v2<S: SpecSource>(
     server: &mut GenericApiServer,
-    groups: &[Vec<ResourceSchema>],
-    crds: watch::Receiver<Snapshot>,
+    info: Value,
+    parts: BuiltinParts,
+    source: Arc<S>,
 ) {
     let spec = Arc::new(Spec {
-        resources: resources(groups),
-        crds,
+        info,
+        parts,
+        source,
         builtin: OnceLock::new(),
         custom: Mutex::new(None),
     });
