@@ -12,7 +12,7 @@
 //!
 //! The file runs in about 45 s (both backends in parallel; the connection
 //! floods wait out the 32 s header timeout). The LIST storm lists
-//! `ABUSE_OBJECTS` ConfigMaps of about 1 KiB (default 5,000, about 20 s per
+//! `ABUSE_OBJECTS` ConfigMaps of about 1 KiB (default 5,000, about 30 s per
 //! backend; `ABUSE_OBJECTS=100000` runs the full size, a minute or
 //! more of creating at ~1,500 objects/s first).
 
