@@ -155,6 +155,7 @@ fn install(
         .map(|b| ResourceSchema {
             info: b.info.clone(),
             schema: b.schema,
+            returns_deleted: b.strategies.return_deleted_object,
         })
         .collect();
     let stores = builtins.into_iter().map(|b| factory.store(b)).collect();

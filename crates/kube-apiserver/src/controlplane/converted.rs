@@ -35,6 +35,7 @@ pub fn install(
     let schema = ResourceSchema {
         info: served.info.clone(),
         schema: served.schema,
+        returns_deleted: served.strategies.return_deleted_object,
     };
     let (group, version) = (served.info.group.clone(), served.info.version.clone());
     let store = Arc::new(Store::new(

@@ -29,6 +29,9 @@ pub type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
 pub struct ResourceSchema {
     pub info: ResourceInfo,
     pub schema: SchemaFn,
+    /// Whether a delete answers with the object (its strategies'
+    /// `return_deleted_object`).
+    pub returns_deleted: bool,
 }
 
 /// A resource that is computed, never stored: its group, resource, kind,
@@ -130,6 +133,7 @@ fn computed_resources() -> Vec<ResourceSchema> {
                     storage_root: resource.into(),
                 },
                 schema,
+                returns_deleted: false,
             },
         )
         .collect()
@@ -152,7 +156,15 @@ fn build_parts(resources: &[ResourceSchema]) -> (Parts, Parts) {
     let mut paths = Map::new();
     let mut group_versions = Vec::new();
     for (r, n) in resources.iter().zip(&names) {
-        paths::add(&mut paths, &r.info, &n.kind, &n.list, subresources::paths);
+        let (kind, list) = (&n.kind, &n.list);
+        paths::add(
+            &mut paths,
+            &r.info,
+            kind,
+            list,
+            r.returns_deleted,
+            subresources::paths,
+        );
         let gv = (r.info.group.as_str(), r.info.version.as_str());
         if !group_versions.contains(&gv) {
             group_versions.push(gv);

@@ -174,28 +174,6 @@ pub fn group_tag(group: &str) -> String {
         .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
-/// The resources whose deletion answers with the deleted object
-/// (upstream's `ReturnDeletedObject` stores; their strategies say the same,
-/// see `returns_deleted` in `controlplane/builtin.rs`).
-const RETURNS_DELETED: [(&str, &str); 16] = [
-    ("", "persistentvolumeclaims"),
-    ("", "persistentvolumes"),
-    ("", "pods"),
-    ("", "podtemplates"),
-    ("", "resourcequotas"),
-    ("", "serviceaccounts"),
-    ("", "services"),
-    ("resource.k8s.io", "deviceclasses"),
-    ("resource.k8s.io", "resourceclaims"),
-    ("resource.k8s.io", "resourceclaimtemplates"),
-    ("resource.k8s.io", "resourceslices"),
-    ("storage.k8s.io", "csidrivers"),
-    ("storage.k8s.io", "csinodes"),
-    ("storage.k8s.io", "storageclasses"),
-    ("storage.k8s.io", "volumeattachments"),
-    ("storage.k8s.io", "volumeattributesclasses"),
-];
-
 /// What an operation takes and answers, which decides its media types.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Media {
@@ -235,6 +213,9 @@ pub fn string_response() -> Vec<(&'static str, Value)> {
 
 pub struct Builder<'a> {
     pub info: &'a ResourceInfo,
+    /// Whether a delete answers with the object (upstream's
+    /// `ReturnDeletedObject` stores) rather than a Status.
+    returns_deleted: bool,
     kind_def: &'a str,
     list_def: &'a str,
     gv: String,
@@ -490,12 +471,7 @@ impl Builder<'_> {
         if self.has("delete") {
             let mut params = vec![body(DELETE_OPTIONS, false)];
             params.extend(DELETE_PARAMS.iter().map(query));
-            let key = (self.info.group.as_str(), self.info.resource.as_str());
-            let answer = if RETURNS_DELETED.contains(&key) {
-                kind
-            } else {
-                STATUS
-            };
+            let answer = if self.returns_deleted { kind } else { STATUS };
             ops.push(Op {
                 method: "delete",
                 action: "delete",
@@ -550,10 +526,12 @@ pub fn add(
     info: &ResourceInfo,
     kind_def: &str,
     list_def: &str,
+    returns_deleted: bool,
     subresources: Subresources,
 ) {
     let b = Builder {
         info,
+        returns_deleted,
         kind_def,
         list_def,
         gv: format!("{}{}", group_camel(&info.group), capitalize(&info.version)),
@@ -650,7 +628,7 @@ pub fn add(
 /// named (custom resources).
 pub fn add_v3(paths: &mut Map<String, Value>, info: &ResourceInfo, kind: &str, list: &str) {
     let mut v2 = Map::new();
-    add(&mut v2, info, kind, list, no_subresources);
+    add(&mut v2, info, kind, list, false, no_subresources);
     roots::add_group_version(&mut v2, &info.group, &info.version);
     for (path, item) in v2 {
         paths.insert(path, v3::path_item(&item));

@@ -36,7 +36,14 @@ pub(super) fn add(
             if definitions.contains_key(&kind.name) {
                 continue;
             }
-            paths::add(paths, &info, &kind.name, &list.name, paths::no_subresources);
+            paths::add(
+                paths,
+                &info,
+                &kind.name,
+                &list.name,
+                false,
+                paths::no_subresources,
+            );
             roots::add_group_version(paths, &info.group, &info.version);
             roots::add_group(paths, &info.group);
             for def in [kind, list] {

@@ -31,6 +31,7 @@ fn resource(group: &str, kind: &str, resource: &str, schema: SchemaFn) -> Resour
             storage_root: resource.into(),
         },
         schema,
+        returns_deleted: resource == "pods",
     }
 }
 

@@ -14,15 +14,17 @@ fn pod_document() -> Value {
         resource: "pods".into(),
         kind: "Pod".into(),
         namespaced: true,
-        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"]
-            .map(str::to_owned)
-            .to_vec(),
+        verbs: [
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
         has_status: true,
         ..ResourceInfo::default()
     };
     let mut paths = Map::new();
     let (pod, list) = ("io.k8s.api.core.v1.Pod", "io.k8s.api.core.v1.PodList");
-    paths::add(&mut paths, &info, pod, list, paths::no_subresources);
+    paths::add(&mut paths, &info, pod, list, true, paths::no_subresources);
     let mut definitions = Map::new();
     definitions.insert(
         "io.k8s.api.core.v1.PodSpec".into(),
