@@ -15,7 +15,8 @@ mod subresources;
 
 use std::collections::BTreeMap;
 
-use apiserver::endpoints::openapi::{self as handlers, paths, roots, v3, Parts, SpecSource};
+use apiserver::endpoints::openapi::roots::{self, Get};
+use apiserver::endpoints::openapi::{self as handlers, paths, v3, Parts, SpecSource};
 use apiserver::registry::ResourceInfo;
 use apiserver::server::GenericApiServer;
 use schemars::SchemaGenerator;
@@ -171,8 +172,35 @@ fn build_parts(resources: &[ResourceSchema]) -> (Parts, Parts) {
         }
     }
     roots::add(&mut paths, &group_versions);
+    add_service_account_issuer(&mut paths);
     paths.sort_keys();
     (definitions, paths)
+}
+
+/// The service-account issuer's OpenID documents (upstream's
+/// `pkg/routes` OpenID metadata routes).
+fn add_service_account_issuer(paths: &mut Parts) {
+    let discovery = Get {
+        id: "getServiceAccountIssuerOpenIDConfiguration".into(),
+        tag: "WellKnown".into(),
+        description: "get service account issuer OpenID configuration",
+        consumes: None,
+        produces: &["application/json"],
+        schema: json!({"type": "string"}),
+    };
+    let keys = Get {
+        id: "getServiceAccountIssuerOpenIDKeyset".into(),
+        tag: "openid".into(),
+        description: "get service account issuer OpenID JSON Web Key Set",
+        consumes: None,
+        produces: &["application/jwk-set+json"],
+        schema: json!({"type": "string"}),
+    };
+    paths.insert(
+        "/.well-known/openid-configuration/".into(),
+        discovery.item(),
+    );
+    paths.insert("/openid/v1/jwks/".into(), keys.item());
 }
 
 /// The OpenAPI v3 documents of the built-in group versions of `groups`,

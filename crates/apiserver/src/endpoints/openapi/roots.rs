@@ -1,7 +1,7 @@
 //! The paths that are not resources, as upstream's document lists them:
 //! the discovery documents (`/api/`, `/apis/`, `/apis/<group>/`,
-//! `/apis/<group>/<version>/`, `/api/v1/`), `/version/` and the
-//! service-account issuer's OpenID documents.
+//! `/apis/<group>/<version>/`, `/api/v1/`) and `/version/`; a server adds
+//! its other non-resource paths with [`Get`].
 
 use serde_json::{json, Map, Value};
 
@@ -23,17 +23,18 @@ const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.";
 const VERSION_INFO: &str = "io.k8s.apimachinery.pkg.version.Info";
 
 /// One GET operation answering `schema`.
-struct Get<'a> {
-    id: String,
-    tag: String,
-    description: &'a str,
-    consumes: Option<&'a [&'a str]>,
-    produces: &'a [&'a str],
-    schema: Value,
+pub struct Get<'a> {
+    pub id: String,
+    pub tag: String,
+    pub description: &'a str,
+    pub consumes: Option<&'a [&'a str]>,
+    pub produces: &'a [&'a str],
+    pub schema: Value,
 }
 
 impl Get<'_> {
-    fn item(self) -> Value {
+    /// The path item of the operation.
+    pub fn item(self) -> Value {
         let mut op = json!({
             "description": self.description,
             "operationId": self.id,
@@ -131,28 +132,6 @@ pub fn add(paths: &mut Map<String, Value>, group_versions: &[(&str, &str)]) {
                 consumes: Some(&["application/json"]),
                 produces: &["application/json"],
                 schema: definition(VERSION_INFO),
-            },
-        ),
-        (
-            "/.well-known/openid-configuration/",
-            Get {
-                id: "getServiceAccountIssuerOpenIDConfiguration".into(),
-                tag: "WellKnown".into(),
-                description: "get service account issuer OpenID configuration",
-                consumes: None,
-                produces: &["application/json"],
-                schema: json!({"type": "string"}),
-            },
-        ),
-        (
-            "/openid/v1/jwks/",
-            Get {
-                id: "getServiceAccountIssuerOpenIDKeyset".into(),
-                tag: "openid".into(),
-                description: "get service account issuer OpenID JSON Web Key Set",
-                consumes: None,
-                produces: &["application/jwk-set+json"],
-                schema: json!({"type": "string"}),
             },
         ),
     ];

@@ -277,6 +277,15 @@ fn subresources_and_discovery_paths_are_published() {
         "getAppsAPIGroup"
     );
     assert_eq!(paths["/api/"]["get"]["operationId"], "getCoreAPIVersions");
+    let issuer = &paths["/.well-known/openid-configuration/"]["get"];
+    assert_eq!(
+        issuer["operationId"],
+        "getServiceAccountIssuerOpenIDConfiguration"
+    );
+    assert_eq!(
+        paths["/openid/v1/jwks/"]["get"]["produces"],
+        json!(["application/jwk-set+json"])
+    );
     assert_eq!(
         doc["definitions"]["io.k8s.api.policy.v1.Eviction"]["x-kubernetes-group-version-kind"],
         json!([{"group": "policy", "kind": "Eviction", "version": "v1"}])
