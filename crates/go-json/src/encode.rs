@@ -3,15 +3,16 @@
 //! `&` (as `\u003c`, `\u003e`, `\u0026`) and U+2028/U+2029, writes floats
 //! in Go's format and ends with a newline; `json.MarshalIndent` (pretty
 //! output) indents by two spaces and adds no newline; YAML is
-//! `sigs.k8s.io/yaml`'s `JSONToYAML`, which re-reads the JSON into Go
-//! maps, so go-yaml writes every mapping's keys in its sorted order.
+//! `sigs.k8s.io/yaml`'s `JSONToYAML`, written by [`yaml`] as go-yaml v2
+//! writes it.
+
+pub mod yaml;
 
 use std::cmp::Ordering;
 use std::io;
 
 use serde::Serialize;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
-use serde_json::Value;
 
 /// Compact JSON as `json.Encoder.Encode` writes it, newline included.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
@@ -30,27 +31,10 @@ pub fn to_vec_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec
     Ok(out)
 }
 
-/// YAML as `sigs.k8s.io/yaml.JSONToYAML` writes it: mappings in go-yaml's
-/// key order.
+/// YAML as `sigs.k8s.io/yaml.JSONToYAML` writes it (see [`yaml`]).
 pub fn to_yaml<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
-    let mut tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
-    sort_yaml_keys(&mut tree);
-    serde_yaml::to_string(&tree).map_err(|e| e.to_string())
-}
-
-fn sort_yaml_keys(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
-            entries.sort_by(|(a, _), (b, _)| yaml_key_order(a, b));
-            for (key, mut value) in entries {
-                sort_yaml_keys(&mut value);
-                map.insert(key, value);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_yaml_keys),
-        _ => {}
-    }
+    let tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    Ok(yaml::to_string(&tree))
 }
 
 /// go-yaml's order of string keys (its `keyList.Less`): letters compare

@@ -284,7 +284,8 @@ struct Joined<'a> {
     inline: bool,
 }
 
-/// The fields of one message, in tag order. Messages k8s-openapi does not
+/// The fields of one message, in tag order (as upstream writes them).
+/// Messages k8s-openapi does not
 /// model take JSON names from
 /// `json_names` (k8s-openapi's Rust names are derived from the JSON names,
 /// so one name maps to one spelling everywhere).
@@ -296,9 +297,10 @@ fn join_fields<'a>(
     report: &mut String,
 ) -> Vec<Joined<'a>> {
     let Some(twin) = twin else {
-        return msg
-            .fields
-            .iter()
+        let mut fields: Vec<&PbField> = msg.fields.iter().collect();
+        fields.sort_by_key(|f| f.tag);
+        return fields
+            .into_iter()
             .map(|f| {
                 let json = json_names
                     .get(&norm(&f.name))
@@ -367,8 +369,7 @@ fn join_fields<'a>(
             msg.module, msg.name
         );
     }
-    // Tag order is upstream's struct field order: the order Go writes both
-    // the protobuf fields and the JSON members.
+    // gogo-protobuf's generated marshalers write fields in tag order.
     out.sort_by_key(|j| j.field.tag);
     out
 }

@@ -31,6 +31,7 @@ mod gotype;
 mod resolve;
 mod shape;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use go_types::golang::{tag_value, DeclBody, TypeExpr};
@@ -47,6 +48,26 @@ const META_KINDS: &[&str] = &[
     "PartialObjectMetadata",
     "PartialObjectMetadataList",
     "List",
+];
+/// What apimachinery's `metav1.AddToGroupVersion` registers, added to the
+/// JSON shape table only: the unversioned types at `v1`, and `WatchEvent`
+/// and the options types in every group version (and, by its `init`, the
+/// options at meta.k8s.io/v1).
+const UNVERSIONED_KINDS: &[&str] = &[
+    "Status",
+    "APIVersions",
+    "APIGroupList",
+    "APIGroup",
+    "APIResourceList",
+];
+const GROUP_VERSION_KINDS: &[&str] = &[
+    "WatchEvent",
+    "ListOptions",
+    "GetOptions",
+    "DeleteOptions",
+    "CreateOptions",
+    "UpdateOptions",
+    "PatchOptions",
 ];
 const EXTRA_ROOTS: &[&str] = &[
     "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1",
@@ -109,13 +130,30 @@ fn run() -> Result<(), CodegenError> {
         "../structured-merge/src/generated/builtin.schema",
         &emit::render(&heading, &kinds, &structs),
     )?;
-    for name in META_KINDS {
+    let group_versions: BTreeSet<String> = kinds.iter().map(|k| k.api_version.clone()).collect();
+    let meta_kinds = META_KINDS.iter().map(|name| ("meta.k8s.io/v1", *name));
+    let unversioned = UNVERSIONED_KINDS.iter().map(|name| ("v1", *name));
+    let per_version = GROUP_VERSION_KINDS.iter().flat_map(|name| {
+        let options = *name != "WatchEvent";
+        group_versions
+            .iter()
+            .map(String::as_str)
+            .chain(options.then_some("meta.k8s.io/v1"))
+            .map(move |gv| (gv, *name))
+    });
+    for (api_version, name) in meta_kinds.chain(unversioned).chain(per_version) {
         resolver.emit_struct(META_V1, name)?;
-        kinds.push(emit::Kind {
-            api_version: "meta.k8s.io/v1".to_owned(),
-            kind: (*name).to_owned(),
+        let kind = emit::Kind {
+            api_version: api_version.to_owned(),
+            kind: name.to_owned(),
             type_name: definition_name(META_V1, name),
-        });
+        };
+        if !kinds
+            .iter()
+            .any(|k| k.api_version == kind.api_version && k.kind == kind.kind)
+        {
+            kinds.push(kind);
+        }
     }
     let structs = resolver.emitted();
     let heading = header(&revisions, kinds.len(), structs.len());

@@ -1,7 +1,8 @@
 //! How built-in objects are stored (`--storage-media-type`), as upstream's
 //! storage factory does: protobuf (the default) with the `k8s\0` prefix and
 //! `runtime.Unknown` envelope for every kind that has a protobuf encoding,
-//! JSON for the rest, YAML when asked. Custom resources are stored as JSON,
+//! JSON for the rest, YAML when asked (both as upstream's serializers write
+//! them, `go_json::encode`). Custom resources are stored as JSON,
 //! or as CBOR while the `CBORServingAndStorage` gate is on
 //! ([`CustomResourceCodec`], upstream's CRD storage codec).
 //!
@@ -47,10 +48,10 @@ impl Codec for StorageCodec {
             StorageMediaType::Protobuf if has_protobuf(obj) => protobuf_codec::encode(obj)
                 .map(Bytes::from)
                 .map_err(StorageError::internal),
-            StorageMediaType::Yaml => serde_yaml::to_string(obj)
+            StorageMediaType::Yaml => go_json::encode::to_yaml(obj)
                 .map(Bytes::from)
                 .map_err(StorageError::internal),
-            _ => serde_json::to_vec(obj)
+            _ => go_json::encode::to_vec(obj)
                 .map(Bytes::from)
                 .map_err(StorageError::internal),
         }
