@@ -8,7 +8,6 @@
 
 pub mod yaml;
 
-use std::cmp::Ordering;
 use std::io;
 
 use serde::Serialize;
@@ -35,68 +34,6 @@ pub fn to_vec_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec
 pub fn to_yaml<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
     let tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
     Ok(yaml::to_string(&tree))
-}
-
-/// go-yaml's order of string keys (its `keyList.Less`): letters compare
-/// by code point and sort before other characters; runs of digits compare
-/// by their numeric value.
-pub fn yaml_key_order(a: &str, b: &str) -> Ordering {
-    if yaml_key_less(a, b) {
-        Ordering::Less
-    } else if yaml_key_less(b, a) {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
-    }
-}
-
-fn yaml_key_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    for i in 0..ar.len().min(br.len()) {
-        if ar[i] == br[i] {
-            continue;
-        }
-        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
-        if al && bl {
-            return ar[i] < br[i];
-        }
-        if al || bl {
-            return bl;
-        }
-        let (mut an, mut bn) = (0i64, 0i64);
-        if ar[i] == '0' || br[i] == '0' {
-            let nonzero_before = ar[..i]
-                .iter()
-                .rev()
-                .take_while(|c| c.is_ascii_digit())
-                .any(|c| *c != '0');
-            if nonzero_before {
-                (an, bn) = (1, 1);
-            }
-        }
-        let (an, ai) = digits_value(&ar, i, an);
-        let (bn, bi) = digits_value(&br, i, bn);
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ar[i] < br[i];
-    }
-    ar.len() < br.len()
-}
-
-/// The value of the digits starting at `from` (continuing `start`) and
-/// where they end.
-fn digits_value(s: &[char], from: usize, start: i64) -> (i64, usize) {
-    let mut n = start;
-    let mut at = from;
-    while let Some(d) = s.get(at).and_then(|c| c.to_digit(10)) {
-        n = n.wrapping_mul(10).wrapping_add(i64::from(d));
-        at += 1;
-    }
-    (n, at)
 }
 
 /// A formatter writing strings and floats as Go does, around `F`'s layout.

@@ -43,38 +43,3 @@ fn floats_are_written_as_go_writes_them() {
     assert_eq!(go_float(f64::from(0.1f32), true), "0.1");
     assert_eq!(text(to_vec(&json!([1.0, 2])).unwrap()), "[1,2]\n");
 }
-
-#[test]
-fn yaml_keys_follow_go_yaml_order() {
-    let mut keys = vec![
-        "spec",
-        "apiVersion",
-        "a10",
-        "a9",
-        "a_b",
-        "ab",
-        "kind",
-        "Z",
-        "a09",
-    ];
-    keys.sort_by(|a, b| yaml_key_order(a, b));
-    assert_eq!(
-        keys,
-        [
-            "Z",
-            "a_b",
-            "a9",
-            "a09",
-            "a10",
-            "ab",
-            "apiVersion",
-            "kind",
-            "spec"
-        ]
-    );
-    let v = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "labels": {"b": "<", "a": "x"}}});
-    assert_eq!(
-        to_yaml(&v).unwrap(),
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    a: x\n    b: <\n  name: p\n"
-    );
-}

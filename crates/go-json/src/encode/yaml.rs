@@ -11,9 +11,9 @@
 
 mod resolve;
 
-use serde_json::{Map, Value};
+use std::cmp::Ordering;
 
-use super::yaml_key_order;
+use serde_json::{Map, Value};
 
 /// go-yaml's `best_width` and `best_indent`.
 const BEST_WIDTH: usize = 80;
@@ -58,26 +58,18 @@ struct Context {
 }
 
 impl Context {
-    const ROOT: Context = Context {
-        root: true,
-        mapping: false,
-        simple_key: false,
-    };
-    const ITEM: Context = Context {
-        root: false,
-        mapping: false,
-        simple_key: false,
-    };
-    const VALUE: Context = Context {
-        root: false,
-        mapping: true,
-        simple_key: false,
-    };
-    const KEY: Context = Context {
-        root: false,
-        mapping: true,
-        simple_key: true,
-    };
+    const ROOT: Context = Context::new(true, false, false);
+    const ITEM: Context = Context::new(false, false, false);
+    const VALUE: Context = Context::new(false, true, false);
+    const KEY: Context = Context::new(false, true, true);
+
+    const fn new(root: bool, mapping: bool, simple_key: bool) -> Context {
+        Context {
+            root,
+            mapping,
+            simple_key,
+        }
+    }
 }
 
 /// The emitter's state: output, column (in characters), indentation and
@@ -514,6 +506,68 @@ fn select_style(analysis: &Analysis, value: &str, requested: Style, ctx: Context
         style = Style::DoubleQuoted;
     }
     style
+}
+
+/// go-yaml's order of string keys (its `keyList.Less`): letters compare
+/// by code point and sort before other characters; runs of digits compare
+/// by their numeric value.
+pub fn yaml_key_order(a: &str, b: &str) -> Ordering {
+    if yaml_key_less(a, b) {
+        Ordering::Less
+    } else if yaml_key_less(b, a) {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    }
+}
+
+fn yaml_key_less(a: &str, b: &str) -> bool {
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i] < br[i];
+        }
+        if al || bl {
+            return bl;
+        }
+        let (mut an, mut bn) = (0i64, 0i64);
+        if ar[i] == '0' || br[i] == '0' {
+            let nonzero_before = ar[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_digit())
+                .any(|c| *c != '0');
+            if nonzero_before {
+                (an, bn) = (1, 1);
+            }
+        }
+        let (an, ai) = digits_value(&ar, i, an);
+        let (bn, bi) = digits_value(&br, i, bn);
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ar[i] < br[i];
+    }
+    ar.len() < br.len()
+}
+
+/// The value of the digits starting at `from` (continuing `start`) and
+/// where they end.
+fn digits_value(s: &[char], from: usize, start: i64) -> (i64, usize) {
+    let mut n = start;
+    let mut at = from;
+    while let Some(d) = s.get(at).and_then(|c| c.to_digit(10)) {
+        n = n.wrapping_mul(10).wrapping_add(i64::from(d));
+        at += 1;
+    }
+    (n, at)
 }
 
 /// libyaml's `is_printable` (tab, DEL, C1 controls, surrogates, the BOM,

@@ -162,3 +162,38 @@ fn floats_are_formatted_with_g() {
         assert_eq!(resolve::format_float(f), want, "{f}");
     }
 }
+
+#[test]
+fn yaml_keys_follow_go_yaml_order() {
+    let mut keys = vec![
+        "spec",
+        "apiVersion",
+        "a10",
+        "a9",
+        "a_b",
+        "ab",
+        "kind",
+        "Z",
+        "a09",
+    ];
+    keys.sort_by(|a, b| yaml_key_order(a, b));
+    assert_eq!(
+        keys,
+        [
+            "Z",
+            "a_b",
+            "a9",
+            "a09",
+            "a10",
+            "ab",
+            "apiVersion",
+            "kind",
+            "spec"
+        ]
+    );
+    let v = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "labels": {"b": "<", "a": "x"}}});
+    assert_eq!(
+        to_string(&v),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    a: x\n    b: <\n  name: p\n"
+    );
+}
