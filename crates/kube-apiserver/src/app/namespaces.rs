@@ -18,6 +18,8 @@ use client_go::CancellationToken;
 use serde_json::Value;
 use storage::ListOptions;
 
+use crate::controller_manager::ControllerManager;
+
 /// The finalizer upstream's namespace controller owns.
 const FINALIZER: &str = "kubernetes";
 /// Namespaces finalized at once (upstream's `--concurrent-namespace-syncs`).
@@ -25,7 +27,7 @@ const WORKERS: usize = 10;
 /// How soon a namespace whose content is not all gone is looked at again.
 const RECHECK: Duration = Duration::from_millis(500);
 
-pub fn install(server: &mut GenericApiServer) {
+pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
     let Some(namespaces) = server.store("", "v1", "namespaces") else {
         return;
     };
@@ -36,14 +38,13 @@ pub fn install(server: &mut GenericApiServer) {
             .filter(|s| s.info.namespaced)
             .collect(),
     );
+    let manager = manager.clone();
     server.add_post_start_hook(
         "start-namespace-controller",
         Arc::new(move || {
             let (namespaces, contents) = (namespaces.clone(), contents.clone());
-            Box::pin(async move {
-                tokio::spawn(run(namespaces, contents, CancellationToken::new()));
-                Ok(())
-            })
+            manager.spawn(move |stop| run(namespaces.clone(), contents.clone(), stop));
+            Box::pin(async { Ok(()) })
         }),
     );
 }

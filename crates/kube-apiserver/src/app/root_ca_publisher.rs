@@ -19,13 +19,19 @@ use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
 use serde_json::{json, Value};
 
+use crate::controller_manager::ControllerManager;
+
 const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver \
     when using internal endpoints such as the internal service IP or kubernetes.default.svc. \
     No other usage is guaranteed across distributions of Kubernetes clusters.";
 
 /// Publishes `root_ca` (PEM) into every namespace; nothing without a CA.
-pub fn install(server: &mut GenericApiServer, root_ca: Option<String>) {
+pub fn install(
+    server: &mut GenericApiServer,
+    root_ca: Option<String>,
+    manager: &ControllerManager,
+) {
     let (Some(namespaces), Some(configmaps), Some(ca)) = (
         server.store("", "v1", "namespaces"),
         server.store("", "v1", "configmaps"),
@@ -34,15 +40,14 @@ pub fn install(server: &mut GenericApiServer, root_ca: Option<String>) {
         return;
     };
     let ca: Arc<str> = Arc::from(ca);
+    let manager = manager.clone();
     server.add_post_start_hook(
         "start-root-ca-cert-publisher",
         Arc::new(move || {
             let (namespaces, configmaps, ca) = (namespaces.clone(), configmaps.clone(), ca.clone());
-            Box::pin(async move {
-                let stop = CancellationToken::new();
-                tokio::spawn(run(namespaces, configmaps, ca, stop));
-                Ok(())
-            })
+            manager
+                .spawn(move |stop| run(namespaces.clone(), configmaps.clone(), ca.clone(), stop));
+            Box::pin(async { Ok(()) })
         }),
     );
 }

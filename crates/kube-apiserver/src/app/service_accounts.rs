@@ -17,21 +17,22 @@ use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
 use serde_json::{json, Value};
 
-pub fn install(server: &mut GenericApiServer) {
+use crate::controller_manager::ControllerManager;
+
+pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
     let (Some(namespaces), Some(accounts)) = (
         server.store("", "v1", "namespaces"),
         server.store("", "v1", "serviceaccounts"),
     ) else {
         return;
     };
+    let manager = manager.clone();
     server.add_post_start_hook(
         "start-service-account-controller",
         Arc::new(move || {
             let (namespaces, accounts) = (namespaces.clone(), accounts.clone());
-            Box::pin(async move {
-                tokio::spawn(run(namespaces, accounts, CancellationToken::new()));
-                Ok(())
-            })
+            manager.spawn(move |stop| run(namespaces.clone(), accounts.clone(), stop));
+            Box::pin(async { Ok(()) })
         }),
     );
 }

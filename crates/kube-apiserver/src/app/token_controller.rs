@@ -27,6 +27,8 @@ use super::authentication::AuthenticationSetup;
 use crate::authenticator::serviceaccount::getter::str_at;
 use crate::authenticator::serviceaccount::{legacy, TokenGenerator};
 
+use crate::controller_manager::ControllerManager;
+
 const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
 const UID_ANNOTATION: &str = "kubernetes.io/service-account.uid";
@@ -43,7 +45,11 @@ struct Controller {
 
 /// Starts the controller after the server starts, when a signing key is
 /// configured (without one no token can be made).
-pub fn install(server: &mut GenericApiServer, setup: &AuthenticationSetup) {
+pub fn install(
+    server: &mut GenericApiServer,
+    setup: &AuthenticationSetup,
+    manager: &ControllerManager,
+) {
     let (Some(secrets), Some(accounts), Some(requests)) = (
         server.store("", "v1", "secrets"),
         server.store("", "v1", "serviceaccounts"),
@@ -57,14 +63,13 @@ pub fn install(server: &mut GenericApiServer, setup: &AuthenticationSetup) {
         requests,
         root_ca: setup.root_ca.clone(),
     });
+    let manager = manager.clone();
     server.add_post_start_hook(
         "start-service-account-token-controller",
         Arc::new(move || {
             let controller = controller.clone();
-            Box::pin(async move {
-                tokio::spawn(controller.run(CancellationToken::new()));
-                Ok(())
-            })
+            manager.spawn(move |stop| controller.clone().run(stop));
+            Box::pin(async { Ok(()) })
         }),
     );
 }

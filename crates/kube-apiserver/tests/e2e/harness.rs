@@ -296,7 +296,8 @@ impl EtcdProcess {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+/// A runtime for the async clients tests use (etcd's).
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -45,6 +45,7 @@ mod kubectl_auth_rbac;
 mod kubectl_basics;
 mod kubectl_versions;
 mod kubelet_connect;
+mod leader_election;
 mod legacy_sa_tokens;
 mod legacy_token_audit;
 mod logging;
