@@ -58,6 +58,13 @@ pub(crate) enum Failure {
     /// The connection failed with the request in flight: only a read may be
     /// repeated elsewhere.
     Broken(String),
+    /// The member has no leader (an election is under way): etcd refuses
+    /// the request before processing it, so any request may be repeated
+    /// once a leader is elected.
+    NoLeader(String),
+    /// The leader changed while a linearizable read waited for it: the read
+    /// may be repeated.
+    LeaderChanged(String),
     /// Anything else, already translated.
     Other(StorageError),
 }
@@ -68,6 +75,8 @@ const MSG_TOO_LARGE: &str = "request is too large";
 const MSG_GRPC_TOO_LARGE: &str = "larger than max";
 const MSG_TIMED_OUT: &str = "request timed out";
 const MSG_NO_SPACE: &str = "database space exceeded";
+const MSG_NO_LEADER: &str = "etcdserver: no leader";
+const MSG_LEADER_CHANGED: &str = "etcdserver: leader changed";
 
 impl Failure {
     pub(crate) fn classify(err: etcd_client::Error) -> Self {
@@ -109,6 +118,12 @@ impl Failure {
                 _ => Self::Broken(text),
             };
         }
+        if status.code() == Code::Unavailable && message.contains(MSG_NO_LEADER) {
+            return Self::NoLeader(text);
+        }
+        if status.code() == Code::Unavailable && message.contains(MSG_LEADER_CHANGED) {
+            return Self::LeaderChanged(text);
+        }
         Self::Other(match status.code() {
             Code::DeadlineExceeded => StorageError::Timeout(text),
             // etcd answers "request timed out" (with Unavailable) when raft
@@ -125,7 +140,9 @@ impl Failure {
             Self::Compacted => StorageError::Internal(format!("etcd: {MSG_COMPACTED}")),
             Self::FutureRevision => StorageError::Internal(format!("etcd: {MSG_FUTURE_REV}")),
             Self::TooLarge => StorageError::Internal(format!("etcd: {MSG_TOO_LARGE}")),
-            Self::NotSent(e) | Self::Broken(e) => StorageError::Unreachable(e),
+            Self::NotSent(e) | Self::Broken(e) | Self::NoLeader(e) | Self::LeaderChanged(e) => {
+                StorageError::Unreachable(e)
+            }
             Self::Other(e) => e,
         }
     }
@@ -143,10 +160,17 @@ pub(crate) enum Retry {
 impl Failure {
     pub(crate) fn may_retry(&self, retry: Retry) -> bool {
         match self {
-            Self::NotSent(_) => true,
-            Self::Broken(_) => retry == Retry::Idempotent,
+            Self::NotSent(_) | Self::NoLeader(_) => true,
+            Self::Broken(_) | Self::LeaderChanged(_) => retry == Retry::Idempotent,
             _ => false,
         }
+    }
+
+    /// A failure of the cluster's leadership, not of one member's
+    /// connection: worth waiting out rather than giving up after one round
+    /// of the members.
+    pub(crate) fn is_election(&self) -> bool {
+        matches!(self, Self::NoLeader(_) | Self::LeaderChanged(_))
     }
 }
 
@@ -192,12 +216,16 @@ mod tests {
             classify(deadline),
             Failure::Other(StorageError::Timeout(_))
         ));
-        let no_leader = Status::unavailable("etcdserver: no leader");
-        let failure = classify(no_leader);
-        // Sent by etcd: not safe to repeat a write elsewhere.
-        assert!(!failure.may_retry(Retry::NotSentOnly));
+        // Refused before processing: any request may be repeated.
+        let no_leader = classify(Status::unavailable("etcdserver: no leader"));
+        assert!(no_leader.may_retry(Retry::NotSentOnly) && no_leader.is_election());
+        // Only a read waits for the leader: a write is not repeated.
+        let changed = classify(Status::unavailable("etcdserver: leader changed"));
+        assert!(changed.may_retry(Retry::Idempotent) && !changed.may_retry(Retry::NotSentOnly));
+        let stopped = classify(Status::unavailable("etcdserver: server stopped"));
+        assert!(!stopped.may_retry(Retry::NotSentOnly));
         assert!(matches!(
-            failure,
+            stopped,
             Failure::Other(StorageError::Unreachable(_))
         ));
         let denied = Status::permission_denied("etcdserver: permission denied");

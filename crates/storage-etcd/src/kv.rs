@@ -2,11 +2,12 @@
 //! the same requests as upstream's etcd3 store.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::proto::{PbKeyValue, PbTxnOpResponse};
-use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, Txn};
+use etcd_client::{Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn};
 use storage::error::Result;
 use storage::{
     KeyValue, Kv, KvWatchStream, RangeRequest, RangeResponse, StorageError, TxnOp, TxnResponse,
@@ -217,6 +218,37 @@ impl Kv for EtcdKv {
             });
         let resp = sent.await.map_err(Failure::into_storage_error)?;
         Ok(resp.0.header.map_or(0, |h| h.revision))
+    }
+
+    /// A lease of `ttl` (whole seconds, at least one), then a put attached
+    /// to it, as upstream's store writes an object with a TTL (its lease
+    /// manager grants a fresh lease for TTLs this short).
+    async fn put_with_ttl(&self, key: &str, value: Bytes, ttl: Duration) -> Result<i64> {
+        let seconds = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
+        let granted = self
+            .members
+            .call("lease grant", Retry::NotSentOnly, seconds, |m, seconds| {
+                let mut lease = m.lease.clone();
+                async move { lease.grant(seconds, None).await }
+            })
+            .await
+            .map_err(Failure::into_storage_error)?;
+        let options = PutOptions::new().with_lease(granted.id());
+        let request = (key.to_owned(), Vec::from(value), options);
+        let put = self
+            .members
+            .call(
+                "put",
+                Retry::NotSentOnly,
+                request,
+                |m, (key, value, options)| {
+                    let mut kv = m.kv.clone();
+                    async move { kv.put(key, value, Some(options)).await }
+                },
+            )
+            .await
+            .map_err(Failure::into_storage_error)?;
+        Ok(put.header().map_or(0, |h| h.revision()))
     }
 
     /// Upstream's etcd health check: a read of `<prefix>/health` within the

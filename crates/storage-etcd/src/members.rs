@@ -9,8 +9,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, KvClient, WatchClient};
+use etcd_client::{Client, KvClient, LeaseClient, WatchClient};
 use storage::StorageError;
+use tokio::time::Instant;
 
 use crate::config::EtcdConfig;
 use crate::error::{ConnectError, Failure, Retry};
@@ -19,11 +20,16 @@ use crate::error::{ConnectError, Failure, Retry};
 /// transport's default 4 MiB (upstream sets the same limit).
 const MAX_RECV_MSG_SIZE: usize = i32::MAX as usize;
 
+/// The pause before repeating a request refused while etcd elects a leader
+/// (an election takes about one election timeout, 1 s by default).
+const ELECTION_PAUSE: Duration = Duration::from_millis(50);
+
 /// The clients of one member.
 pub(crate) struct Member {
     url: String,
     pub(crate) kv: KvClient,
     pub(crate) watch: WatchClient,
+    pub(crate) lease: LeaseClient,
 }
 
 pub(crate) struct Members {
@@ -50,6 +56,7 @@ impl Members {
                 watch: client
                     .watch_client()
                     .max_decoding_message_size(MAX_RECV_MSG_SIZE),
+                lease: client.lease_client(),
             });
         }
         Ok(Members {
@@ -64,9 +71,10 @@ impl Members {
     }
 
     /// Sends `request` with `send`, starting at the pinned member and moving
-    /// on to the next ones while `retry` allows. Each attempt is bounded by
-    /// the request timeout. The request is cloned only for attempts that
-    /// may be followed by another.
+    /// on to the next ones while `retry` allows: once round the members for
+    /// connection failures, and, while the cluster elects a leader, again
+    /// after a pause until the request timeout (as etcd's client retries).
+    /// Each attempt is bounded by the request timeout.
     pub(crate) async fn call<R, T, Fut>(
         &self,
         what: &str,
@@ -80,21 +88,17 @@ impl Members {
     {
         let count = self.members.len();
         let first = self.pinned.load(Ordering::Relaxed);
-        let mut request = Some(request);
+        let deadline = Instant::now() + self.request_timeout;
+        let mut connection_failures = 0;
         let mut last = None;
-        for attempt in 0..count {
-            let index = (first + attempt) % count;
-            let this = if attempt + 1 == count {
-                request.take()
-            } else {
-                request.clone()
-            };
-            let (Some(member), Some(this)) = (self.members.get(index), this) else {
+        for attempt in 0.. {
+            let index = (first + attempt) % count.max(1);
+            let Some(member) = self.members.get(index) else {
                 break;
             };
-            match bounded(self.request_timeout, what, send(member, this)).await {
+            match bounded(self.request_timeout, what, send(member, request.clone())).await {
                 Ok(resp) => {
-                    if attempt > 0 {
+                    if index != first {
                         self.pinned.store(index, Ordering::Relaxed);
                         tracing::info!(server = %member.url, "etcd: switched to another server");
                     }
@@ -106,7 +110,19 @@ impl Members {
                         ?failure,
                         "etcd: {what} failed, trying the next server"
                     );
+                    let election = failure.is_election();
                     last = Some(failure);
+                    if election {
+                        if Instant::now() + ELECTION_PAUSE >= deadline {
+                            break;
+                        }
+                        tokio::time::sleep(ELECTION_PAUSE).await;
+                    } else {
+                        connection_failures += 1;
+                        if connection_failures >= count {
+                            break;
+                        }
+                    }
                 }
                 Err(failure) => return Err(failure),
             }

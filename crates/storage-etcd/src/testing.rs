@@ -9,7 +9,12 @@
 //! for a timeout), so no etcd outlives its test.
 //!
 //! [`EtcdServer::into_kv`] gives a [`Kv`] that owns its server, for suites
-//! that take an `Arc<dyn Kv>`.
+//! that take an `Arc<dyn Kv>`. [`EtcdCluster`] runs several members as one
+//! cluster.
+
+mod cluster;
+
+pub use cluster::EtcdCluster;
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
@@ -18,6 +23,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -213,18 +219,7 @@ impl EtcdServer {
                 .arg(format!("--trusted-ca-file={}", tls.ca_file.display()))
                 .arg("--client-cert-auth");
         }
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes one async-signal-safe system call.
-        unsafe {
-            cmd.pre_exec(|| {
-                // Die with the thread that launched us: a test process killed
-                // before dropping the server must not leave etcd behind.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        die_with_parent(&mut cmd);
         self.child = Some(cmd.spawn().map_err(HarnessError::Spawn)?);
         Ok(())
     }
@@ -321,6 +316,24 @@ impl Kv for TestEtcdKv {
     }
     async fn health(&self) -> StorageResult<()> {
         self.kv.health().await
+    }
+    async fn put_with_ttl(&self, key: &str, value: Bytes, ttl: Duration) -> StorageResult<i64> {
+        self.kv.put_with_ttl(key, value, ttl).await
+    }
+}
+
+/// Makes the launched process die with the thread that launched it: a test
+/// process killed before dropping its etcd must not leave etcd behind.
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes one async-signal-safe system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -5,6 +5,7 @@
 //! Keys are UTF-8 paths such as `/registry/pods/default/nginx`.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -130,6 +131,34 @@ pub trait Kv: Send + Sync + 'static {
 
     /// Fails when the backend cannot serve requests (for /healthz, /readyz).
     async fn health(&self) -> Result<()>;
+
+    /// Writes `value` at `key` whatever is there, for the backend to delete
+    /// `ttl` after this write unless it is written again: upstream's writes
+    /// with a TTL, which etcd ties to a lease (the API servers' endpoint
+    /// leases under `/masterleases/`). Returns the write's revision.
+    ///
+    /// This default keeps the key until it is deleted: a backend without
+    /// expiry (the embedded store, which one API server opens alone).
+    async fn put_with_ttl(&self, key: &str, value: Bytes, ttl: Duration) -> Result<i64> {
+        let _ = ttl;
+        loop {
+            let read = RangeRequest {
+                key: key.to_owned(),
+                ..RangeRequest::default()
+            };
+            let expected = self
+                .range(read)
+                .await?
+                .kvs
+                .first()
+                .map_or(0, |kv| kv.mod_revision);
+            if let TxnResponse::Succeeded { revision, .. } =
+                self.txn(key, expected, TxnOp::Put(value.clone())).await?
+            {
+                return Ok(revision);
+            }
+        }
+    }
 }
 
 /// The exclusive range end that covers every key starting with `prefix`

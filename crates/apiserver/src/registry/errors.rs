@@ -39,7 +39,11 @@ pub fn interpret(err: StorageError, info: &ResourceInfo, name: &str) -> ApiError
         StorageError::TooLarge { .. } => {
             ApiError::request_entity_too_large("etcdserver: request is too large")
         }
-        StorageError::Timeout(_) => ApiError::server_timeout(group, resource, "", 2),
+        // Upstream's storeerr: an unreachable backend is a ServerTimeout
+        // (500 with `Retry-After: 2`, which clients retry), as a timeout.
+        StorageError::Timeout(_) | StorageError::Unreachable(_) => {
+            ApiError::server_timeout(group, resource, "", 2)
+        }
         // Not a storage error upstream: `ErrorToAPIStatus` makes it a 500
         // with an empty reason and the backend's message.
         StorageError::Backend(message) => ApiError::new(500, StatusReason::Unknown, message),
@@ -47,9 +51,9 @@ pub fn interpret(err: StorageError, info: &ResourceInfo, name: &str) -> ApiError
             Some(api) => api.clone(),
             None => ApiError::internal_error(inner),
         },
-        other @ (StorageError::Corrupt { .. }
-        | StorageError::Unreachable(_)
-        | StorageError::Internal(_)) => ApiError::internal_error(other),
+        other @ (StorageError::Corrupt { .. } | StorageError::Internal(_)) => {
+            ApiError::internal_error(other)
+        }
     }
 }
 

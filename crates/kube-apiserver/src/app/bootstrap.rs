@@ -1,7 +1,8 @@
 //! Post-start hooks that create what every cluster has (upstream's
-//! bootstrap controllers): the system namespaces, the `kubernetes` Service
-//! and its endpoints, the system priority classes, the apiserver identity
-//! Lease, and the priorities of the built-in groups' APIServices.
+//! bootstrap controllers): the system namespaces, the system priority
+//! classes, the apiserver identity Lease and its garbage collector, and the
+//! priorities of the built-in groups' APIServices. The `kubernetes` Service
+//! is `kubernetes_service`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::{GenericApiServer, HookFn};
 use serde_json::{json, Value};
 
+use crate::controlplane::controller::apiserverleasegc;
 use crate::options::CompletedOptions;
 
 /// Creates an object unless it exists already.
@@ -31,7 +33,7 @@ async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
     }
 }
 
-fn hook<F, Fut>(f: F) -> HookFn
+pub(super) fn hook<F, Fut>(f: F) -> HookFn
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
@@ -43,23 +45,12 @@ fn store_of(server: &GenericApiServer, group: &str, resource: &str) -> Option<Ar
     server.store(group, "v1", resource)
 }
 
-pub fn install_hooks(server: &mut GenericApiServer, opts: &CompletedOptions) {
-    let (
-        Some(namespaces),
-        Some(services),
-        Some(endpoints),
-        Some(slices),
-        Some(priority),
-        Some(leases),
-    ) = (
+pub fn install_hooks(server: &mut GenericApiServer) {
+    let (Some(namespaces), Some(priority), Some(leases)) = (
         store_of(server, "", "namespaces"),
-        store_of(server, "", "services"),
-        store_of(server, "", "endpoints"),
-        store_of(server, "discovery.k8s.io", "endpointslices"),
         store_of(server, "scheduling.k8s.io", "priorityclasses"),
         store_of(server, "coordination.k8s.io", "leases"),
-    )
-    else {
+    ) else {
         return;
     };
     server.add_post_start_hook(
@@ -72,22 +63,6 @@ pub fn install_hooks(server: &mut GenericApiServer, opts: &CompletedOptions) {
                     ensure(&namespaces, ns).await?;
                 }
                 Ok(())
-            }
-        }),
-    );
-    let service_ip = opts.service_ip_ranges.api_server_service_ip.to_string();
-    let endpoint_ip = opts.advertise_address.to_string();
-    let port = opts.options.secure_serving.secure_port;
-    server.add_post_start_hook(
-        "bootstrap-controller",
-        hook(move || {
-            let (services, endpoints, slices) =
-                (services.clone(), endpoints.clone(), slices.clone());
-            let (service_ip, endpoint_ip) = (service_ip.clone(), endpoint_ip.clone());
-            async move {
-                ensure(&services, kubernetes_service(&service_ip, port)).await?;
-                ensure(&endpoints, kubernetes_endpoints(&endpoint_ip, port)).await?;
-                ensure(&slices, kubernetes_endpoint_slice(&endpoint_ip, port)).await
             }
         }),
     );
@@ -114,76 +89,27 @@ pub fn install_hooks(server: &mut GenericApiServer, opts: &CompletedOptions) {
         hook(move || {
             let leases = leases.clone();
             async move {
-                tokio::spawn(renew_identity_lease(leases));
+                tokio::spawn(apiserverleasegc::renew(leases));
                 Ok(())
             }
         }),
     );
-}
-
-fn kubernetes_service(cluster_ip: &str, port: i64) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-            "labels": {"component": "apiserver", "provider": "kubernetes"}},
-        "spec": {"type": "ClusterIP", "clusterIP": cluster_ip, "clusterIPs": [cluster_ip],
-            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None",
-            "internalTrafficPolicy": "Cluster",
-            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
-    })
-}
-
-fn kubernetes_endpoints(ip: &str, port: i64) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": ip}],
-            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
-    })
-}
-
-fn kubernetes_endpoint_slice(ip: &str, port: i64) -> Value {
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-            "labels": {"kubernetes.io/service-name": "kubernetes"}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
-        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-    })
-}
-
-/// Keeps the `kube-system/apiserver-<id>` Lease renewed, as upstream's
-/// identity lease controller does (lease 1 h, renewed every 10 s).
-async fn renew_identity_lease(leases: Arc<Store>) {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
-    let id = format!("apiserver-{}", uuid::Uuid::new_v4().simple());
-    loop {
-        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-        let lease = json!({
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": id, "namespace": "kube-system",
-                "labels": {"apiserver.kubernetes.io/identity": "kube-apiserver", "kubernetes.io/hostname": host}},
-            "spec": {"holderIdentity": id, "leaseDurationSeconds": 3600, "renewTime": now},
-        });
-        let result = match leases.create(lease.clone(), &WriteOptions::default()).await {
-            Err(ApiError { code: 409, .. }) => {
-                let body = Arc::new(lease);
-                let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
-                let opts = WriteOptions::default();
-                leases
-                    .update(Some("kube-system"), &id, Target::Main, mutate, &opts)
-                    .await
-                    .map(|_| ())
+    let collected = store_of(server, "coordination.k8s.io", "leases");
+    server.add_post_start_hook(
+        "start-kube-apiserver-identity-lease-garbage-collector",
+        hook(move || {
+            let leases = collected.clone();
+            async move {
+                if let Some(leases) = leases {
+                    tokio::spawn(apiserverleasegc::collect_garbage(
+                        leases,
+                        apiserverleasegc::GC_PERIOD,
+                    ));
+                }
+                Ok(())
             }
-            other => other.map(|_| ()),
-        };
-        if let Err(e) = result {
-            tracing::warn!(error = %e.message, "renewing the apiserver identity lease failed");
-        }
-        tokio::time::sleep(Duration::from_secs(10)).await;
-    }
+        }),
+    );
 }
 
 /// Upstream's fixed priorities of the built-in groups (higher first),

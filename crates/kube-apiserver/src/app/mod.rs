@@ -10,6 +10,7 @@ pub mod command;
 pub mod encryption;
 mod flowcontrol;
 mod garbage_collector;
+mod kubernetes_service;
 mod namespaces;
 pub mod rbac_bootstrap;
 mod resource_quota;

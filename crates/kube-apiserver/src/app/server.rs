@@ -289,7 +289,8 @@ pub fn create_server_chain(
     let authz_reviews = reviews::authorization_v1(config.authorization.clone());
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
     authentication::install(&mut kube, authn_setup, &enabled);
-    bootstrap::install_hooks(&mut kube, opts);
+    bootstrap::install_hooks(&mut kube);
+    super::kubernetes_service::install(&mut kube, opts, factory);
     let ranges = &opts.service_ip_ranges;
     let cidrs = std::iter::once(ranges.primary).chain(ranges.secondary);
     service_controllers::install(&mut kube, allocator.clone(), cidrs.collect());

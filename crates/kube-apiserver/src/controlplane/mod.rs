@@ -4,10 +4,12 @@
 
 pub mod autoscaling_v1;
 pub mod builtin;
+pub mod controller;
 pub mod converted;
 pub mod events_v1;
 pub mod openapi;
 mod quantities;
+pub mod reconcilers;
 pub mod reviews;
 pub mod storage_codec;
 pub mod typed;

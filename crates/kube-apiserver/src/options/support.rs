@@ -134,6 +134,9 @@ pub const IMPLEMENTED: &[&str] = &[
     "runtime-config",
     // Misc.
     "allow-privileged",
+    "apiserver-count",
+    "endpoint-reconciler-type",
+    "kubernetes-service-node-port",
     "enable-logs-handler",
     "kubelet-certificate-authority",
     "kubelet-client-certificate",
@@ -166,7 +169,6 @@ pub const DEFAULT_IN_EFFECT: &[&str] = &[
     "coordinated-leadership-retry-period",
     "delete-collection-workers", // deletecollection deletes one by one
     "enable-garbage-collector",
-    "endpoint-reconciler-type", // the kubernetes service's endpoints are kept
 ];
 
 /// Flags not implemented whose default is not in effect: what the server

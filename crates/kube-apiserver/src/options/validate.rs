@@ -75,6 +75,7 @@ impl CompletedOptions {
             errors.extend(range_errors);
         }
         validate_node_port(flags, self.options.service_node_port_range, &mut errors);
+        validate_endpoint_reconciler(flags, &mut errors);
         errors.extend(self.logging_errors());
         if self.options.data_dir.as_os_str().is_empty() {
             errors.push(OptionError::new("data-dir", "must not be empty"));
@@ -360,6 +361,17 @@ fn validate_runtime_config(completed: &CompletedOptions, errors: &mut Vec<Option
                 format!("invalid value of {key}: {value}, expected true or false"),
             ));
         }
+    }
+}
+
+/// Upstream stops at startup on a reconciler type it does not know.
+fn validate_endpoint_reconciler(flags: &FlagValues, errors: &mut Vec<OptionError>) {
+    let kind = text(flags, "endpoint-reconciler-type");
+    if !crate::controlplane::reconcilers::TYPES.contains(&kind) {
+        errors.push(OptionError::new(
+            "endpoint-reconciler-type",
+            format!("Reconciler not implemented: {kind}"),
+        ));
     }
 }
 

@@ -33,6 +33,7 @@ mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;
 mod go_json_shape;
+mod ha;
 mod harness;
 mod help;
 mod hostile_bodies;

@@ -5,8 +5,10 @@
 //! reload of the encryption configuration).
 
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures::StreamExt;
 
 use super::Transformer;
@@ -144,5 +146,15 @@ impl Kv for TransformingKv {
 
     async fn health(&self) -> Result<()> {
         self.inner.health().await
+    }
+
+    async fn put_with_ttl(&self, key: &str, value: Bytes, ttl: Duration) -> Result<i64> {
+        let value = match self.rules().for_key(key) {
+            Some(t) => t
+                .transform_to_storage(&value, key.as_bytes())
+                .map_err(|e| transform_error(key, e))?,
+            None => value,
+        };
+        self.inner.put_with_ttl(key, value, ttl).await
     }
 }

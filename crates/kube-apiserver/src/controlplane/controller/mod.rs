@@ -1,0 +1,5 @@
+//! The control plane's own controllers, run in every API server (upstream's
+//! `pkg/controlplane/controller`).
+
+pub mod apiserverleasegc;
+pub mod kubernetesservice;
