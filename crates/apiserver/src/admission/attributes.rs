@@ -74,6 +74,17 @@ pub struct GroupVersionResource {
     pub resource: String,
 }
 
+/// Go's `schema.GroupVersionResource.String()`: `apps/v1, Resource=deployments`.
+impl fmt::Display for GroupVersionResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}, Resource={}",
+            self.group, self.version, self.resource
+        )
+    }
+}
+
 impl GroupVersionResource {
     /// The resource at the version `info` serves.
     pub fn of(info: &ResourceInfo) -> Self {

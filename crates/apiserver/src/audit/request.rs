@@ -21,7 +21,11 @@ const TRUNCATED: &str = "...TRUNCATED";
 /// then the peer unless it is the last address so far; each written in
 /// canonical form (an IPv4-mapped address as plain IPv4).
 pub fn source_ips<B>(req: &Request<B>) -> Vec<String> {
-    let headers = req.headers();
+    source_ips_of(req.headers(), req.extensions())
+}
+
+/// [`source_ips`] of a request's headers and extensions.
+pub fn source_ips_of(headers: &HeaderMap, extensions: &http::Extensions) -> Vec<String> {
     let parse = |ip: &str| ip.trim().parse::<IpAddr>().ok().map(|ip| ip.to_canonical());
     let mut ips: Vec<IpAddr> = header(headers, "x-forwarded-for")
         .map(|v| v.split(',').filter_map(parse).collect())
@@ -31,14 +35,25 @@ pub fn source_ips<B>(req: &Request<B>) -> Vec<String> {
             ips.push(real);
         }
     }
-    let peer = req
-        .extensions()
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip().to_canonical());
     if let Some(peer) = peer.filter(|p| ips.last() != Some(p)) {
         ips.push(peer);
     }
     ips.iter().map(IpAddr::to_string).collect()
+}
+
+/// The user agent cut to upstream's 1024 bytes and marked when cut.
+pub fn truncated_user_agent(agent: &str) -> String {
+    if agent.len() <= MAX_USER_AGENT {
+        return agent.to_owned();
+    }
+    let mut cut = MAX_USER_AGENT;
+    while !agent.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{TRUNCATED}", &agent[..cut])
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -66,15 +81,7 @@ pub fn log_request_metadata<B>(
     };
     ev.source_ips = source_ips(req);
     let agent = header(req.headers(), "user-agent").unwrap_or_default();
-    ev.user_agent = if agent.len() > MAX_USER_AGENT {
-        let mut cut = MAX_USER_AGENT;
-        while !agent.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{}{TRUNCATED}", &agent[..cut])
-    } else {
-        agent.to_owned()
-    };
+    ev.user_agent = truncated_user_agent(agent);
     if info.is_resource_request {
         ev.object_ref = Some(ObjectReference {
             resource: info.resource.clone(),

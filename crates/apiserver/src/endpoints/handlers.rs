@@ -16,6 +16,7 @@ use super::negotiation::{self, Encoding, Negotiated, Shape};
 use super::query::{FieldValidation, ListParams, Query};
 use super::response;
 use super::selection;
+use super::trace_util;
 use super::warning::Warnings;
 use super::watch;
 use crate::admission::RequestContext;
@@ -79,18 +80,25 @@ pub async fn serve(
             .unwrap_or_else(|| Arc::new(UserInfo::anonymous())),
         parts.extensions.get::<Arc<AuditContext>>().cloned(),
     );
-    let result = request
-        .scope(dispatch(
-            &store,
-            &req,
-            &parts,
-            body,
-            &query,
-            &neg,
-            &mut warnings,
-            config,
-        ))
-        .await;
+    let handled = dispatch(
+        &store,
+        &req,
+        &parts,
+        body,
+        &query,
+        &neg,
+        &mut warnings,
+        config,
+    );
+    let result = match trace_util::span_name(&req.verb) {
+        Some(name) => {
+            let fields = || trace_util::trace_fields(&parts);
+            request
+                .scope(component_base::tracing::in_span(name, fields, handled))
+                .await
+        }
+        None => request.scope(handled).await,
+    };
     for message in request.take_warnings() {
         warnings.add(message);
     }

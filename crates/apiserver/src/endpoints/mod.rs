@@ -15,6 +15,7 @@ pub mod response;
 pub mod scale;
 pub mod selection;
 pub mod strategic_merge;
+pub mod trace_util;
 pub mod virtual_create;
 pub mod warning;
 pub mod watch;

@@ -17,3 +17,4 @@ pub mod panic_recovery;
 pub mod priority_and_fairness;
 pub mod request_info;
 pub mod timeout;
+pub mod traces;

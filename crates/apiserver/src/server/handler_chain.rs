@@ -10,15 +10,15 @@ use axum::Router;
 use super::CompletedConfig;
 use crate::filters::{
     audit, authentication, authorization, cache_control, cors, hsts, httplog, impersonation,
-    max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info, timeout,
+    max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info, timeout, traces,
 };
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
 /// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID →
 /// HTTP logging → HSTS → cache control → metrics → max in flight (when priority and fairness is
-/// off) → timeout → CORS → authentication → audit → impersonation → priority
-/// and fairness → authorization → (admission, in the REST handler) → handler.
+/// off) → timeout → CORS → authentication → tracing → audit → impersonation →
+/// priority and fairness → authorization → (admission, in the REST handler) → handler.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
     let handler = handler.layer(from_fn_with_state(
         config.authorization.clone(),
@@ -53,6 +53,7 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
             impersonation::filter,
         ))
         .layer(from_fn_with_state(config.audit.clone(), audit::filter))
+        .layer(axum::middleware::from_fn(traces::filter))
         .layer(from_fn_with_state(
             config.authentication.clone(),
             authentication::filter,

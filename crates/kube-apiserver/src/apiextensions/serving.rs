@@ -215,10 +215,10 @@ impl StoreFactory {
     fn crd_resources(&self, crd: &CustomResourceDefinition) -> Vec<(String, DynamicResource)> {
         let prefix = self.prefix.trim_end_matches('/');
         let group = &crd.spec.group;
-        let mut raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
-            self.kv.clone(),
-            Arc::new(CustomResourceCodec::from_gate()),
-        ));
+        let mut raw: Arc<dyn Storage> = Arc::new(
+            storage::store::Store::new(self.kv.clone(), Arc::new(CustomResourceCodec::from_gate()))
+                .with_resource(group, &accepted_names(crd).plural),
+        );
         if self.watch_cache {
             let root = format!("{prefix}/{group}/{}/", accepted_names(crd).plural);
             raw = Arc::new(Cacher::new(raw, CacherConfig::new(root)));

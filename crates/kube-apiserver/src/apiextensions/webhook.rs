@@ -147,12 +147,14 @@ impl WebhookConverter {
         } else {
             format!("{}:{}", self.host, self.port)
         };
-        let req = http::Request::post(&self.path)
+        let mut req = http::Request::post(&self.path)
             .header(http::header::HOST, host)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(body))
             .map_err(|e| post(&e))?;
+        // The request's trace context, as upstream's traced webhook transport.
+        component_base::tracing::inject(req.headers_mut());
         let resp = sender.send_request(req).await.map_err(|e| post(&e))?;
         let status = resp.status();
         let bytes = resp

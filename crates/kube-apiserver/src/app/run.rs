@@ -1,5 +1,5 @@
-//! Running the server: storage opened (embedded or etcd), certificates
-//! ensured, the chain built and served until SIGTERM/SIGINT.
+//! Running the server: tracing set up, storage opened (embedded or etcd),
+//! certificates ensured, the chain built and served until SIGTERM/SIGINT.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -131,6 +131,21 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
 }
 
 pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
+    // Upstream applies the tracing options first; spans still batched when
+    // the server stops are exported before the process exits.
+    let server_id = format!("apiserver-{}", uuid::Uuid::new_v4());
+    let traces = opts.tracing().apply(&server_id)?;
+    let result = serve(opts).await;
+    if let Some(provider) = traces {
+        let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        if let Ok(Err(e)) = flushed {
+            tracing::warn!(error = %e, "exporting the last spans failed");
+        }
+    }
+    result
+}
+
+async fn serve(opts: CompletedOptions) -> Result<(), RunError> {
     // Process-wide, like upstream's gate: it decides what every handler
     // and custom resource store offers.
     apiserver::endpoints::negotiation::set_cbor_enabled(

@@ -39,10 +39,10 @@ pub struct StorageFactory {
 impl StorageFactory {
     pub fn store(&self, builtin: Builtin) -> Arc<Store> {
         let prefix = self.prefix.trim_end_matches('/');
-        let raw: Arc<dyn Storage> = Arc::new(storage::store::Store::new(
-            self.kv.clone(),
-            Arc::new(self.codec),
-        ));
+        let raw: Arc<dyn Storage> = Arc::new(
+            storage::store::Store::new(self.kv.clone(), Arc::new(self.codec))
+                .with_resource(&builtin.info.group, &builtin.info.resource),
+        );
         let storage: Arc<dyn Storage> = if self.watch_cache {
             let root = format!("{prefix}/{}/", builtin.info.storage_root);
             Arc::new(Cacher::new(raw, CacherConfig::new(root)))

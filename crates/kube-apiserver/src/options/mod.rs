@@ -34,6 +34,7 @@ mod logs;
 mod sets;
 pub mod support;
 mod syntax;
+mod traces;
 mod validate;
 mod value;
 

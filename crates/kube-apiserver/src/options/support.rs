@@ -146,9 +146,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "kubelet-timeout",
     "service-cluster-ip-range",
     "service-node-port-range",
-    // Logs and global.
+    // Logs, traces and global.
     "log-flush-frequency",
     "logging-format",
+    "tracing-config-file",
     "v",
     "vmodule",
     "version",

@@ -77,6 +77,7 @@ impl CompletedOptions {
         validate_node_port(flags, self.options.service_node_port_range, &mut errors);
         validate_endpoint_reconciler(flags, &mut errors);
         errors.extend(self.logging_errors());
+        errors.extend(self.tracing_errors());
         if self.options.data_dir.as_os_str().is_empty() {
             errors.push(OptionError::new("data-dir", "must not be empty"));
         }

@@ -193,6 +193,17 @@ async fn answer(path: String, body: Bytes) -> Value {
 
 /// Starts the HTTPS webhook on a loopback port; returns its address and CA.
 pub(crate) fn start_webhook() -> (SocketAddr, String) {
+    let (addr, ca, _) = start_recording_webhook();
+    (addr, ca)
+}
+
+/// The headers of every request a webhook received, in order.
+pub(crate) type SeenHeaders = Arc<std::sync::Mutex<Vec<hyper::HeaderMap>>>;
+
+/// [`start_webhook`], also recording the headers of the requests it gets.
+pub(crate) fn start_recording_webhook() -> (SocketAddr, String, SeenHeaders) {
+    let seen = SeenHeaders::default();
+    let record = seen.clone();
     let ca_key = rcgen::KeyPair::generate().expect("key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -225,12 +236,16 @@ pub(crate) fn start_webhook() -> (SocketAddr, String) {
                     continue;
                 };
                 let acceptor = acceptor.clone();
+                let record = record.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
-                    let service =
-                        service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                    let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| {
+                        if let Ok(mut seen) = record.lock() {
+                            seen.push(req.headers().clone());
+                        }
+                        async move {
                             let path = req.uri().path().to_owned();
                             let body = req
                                 .into_body()
@@ -242,7 +257,8 @@ pub(crate) fn start_webhook() -> (SocketAddr, String) {
                             Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
                                 Bytes::from(out.to_string()),
                             )))
-                        });
+                        }
+                    });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
@@ -250,7 +266,7 @@ pub(crate) fn start_webhook() -> (SocketAddr, String) {
             }
         });
     });
-    (addr, ca_cert.pem())
+    (addr, ca_cert.pem(), seen)
 }
 
 fn webhooks_deny_and_patch_objects(s: &TestServer) {

@@ -10,7 +10,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::authentication::https_server;
-use crate::harness::{Backend, TestServer};
+use crate::harness::{startup_error, Backend, TestServer};
 use crate::support::kubectl::stderr;
 
 /// Runs kubectl without client certificate, with a bearer token if given.
@@ -125,24 +125,6 @@ fn jwt_authenticators_map_claims_with_cel_and_enforce_rules(backend: Backend) {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = as_client(&server, None, &[&anonymous[..], &["/version"]].concat());
     assert!(stderr(&out).contains("Unauthorized"), "{}", stderr(&out));
-}
-
-/// Starts the binary expecting it to stop; returns its stderr.
-fn startup_error(args: &[&str]) -> String {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
-        .arg(format!("--data-dir={}", dir.path().display()))
-        .arg(format!("--secure-port={port}"))
-        .arg("--bind-address=127.0.0.1")
-        .args(args)
-        .output()
-        .expect("binary runs");
-    assert!(!out.status.success(), "the server started with {args:?}");
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

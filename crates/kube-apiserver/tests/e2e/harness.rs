@@ -218,6 +218,24 @@ impl TestServer {
     }
 }
 
+/// Starts the binary expecting it to stop; returns its stderr.
+pub fn startup_error(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        .arg(format!("--data-dir={}", dir.path().display()))
+        .arg(format!("--secure-port={port}"))
+        .arg("--bind-address=127.0.0.1")
+        .args(args)
+        .output()
+        .expect("binary runs");
+    assert!(!out.status.success(), "the server started with {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn spawn(dir: &Path, port: u16, extra: &[String]) -> Child {
     let log = std::fs::File::create(dir.join("server.log")).expect("log file");
     Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))

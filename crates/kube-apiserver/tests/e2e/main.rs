@@ -81,6 +81,7 @@ mod storage_encoding;
 mod support;
 mod tls_client_ca_reload;
 mod token_request_limits;
+mod tracing;
 mod trailing_slash;
 mod update_validation;
 mod upstream_mismatches;

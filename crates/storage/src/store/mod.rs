@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use component_base::tracing::{self as tracing_ctx, Attribute};
 use serde_json::Value;
 
 use crate::codec::Codec;
@@ -47,6 +48,9 @@ pub struct Store {
     codec: Arc<dyn Codec>,
     max_object_bytes: usize,
     bookmark_interval: Duration,
+    /// The group and resource stored, for the spans.
+    group: String,
+    resource: String,
 }
 
 impl Store {
@@ -56,7 +60,28 @@ impl Store {
             codec,
             max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+            group: String::new(),
+            resource: String::new(),
         }
+    }
+
+    /// Names the group and resource stored, as the `group` and `resource`
+    /// attributes of the spans of writes.
+    pub fn with_resource(mut self, group: &str, resource: &str) -> Self {
+        self.group = group.to_owned();
+        self.resource = resource.to_owned();
+        self
+    }
+
+    /// Upstream's attributes of the `Create etcd3` and `GuaranteedUpdate
+    /// etcd3` spans (upstream's `type`, a Go type name, has no counterpart).
+    fn span_attributes(&self, key: &str) -> Vec<Attribute> {
+        vec![
+            Attribute::new("audit-id", tracing_ctx::audit_id()),
+            Attribute::new("key", key.to_owned()),
+            Attribute::new("group", self.group.clone()),
+            Attribute::new("resource", self.resource.clone()),
+        ]
     }
 
     /// Refuses encoded objects larger than `bytes` with `TooLarge`.
@@ -75,6 +100,30 @@ impl Store {
     /// The KV underneath (for compaction and diagnostics).
     pub fn kv(&self) -> &Arc<dyn Kv> {
         &self.kv
+    }
+
+    async fn create_traced(&self, key: &str, mut obj: Value) -> Result<Object> {
+        prepare_for_storage(key, &mut obj)?;
+        tracing_ctx::add_event("About to Encode", Vec::new());
+        let data = self.encode(&obj)?;
+        let len = i64::try_from(data.len()).unwrap_or(i64::MAX);
+        tracing_ctx::add_event("Encode succeeded", vec![Attribute::new("len", len)]);
+        let txn = self.kv.txn(key, 0, TxnOp::Put(data)).await;
+        let event = if txn.is_ok() {
+            "Txn call succeeded"
+        } else {
+            "Txn call failed"
+        };
+        tracing_ctx::add_event(event, Vec::new());
+        match txn? {
+            TxnResponse::Succeeded { revision, .. } => {
+                set_resource_version(key, &mut obj, revision)?;
+                Ok(Arc::new(obj))
+            }
+            TxnResponse::Failed { .. } => Err(StorageError::AlreadyExists {
+                key: key.to_string(),
+            }),
+        }
     }
 
     fn encode(&self, obj: &Value) -> Result<Bytes> {
@@ -215,19 +264,10 @@ fn expired_continue(e: StorageError, continued_from: Option<i64>) -> StorageErro
 
 #[async_trait]
 impl Storage for Store {
-    async fn create(&self, key: &str, mut obj: Value) -> Result<Object> {
+    async fn create(&self, key: &str, obj: Value) -> Result<Object> {
         check_key(key)?;
-        prepare_for_storage(key, &mut obj)?;
-        let data = self.encode(&obj)?;
-        match self.kv.txn(key, 0, TxnOp::Put(data)).await? {
-            TxnResponse::Succeeded { revision, .. } => {
-                set_resource_version(key, &mut obj, revision)?;
-                Ok(Arc::new(obj))
-            }
-            TxnResponse::Failed { .. } => Err(StorageError::AlreadyExists {
-                key: key.to_string(),
-            }),
-        }
+        let attributes = || self.span_attributes(key);
+        tracing_ctx::in_span("Create etcd3", attributes, self.create_traced(key, obj)).await
     }
 
     async fn delete(
@@ -366,7 +406,10 @@ impl Storage for Store {
         update: UpdateFn<'_>,
     ) -> Result<Object> {
         check_key(key)?;
-        update::guaranteed_update(self, key, ignore_not_found, preconditions, update).await
+        let attributes = || self.span_attributes(key);
+        let updating =
+            update::guaranteed_update(self, key, ignore_not_found, preconditions, update);
+        tracing_ctx::in_span("GuaranteedUpdate etcd3", attributes, updating).await
     }
 
     async fn count(&self, key: &str) -> Result<i64> {

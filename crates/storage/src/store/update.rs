@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use component_base::tracing::{self as tracing_ctx, Attribute};
 
 use super::object::{check_preconditions, prepare_for_storage, set_resource_version};
 use super::Store;
@@ -60,11 +61,15 @@ pub(super) async fn guaranteed_update(
     update: UpdateFn<'_>,
 ) -> Result<Object> {
     let mut state = store.current_state(key, ignore_not_found).await?;
+    tracing_ctx::add_event("initial value restored", Vec::new());
     loop {
         check_preconditions(key, preconditions, state.obj.as_deref())?;
         let mut updated = update(state.obj.clone()).await?;
         prepare_for_storage(key, &mut updated)?;
+        tracing_ctx::add_event("About to Encode", Vec::new());
         let data = store.codec.encode(&updated)?;
+        let len = i64::try_from(data.len()).unwrap_or(i64::MAX);
+        tracing_ctx::add_event("Encode succeeded", vec![Attribute::new("len", len)]);
         if let Some(current) = &state.obj {
             // Nothing changed: no write, no new revision (upstream short-circuits too).
             if data == state.data {
@@ -77,7 +82,16 @@ pub(super) async fn guaranteed_update(
                 limit: store.max_object_bytes,
             });
         }
-        match store.kv.txn(key, state.revision, TxnOp::Put(data)).await? {
+        tracing_ctx::add_event("Transaction prepared", Vec::new());
+        let txn = store.kv.txn(key, state.revision, TxnOp::Put(data)).await;
+        let events: &[&'static str] = match &txn {
+            Ok(_) => &["Txn call completed", "Transaction committed"],
+            Err(_) => &["Txn call failed"],
+        };
+        for event in events {
+            tracing_ctx::add_event(event, Vec::new());
+        }
+        match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut updated, revision)?;
                 return Ok(Arc::new(updated));

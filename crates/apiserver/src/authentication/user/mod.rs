@@ -49,3 +49,6 @@ impl UserInfo {
 /// The group whose members may do anything (upstream's
 /// `SystemPrivilegedGroup`).
 pub const PRIVILEGED_GROUP: &str = "system:masters";
+
+/// The group of monitoring agents (upstream's `MonitoringGroup`).
+pub const MONITORING_GROUP: &str = "system:monitoring";

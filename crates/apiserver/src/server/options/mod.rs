@@ -2,3 +2,4 @@
 //! `k8s.io/apiserver/pkg/server/options`).
 
 pub mod encryptionconfig;
+pub mod tracing;

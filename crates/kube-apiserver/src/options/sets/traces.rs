@@ -6,5 +6,5 @@ pub const FLAGS: &[FlagSpec] = &[FlagSpec::new(
     "tracing-config-file",
     Kind::Str,
     "",
-    "File with the TracingConfiguration (endpoint and sampling) for exporting traces.",
+    "File with apiserver tracing configuration.",
 )];

@@ -194,12 +194,15 @@ async fn post(client_config: &Value, target: &Target, review: &Value) -> Result<
         .map_err(|e| transport(&e))?;
     tokio::spawn(conn);
     let body = serde_json::to_vec(review).map_err(|e| CallError::Config(e.to_string()))?;
-    let request = http::Request::post(&target.path)
+    let mut request = http::Request::post(&target.path)
         .header(http::header::HOST, &target.server_name)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| CallError::Config(e.to_string()))?;
+    // The request's trace context (W3C `traceparent`), as upstream's
+    // webhook transport wrapped with `tracing.WrapperFor`.
+    component_base::tracing::inject(request.headers_mut());
     let response = sender
         .send_request(request)
         .await

@@ -18,6 +18,7 @@ use super::versioned::{self, Converted, Target};
 use crate::admission::initializer::{text, Stores};
 use crate::admission::metrics::{self, MatchConditions, Rejection, Step, WebhookCall};
 use crate::admission::Attributes;
+use component_base::tracing::Attribute;
 
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
 
@@ -207,11 +208,32 @@ pub(super) fn settle<T>(
     }
 }
 
+/// Upstream's attributes of the `Call mutating webhook` and `Call
+/// validating webhook` spans.
+fn call_attributes(
+    configuration: &str,
+    name: &str,
+    a: &Attributes,
+    request: &Value,
+) -> Vec<Attribute> {
+    vec![
+        Attribute::new("configuration", configuration.to_owned()),
+        Attribute::new("webhook", name.to_owned()),
+        Attribute::new("resource", a.resource.to_string()),
+        Attribute::new("subresource", a.subresource.clone()),
+        Attribute::new("operation", a.operation.as_str()),
+        Attribute::new(
+            "UID",
+            text(request, "/request/uid").unwrap_or_default().to_owned(),
+        ),
+    ]
+}
+
 /// One round trip: the review sent, the answer verified, its audit
 /// annotations and warnings recorded, a denial turned into its status and
 /// a mutating webhook's patch decoded.
 pub(super) async fn exchange(
-    webhook: &Value,
+    (configuration, webhook): (&str, &Value),
     a: &Attributes,
     (invocation, converted): (&Target, Option<&Converted>),
     stores: &Stores,
@@ -226,7 +248,14 @@ pub(super) async fn exchange(
     let request = review(a, invocation, converted, version);
     let null = Value::Null;
     let config = webhook.get("clientConfig").unwrap_or(&null);
-    let answer = client::call(config, stores, &request, Duration::from_secs(timeout)).await?;
+    let calling = client::call(config, stores, &request, Duration::from_secs(timeout));
+    let span = if mutating {
+        "Call mutating webhook"
+    } else {
+        "Call validating webhook"
+    };
+    let attributes = || call_attributes(configuration, name, a, &request);
+    let answer = component_base::tracing::in_span(span, attributes, calling).await?;
     let response = verify_response(answer, &request["request"]["uid"], version, mutating)?;
     if let Some(returned) = response.get("auditAnnotations").and_then(Value::as_object) {
         annotations::record_returned(&a.request, name, returned);

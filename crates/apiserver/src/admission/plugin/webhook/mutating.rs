@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::annotations::MutationAnnotator;
 use super::generic::{dry_run_check, exchange, name, settle, webhooks, Dispatcher, Failure, Hook};
@@ -51,7 +50,7 @@ impl MutatingWebhook {
             operation: a.operation,
         };
         let start = Instant::now();
-        let result = self.mutate(&hook.webhook, invocation, a, annotator).await;
+        let result = self.mutate(hook, invocation, a, annotator).await;
         annotator.called(matches!(result, Ok(true)));
         let settled = settle(&hook.webhook, call, start, result)?;
         if settled.is_none() {
@@ -64,18 +63,20 @@ impl MutatingWebhook {
     /// version, converted back); whether the object changed.
     async fn mutate(
         &self,
-        webhook: &Value,
+        hook: &Hook,
         invocation: &Target,
         a: &mut Attributes,
         annotator: &MutationAnnotator<'_>,
     ) -> Result<bool, Failure> {
+        let webhook = &hook.webhook;
         dry_run_check(webhook, a).map_err(Failure::Refused)?;
         let converted = versioned::objects_for(invocation, a)
             .await
             .map_err(Failure::Refused)?;
         let stores = &self.dispatcher.stores;
         let called = (invocation, converted.as_ref());
-        let Some(patch) = exchange(webhook, a, called, stores, true).await? else {
+        let hook = (hook.configuration.as_str(), webhook);
+        let Some(patch) = exchange(hook, a, called, stores, true).await? else {
             return Ok(false);
         };
         let refused = |e: String| Failure::Refused(ApiError::internal_error(e));

@@ -6,10 +6,9 @@ use std::time::Instant;
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::annotations;
-use super::generic::{dry_run_check, exchange, name, settle, webhooks, Dispatcher, Failure};
+use super::generic::{dry_run_check, exchange, name, settle, webhooks, Dispatcher, Failure, Hook};
 use super::predicates;
 use super::versioned::{self, Target};
 use crate::admission::initializer::Stores;
@@ -36,17 +35,18 @@ impl ValidatingWebhook {
     /// and failed-open annotation.
     async fn check(
         &self,
-        (webhook, invocation): (&Value, &Target),
+        (hook, invocation): (&Hook, &Target),
         index: usize,
         a: &Attributes,
     ) -> Result<(), ApiError> {
+        let webhook = &hook.webhook;
         let call = WebhookCall {
             name: name(webhook),
             step: Step::Validate,
             operation: a.operation,
         };
         let start = Instant::now();
-        let result = self.exchange(webhook, invocation, a).await;
+        let result = self.exchange(hook, invocation, a).await;
         if settle(webhook, call, start, result)?.is_none() {
             annotations::validating_failed_open(&a.request, index, call.name);
         }
@@ -55,16 +55,18 @@ impl ValidatingWebhook {
 
     async fn exchange(
         &self,
-        webhook: &Value,
+        hook: &Hook,
         invocation: &Target,
         a: &Attributes,
     ) -> Result<(), Failure> {
+        let webhook = &hook.webhook;
         dry_run_check(webhook, a).map_err(Failure::Refused)?;
         let converted = versioned::objects_for(invocation, a)
             .await
             .map_err(Failure::Refused)?;
         let called = (invocation, converted.as_ref());
-        exchange(webhook, a, called, &self.dispatcher.stores, false).await?;
+        let hook = (hook.configuration.as_str(), webhook);
+        exchange(hook, a, called, &self.dispatcher.stores, false).await?;
         Ok(())
     }
 }
@@ -82,7 +84,7 @@ impl ValidationInterface for ValidatingWebhook {
         let mut selected = Vec::new();
         for hook in &hooks {
             if let Some(invocation) = self.dispatcher.matches(&hook.webhook, a).await? {
-                selected.push((&hook.webhook, invocation));
+                selected.push((hook, invocation));
             }
         }
         let calls = selected.iter().enumerate();

@@ -1,0 +1,296 @@
+//! Traces end to end: the server started with a `--tracing-config-file`
+//! exports its spans over OTLP/gRPC to a collector run by the test, with
+//! upstream's span names and attributes (the request, the REST handler,
+//! the admission webhook call, the storage write), continues the trace of
+//! a privileged caller's `traceparent` (and only links an unprivileged
+//! caller's), and passes the trace on to admission webhooks. Bad
+//! configuration files stop startup with upstream's messages.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+
+use crate::admission::start_recording_webhook;
+use crate::harness::{startup_error, TestServer};
+use crate::support::http::request;
+
+/// One exported span, flattened for assertions.
+#[derive(Debug, Clone)]
+struct Span {
+    name: String,
+    trace_id: String,
+    span_id: String,
+    parent_span_id: String,
+    attributes: BTreeMap<String, String>,
+    links: Vec<String>,
+    service: String,
+}
+
+impl Span {
+    fn attr(&self, key: &str) -> &str {
+        self.attributes.get(key).map_or("", String::as_str)
+    }
+}
+
+#[derive(Default, Clone)]
+struct Collector(Arc<Mutex<Vec<Span>>>);
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let mut spans = self.0.lock().expect("spans");
+        for resource_spans in request.into_inner().resource_spans {
+            let resource = resource_spans.resource.map(|r| attributes(&r.attributes));
+            let service = resource
+                .and_then(|r| r.get("service.name").cloned())
+                .unwrap_or_default();
+            for span in resource_spans.scope_spans.into_iter().flat_map(|s| s.spans) {
+                spans.push(Span {
+                    name: span.name,
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent_span_id: hex(&span.parent_span_id),
+                    attributes: attributes(&span.attributes),
+                    links: span.links.iter().map(|l| hex(&l.trace_id)).collect(),
+                    service: service.clone(),
+                });
+            }
+        }
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attributes(kvs: &[KeyValue]) -> BTreeMap<String, String> {
+    kvs.iter()
+        .map(|kv| {
+            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(AnyValue::StringValue(s)) => s.clone(),
+                Some(AnyValue::IntValue(i)) => i.to_string(),
+                Some(AnyValue::BoolValue(b)) => b.to_string(),
+                Some(other) => format!("{other:?}"),
+                None => String::new(),
+            };
+            (kv.key.clone(), value)
+        })
+        .collect()
+}
+
+/// Runs the collector on a free loopback port.
+fn start_collector() -> (SocketAddr, Collector) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let collector = Collector::default();
+    let service = TraceServiceServer::new(collector.clone());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            let _ = tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(incoming)
+                .await;
+        });
+    });
+    (addr, collector)
+}
+
+impl Collector {
+    /// Waits (the exporter batches for 5 s) until a span matches `find`.
+    fn wait_for(&self, what: &str, find: impl Fn(&Span) -> bool) -> Span {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(span) = self.0.lock().expect("spans").iter().find(|s| find(s)) {
+                return span.clone();
+            }
+            if Instant::now() > deadline {
+                let names: Vec<String> = self
+                    .0
+                    .lock()
+                    .expect("spans")
+                    .iter()
+                    .map(|s| format!("{} {}", s.name, s.trace_id))
+                    .collect();
+                panic!("no span {what} among {names:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_ID: &str = "00f067aa0ba902b7";
+
+fn webhook_configuration(addr: SocketAddr, ca: &str) -> String {
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: traced}}\nwebhooks:\n- name: traced.test.example.com\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  clientConfig:\n    url: https://{addr}/validate\n    caBundle: {bundle}\n  rules:\n  - operations: [CREATE]\n    apiGroups: [\"\"]\n    apiVersions: [v1]\n    resources: [configmaps]\n"
+    )
+}
+
+#[test]
+fn spans_reach_the_collector_with_upstreams_names() {
+    let (collector_addr, collector) = start_collector();
+    let files = tempfile::tempdir().expect("temp dir");
+    let config = files.path().join("tracing.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nendpoint: {collector_addr}\nsamplingRatePerMillion: 1000000\n"
+        ),
+    )
+    .expect("config");
+    let s = TestServer::start_with(&[&format!("--tracing-config-file={}", config.display())]);
+    let (hook_addr, ca, seen) = start_recording_webhook();
+    s.apply_yaml(&webhook_configuration(hook_addr, &ca));
+
+    // The admin (system:masters) continues the caller's trace.
+    let traceparent = format!("traceparent: 00-{TRACE_ID}-{PARENT_ID}-01");
+    let created = request(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[
+            &traceparent,
+            "Content-Type: application/json",
+            "User-Agent: tracing-test/1.0",
+        ],
+        Some(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"traced"}}"#),
+    );
+    assert_eq!(created.code, 201, "{}", created.body);
+
+    let in_trace = |name: &'static str| {
+        collector.wait_for(name, move |s| s.name == name && s.trace_id == TRACE_ID)
+    };
+    let server = in_trace("POST /api/v1/namespaces/{:namespace}/configmaps");
+    assert_eq!(server.parent_span_id, PARENT_ID, "{server:#?}");
+    assert_eq!(server.service, "apiserver");
+    assert_eq!(
+        server.attr("http.target"),
+        "/api/v1/namespaces/default/configmaps"
+    );
+    assert_eq!(server.attr("http.request.method"), "POST");
+    assert_eq!(server.attr("http.response.status_code"), "201");
+    assert_eq!(server.attr("user_agent.original"), "tracing-test/1.0");
+    let audit_id = server.attr("audit-id").to_owned();
+    assert_eq!(audit_id.len(), 36, "{server:#?}");
+
+    let handler = in_trace("Create");
+    assert_eq!(handler.parent_span_id, server.span_id, "{handler:#?}");
+    assert_eq!(handler.attr("audit-id"), audit_id);
+    assert_eq!(handler.attr("user-agent"), "tracing-test/1.0");
+    assert_eq!(handler.attr("client"), "127.0.0.1");
+    assert_eq!(handler.attr("verb"), "create");
+    assert_eq!(handler.attr("resource"), "configmaps");
+    assert_eq!(handler.attr("protocol"), "HTTP/2.0");
+
+    let webhook = in_trace("Call validating webhook");
+    assert_eq!(webhook.attr("configuration"), "traced");
+    assert_eq!(webhook.attr("webhook"), "traced.test.example.com");
+    assert_eq!(webhook.attr("resource"), "/v1, Resource=configmaps");
+    assert_eq!(webhook.attr("operation"), "CREATE");
+
+    let storage = in_trace("Create etcd3");
+    assert_eq!(storage.attr("key"), "/registry/configmaps/default/traced");
+    assert_eq!(storage.attr("resource"), "configmaps");
+    assert_eq!(storage.attr("audit-id"), audit_id);
+
+    // The webhook got the trace, with the webhook call's span as parent.
+    let headers = seen.lock().expect("headers").clone();
+    let sent: Vec<&str> = headers
+        .iter()
+        .filter_map(|h| h.get("traceparent").and_then(|v| v.to_str().ok()))
+        .collect();
+    let expected = format!("00-{TRACE_ID}-{}-01", webhook.span_id);
+    assert!(
+        sent.contains(&expected.as_str()),
+        "{expected} not in {sent:?}"
+    );
+
+    anonymous_callers_start_a_new_trace(&s, &collector);
+}
+
+/// An unprivileged caller's `traceparent` becomes a link, not the parent.
+fn anonymous_callers_start_a_new_trace(s: &TestServer, collector: &Collector) {
+    let pki = s.dir.path().join("pki");
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
+        .arg(pki.join("ca.crt"))
+        .args(["-H", &format!("traceparent: 00-{TRACE_ID}-{PARENT_ID}-01")])
+        .arg(format!("https://127.0.0.1:{}/api/v1/namespaces", s.port))
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+    let span = collector.wait_for("GET /api/v1/namespaces linked", |s| {
+        s.name == "GET /api/v1/namespaces" && s.links.iter().any(|l| l == TRACE_ID)
+    });
+    assert_ne!(span.trace_id, TRACE_ID, "{span:#?}");
+    assert_eq!(span.parent_span_id, "", "{span:#?}");
+    assert_eq!(span.attr("http.response.status_code"), "403");
+}
+
+#[test]
+fn bad_tracing_configuration_stops_startup_as_upstream() {
+    let files = tempfile::tempdir().expect("temp dir");
+    let flag = |name: &str, body: Option<&str>| {
+        let path = files.path().join(name);
+        if let Some(body) = body {
+            std::fs::write(&path, body).expect("config");
+        }
+        format!("--tracing-config-file={}", path.display())
+    };
+    let missing = startup_error(&[&flag("missing.yaml", None)]);
+    assert!(
+        missing.contains(&format!(
+            "tracing-config-file {} does not exist",
+            files.path().join("missing.yaml").display()
+        )),
+        "{missing}"
+    );
+    let header = "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n";
+    for (name, body, expected) in [
+        (
+            "rate.yaml",
+            format!("{header}samplingRatePerMillion: -1\n"),
+            "failed to validate tracing configuration: samplingRatePerMillion: Invalid value: -1: sampling rate must be positive",
+        ),
+        (
+            "scheme.yaml",
+            format!("{header}endpoint: https://collector:4317\n"),
+            "failed to validate tracing configuration: endpoint: Invalid value: \"https://collector:4317\": unsupported scheme: https.  Options are none, dns, unix, or unix-abstract.",
+        ),
+        (
+            "unknown.yaml",
+            format!("{header}endpoints: collector:4317\n"),
+            "failed to read tracing config: unable to decode tracing configuration data: strict decoding error: unknown field \"endpoints\"",
+        ),
+        (
+            "kind.yaml",
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: Tracing\n".to_owned(),
+            "failed to read tracing config: unable to decode tracing configuration data: no kind \"Tracing\" is registered for version \"apiserver.config.k8s.io/v1\"",
+        ),
+    ] {
+        let stderr = startup_error(&[&flag(name, Some(&body))]);
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+    }
+}
