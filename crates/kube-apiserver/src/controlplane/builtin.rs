@@ -502,3 +502,6 @@ mod tests {
         assert_eq!(ns, Some(false));
     }
 }
+
+#[cfg(test)]
+mod fixtures_tests;

@@ -60,6 +60,38 @@ pub fn unknown_fields(input: &Value, output: &Value, path: &str, found: &mut Vec
     }
 }
 
+/// k8s-openapi writes `apiVersion` and `kind` on every embedded resource
+/// (a StatefulSet's `volumeClaimTemplates`); Go keeps what was sent, so
+/// below the root they are dropped where the input had none.
+fn drop_added_type_meta(input: &Value, output: &mut Value) {
+    match (input, output) {
+        (Value::Object(inp), Value::Object(out)) => {
+            for (key, value) in out.iter_mut() {
+                if let Some(given) = inp.get(key) {
+                    drop_nested_type_meta(given, value);
+                }
+            }
+        }
+        (Value::Array(inp), Value::Array(out)) => {
+            for (given, value) in inp.iter().zip(out.iter_mut()) {
+                drop_nested_type_meta(given, value);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn drop_nested_type_meta(input: &Value, output: &mut Value) {
+    if let (Value::Object(inp), Value::Object(out)) = (input, &mut *output) {
+        for key in ["apiVersion", "kind"] {
+            if inp.get(key).is_none_or(Value::is_null) {
+                out.remove(key);
+            }
+        }
+    }
+    drop_added_type_meta(input, output);
+}
+
 impl<K> Scheme for Typed<K>
 where
     K: Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static,
@@ -72,6 +104,7 @@ where
                 .canonicalize(&mut object)
                 .map_err(|e| e.to_string())?;
         }
+        drop_added_type_meta(&obj, &mut object);
         let mut unknown = Vec::new();
         unknown_fields(&obj, &object, "", &mut unknown);
         Ok(Decoded {
