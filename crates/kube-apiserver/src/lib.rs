@@ -13,6 +13,7 @@ pub mod apiextensions;
 pub mod app;
 pub mod authenticator;
 pub mod authorization;
+pub mod controller;
 pub mod controller_manager;
 pub mod controlplane;
 pub mod options;

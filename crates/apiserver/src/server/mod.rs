@@ -22,6 +22,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Body;
+use client_go::informers::SharedInformerFactory;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
@@ -29,7 +30,7 @@ pub use config::{CompletedConfig, Config};
 pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery};
 pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
 pub use healthz::{readyz_only, FnCheck, HealthCheck};
-pub use hooks::{HookFn, PostStartHook, PreShutdownHook};
+pub use hooks::{HookFn, PostStartHook, PostStartHookContext, PostStartHookFn, PreShutdownHook};
 pub use run::PreparedServer;
 
 use crate::endpoints::computed_read::ComputedResource;
@@ -310,8 +311,21 @@ impl GenericApiServer {
         self.paths.handle_prefix(prefix, handler);
     }
 
-    pub fn add_post_start_hook(&mut self, name: &str, run: HookFn) {
+    pub fn add_post_start_hook(&mut self, name: &str, run: PostStartHookFn) {
         self.post_start_hooks.push(PostStartHook::new(name, run));
+    }
+
+    /// Runs `informers` from when the server starts until it stops: the
+    /// `generic-apiserver-start-informers` hook upstream adds for a
+    /// config's `SharedInformerFactory`.
+    pub fn start_informers(&mut self, informers: Arc<SharedInformerFactory>) {
+        self.add_post_start_hook(
+            "generic-apiserver-start-informers",
+            Arc::new(move |ctx| {
+                informers.start(&ctx.stop);
+                Box::pin(async { Ok(()) })
+            }),
+        );
     }
 
     pub fn add_pre_shutdown_hook(&mut self, name: &str, run: HookFn) {

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::Router;
+use client_go::CancellationToken;
 use http::{Request, Response, StatusCode};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -20,7 +21,9 @@ use super::handler_chain::build_handler_chain;
 use super::healthz::{self, FnCheck, HealthCheck};
 use super::routes::debugsocket::DebugSocket;
 use super::routes::profiling;
-use super::{DelegationTarget, GenericApiServer, PostStartHook, PreShutdownHook};
+use super::{
+    DelegationTarget, GenericApiServer, PostStartHook, PostStartHookContext, PreShutdownHook,
+};
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::serving::{self, ServeOptions};
@@ -176,9 +179,13 @@ impl PreparedServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), serving::ServeError> {
         let started = Instant::now();
+        let context = PostStartHookContext {
+            stop: CancellationToken::new(),
+        };
         for hook in &self.post_start_hooks {
-            hook.spawn();
+            hook.spawn(context.clone());
         }
+        let stop = context.stop;
         let debug_socket = self.debug_socket.map(|socket| tokio::spawn(socket.run()));
         let flag = self.shutting_down.clone();
         let delay = self.config.shutdown_delay;
@@ -193,6 +200,8 @@ impl PreparedServer {
                     tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
                 }
             }
+            // No new requests from here: what the post-start hooks started stops.
+            stop.cancel();
         };
         let served = serving::serve(listener, tls, self.router, drain, &options).await;
         if let Some(task) = debug_socket {

@@ -25,7 +25,7 @@ pub fn install(
     };
     server.add_post_start_hook(
         "kube-apiserver-autoregistration",
-        Arc::new(move || {
+        Arc::new(move |_ctx| {
             let (api_services, discovery) = (api_services.clone(), discovery.clone());
             Box::pin(async move {
                 for (group, version) in discovery.group_versions() {

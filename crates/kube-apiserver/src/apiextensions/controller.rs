@@ -1,22 +1,23 @@
-//! The CRD controllers of the apiextensions server in one loop driven by a
-//! watch on CRDs (upstream runs them as separate controllers over one
-//! informer): naming, API approval, serving (the dynamic group table and
-//! discovery), establishing, and the finalizer of deleted CRDs. Every change
-//! publishes a snapshot of all CRDs for OpenAPI and APIService registration.
+//! The CRD controllers of the apiextensions server (upstream's
+//! `apiextensions-apiserver/pkg/controller/{status,apiapproval,establish,
+//! finalizer}` and the CRD handler's serving), in one loop over the shared
+//! CRD informer: naming, API approval, serving (the dynamic group table and
+//! discovery) and establishing, by group; deleted CRDs are handed to the
+//! finalizer's work queue (`finalizer`). Every change publishes a snapshot
+//! of all CRDs for OpenAPI and APIService registration.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use apimachinery::status::ApiError;
 use apiserver::registry::store::Store;
 use apiserver::server::DynamicGroups;
-use futures::{FutureExt, StreamExt};
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::CancellationToken;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{json, Value};
-use storage::{ListOptions, WatchEvent, WatchOptions};
-use tokio::sync::watch;
+use storage::Object;
+use tokio::sync::{mpsc, watch};
 
 use super::conditions::{self, UsedNames, ESTABLISHED};
 use super::crd::CLEANUP_FINALIZER;
@@ -38,8 +39,14 @@ pub struct CrdController {
     served_groups: BTreeSet<String>,
     /// What each group was last installed from.
     served_as: BTreeMap<String, Value>,
-    /// CRDs whose finalizer is running.
-    finalizing: Arc<Mutex<HashSet<String>>>,
+    /// The finalizer's queue of deleted CRDs.
+    finalizer: finalizer::Finalizer,
+}
+
+/// What the informer reports: a CRD added or changed, or deleted.
+enum Change {
+    Upserted(Object),
+    Deleted(Object),
 }
 
 fn parse(obj: &Value) -> Option<CustomResourceDefinition> {
@@ -76,7 +83,7 @@ impl CrdController {
         snapshots: watch::Sender<Snapshot>,
     ) -> Self {
         CrdController {
-            crds,
+            crds: crds.clone(),
             factory,
             dynamic,
             synced,
@@ -84,93 +91,68 @@ impl CrdController {
             state: BTreeMap::new(),
             served_groups: BTreeSet::new(),
             served_as: BTreeMap::new(),
-            finalizing: Arc::default(),
+            finalizer: finalizer::Finalizer::new(crds),
         }
     }
 
-    /// Lists, then follows the watch; a broken watch means a fresh list.
-    pub async fn run(mut self) {
+    /// Follows `informer` until `stop`: once its first list is in, every
+    /// group is reconciled and readiness reported; after that, each burst
+    /// of changes reconciles the groups it touched.
+    pub async fn run(mut self, informer: Arc<SharedInformer>, stop: CancellationToken) {
+        let (tx, mut changes) = mpsc::unbounded_channel();
+        let report = ResourceEventHandlerFuncs::send_to(tx, Change::Upserted, Change::Deleted);
+        informer.add_event_handler(report);
+        tokio::spawn(self.finalizer.clone().run(stop.clone()));
+        informer.wait_for_sync().await;
+        // The first list is in the channel: every group gets reconciled.
+        let mut dirty = BTreeSet::new();
+        while let Ok(change) = changes.try_recv() {
+            self.apply(change, &mut dirty);
+        }
+        dirty.extend(self.served_groups.iter().cloned());
+        self.reconcile(dirty).await;
+        self.synced.store(true, Ordering::SeqCst);
         loop {
-            match self.relist().await {
-                Ok(revision) => {
-                    self.synced.store(true, Ordering::SeqCst);
-                    self.follow(revision).await;
-                }
-                Err(e) => tracing::warn!(error = %e.message, "listing CRDs failed"),
+            let change = tokio::select! {
+                _ = stop.cancelled() => return,
+                change = changes.recv() => change,
+            };
+            let Some(change) = change else {
+                return;
+            };
+            let mut dirty = BTreeSet::new();
+            self.apply(change, &mut dirty);
+            // Take whatever else has arrived before reconciling once.
+            while let Ok(change) = changes.try_recv() {
+                self.apply(change, &mut dirty);
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            self.reconcile(dirty).await;
         }
     }
 
-    async fn relist(&mut self) -> Result<i64, ApiError> {
-        let list = self.crds.list(None, ListOptions::default()).await?;
-        self.state = list
-            .items
-            .iter()
-            .filter_map(|o| parse(o))
-            .map(|c| (name_of(&c), c))
-            .collect();
-        let mut groups: BTreeSet<String> = self.served_groups.clone();
-        groups.extend(self.state.values().map(|c| c.spec.group.clone()));
+    async fn reconcile(&mut self, groups: BTreeSet<String>) {
         for group in groups {
             self.reconcile_group(&group).await;
         }
         self.publish();
-        Ok(list.resource_version)
     }
 
-    async fn follow(&mut self, revision: i64) {
-        let opts = WatchOptions {
-            resource_version: revision,
-            ..Default::default()
-        };
-        let mut stream = match self.crds.watch(None, opts).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e.message, "watching CRDs failed");
-                return;
-            }
-        };
-        while let Some(event) = stream.next().await {
-            let mut dirty = BTreeSet::new();
-            if !self.apply(event, &mut dirty) {
-                return;
-            }
-            // Take whatever else has arrived before reconciling once.
-            while let Some(Some(event)) = stream.next().now_or_never() {
-                if !self.apply(event, &mut dirty) {
-                    return;
-                }
-            }
-            for group in dirty {
-                self.reconcile_group(&group).await;
-            }
-            self.publish();
-        }
-    }
-
-    /// Records one event; false when the watch has failed.
-    fn apply(&mut self, event: WatchEvent, dirty: &mut BTreeSet<String>) -> bool {
-        match event {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+    /// Records one change in the local state.
+    fn apply(&mut self, change: Change, dirty: &mut BTreeSet<String>) {
+        match change {
+            Change::Upserted(o) => {
                 if let Some(crd) = parse(&o) {
                     dirty.insert(crd.spec.group.clone());
                     self.state.insert(name_of(&crd), crd);
                 }
             }
-            WatchEvent::Deleted(o) => {
+            Change::Deleted(o) => {
                 if let Some(crd) = parse(&o) {
                     dirty.insert(crd.spec.group.clone());
                     self.state.remove(&name_of(&crd));
                 }
             }
-            WatchEvent::Bookmark(_) => {}
-            WatchEvent::Error(e) => {
-                tracing::warn!(error = %e, "CRD watch ended");
-                return false;
-            }
         }
-        true
     }
 
     fn publish(&self) {
@@ -304,7 +286,8 @@ impl CrdController {
         self.served_as.insert(group.to_owned(), fingerprint);
     }
 
-    /// Runs the finalizer of a deleted CRD in the background, once.
+    /// Hands a deleted CRD with the cleanup finalizer to the finalizer,
+    /// with the store of its resource while it is served.
     fn start_finalizer(&self, name: &str) {
         let Some(crd) = self.state.get(name) else {
             return;
@@ -318,12 +301,6 @@ impl CrdController {
         if !has_finalizer {
             return;
         }
-        let Ok(mut running) = self.finalizing.lock() else {
-            return;
-        };
-        if !running.insert(name.to_owned()) {
-            return;
-        }
         let spec = &crd.spec;
         let served = spec
             .versions
@@ -334,20 +311,6 @@ impl CrdController {
             .filter_map(|v| self.dynamic.resource(&spec.group, v, &spec.names.plural))
             .map(|r| r.store)
             .next();
-        let (crds, name, running) = (self.crds.clone(), name.to_owned(), self.finalizing.clone());
-        tokio::spawn(async move {
-            // Retried until the CRD is released or gone.
-            while let Err(e) = finalizer::finalize(crds.clone(), name.clone(), store.clone()).await
-            {
-                if e.code == 404 {
-                    break;
-                }
-                tracing::warn!(crd = %name, error = %e.message, "CRD finalizer failed");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            if let Ok(mut running) = running.lock() {
-                running.remove(&name);
-            }
-        });
+        self.finalizer.add(name, store);
     }
 }

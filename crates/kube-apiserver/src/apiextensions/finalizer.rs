@@ -1,14 +1,19 @@
 //! The CRD finalizer (upstream's `controller/finalizer`): a deleted CRD
 //! keeps serving while every custom resource of it is deleted (their own
 //! finalizers honoured), then the Terminating condition turns False and the
-//! cleanup finalizer is removed, which lets the CRD go.
+//! cleanup finalizer is removed, which lets the CRD go. Deleted CRDs come
+//! by name through a work queue: one worker at a time per CRD, failures
+//! retried with the queue's backoff.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::registry::store::Store;
 use apiserver::registry::DeleteOptions;
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
 use storage::ListOptions;
 
@@ -21,6 +26,68 @@ const POLL: Duration = Duration::from_millis(200);
 /// How long resources with finalizers of their own are waited for per pass.
 const WAIT_ROUNDS: usize = 50;
 
+/// CRDs finalized at once (upstream's `finalizer.Run(5, ...)`).
+const WORKERS: usize = 5;
+
+/// The finalizer controller (upstream's `CRDFinalizer`): its queue of
+/// deleted CRDs and the store of each one's resource.
+#[derive(Clone)]
+pub struct Finalizer {
+    crds: Arc<Store>,
+    queue: Arc<RateLimitingQueue<String>>,
+    /// The store a queued CRD's resources are deleted through (None: it
+    /// was never served), as it was when the CRD was first handed over.
+    stores: Arc<Mutex<HashMap<String, Option<Arc<Store>>>>>,
+}
+
+impl Finalizer {
+    pub fn new(crds: Arc<Store>) -> Self {
+        Finalizer {
+            crds,
+            queue: RateLimitingQueue::with_default_limiter(),
+            stores: Arc::default(),
+        }
+    }
+
+    fn stores(&self) -> MutexGuard<'_, HashMap<String, Option<Arc<Store>>>> {
+        self.stores.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues the deleted CRD `name`, its resources served by `store`.
+    pub fn add(&self, name: &str, store: Option<Arc<Store>>) {
+        self.stores().entry(name.to_owned()).or_insert(store);
+        self.queue.add(name.to_owned());
+    }
+
+    /// Finalizes queued CRDs until `stop`.
+    pub async fn run(self, stop: CancellationToken) {
+        let queue = self.queue.clone();
+        run_workers(queue, WORKERS, stop, move |name: String| {
+            let this = self.clone();
+            async move { this.sync(name).await }
+        })
+        .await;
+    }
+
+    async fn sync(&self, name: String) -> Result<(), ApiError> {
+        // Not there: finalized already.
+        let Some(store) = self.stores().get(&name).cloned() else {
+            return Ok(());
+        };
+        match finalize(self.crds.clone(), name.clone(), store).await {
+            Err(e) if e.code != 404 => {
+                tracing::warn!(crd = %name, error = %e.message, "CRD finalizer failed");
+                Err(e)
+            }
+            // Released, or gone.
+            _ => {
+                self.stores().remove(&name);
+                Ok(())
+            }
+        }
+    }
+}
+
 fn set_terminating(reason: &str, message: &str, status: &'static str) -> Condition {
     Condition::new(TERMINATING, status, reason, message)
 }
@@ -28,7 +95,7 @@ fn set_terminating(reason: &str, message: &str, status: &'static str) -> Conditi
 /// Deletes every resource of the CRD through `store` (any served version
 /// of it), then releases the CRD. `store` is `None` when the CRD was never
 /// served: there is nothing to delete.
-pub async fn finalize(
+async fn finalize(
     crds: Arc<Store>,
     name: String,
     store: Option<Arc<Store>>,

@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use apiserver::admission::Chain;
 use apiserver::registry::store::Store;
-use apiserver::server::{GenericApiServer, HookFn};
+use apiserver::server::{GenericApiServer, PostStartHookFn};
+use client_go::informers::SharedInformerFactory;
 use tokio::sync::watch;
 
 use controller::{CrdController, Snapshot};
@@ -61,25 +62,33 @@ impl CustomResources {
     }
 }
 
-fn hook<F, Fut>(f: F) -> HookFn
+fn hook<F, Fut>(f: F) -> PostStartHookFn
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
 {
-    Arc::new(move || Box::pin(f()))
+    Arc::new(move |_| Box::pin(f()))
 }
 
 /// Starts serving custom resources from the apiextensions server: the CRD
 /// controllers run as its post-start hooks (`start-apiextensions-controllers`,
 /// with readiness `crd-informer-synced` once every CRD has been handled).
-pub fn install(server: &mut GenericApiServer, factory: StoreFactory) -> CustomResources {
+pub fn install(
+    server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+    factory: StoreFactory,
+) -> CustomResources {
     let (sender, snapshots) = watch::channel(Snapshot::default());
     let resources = CustomResources {
         snapshots,
         api_services: Arc::default(),
         admission: factory.admission.clone(),
     };
-    let Some(crds) = server.store("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+    let group = "apiextensions.k8s.io";
+    let (Some(crds), Some(informer)) = (
+        server.store(group, "v1", "customresourcedefinitions"),
+        informers.informer_for(group, "customresourcedefinitions"),
+    ) else {
         return resources;
     };
     let synced = Arc::new(AtomicBool::new(false));
@@ -93,15 +102,15 @@ pub fn install(server: &mut GenericApiServer, factory: StoreFactory) -> CustomRe
     let (registrar, api_services) = (resources.snapshots(), resources.api_services.clone());
     server.add_post_start_hook(
         "start-apiextensions-controllers",
-        hook(move || {
+        Arc::new(move |ctx| {
             // The hook runs once; the controller is taken on that run.
             if let Some(c) = controller.lock().ok().and_then(|mut c| c.take()) {
-                tokio::spawn(c.run());
+                tokio::spawn(c.run(informer.clone(), ctx.stop));
             }
             if let Some(store) = api_services.get() {
                 tokio::spawn(registration::run(store.clone(), registrar.clone()));
             }
-            async { Ok(()) }
+            Box::pin(async { Ok(()) })
         }),
     );
     server.add_post_start_hook(

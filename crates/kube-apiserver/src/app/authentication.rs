@@ -600,7 +600,7 @@ pub fn install(kube: &mut GenericApiServer, setup: &AuthenticationSetup, enabled
     if let Some(watch) = setup.config_watch.clone() {
         kube.add_post_start_hook(
             "start-authentication-config-reloader",
-            Arc::new(move || {
+            Arc::new(move |_ctx| {
                 let watch = watch.clone();
                 Box::pin(async move {
                     tokio::spawn(watch.run());

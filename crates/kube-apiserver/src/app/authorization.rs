@@ -291,7 +291,7 @@ pub fn install(kube: &mut GenericApiServer, authorization: &Authorization, metri
         let metrics = metrics.clone();
         kube.add_post_start_hook(
             "start-authorization-config-reloader",
-            Arc::new(move || {
+            Arc::new(move |_ctx| {
                 let (reloadable, metrics) = (reloadable.clone(), metrics.clone());
                 Box::pin(async move {
                     tokio::spawn(reloadable.run(metrics));

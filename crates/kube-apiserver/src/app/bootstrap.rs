@@ -10,7 +10,7 @@ use std::time::Duration;
 use apimachinery::status::ApiError;
 use apiserver::authentication::x509::{any_reloaded, ClientCa};
 use apiserver::registry::store::{Store, Target, WriteOptions};
-use apiserver::server::{GenericApiServer, HookFn};
+use apiserver::server::{GenericApiServer, PostStartHookFn};
 use serde_json::{json, Value};
 
 use crate::controlplane::controller::apiserverleasegc;
@@ -33,12 +33,12 @@ async fn ensure(store: &Store, obj: Value) -> Result<(), String> {
     }
 }
 
-pub(super) fn hook<F, Fut>(f: F) -> HookFn
+pub(super) fn hook<F, Fut>(f: F) -> PostStartHookFn
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
 {
-    Arc::new(move || Box::pin(f()))
+    Arc::new(move |_| Box::pin(f()))
 }
 
 fn store_of(server: &GenericApiServer, group: &str, resource: &str) -> Option<Arc<Store>> {

@@ -35,7 +35,7 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
     let (s, l) = (schemas.clone(), levels.clone());
     server.add_post_start_hook(
         "priority-and-fairness-config-consumer",
-        Arc::new(move || {
+        Arc::new(move |_ctx| {
             tokio::spawn(controller::run(control.clone(), s.clone(), l.clone()));
             let borrowing = control.clone();
             tokio::spawn(async move {
@@ -50,7 +50,7 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
     );
     server.add_post_start_hook(
         "priority-and-fairness-config-producer",
-        Arc::new(move || {
+        Arc::new(move |_ctx| {
             let (schemas, levels) = (schemas.clone(), levels.clone());
             Box::pin(async move {
                 ensure_all(&schemas, &levels)

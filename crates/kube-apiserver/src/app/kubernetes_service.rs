@@ -67,12 +67,12 @@ pub fn install(server: &mut GenericApiServer, opts: &CompletedOptions, factory: 
     );
     server.add_pre_shutdown_hook(
         HOOK,
-        hook(move || {
+        Arc::new(move || {
             let controller = controller.clone();
-            async move {
+            Box::pin(async move {
                 controller.stop().await;
                 Ok(())
-            }
+            })
         }),
     );
 }

@@ -12,6 +12,7 @@ use apimachinery::status::ApiError;
 use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
 use apiserver::registry::{object_meta, DeleteOptions};
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
@@ -27,8 +28,15 @@ const WORKERS: usize = 10;
 /// How soon a namespace whose content is not all gone is looked at again.
 const RECHECK: Duration = Duration::from_millis(500);
 
-pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
-    let Some(namespaces) = server.store("", "v1", "namespaces") else {
+pub fn install(
+    server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+    manager: &ControllerManager,
+) {
+    let (Some(informer), Some(namespaces)) = (
+        informers.informer_for("", "namespaces"),
+        server.store("", "v1", "namespaces"),
+    ) else {
         return;
     };
     let contents: Arc<Vec<Arc<Store>>> = Arc::new(
@@ -41,16 +49,23 @@ pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
     let manager = manager.clone();
     server.add_post_start_hook(
         "start-namespace-controller",
-        Arc::new(move || {
+        Arc::new(move |_ctx| {
             let (namespaces, contents) = (namespaces.clone(), contents.clone());
-            manager.spawn(move |stop| run(namespaces.clone(), contents.clone(), stop));
+            let informer = informer.clone();
+            manager.spawn(move |stop| {
+                run(informer.clone(), namespaces.clone(), contents.clone(), stop)
+            });
             Box::pin(async { Ok(()) })
         }),
     );
 }
 
-async fn run(namespaces: Arc<Store>, contents: Arc<Vec<Arc<Store>>>, stop: CancellationToken) {
-    let informer = SharedInformer::new(namespaces.clone(), None);
+async fn run(
+    informer: Arc<SharedInformer>,
+    namespaces: Arc<Store>,
+    contents: Arc<Vec<Arc<Store>>>,
+    stop: CancellationToken,
+) {
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
     informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
@@ -58,7 +73,6 @@ async fn run(namespaces: Arc<Store>, contents: Arc<Vec<Arc<Store>>>, stop: Cance
             enqueue.add(object_meta::name(ns).to_owned());
         }
     }));
-    informer.start(&stop);
     informer.wait_for_sync().await;
     let (lister, requeue) = (informer.lister(), queue.clone());
     run_workers(queue, WORKERS, stop, move |name: String| {

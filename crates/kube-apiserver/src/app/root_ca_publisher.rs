@@ -14,6 +14,7 @@ use std::sync::Arc;
 use apiserver::registry::object_meta;
 use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
@@ -29,11 +30,13 @@ const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the k
 /// Publishes `root_ca` (PEM) into every namespace; nothing without a CA.
 pub fn install(
     server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
     root_ca: Option<String>,
     manager: &ControllerManager,
 ) {
-    let (Some(namespaces), Some(configmaps), Some(ca)) = (
-        server.store("", "v1", "namespaces"),
+    let (Some(namespaces), Some(configmap_informer), Some(configmaps), Some(ca)) = (
+        informers.informer_for("", "namespaces"),
+        informers.informer_for("", "configmaps"),
         server.store("", "v1", "configmaps"),
         root_ca,
     ) else {
@@ -43,10 +46,10 @@ pub fn install(
     let manager = manager.clone();
     server.add_post_start_hook(
         "start-root-ca-cert-publisher",
-        Arc::new(move || {
-            let (namespaces, configmaps, ca) = (namespaces.clone(), configmaps.clone(), ca.clone());
-            manager
-                .spawn(move |stop| run(namespaces.clone(), configmaps.clone(), ca.clone(), stop));
+        Arc::new(move |_ctx| {
+            let informers = [namespaces.clone(), configmap_informer.clone()];
+            let (configmaps, ca) = (configmaps.clone(), ca.clone());
+            manager.spawn(move |stop| run(informers.clone(), configmaps.clone(), ca.clone(), stop));
             Box::pin(async { Ok(()) })
         }),
     );
@@ -55,18 +58,17 @@ pub fn install(
 /// Publishes by namespace: when a namespace is added or changes, and when
 /// its published ConfigMap is deleted or edited.
 async fn run(
-    namespaces: Arc<Store>,
+    informers: [Arc<SharedInformer>; 2],
     configmaps: Arc<Store>,
     ca: Arc<str>,
     stop: CancellationToken,
 ) {
+    let [namespace_informer, configmap_informer] = informers;
     let queue = RateLimitingQueue::with_default_limiter();
-    let namespace_informer = SharedInformer::new(namespaces, None);
     let enqueue = queue.clone();
     namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
         enqueue.add(object_meta::name(ns).to_owned())
     }));
-    let configmap_informer = SharedInformer::new(configmaps.clone(), None);
     let enqueue = queue.clone();
     configmap_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |cm| {
         // Publishing checks the ConfigMap; an unchanged one is left alone.
@@ -74,8 +76,6 @@ async fn run(
             enqueue.add(ns.to_owned());
         }
     }));
-    namespace_informer.start(&stop);
-    configmap_informer.start(&stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
     run_workers(queue, 1, stop, move |ns: String| {

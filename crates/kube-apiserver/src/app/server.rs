@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use apiserver::authentication::Authentication;
 use apiserver::endpoints::virtual_create::VirtualResource;
+use apiserver::registry::store::Store;
 use apiserver::server::{
     readyz_only, CompletedConfig, Config, DiscoveryRegistry, FnCheck, GenericApiServer,
     NotFoundDelegate,
 };
+use client_go::informers::SharedInformerFactory;
 use serde_json::json;
 use storage::Kv;
 
@@ -22,11 +24,13 @@ use crate::apiextensions;
 use crate::apiextensions::openapi::CrdSpecs;
 use crate::controller_manager::ControllerManager;
 use crate::controlplane::builtin::{self, Builtin};
+use crate::controlplane::controller::defaultservicecidr;
 use crate::controlplane::openapi::{self, ResourceSchema};
 use crate::controlplane::StorageFactory;
 use crate::controlplane::{autoscaling_v1, events_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
-use crate::registry::services::{controllers as service_controllers, ServiceAllocator};
+use crate::registry::services::ipallocator::controller as ip_repair;
+use crate::registry::services::ServiceAllocator;
 use kube_aggregator::controllers::autoregister;
 
 #[derive(Debug, thiserror::Error)]
@@ -217,6 +221,18 @@ fn install_kubelet_connect(
     Ok(())
 }
 
+/// Lets `informers` follow `stores` (upstream's versioned informers over
+/// the loopback client).
+fn add_informer_sources(
+    informers: &SharedInformerFactory,
+    stores: impl IntoIterator<Item = Arc<Store>>,
+) {
+    for store in stores {
+        let (group, resource) = (store.info.group.clone(), store.info.resource.clone());
+        informers.add_source(&group, &resource, store);
+    }
+}
+
 /// Builds the chain and returns its front server (the aggregator).
 pub fn create_server_chain(
     config: &CompletedConfig,
@@ -248,8 +264,11 @@ pub fn create_server_chain(
     let mut openapi_groups = Vec::new();
     let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
     openapi_groups.push(install(&mut extensions, factory, crd, &enabled));
+    let informers = SharedInformerFactory::new(None);
+    add_informer_sources(&informers, extensions.stores());
     let custom_resources = apiextensions::install(
         &mut extensions,
+        &informers,
         apiextensions::serving::StoreFactory {
             kv: factory.kv.clone(),
             prefix: factory.prefix.clone(),
@@ -291,18 +310,28 @@ pub fn create_server_chain(
     authentication::install(&mut kube, authn_setup, &enabled);
     bootstrap::install_hooks(&mut kube);
     super::kubernetes_service::install(&mut kube, opts, factory);
+    add_informer_sources(&informers, kube.stores());
+    kube.start_informers(informers.clone());
     let ranges = &opts.service_ip_ranges;
-    let cidrs = std::iter::once(ranges.primary).chain(ranges.secondary);
-    service_controllers::install(&mut kube, allocator.clone(), cidrs.collect());
+    let cidrs: Vec<_> = std::iter::once(ranges.primary)
+        .chain(ranges.secondary)
+        .collect();
+    defaultservicecidr::install(&mut kube, &informers, &cidrs);
+    ip_repair::install(&mut kube, &informers, allocator.clone());
     let shared_storage = matches!(opts.storage, StorageBackend::Etcd { .. });
     let manager = ControllerManager::install(&mut kube, shared_storage);
-    super::service_accounts::install(&mut kube, &manager);
-    super::token_controller::install(&mut kube, authn_setup, &manager);
+    super::service_accounts::install(&mut kube, &informers, &manager);
+    super::token_controller::install(&mut kube, &informers, authn_setup, &manager);
     let root_ca = authn_setup.root_ca.clone();
-    super::root_ca_publisher::install(&mut kube, root_ca, &manager);
-    super::namespaces::install(&mut kube, &manager);
-    super::garbage_collector::install(&mut kube, &extensions, &custom_resources);
-    super::resource_quota::install(&mut kube);
+    super::root_ca_publisher::install(&mut kube, &informers, root_ca, &manager);
+    super::namespaces::install(&mut kube, &informers, &manager);
+    crate::controller::garbagecollector::install(
+        &mut kube,
+        &extensions,
+        &informers,
+        &custom_resources,
+    );
+    crate::controller::resourcequota::install(&mut kube, &informers);
     super::flowcontrol::install(&mut kube, config.flow_control.clone());
     install_debug_routes(&mut kube, opts);
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
@@ -312,7 +341,7 @@ pub fn create_server_chain(
     bootstrap::install_legacy_token_tracking(&mut kube);
     // Upstream bootstraps the RBAC policy whatever the authorization modes.
     let rbac = super::authorization::rbac(&config.authorization);
-    rbac_bootstrap::install(&mut kube, rbac.as_ref());
+    rbac_bootstrap::install(&mut kube, &informers, rbac.as_ref());
     super::authorization::install(&mut kube, &config.authorization, &config.metrics);
 
     let mut aggregator = config.new_server("kube-aggregator", &kube);
@@ -322,7 +351,8 @@ pub fn create_server_chain(
     }
     let discovery = config.discovery.clone();
     autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
-    kube_aggregator::controllers::status::local::install(&mut aggregator);
+    add_informer_sources(&informers, aggregator.stores());
+    kube_aggregator::controllers::status::local::install(&mut aggregator, &informers);
     let crds = Arc::new(CrdSpecs(custom_resources.snapshots()));
     openapi::install(&mut aggregator, openapi_groups, crds);
     let mut stores = extensions.stores();
@@ -355,5 +385,5 @@ pub async fn repair_service_addresses(
         return Ok(());
     };
     let addresses = chain.ip_addresses.as_deref();
-    service_controllers::repair(&chain.allocator, services, addresses).await
+    ip_repair::repair(&chain.allocator, services, addresses).await
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use apiserver::registry::object_meta;
 use apiserver::registry::store::{Store, WriteOptions};
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
@@ -19,9 +20,14 @@ use serde_json::{json, Value};
 
 use crate::controller_manager::ControllerManager;
 
-pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
-    let (Some(namespaces), Some(accounts)) = (
-        server.store("", "v1", "namespaces"),
+pub fn install(
+    server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+    manager: &ControllerManager,
+) {
+    let (Some(namespaces), Some(account_informer), Some(accounts)) = (
+        informers.informer_for("", "namespaces"),
+        informers.informer_for("", "serviceaccounts"),
         server.store("", "v1", "serviceaccounts"),
     ) else {
         return;
@@ -29,9 +35,10 @@ pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
     let manager = manager.clone();
     server.add_post_start_hook(
         "start-service-account-controller",
-        Arc::new(move || {
-            let (namespaces, accounts) = (namespaces.clone(), accounts.clone());
-            manager.spawn(move |stop| run(namespaces.clone(), accounts.clone(), stop));
+        Arc::new(move |_ctx| {
+            let informers = [namespaces.clone(), account_informer.clone()];
+            let accounts = accounts.clone();
+            manager.spawn(move |stop| run(informers.clone(), accounts.clone(), stop));
             Box::pin(async { Ok(()) })
         }),
     );
@@ -40,14 +47,13 @@ pub fn install(server: &mut GenericApiServer, manager: &ControllerManager) {
 /// Makes sure each active namespace has its `default` account, by
 /// namespace: when the namespace is added or changes, and when its
 /// `default` account is deleted.
-async fn run(namespaces: Arc<Store>, accounts: Arc<Store>, stop: CancellationToken) {
+async fn run(informers: [Arc<SharedInformer>; 2], accounts: Arc<Store>, stop: CancellationToken) {
+    let [namespace_informer, account_informer] = informers;
     let queue = RateLimitingQueue::with_default_limiter();
-    let namespace_informer = SharedInformer::new(namespaces, None);
     let enqueue = queue.clone();
     namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
         enqueue.add(object_meta::name(ns).to_owned())
     }));
-    let account_informer = SharedInformer::new(accounts.clone(), None);
     let enqueue = queue.clone();
     account_informer.add_event_handler(ResourceEventHandlerFuncs {
         delete: Some(Box::new(move |sa| {
@@ -57,8 +63,6 @@ async fn run(namespaces: Arc<Store>, accounts: Arc<Store>, stop: CancellationTok
         })),
         ..Default::default()
     });
-    namespace_informer.start(&stop);
-    account_informer.start(&stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
     run_workers(queue, 1, stop, move |ns: String| {

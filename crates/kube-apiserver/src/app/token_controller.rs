@@ -17,6 +17,7 @@ use apiserver::registry::DeleteOptions;
 use apiserver::server::GenericApiServer;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
@@ -47,6 +48,7 @@ struct Controller {
 /// configured (without one no token can be made).
 pub fn install(
     server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
     setup: &AuthenticationSetup,
     manager: &ControllerManager,
 ) {
@@ -54,6 +56,12 @@ pub fn install(
         server.store("", "v1", "secrets"),
         server.store("", "v1", "serviceaccounts"),
         setup.token_requests.clone(),
+    ) else {
+        return;
+    };
+    let (Some(secret_informer), Some(account_informer)) = (
+        informers.informer_for("", "secrets"),
+        informers.informer_for("", "serviceaccounts"),
     ) else {
         return;
     };
@@ -66,9 +74,10 @@ pub fn install(
     let manager = manager.clone();
     server.add_post_start_hook(
         "start-service-account-token-controller",
-        Arc::new(move || {
+        Arc::new(move |_ctx| {
+            let informers = [secret_informer.clone(), account_informer.clone()];
             let controller = controller.clone();
-            manager.spawn(move |stop| controller.clone().run(stop));
+            manager.spawn(move |stop| controller.clone().run(informers.clone(), stop));
             Box::pin(async { Ok(()) })
         }),
     );
@@ -90,8 +99,8 @@ type AccountKey = (String, String, String);
 impl Controller {
     /// Syncs token secrets as they are added or change, by namespace and
     /// name, and deletes the tokens of deleted accounts.
-    async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let secrets = SharedInformer::new(self.secrets.clone(), None);
+    async fn run(self: Arc<Self>, informers: [Arc<SharedInformer>; 2], stop: CancellationToken) {
+        let [secrets, accounts] = informers;
         let secret_queue = RateLimitingQueue::<(String, String)>::with_default_limiter();
         let enqueue = secret_queue.clone();
         secrets.add_event_handler(ResourceEventHandlerFuncs::on_any(move |secret| {
@@ -100,7 +109,6 @@ impl Controller {
                 enqueue.add((ns, str_at(secret, "/metadata/name").to_owned()));
             }
         }));
-        let accounts = SharedInformer::new(self.accounts.clone(), None);
         let account_queue = RateLimitingQueue::<AccountKey>::with_default_limiter();
         let enqueue = account_queue.clone();
         accounts.add_event_handler(ResourceEventHandlerFuncs {
@@ -111,8 +119,6 @@ impl Controller {
             })),
             ..Default::default()
         });
-        secrets.start(&stop);
-        accounts.start(&stop);
         secrets.wait_for_sync().await;
         accounts.wait_for_sync().await;
         let (lister, this) = (secrets.lister(), self.clone());

@@ -4,6 +4,7 @@
 //! queue work (a key into a work queue) and return.
 
 use storage::Object;
+use tokio::sync::mpsc::UnboundedSender;
 
 /// Told of every change to the informer's cache. A relist reports objects
 /// still present as updates and vanished ones as deletions; a resync
@@ -40,6 +41,29 @@ impl ResourceEventHandlerFuncs {
     }
 }
 
+impl ResourceEventHandlerFuncs {
+    /// Sends every change on `tx`, in order, as `upserted(new state)` or
+    /// `deleted(last state)`: for a controller that follows several
+    /// informers in one loop (upstream's graph builder and its event queue).
+    pub fn send_to<C, U, D>(tx: UnboundedSender<C>, upserted: U, deleted: D) -> Self
+    where
+        C: Send + 'static,
+        U: Fn(Object) -> C + Send + Sync + Clone + 'static,
+        D: Fn(Object) -> C + Send + Sync + 'static,
+    {
+        let (added, updated) = (tx.clone(), tx.clone());
+        let on_update = upserted.clone();
+        // A send fails only once the loop is gone: nothing is listening.
+        ResourceEventHandlerFuncs {
+            add: Some(Box::new(move |o| drop(added.send(upserted(o.clone()))))),
+            update: Some(Box::new(move |_, o| {
+                drop(updated.send(on_update(o.clone())))
+            })),
+            delete: Some(Box::new(move |o| drop(tx.send(deleted(o.clone()))))),
+        }
+    }
+}
+
 impl ResourceEventHandler for ResourceEventHandlerFuncs {
     fn on_add(&self, obj: &Object, _initial: bool) {
         if let Some(f) = &self.add {
@@ -57,5 +81,35 @@ impl ResourceEventHandler for ResourceEventHandlerFuncs {
         if let Some(f) = &self.delete {
             f(obj);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    #[test]
+    fn send_to_forwards_every_change_in_order() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let name = |o: &Object| o["name"].as_str().unwrap_or_default().to_owned();
+        let handler = ResourceEventHandlerFuncs::send_to(
+            tx,
+            move |o| format!("upserted {}", name(&o)),
+            move |o| format!("deleted {}", name(&o)),
+        );
+        let (a, b) = (
+            Arc::new(json!({"name": "a"})),
+            Arc::new(json!({"name": "b"})),
+        );
+        handler.on_add(&a, true);
+        handler.on_update(&a, &b);
+        handler.on_delete(&b);
+        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(got, ["upserted a", "upserted b", "deleted b"]);
     }
 }

@@ -19,6 +19,6 @@ pub use listwatch::ListerWatcher;
 pub use shared_informer::SharedInformer;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use apiserver::registry::object_meta;
 use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
@@ -19,25 +20,25 @@ use serde_json::{json, Value};
 const REASON: &str = "Local";
 const MESSAGE: &str = "Local APIServices are always available";
 
-pub fn install(server: &mut GenericApiServer) {
-    let Some(api_services) = server.store("apiregistration.k8s.io", "v1", "apiservices") else {
+pub fn install(server: &mut GenericApiServer, informers: &SharedInformerFactory) {
+    let group = "apiregistration.k8s.io";
+    let (Some(informer), Some(api_services)) = (
+        informers.informer_for(group, "apiservices"),
+        server.store(group, "v1", "apiservices"),
+    ) else {
         return;
     };
     server.add_post_start_hook(
         "apiservice-status-local-available-controller",
-        Arc::new(move || {
-            let api_services = api_services.clone();
-            Box::pin(async move {
-                tokio::spawn(run(api_services, CancellationToken::new()));
-                Ok(())
-            })
+        Arc::new(move |ctx| {
+            tokio::spawn(run(informer.clone(), api_services.clone(), ctx.stop));
+            Box::pin(async { Ok(()) })
         }),
     );
 }
 
 /// Follows APIServices and marks the local ones available, by name.
-async fn run(api_services: Arc<Store>, stop: CancellationToken) {
-    let informer = SharedInformer::new(api_services.clone(), None);
+async fn run(informer: Arc<SharedInformer>, api_services: Arc<Store>, stop: CancellationToken) {
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
     informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |s| {
@@ -45,7 +46,6 @@ async fn run(api_services: Arc<Store>, stop: CancellationToken) {
             enqueue.add(object_meta::name(s).to_owned());
         }
     }));
-    informer.start(&stop);
     informer.wait_for_sync().await;
     let lister = informer.lister();
     run_workers(queue, 1, stop, move |name: String| {

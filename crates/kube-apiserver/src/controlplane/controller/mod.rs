@@ -2,4 +2,5 @@
 //! `pkg/controlplane/controller`).
 
 pub mod apiserverleasegc;
+pub mod defaultservicecidr;
 pub mod kubernetesservice;

@@ -6,7 +6,7 @@
 //! and rebuilt from storage at startup (the repair controllers).
 
 mod allocator;
-pub mod controllers;
+pub mod ipallocator;
 mod pool;
 #[cfg(test)]
 mod tests;

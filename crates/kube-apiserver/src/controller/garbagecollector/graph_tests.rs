@@ -95,7 +95,7 @@ fn foreground_owners_queue_dependents_and_are_rechecked() {
 }
 
 #[test]
-fn orphaning_owners_are_queued_and_lists_replace_state() {
+fn orphaning_owners_are_queued_and_deletions_make_them_virtual() {
     let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
     let mut owner = cm("owner-o1", "o1", &[]);
     owner["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
@@ -103,10 +103,9 @@ fn orphaning_owners_are_queued_and_lists_replace_state() {
     g.upsert(&s, &owner, &mut work);
     assert_eq!(work, vec![Work::Orphan("o1".into())]);
     g.upsert(&s, &cm("dep", "d1", &[("o1", false)]), &mut work);
-    // A new list without the owner: it was deleted meanwhile.
+    // A relist without the owner: the informer reports it deleted.
     work.clear();
-    let dep = Arc::new(cm("dep", "d1", &[("o1", false)]));
-    g.sync(&s, &[dep], &mut work);
+    g.remove("o1", &mut work);
     assert!(work.contains(&Work::Delete("d1".into())));
     assert!(g.node("o1").is_some_and(Node::is_virtual));
 }

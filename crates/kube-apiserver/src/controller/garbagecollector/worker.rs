@@ -16,8 +16,8 @@ use storage::{GetOptions, Object, Preconditions};
 use tokio::sync::watch;
 
 use super::graph::{being_deleted, has_finalizer, owner_refs, Graph, Identity, OwnerRef, Work};
-use super::queue::Queue;
 use crate::apiextensions::controller::Snapshot;
+use client_go::util::workqueue::RateLimitingQueue;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
@@ -99,8 +99,8 @@ enum OwnerState {
 
 pub struct Workers {
     pub graph: Arc<Mutex<Graph>>,
-    pub deletes: Arc<Queue>,
-    pub orphans: Arc<Queue>,
+    pub deletes: Arc<RateLimitingQueue<String>>,
+    pub orphans: Arc<RateLimitingQueue<String>>,
     pub mapper: Mapper,
     /// Owners confirmed absent, as `<namespace>/<uid>`.
     absent: Mutex<HashSet<String>>,
@@ -113,8 +113,8 @@ impl Workers {
     pub fn new(graph: Arc<Mutex<Graph>>, mapper: Mapper) -> Self {
         Workers {
             graph,
-            deletes: Arc::default(),
-            orphans: Arc::default(),
+            deletes: RateLimitingQueue::with_default_limiter(),
+            orphans: RateLimitingQueue::with_default_limiter(),
             mapper,
             absent: Mutex::default(),
         }

@@ -270,34 +270,6 @@ impl Graph {
         );
     }
 
-    /// A fresh list of one resource: every object in it is upserted and
-    /// the resource's objects missing from it are removed.
-    pub fn sync(&mut self, store: &Arc<Store>, items: &[Arc<Value>], work: &mut Vec<Work>) {
-        let listed: HashSet<&str> = items
-            .iter()
-            .filter_map(|o| o.pointer("/metadata/uid").and_then(Value::as_str))
-            .collect();
-        let resource = store.info.group_resource();
-        let gone: Vec<String> = self
-            .nodes
-            .values()
-            .filter(|n| {
-                n.identity
-                    .store
-                    .as_ref()
-                    .is_some_and(|s| s.info.group_resource() == resource)
-                    && !listed.contains(n.identity.uid.as_str())
-            })
-            .map(|n| n.identity.uid.clone())
-            .collect();
-        for uid in gone {
-            self.remove(&uid, work);
-        }
-        for item in items {
-            self.upsert(store, item, work);
-        }
-    }
-
     /// A virtual node found absent by a worker: its dependents are checked.
     pub fn absent(&mut self, uid: &str, work: &mut Vec<Work>) {
         let Some(node) = self.nodes.get(uid) else {
