@@ -205,21 +205,7 @@ mod tests {
     }
 
     fn attributes(op: Operation) -> Attributes {
-        let info = ResourceInfo {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "configmaps".into(),
-            singular: "configmap".into(),
-            kind: "ConfigMap".into(),
-            list_kind: "ConfigMapList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
-            has_status: false,
-            has_scale: false,
-            storage_root: "configmaps".into(),
-        };
+        let info = ResourceInfo::configmaps();
         let obj = json!({"metadata": {"name": "c", "namespace": "ns", "labels": {}}});
         let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
         Attributes::new(&info, op, Some(obj), None, "", None, "", false, request)

@@ -1,5 +1,6 @@
-//! The configuration consumer (upstream's APF config controller): watches
-//! the FlowSchema and PriorityLevelConfiguration objects, applies them to
+//! The configuration consumer (upstream's APF config controller,
+//! `util/flowcontrol/apf_controller.go`): follows the FlowSchema and
+//! PriorityLevelConfiguration objects through their shared informers, applies them to
 //! the server's [`FlowControl`] and keeps each FlowSchema's `Dangling`
 //! condition saying whether its priority level exists.
 
@@ -7,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use futures::{FutureExt, StreamExt};
+use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use serde_json::{json, Value};
-use storage::{ListOptions, WatchOptions};
+use storage::ListOptions;
 
 use super::{FlowControl, SchemaStatus};
 use crate::registry::store::{Mutate, Store, Target, WriteOptions};
@@ -18,37 +21,38 @@ use crate::registry::store::{Mutate, Store, Target, WriteOptions};
 /// Changes that arrive together are applied once.
 const SETTLE: Duration = Duration::from_millis(50);
 
-/// Keeps `control` configured from the objects in `schemas` and `levels`
-/// until the process ends.
-pub async fn run(control: Arc<FlowControl>, schemas: Arc<Store>, levels: Arc<Store>) {
-    loop {
-        let opts = || WatchOptions {
-            recursive: true,
-            ..Default::default()
-        };
-        let watches = (
-            schemas.watch(None, opts()).await,
-            levels.watch(None, opts()).await,
-        );
-        let (Ok(a), Ok(b)) = watches else {
-            tracing::warn!("watching the flow-control configuration failed");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let mut changes = futures::stream::select(a, b);
-        loop {
-            if let Err(e) = sync(&control, &schemas, &levels).await {
+/// Keeps `control` configured from the FlowSchemas and priority levels the
+/// two informers follow, writing through `schemas`, until `stop`: any
+/// change queues the one key of the work queue (upstream's `apf_controller`
+/// queues one item too), and a failed sync is retried with its backoff.
+pub async fn run(
+    control: Arc<FlowControl>,
+    informers: [Arc<SharedInformer>; 2],
+    schemas: Arc<Store>,
+    levels: Arc<Store>,
+    stop: CancellationToken,
+) {
+    let queue = RateLimitingQueue::<()>::with_default_limiter();
+    for informer in &informers {
+        let enqueue = queue.clone();
+        let handler = ResourceEventHandlerFuncs::on_any(move |_| enqueue.add_after((), SETTLE));
+        informer.add_event_handler(handler);
+    }
+    for informer in &informers {
+        informer.wait_for_sync().await;
+    }
+    queue.add(());
+    run_workers(queue, 1, stop, move |()| {
+        let (control, schemas, levels) = (control.clone(), schemas.clone(), levels.clone());
+        async move {
+            let synced = sync(&control, &schemas, &levels).await;
+            if let Err(e) = &synced {
                 tracing::warn!(error = %e.message, "applying the flow-control configuration failed");
             }
-            // Wait for a change, then let a burst of them settle.
-            if changes.next().await.is_none() {
-                break;
-            }
-            tokio::time::sleep(SETTLE).await;
-            while let Some(Some(_)) = changes.next().now_or_never() {}
+            synced
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    })
+    .await;
 }
 
 /// Reads every object, applies them and updates stale conditions.

@@ -178,35 +178,97 @@ impl PreparedServer {
         options: ServeOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), serving::ServeError> {
-        let started = Instant::now();
         let context = PostStartHookContext {
             stop: CancellationToken::new(),
         };
         for hook in &self.post_start_hooks {
             hook.spawn(context.clone());
         }
-        let stop = context.stop;
         let debug_socket = self.debug_socket.map(|socket| tokio::spawn(socket.run()));
-        let flag = self.shutting_down.clone();
-        let delay = self.config.shutdown_delay;
-        let pre_shutdown = self.pre_shutdown_hooks.clone();
-        let drain = async move {
-            shutdown.await;
-            tracing::info!(uptime = ?started.elapsed(), "shutdown requested; /readyz now fails");
-            flag.store(true, Ordering::SeqCst);
-            tokio::time::sleep(delay).await;
-            for hook in pre_shutdown {
-                if let Err(e) = (hook.run)().await {
-                    tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
-                }
-            }
-            // No new requests from here: what the post-start hooks started stops.
-            stop.cancel();
-        };
+        let drain = Shutdown {
+            readyz_fails: self.shutting_down.clone(),
+            delay: self.config.shutdown_delay,
+            pre_shutdown_hooks: self.pre_shutdown_hooks.clone(),
+            stop: context.stop,
+        }
+        .after(shutdown);
         let served = serving::serve(listener, tls, self.router, drain, &options).await;
         if let Some(task) = debug_socket {
             task.abort();
         }
         served
+    }
+}
+
+/// What happens once shutdown is asked for, before in-flight requests
+/// drain, in upstream's order: /readyz fails, the shutdown delay passes,
+/// the pre-shutdown hooks run, then new requests are refused and the post-start
+/// hooks' stop token is cancelled (upstream's `NotAcceptingNewRequest`,
+/// which ends the hooks' context).
+struct Shutdown {
+    readyz_fails: Arc<AtomicBool>,
+    delay: std::time::Duration,
+    pre_shutdown_hooks: Vec<PreShutdownHook>,
+    stop: CancellationToken,
+}
+
+impl Shutdown {
+    async fn after(self, shutdown: impl Future<Output = ()>) {
+        let started = Instant::now();
+        shutdown.await;
+        tracing::info!(uptime = ?started.elapsed(), "shutdown requested; /readyz now fails");
+        self.readyz_fails.store(true, Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        for hook in self.pre_shutdown_hooks {
+            if let Err(e) = (hook.run)().await {
+                tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
+            }
+        }
+        self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_stop_token_is_cancelled_after_the_delay_and_the_pre_shutdown_hooks() {
+        let (readyz_fails, stop) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
+        let seen_by_hook = Arc::new(AtomicBool::new(true));
+        let (hook_stop, hook_seen) = (stop.clone(), seen_by_hook.clone());
+        let hook = PreShutdownHook {
+            name: "probe".to_owned(),
+            run: Arc::new(move || {
+                hook_seen.store(hook_stop.is_cancelled(), Ordering::SeqCst);
+                Box::pin(async { Ok(()) })
+            }),
+        };
+        let (asked, shutdown) = tokio::sync::oneshot::channel::<()>();
+        let sequence = tokio::spawn(
+            Shutdown {
+                readyz_fails: readyz_fails.clone(),
+                delay: Duration::from_secs(5),
+                pre_shutdown_hooks: vec![hook],
+                stop: stop.clone(),
+            }
+            .after(async move {
+                let _ = shutdown.await;
+            }),
+        );
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!readyz_fails.load(Ordering::SeqCst) && !stop.is_cancelled());
+        asked.send(()).unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(readyz_fails.load(Ordering::SeqCst));
+        assert!(!stop.is_cancelled(), "cancelled before the shutdown delay");
+        sequence.await.unwrap();
+        assert!(stop.is_cancelled());
+        assert!(
+            !seen_by_hook.load(Ordering::SeqCst),
+            "cancelled before the hook ran"
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use apiserver::filters::authorization::Authorization;
 use apiserver::registry::store::Store;
+use client_go::informers::SharedInformerFactory;
 
 use crate::admission::{self, AdmissionConfig, ConfigError, Setup};
 use crate::options::{AdmissionOptions, CompletedOptions};
@@ -16,12 +17,13 @@ use apiserver::admission::initializer::Stores;
 /// run, in order.
 pub fn install(
     stores: &[Arc<Store>],
+    informers: &Arc<SharedInformerFactory>,
     opts: &CompletedOptions,
     authorization: &Arc<Authorization>,
 ) -> Result<Vec<&'static str>, ConfigError> {
     let options = AdmissionOptions::from_flags(&opts.options.flags);
     let config = AdmissionConfig::load(options.config_file.as_deref())?;
-    let lookup = Stores::new(stores.iter().cloned());
+    let lookup = Stores::new(stores.iter().cloned()).with_informers(informers.clone());
     let chain = Arc::new(admission::chain(&Setup {
         options: &options,
         config: &config,

@@ -13,6 +13,7 @@ use apiserver::flowcontrol::{bootstrap, controller, debug, FlowControl, ADJUSTME
 use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
 use apiserver::registry::DeleteOptions;
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 use serde_json::Value;
 use storage::ListOptions;
 
@@ -23,7 +24,11 @@ const ENSURE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Adds the producer and consumer hooks when priority and fairness is on
 /// and its resources are served.
-pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>) {
+pub fn install(
+    server: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+    control: Option<Arc<FlowControl>>,
+) {
     let (Some(control), Some(schemas), Some(levels)) = (
         control,
         server.store(GROUP, "v1", "flowschemas"),
@@ -31,18 +36,29 @@ pub fn install(server: &mut GenericApiServer, control: Option<Arc<FlowControl>>)
     ) else {
         return;
     };
+    let (Some(schema_informer), Some(level_informer)) = (
+        informers.informer_for(GROUP, "flowschemas"),
+        informers.informer_for(GROUP, "prioritylevelconfigurations"),
+    ) else {
+        return;
+    };
     install_dumps(server, &control);
     let (s, l) = (schemas.clone(), levels.clone());
     server.add_post_start_hook(
         "priority-and-fairness-config-consumer",
-        Arc::new(move |_ctx| {
-            tokio::spawn(controller::run(control.clone(), s.clone(), l.clone()));
+        Arc::new(move |ctx| {
+            let informers = [schema_informer.clone(), level_informer.clone()];
+            let (consumer, s, l) = (control.clone(), s.clone(), l.clone());
+            let stop = ctx.stop.clone();
+            tokio::spawn(controller::run(consumer, informers, s, l, ctx.stop));
             let borrowing = control.clone();
             tokio::spawn(async move {
                 let mut ticks = tokio::time::interval(ADJUSTMENT_PERIOD);
                 loop {
-                    ticks.tick().await;
-                    borrowing.update_borrowing();
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = ticks.tick() => borrowing.update_borrowing(),
+                    }
                 }
             });
             Box::pin(async { Ok(()) })

@@ -332,7 +332,7 @@ pub fn create_server_chain(
         &custom_resources,
     );
     crate::controller::resourcequota::install(&mut kube, &informers);
-    super::flowcontrol::install(&mut kube, config.flow_control.clone());
+    super::flowcontrol::install(&mut kube, &informers, config.flow_control.clone());
     install_debug_routes(&mut kube, opts);
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
     let request_header = bootstrap::RequestHeaderInfo::from_options(opts, front_proxy_ca);
@@ -361,7 +361,7 @@ pub fn create_server_chain(
     let mut admitted = extensions.all_stores();
     admitted.extend(kube.all_stores());
     admitted.extend(aggregator.all_stores());
-    super::admission::install(&admitted, opts, &config.authorization)?;
+    super::admission::install(&admitted, &informers, opts, &config.authorization)?;
     if let Some(chain) = stores.first().and_then(|s| s.admission()) {
         custom_resources.set_admission(chain);
     }

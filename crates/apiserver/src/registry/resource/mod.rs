@@ -39,6 +39,26 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
+    /// Core v1 ConfigMaps, the resource unit tests use.
+    #[cfg(test)]
+    pub(crate) fn configmaps() -> Self {
+        ResourceInfo {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            singular: "configmap".into(),
+            kind: "ConfigMap".into(),
+            list_kind: "ConfigMapList".into(),
+            namespaced: true,
+            short_names: vec![],
+            categories: vec![],
+            verbs: vec![],
+            has_status: false,
+            has_scale: false,
+            storage_root: "configmaps".into(),
+        }
+    }
+
     /// A namespaced resource or subresource that only takes POSTs of `kind`
     /// in `group`/`version` (bindings, evictions, token requests), stored
     /// nowhere.

@@ -58,7 +58,7 @@ pub fn install(server: &mut GenericApiServer, informers: &Arc<SharedInformerFact
     let Some(quotas) = server.store("", "v1", "resourcequotas") else {
         return;
     };
-    let stores = Stores::new(server.stores());
+    let stores = Stores::new(server.stores()).with_informers(informers.clone());
     let informers = informers.clone();
     server.add_post_start_hook(
         "start-resource-quota-controller",

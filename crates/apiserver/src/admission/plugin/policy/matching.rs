@@ -162,21 +162,7 @@ mod tests {
     use super::*;
 
     fn configmap_create() -> Attributes {
-        let info = ResourceInfo {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "configmaps".into(),
-            singular: "configmap".into(),
-            kind: "ConfigMap".into(),
-            list_kind: "ConfigMapList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
-            has_status: false,
-            has_scale: false,
-            storage_root: "configmaps".into(),
-        };
+        let info = ResourceInfo::configmaps();
         let object = json!({"metadata": {"name": "c", "namespace": "team"}});
         let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
         Attributes::new(
