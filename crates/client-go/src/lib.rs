@@ -8,6 +8,8 @@
 //! one of several processes lead by holding a Lease. A controller is then
 //! a `reconcile(key)` function and a few lines of wiring, run with a
 //! [`CancellationToken`] that stops it.
+//! [`transport`] builds the TLS client configurations of outgoing
+//! connections (kubelets, aggregated API servers).
 //!
 //! The crate reads through [`tools::cache::ListerWatcher`] and writes
 //! Leases through [`tools::leaderelection::LeaseClient`], which the API
@@ -15,6 +17,7 @@
 
 pub mod informers;
 pub mod tools;
+pub mod transport;
 pub mod util;
 
 pub use tokio_util::sync::CancellationToken;

@@ -91,6 +91,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 pub struct Transport {
     tls: Arc<rustls::ClientConfig>,
     dial_timeout: Duration,
+    /// The name the server certificate is checked against, when it is not
+    /// the host dialled (an aggregated API server's `<service>.<namespace>.svc`).
+    server_name: Option<String>,
 }
 
 impl Transport {
@@ -98,7 +101,15 @@ impl Transport {
         Transport {
             tls: Arc::new(tls),
             dial_timeout,
+            server_name: None,
         }
+    }
+
+    /// Checks server certificates against `name` whatever host is dialled
+    /// (client-go's `TLSClientConfig.ServerName`).
+    pub fn with_server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = Some(name.into());
+        self
     }
 
     async fn dial(&self, location: &Location) -> Result<Box<dyn Io>, ProxyError> {
@@ -111,8 +122,9 @@ impl Transport {
         if !location.https {
             return Ok(Box::new(tcp));
         }
-        let name = rustls::pki_types::ServerName::try_from(location.host.clone())
-            .map_err(|_| ProxyError::ServerName(location.host.clone()))?;
+        let host = self.server_name.as_ref().unwrap_or(&location.host);
+        let name = rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(|_| ProxyError::ServerName(host.clone()))?;
         let tls = TlsConnector::from(self.tls.clone())
             .connect(name, tcp)
             .await

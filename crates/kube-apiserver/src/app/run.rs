@@ -18,8 +18,9 @@ use super::server::{
 };
 use crate::controlplane::storage_codec::{StorageCodec, StorageMediaType};
 use crate::controlplane::StorageFactory;
+use crate::options::Value;
 use crate::options::{CompletedOptions, StorageBackend};
-use crate::pki::{ensure_data_dir, ensure_pki, PkiOptions};
+use crate::pki::{ensure_data_dir, ensure_pki, Pki, PkiOptions, FRONT_PROXY_CLIENT};
 
 /// How long startup waits for etcd (upstream's storage preflight).
 const ETCD_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,6 +65,9 @@ struct Serving {
     kubeconfig: Option<PathBuf>,
     /// Where service-account keys default from.
     keys: DefaultKeys,
+    /// The generated PKI, whose front-proxy material the aggregator
+    /// defaults to.
+    pki: Option<Pki>,
 }
 
 /// The serving certificate and client CA: the user's files, or ones
@@ -99,6 +103,7 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
             client_ca_file: o.client_ca_file.clone(),
             kubeconfig: None,
             keys,
+            pki: None,
         });
     }
     let port = u16::try_from(o.secure_serving.secure_port)?;
@@ -117,17 +122,46 @@ async fn serving_material(opts: &CompletedOptions) -> Result<Serving, RunError> 
     };
     let data_dir = o.data_dir.clone();
     let pki = tokio::task::spawn_blocking(move || ensure_pki(&data_dir, &pki_opts)).await??;
-    tls.cert_file = pki.serving_cert;
-    tls.key_file = pki.serving_key;
+    tls.cert_file = pki.serving_cert.clone();
+    tls.key_file = pki.serving_key.clone();
     Ok(Serving {
         tls,
-        client_ca_file: o.client_ca_file.clone().or(Some(pki.ca_cert)),
-        kubeconfig: Some(pki.kubeconfig),
+        client_ca_file: o.client_ca_file.clone().or(Some(pki.ca_cert.clone())),
+        kubeconfig: Some(pki.kubeconfig.clone()),
         keys: DefaultKeys {
-            generated_signing_key: Some(pki.sa_key),
+            generated_signing_key: Some(pki.sa_key.clone()),
             tls_private_key: None,
         },
+        pki: Some(pki),
     })
+}
+
+/// With the generated PKI and neither `--requestheader-client-ca-file` nor
+/// `--proxy-client-cert-file` given, the aggregator's front proxy is set up
+/// as kubeadm sets it up: the generated front-proxy CA verifies front-proxy
+/// clients (`front-proxy-client`, with the `X-Remote-*` headers) and the
+/// generated client certificate identifies the aggregator to aggregated
+/// API servers.
+fn default_front_proxy(opts: &mut CompletedOptions, pki: &Pki) {
+    let flags = &mut opts.options.flags;
+    if flags.explicit("requestheader-client-ca-file") || flags.explicit("proxy-client-cert-file") {
+        return;
+    }
+    let path = |p: &std::path::Path| Value::Str(p.display().to_string());
+    let list = |v: &str| Value::List(vec![v.to_owned()]);
+    flags.default_to(
+        "requestheader-client-ca-file",
+        path(&pki.front_proxy_ca_cert),
+    );
+    flags.default_to("requestheader-allowed-names", list(FRONT_PROXY_CLIENT));
+    flags.default_to("requestheader-username-headers", list("X-Remote-User"));
+    flags.default_to("requestheader-group-headers", list("X-Remote-Group"));
+    flags.default_to(
+        "requestheader-extra-headers-prefix",
+        list("X-Remote-Extra-"),
+    );
+    flags.default_to("proxy-client-cert-file", path(&pki.front_proxy_client_cert));
+    flags.default_to("proxy-client-key-file", path(&pki.front_proxy_client_key));
 }
 
 pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
@@ -145,7 +179,7 @@ pub async fn run(opts: CompletedOptions) -> Result<(), RunError> {
     result
 }
 
-async fn serve(opts: CompletedOptions) -> Result<(), RunError> {
+async fn serve(mut opts: CompletedOptions) -> Result<(), RunError> {
     // Process-wide, like upstream's gate: it decides what every handler
     // and custom resource store offers.
     apiserver::endpoints::negotiation::set_cbor_enabled(
@@ -153,9 +187,12 @@ async fn serve(opts: CompletedOptions) -> Result<(), RunError> {
     );
     let encryption = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
     let kv = encryption.kv;
-    let o = &opts.options;
-    let _compactor = storage::compactor::start(kv.clone(), o.etcd.compaction_interval.to_std());
+    let _compactor =
+        storage::compactor::start(kv.clone(), opts.options.etcd.compaction_interval.to_std());
     let serving = serving_material(&opts).await?;
+    if let Some(pki) = &serving.pki {
+        default_front_proxy(&mut opts, pki);
+    }
     let authn = {
         let (opts, keys) = (opts.clone(), serving.keys.clone());
         let client_ca = serving.client_ca_file.clone();
@@ -168,6 +205,7 @@ async fn serve(opts: CompletedOptions) -> Result<(), RunError> {
     // Handshakes hint the authenticators' current CA names, and new
     // connections get rotated serving certificates (upstream's dynamic
     // serving content).
+    let o = &opts.options;
     let mut tls = serving.tls.clone();
     tls.client_cas = authn.client_cas();
     let tls_config = tls.reloading(DEFAULT_RELOAD_INTERVAL).await?;

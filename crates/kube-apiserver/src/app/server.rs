@@ -31,6 +31,8 @@ use crate::controlplane::{autoscaling_v1, events_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::registry::services::ipallocator::controller as ip_repair;
 use crate::registry::services::ServiceAllocator;
+use client_go::transport::ClientAuth;
+use kube_aggregator::apiserver::{Aggregation, AggregatorConfig};
 use kube_aggregator::controllers::autoregister;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +49,53 @@ pub enum ChainError {
     Admission(#[from] crate::admission::ConfigError),
     #[error(transparent)]
     Kubelet(#[from] crate::registry::kubelet_connect::client::KubeletClientError),
+    #[error("--proxy-client-cert-file/--proxy-client-key-file: {0}")]
+    ProxyClient(String),
+}
+
+/// The aggregator's proxy client certificate and key, when both are set.
+fn proxy_client(opts: &CompletedOptions) -> Result<Option<ClientAuth>, ChainError> {
+    let flags = &opts.options.flags;
+    let paths = ["proxy-client-cert-file", "proxy-client-key-file"].map(|f| flags.path(f));
+    let e = |m: String| ChainError::ProxyClient(m);
+    let (cert, key) = match paths {
+        [Ok(None), Ok(None)] => return Ok(None),
+        [Ok(Some(cert)), Ok(Some(key))] => (cert, key),
+        [Ok(_), Ok(_)] => return Err(e("both must be set, or neither".into())),
+        [Err(x), _] | [_, Err(x)] => return Err(e(x.to_string())),
+    };
+    let read =
+        |p: &std::path::Path| std::fs::read(p).map_err(|x| e(format!("{}: {x}", p.display())));
+    let certs: Vec<_> = rustls_pemfile::certs(&mut read(&cert)?.as_slice())
+        .filter_map(Result::ok)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut read(&key)?.as_slice())
+        .ok()
+        .flatten()
+        .ok_or_else(|| e(format!("{}: no PEM private key", key.display())))?;
+    if certs.is_empty() {
+        return Err(e(format!("{}: no PEM certificate", cert.display())));
+    }
+    Ok(Some((certs, key)))
+}
+
+/// The aggregator's proxy and controllers over the kube-apiserver's
+/// Services and EndpointSlices (None when `--runtime-config` disables them).
+fn aggregation(
+    opts: &CompletedOptions,
+    config: &CompletedConfig,
+    informers: &SharedInformerFactory,
+) -> Result<Option<Aggregation>, ChainError> {
+    let flags = &opts.options.flags;
+    let aggregator_config = AggregatorConfig {
+        proxy_client: proxy_client(opts)?,
+        enable_aggregator_routing: flags.bool("enable-aggregator-routing").unwrap_or(false),
+        reject_forwarding_redirects: flags
+            .bool("aggregator-reject-forwarding-redirect")
+            .unwrap_or(true),
+    };
+    let discovery = config.discovery.clone();
+    Ok(Aggregation::new(aggregator_config, discovery, informers))
 }
 
 /// Groups served by virtual (review) resources rather than stores.
@@ -344,7 +393,11 @@ pub fn create_server_chain(
     rbac_bootstrap::install(&mut kube, &informers, rbac.as_ref());
     super::authorization::install(&mut kube, &config.authorization, &config.metrics);
 
-    let mut aggregator = config.new_server("kube-aggregator", &kube);
+    let aggregation = aggregation(opts, config, &informers)?;
+    let mut aggregator = match &aggregation {
+        Some(a) => config.new_server("kube-aggregator", &a.delegate(&kube)),
+        None => config.new_server("kube-aggregator", &kube),
+    };
     openapi_groups.push(install(&mut aggregator, factory, api_service, &enabled));
     if let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices") {
         custom_resources.register_api_services(api_services);
@@ -352,7 +405,10 @@ pub fn create_server_chain(
     let discovery = config.discovery.clone();
     autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
     add_informer_sources(&informers, aggregator.stores());
-    kube_aggregator::controllers::status::local::install(&mut aggregator, &informers);
+    match aggregation {
+        Some(a) => a.install(&mut aggregator, &informers),
+        None => kube_aggregator::controllers::status::local::install(&mut aggregator, &informers),
+    }
     let crds = Arc::new(CrdSpecs(custom_resources.snapshots()));
     openapi::install(&mut aggregator, openapi_groups, crds);
     let mut stores = extensions.stores();

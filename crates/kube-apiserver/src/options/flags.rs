@@ -67,6 +67,15 @@ impl FlagValues {
         self.values.get(name)
     }
 
+    /// Gives `name` a value unless the command line set it (a default that
+    /// depends on what startup generated, such as the front-proxy PKI).
+    pub fn default_to(&mut self, name: &'static str, value: Value) {
+        if !self.explicit(name) {
+            let explicit = false;
+            self.values.insert(name, FlagValue { value, explicit });
+        }
+    }
+
     /// Whether `name` appeared on the command line.
     pub fn explicit(&self, name: &str) -> bool {
         self.values.get(name).is_some_and(|flag| flag.explicit)

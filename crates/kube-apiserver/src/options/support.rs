@@ -133,8 +133,10 @@ pub const IMPLEMENTED: &[&str] = &[
     // API enablement.
     "runtime-config",
     // Misc.
+    "aggregator-reject-forwarding-redirect",
     "allow-privileged",
     "apiserver-count",
+    "enable-aggregator-routing",
     "endpoint-reconciler-type",
     "kubernetes-service-node-port",
     "enable-logs-handler",
@@ -144,6 +146,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "kubelet-port",
     "kubelet-preferred-address-types",
     "kubelet-timeout",
+    "proxy-client-cert-file",
+    "proxy-client-key-file",
     "service-cluster-ip-range",
     "service-node-port-range",
     // Logs, traces and global.
@@ -175,10 +179,6 @@ pub const DEFAULT_IN_EFFECT: &[&str] = &[
 /// Flags not implemented whose default is not in effect: what the server
 /// does instead, shown in `--help` and in the README's not-built list.
 pub const NOT_IN_EFFECT: &[(&str, &str)] = &[
-    (
-        "aggregator-reject-forwarding-redirect",
-        "no aggregated API server outside this process is proxied to",
-    ),
     (
         "etcd-db-metric-poll-interval",
         "the database size is not polled",

@@ -14,7 +14,8 @@ use x509_parser::extensions::{GeneralName, ParsedExtension};
 use super::PkiError;
 
 /// Common name of the generated cluster CA (kubeadm uses the same).
-const CA_COMMON_NAME: &str = "kubernetes";
+/// Common name of the cluster CA (kubeadm's).
+pub(super) const CA_COMMON_NAME: &str = "kubernetes";
 /// CA lifetime (kubeadm's default is ten years).
 const CA_VALIDITY_DAYS: i64 = 3650;
 /// Leaf certificate lifetime (kubeadm's default is one year).
@@ -139,10 +140,10 @@ impl CertAuthority {
 }
 
 /// Generates a new self-signed CA.
-pub(super) fn generate_ca() -> Result<PemPair, PkiError> {
+pub(super) fn generate_ca(common_name: &str) -> Result<PemPair, PkiError> {
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
     let mut params = CertificateParams::default();
-    params.distinguished_name = subject(CA_COMMON_NAME, &[]);
+    params.distinguished_name = subject(common_name, &[]);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -269,7 +270,7 @@ mod tests {
     use super::*;
 
     fn ca() -> CertAuthority {
-        let pair = generate_ca().unwrap();
+        let pair = generate_ca(CA_COMMON_NAME).unwrap();
         CertAuthority::load(&pair.cert, &pair.key).unwrap()
     }
 
@@ -310,8 +311,8 @@ mod tests {
 
     #[test]
     fn ca_rejects_foreign_key() {
-        let a = generate_ca().unwrap();
-        let b = generate_ca().unwrap();
+        let a = generate_ca(CA_COMMON_NAME).unwrap();
+        let b = generate_ca(CA_COMMON_NAME).unwrap();
         assert!(CertAuthority::load(&a.cert, &b.key).is_err());
         assert!(CertAuthority::load(&a.cert, &a.key).unwrap().is_fresh());
     }

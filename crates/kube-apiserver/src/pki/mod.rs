@@ -7,6 +7,8 @@
 //! <data-dir>/pki/apiserver.crt, apiserver.key   serving certificate
 //! <data-dir>/pki/admin.crt, admin.key           admin client certificate
 //! <data-dir>/pki/sa.key, sa.pub                 service-account signing key
+//! <data-dir>/pki/front-proxy-ca.crt, .key       the aggregator's front-proxy CA
+//! <data-dir>/pki/front-proxy-client.crt, .key   the aggregator's proxy client
 //! <data-dir>/admin.kubeconfig                   kubeconfig for the admin
 //! ```
 //!
@@ -32,6 +34,10 @@ pub const ADMIN_USER: &str = "kubernetes-admin";
 /// Group of the admin client certificate: the group upstream's authorizer
 /// always allows, so the admin works before any RBAC binding exists.
 pub const ADMIN_GROUP: &str = "system:masters";
+/// Common names of the front-proxy CA and of the aggregator's client
+/// certificate (kubeadm's), the default `--requestheader-allowed-names`.
+const FRONT_PROXY_CA_COMMON_NAME: &str = "front-proxy-ca";
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 /// Common name of the serving certificate (as kubeadm names it).
 const SERVING_COMMON_NAME: &str = "kube-apiserver";
 
@@ -98,6 +104,14 @@ pub struct Pki {
     pub sa_key: PathBuf,
     /// Service-account verification key (SubjectPublicKeyInfo PEM).
     pub sa_pub: PathBuf,
+    /// The front-proxy CA (kubeadm's), the default
+    /// `--requestheader-client-ca-file`.
+    pub front_proxy_ca_cert: PathBuf,
+    pub front_proxy_ca_key: PathBuf,
+    /// The aggregator's client certificate, signed by the front-proxy CA:
+    /// the default `--proxy-client-cert-file` and `--proxy-client-key-file`.
+    pub front_proxy_client_cert: PathBuf,
+    pub front_proxy_client_key: PathBuf,
     pub kubeconfig: PathBuf,
 }
 
@@ -113,6 +127,10 @@ impl Pki {
             admin_key: dir.join("admin.key"),
             sa_key: dir.join("sa.key"),
             sa_pub: dir.join("sa.pub"),
+            front_proxy_ca_cert: dir.join("front-proxy-ca.crt"),
+            front_proxy_ca_key: dir.join("front-proxy-ca.key"),
+            front_proxy_client_cert: dir.join("front-proxy-client.crt"),
+            front_proxy_client_key: dir.join("front-proxy-client.key"),
             kubeconfig: data_dir.join("admin.kubeconfig"),
         }
     }
@@ -128,7 +146,8 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
     let pki_dir = pki.ca_cert.parent().unwrap_or(data_dir);
     files::ensure_private_dir(pki_dir)?;
 
-    let (ca, ca_cert_pem, ca_replaced) = ensure_ca(&pki)?;
+    let (ca, ca_cert_pem, ca_replaced) =
+        ensure_ca((&pki.ca_cert, &pki.ca_key), certs::CA_COMMON_NAME)?;
     let serving_sans = serving_sans(opts);
     ensure_leaf(
         &ca,
@@ -153,6 +172,19 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
         ca_replaced,
     )?;
     ensure_signing_key(&pki)?;
+    let front_proxy = (pki.front_proxy_ca_cert.as_path(), &*pki.front_proxy_ca_key);
+    let (front_proxy_ca, _, replaced) = ensure_ca(front_proxy, FRONT_PROXY_CA_COMMON_NAME)?;
+    ensure_leaf(
+        &front_proxy_ca,
+        (&pki.front_proxy_client_cert, &pki.front_proxy_client_key),
+        &LeafSpec {
+            common_name: FRONT_PROXY_CLIENT,
+            organizations: &[],
+            sans: &[],
+            usage: Usage::Client,
+        },
+        replaced,
+    )?;
 
     let yaml = kubeconfig::AdminKubeconfig {
         server: kubeconfig::server_url(&opts.server_host, opts.secure_port),
@@ -226,32 +258,35 @@ fn serving_sans(opts: &PkiOptions) -> Vec<San> {
 
 /// Loads the CA or creates it; the flag tells whether it was (re)created,
 /// in which case every leaf must be reissued.
-fn ensure_ca(pki: &Pki) -> Result<(CertAuthority, String, bool), PkiError> {
-    let cert = files::read_optional(&pki.ca_cert)?;
-    let key = files::read_optional(&pki.ca_key)?;
+fn ensure_ca(
+    (cert_path, key_path): (&Path, &Path),
+    common_name: &str,
+) -> Result<(CertAuthority, String, bool), PkiError> {
+    let cert = files::read_optional(cert_path)?;
+    let key = files::read_optional(key_path)?;
     match (cert, key) {
         (Some(cert), Some(key)) => {
             let ca = CertAuthority::load(&cert, &key)
-                .map_err(|err| PkiError::Invalid(format!("{}: {err}", pki.ca_cert.display())))?;
+                .map_err(|err| PkiError::Invalid(format!("{}: {err}", cert_path.display())))?;
             if ca.is_fresh() {
-                files::restrict(&pki.ca_key, SECRET_MODE)?;
+                files::restrict(key_path, SECRET_MODE)?;
                 return Ok((ca, cert, false));
             }
-            tracing::warn!(path = %pki.ca_cert.display(), "cluster CA is expiring; replacing it and every certificate it issued");
+            tracing::warn!(path = %cert_path.display(), "CA is expiring; replacing it and every certificate it issued");
         }
         (None, None) => {}
         (Some(_), None) | (None, Some(_)) => {
             return Err(PkiError::Invalid(format!(
                 "only one of {} and {} exists; remove it or provide both",
-                pki.ca_cert.display(),
-                pki.ca_key.display()
+                cert_path.display(),
+                key_path.display()
             )));
         }
     }
-    let pair = certs::generate_ca()?;
-    files::write_atomic(&pki.ca_key, pair.key.as_bytes(), SECRET_MODE)?;
-    files::write_atomic(&pki.ca_cert, pair.cert.as_bytes(), PUBLIC_MODE)?;
-    tracing::info!(path = %pki.ca_cert.display(), "generated cluster CA");
+    let pair = certs::generate_ca(common_name)?;
+    files::write_atomic(key_path, pair.key.as_bytes(), SECRET_MODE)?;
+    files::write_atomic(cert_path, pair.cert.as_bytes(), PUBLIC_MODE)?;
+    tracing::info!(path = %cert_path.display(), subject = common_name, "generated CA");
     let ca = CertAuthority::load(&pair.cert, &pair.key)?;
     Ok((ca, pair.cert, true))
 }

@@ -8,6 +8,7 @@ mod admission_policy;
 mod admission_webhook_audit;
 mod admission_webhook_details;
 mod admission_webhook_equivalent;
+mod aggregator;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;

@@ -506,33 +506,22 @@ fn api_service_and_event_kinds_print_upstreams_columns() {
         row[..2],
         ["v1beta1.metrics.example.com", "kube-system/metrics-server"]
     );
-    // The Available condition carries its reason unless it is True.
-    let available = |status: &str, reason: &str| {
-        let patch = format!(
-            r#"{{"status":{{"conditions":[{{"type":"Available","status":"{status}","reason":"{reason}","lastTransitionTime":"2020-01-01T00:00:00Z"}}]}}}}"#
-        );
-        s.ok(&[
-            "patch",
-            "apiservices",
-            "v1beta1.metrics.example.com",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &patch,
-        ]);
-        table(&s, &["apiservices", "v1beta1.metrics.example.com"]).1
-    };
-    let row = available("False", "MissingEndpoints");
+    // The Available condition carries its reason unless it is True: the
+    // aggregator finds no Service behind this one.
+    let mut row = Vec::new();
+    wait_for("the APIService's condition", || {
+        row = table(&s, &["apiservices", "v1beta1.metrics.example.com"]).1;
+        row.get(2).is_some_and(|c| c == "False (ServiceNotFound)")
+    });
     assert_row(
         &row,
         3,
         &[
             "v1beta1.metrics.example.com",
             "kube-system/metrics-server",
-            "False (MissingEndpoints)",
+            "False (ServiceNotFound)",
         ],
     );
-    assert_eq!(available("True", "Passed")[2], "True");
     let (_, row) = table(&s, &["apiservices", "v1.apps"]);
     assert_eq!(row[..2], ["v1.apps", "Local"]);
     // Local APIServices are marked available by the server itself.

@@ -75,9 +75,12 @@ fn client_ca_names_follow_a_replaced_client_ca_file() {
     let mut server = TestServer::start();
     let generated_pem =
         std::fs::read_to_string(server.dir.path().join("pki").join("ca.crt")).expect("ca.crt");
+    // The generated front-proxy CA (the default request-header CA) follows
+    // the client CA.
     let generated = hinted_ca_names(server.port);
-    assert_eq!(generated.len(), 1, "{generated:?}");
-    let generated = &generated[0];
+    assert_eq!(generated.len(), 2, "{generated:?}");
+    assert_eq!(generated[1], "CN=front-proxy-ca");
+    let (generated, proxy) = (&generated[0], "CN=front-proxy-ca");
     let bundle = files.path().join("client-ca.crt");
     let (first_pem, first) = new_ca("first-client-ca");
     let (second_pem, second) = new_ca("second-client-ca");
@@ -86,14 +89,14 @@ fn client_ca_names_follow_a_replaced_client_ca_file() {
     server.restart_with(&[&flag]);
     assert_eq!(
         hinted_ca_names(server.port),
-        [generated.as_str(), "CN=first-client-ca"]
+        [generated.as_str(), "CN=first-client-ca", proxy]
     );
     let alice = client_cert(files.path(), "alice", &first);
     assert_eq!(whoami(&server, &alice), "alice");
 
     std::fs::write(&bundle, format!("{generated_pem}{second_pem}")).expect("replace bundle");
     wait_for_hints(server.port, "the replaced CA", |hints| {
-        hints == [generated.as_str(), "CN=second-client-ca"]
+        hints == [generated.as_str(), "CN=second-client-ca", proxy]
     });
     let bob = client_cert(files.path(), "bob", &second);
     assert_eq!(whoami(&server, &bob), "bob");
@@ -105,7 +108,7 @@ fn client_ca_names_follow_a_replaced_client_ca_file() {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         hinted_ca_names(server.port),
-        [generated.as_str(), "CN=second-client-ca"]
+        [generated.as_str(), "CN=second-client-ca", proxy]
     );
 }
 

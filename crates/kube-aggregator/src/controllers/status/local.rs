@@ -9,13 +9,15 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use apiserver::registry::object_meta;
-use apiserver::registry::store::{Store, Target, WriteOptions};
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use client_go::informers::SharedInformerFactory;
 use client_go::tools::cache::{ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::{has, set_available, Available};
 
 const REASON: &str = "Local";
 const MESSAGE: &str = "Local APIServices are always available";
@@ -60,64 +62,30 @@ async fn run(informer: Arc<SharedInformer>, api_services: Arc<Store>, stop: Canc
     .await;
 }
 
-fn available(service: &Value) -> Option<&Value> {
-    service
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c["type"] == "Available")
+fn wanted() -> Available {
+    Available {
+        status: "True",
+        reason: REASON.to_owned(),
+        message: MESSAGE.to_owned(),
+    }
 }
 
 /// A local APIService whose Available condition is not already upstream's.
 fn needs_marking(service: &Value) -> bool {
     let local = service.pointer("/spec/service").is_none_or(Value::is_null);
-    let done = available(service)
-        .is_some_and(|c| c["status"] == "True" && c["reason"] == REASON && c["message"] == MESSAGE);
-    local && !done
+    local && !has(service, &wanted())
 }
 
 async fn mark_available(api_services: &Store, service: &Value) {
-    let Some(name) = service.pointer("/metadata/name").and_then(Value::as_str) else {
-        return;
-    };
-    let mutate = Arc::new(|current: Option<&Value>| {
-        let mut service = current.cloned().unwrap_or_else(|| json!({}));
-        // The transition time stays while the status does not change.
-        let since = available(&service)
-            .filter(|c| c["status"] == "True")
-            .and_then(|c| c.get("lastTransitionTime").cloned())
-            .unwrap_or_else(|| json!(object_meta::now()));
-        let mut conditions: Vec<Value> = service
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .map(|cs| {
-                cs.iter()
-                    .filter(|c| c["type"] != "Available")
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        conditions.push(json!({"type": "Available", "status": "True",
-            "lastTransitionTime": since, "reason": REASON, "message": MESSAGE}));
-        if !service["status"].is_object() {
-            service["status"] = json!({});
-        }
-        service["status"]["conditions"] = json!(conditions);
-        Ok(service)
-    });
-    let result = api_services
-        .update(None, name, Target::Status, mutate, &WriteOptions::default())
-        .await;
-    if let Err(e) = result.map(|_| ()) {
-        // Deleted meanwhile, or changed: the watch brings it back.
-        if !matches!(e.code, 404 | 409) {
-            tracing::warn!(name, error = %e.message, "marking an APIService available failed");
-        }
+    if let Some(name) = service.pointer("/metadata/name").and_then(Value::as_str) {
+        set_available(api_services, name, wanted()).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

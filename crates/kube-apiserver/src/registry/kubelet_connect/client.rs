@@ -4,15 +4,11 @@
 //! `--kubelet-preferred-address-types` order) and its reported port.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use apiserver::endpoints::proxy::Transport;
 use apiserver::registry::store::Store;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use client_go::transport::{self, ClientAuth};
 use serde_json::Value;
 
 use crate::options::KubeletOptions;
@@ -68,8 +64,6 @@ fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, KubeletClientError> 
     })
 }
 
-type ClientAuth = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
-
 fn client_auth(opts: &KubeletOptions) -> Result<Option<ClientAuth>, KubeletClientError> {
     let (cert_path, key_path) = match (&opts.client_certificate, &opts.client_key) {
         (None, None) => return Ok(None),
@@ -101,52 +95,6 @@ fn copy_auth(auth: &Option<ClientAuth>) -> Option<ClientAuth> {
         .map(|(certs, key)| (certs.clone(), key.clone_key()))
 }
 
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// Accepts any server certificate while still checking the handshake
-/// signatures (Go's `InsecureSkipVerify`).
-#[derive(Debug)]
-struct AnyServerCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyServerCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.0.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// A client configuration accepting any server certificate, without a
 /// client certificate (upstream's probes of local components).
 pub fn insecure_tls_config() -> Result<rustls::ClientConfig, KubeletClientError> {
@@ -158,19 +106,7 @@ fn tls_config(
     roots: Option<rustls::RootCertStore>,
     auth: Option<ClientAuth>,
 ) -> Result<rustls::ClientConfig, KubeletClientError> {
-    let provider = provider();
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()?;
-    let builder = match roots {
-        Some(roots) => builder.with_root_certificates(roots),
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServerCertificate(provider))),
-    };
-    Ok(match auth {
-        Some((certs, key)) => builder.with_client_auth_cert(certs, key)?,
-        None => builder.with_no_client_auth(),
-    })
+    Ok(transport::tls_config(roots, auth)?)
 }
 
 impl KubeletClient {

@@ -1,0 +1,184 @@
+//! The aggregator in front of an extension API server: a second instance
+//! of this binary, trusting the first one's generated front-proxy CA
+//! (`--requestheader-client-ca-file`, `front-proxy-client`), serves a CRD
+//! group the first one does not have, reached through an `ExternalName`
+//! Service on loopback. Requests answer 503 until the APIService is
+//! available; then kubectl lists, creates and watches the remote kind
+//! through the aggregator, discovery lists it, and the backend sees the
+//! proxied user (its own 403 names that user).
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use crate::harness::{Backend, TestServer};
+use crate::support::crds::crd;
+use crate::support::http::admin_curl;
+
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The APIService's Available condition: status, reason, message.
+fn available(s: &TestServer) -> (String, String, String) {
+    let path = r#"jsonpath={range .status.conditions[?(@.type=="Available")]}{.status}|{.reason}|{.message}{end}"#;
+    let out = s.ok(&["get", "apiservice", "v1.example.com", "-o", path]);
+    let mut parts = out.splitn(3, '|').map(str::to_owned);
+    let mut next = || parts.next().unwrap_or_default();
+    (next(), next(), next())
+}
+
+/// Code and body of an admin GET through `s`.
+fn get(s: &TestServer, path: &str) -> (u16, String) {
+    let out = admin_curl(s)
+        .args(["--max-time", "10", "-w", "\n%{http_code}"])
+        .arg(format!("https://127.0.0.1:{}{path}", s.port))
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+fn unused_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("address").port()
+}
+
+fn registration(port: u16) -> String {
+    format!(
+        "apiVersion: v1
+kind: Service
+metadata: {{name: ext, namespace: default}}
+spec: {{type: ExternalName, externalName: localhost}}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: v1.example.com}}
+spec:
+  group: example.com
+  version: v1
+  service: {{namespace: default, name: ext, port: {port}}}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+"
+    )
+}
+
+/// Starts the extension API server trusting `front`'s front proxy.
+fn extension_server(front: &TestServer) -> TestServer {
+    let ca = front.dir.path().join("pki/front-proxy-ca.crt");
+    let backend = TestServer::start_with(&[
+        &format!("--requestheader-client-ca-file={}", ca.display()),
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    ]);
+    backend.apply_yaml(&crd(
+        "widgets",
+        "Widget",
+        "Namespaced",
+        " {type: object, x-kubernetes-preserve-unknown-fields: true}",
+    ));
+    eventually("the backend serves widgets", || {
+        backend.kubectl(&["get", "widgets"]).status.success()
+    });
+    backend
+}
+
+fn a_remote_api_service_is_proxied_once_available(backend_kind: Backend) {
+    let front = backend_kind.start();
+    front.apply_yaml(&registration(unused_port()));
+    eventually("the APIService fails its discovery check", || {
+        let (status, reason, _) = available(&front);
+        status == "False" && reason == "FailedDiscoveryCheck"
+    });
+    let (_, _, message) = available(&front);
+    assert!(
+        message.starts_with("failing or missing response from https://localhost:"),
+        "{message}"
+    );
+    assert_eq!(
+        get(&front, "/apis/example.com/v1/widgets"),
+        (503, "service unavailable\n".to_owned())
+    );
+
+    let backend = extension_server(&front);
+    let patch = format!(r#"{{"spec":{{"service":{{"port":{}}}}}}}"#, backend.port);
+    front.ok(&[
+        "patch",
+        "apiservice",
+        "v1.example.com",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+    eventually("the APIService becomes available", || {
+        available(&front) == ("True".into(), "Passed".into(), "all checks passed".into())
+    });
+
+    front.apply_yaml("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nsize: 3\n");
+    assert_eq!(
+        backend.ok(&["get", "widget", "w1", "-o", "jsonpath={.size}"]),
+        "3"
+    );
+    eventually("discovery lists the remote kind", || {
+        front
+            .ok(&["api-resources", "--api-group=example.com"])
+            .contains("Widget")
+    });
+    let listed = front.ok(&["get", "widgets", "-o", "name"]);
+    assert_eq!(listed.trim(), "widget.example.com/w1");
+    let (code, events) = get(
+        &front,
+        "/apis/example.com/v1/namespaces/default/widgets?watch=1&timeoutSeconds=1",
+    );
+    assert_eq!(code, 200, "{events}");
+    assert!(
+        events.contains(r#""type":"ADDED""#) && events.contains(r#""name":"w1""#),
+        "{events}"
+    );
+
+    // The backend authorizes the proxied user, not the aggregator.
+    front.apply_yaml(
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-widgets}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+",
+    );
+    let alice = front.client_cert("alice", "developers");
+    let out = front.kubectl_as_cert(
+        &alice,
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            r#"User \"alice\" cannot list resource \"widgets\" in API group \"example.com\""#
+        ) || stderr
+            .contains(r#"User "alice" cannot list resource "widgets" in API group "example.com""#),
+        "{stderr}"
+    );
+
+    // Without its backend the group answers 503 again, and the next check
+    // (here on a change of the Service) marks the APIService unavailable.
+    drop(backend);
+    assert_eq!(get(&front, "/apis/example.com/v1/widgets").0, 503);
+    front.ok(&["annotate", "service", "ext", "checked=again"]);
+    eventually("the APIService becomes unavailable", || {
+        available(&front).1 == "FailedDiscoveryCheck"
+    });
+}
+
+crate::harness::on_both_backends!(backend: a_remote_api_service_is_proxied_once_available);
