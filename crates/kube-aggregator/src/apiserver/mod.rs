@@ -12,7 +12,6 @@ pub mod handler_proxy;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use apiserver::registry::store::Store;
 use apiserver::server::{
     DelegationTarget, DiscoveryRegistry, GenericApiServer, Handler, HealthCheck, PostStartHook,
     PostStartHookContext, PostStartHookFn, PreShutdownHook,
