@@ -62,6 +62,9 @@ pub struct Metrics {
     pub authorization_config: config_reload::ConfigReloadMetrics,
     /// API Priority and Fairness series.
     pub(crate) apf: crate::flowcontrol::metrics::ApfMetrics,
+    /// Series the other servers of the chain keep (the aggregator's, as
+    /// upstream's components register into the legacy registry).
+    extra: std::sync::Mutex<Vec<Registry>>,
 }
 
 impl Default for Metrics {
@@ -91,6 +94,7 @@ impl Metrics {
             etcd_durations: Family::new_with_constructor(latency_histogram),
             authorization_config: Default::default(),
             apf: Default::default(),
+            extra: Default::default(),
         };
         metrics.register();
         metrics
@@ -271,11 +275,23 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// Adds the series of `registry` to those `/metrics` serves.
+    pub fn register_extra(&self, registry: Registry) {
+        if let Ok(mut extra) = self.extra.lock() {
+            extra.push(registry);
+        }
+    }
+
     /// Every series as Prometheus text (format 0.0.4). Reads /proc, so
     /// async callers should run it on a blocking thread.
     pub fn render(&self) -> Result<String, fmt::Error> {
         let mut open_metrics = String::with_capacity(16 * 1024);
         prometheus_client::encoding::text::encode_registry(&mut open_metrics, &self.registry)?;
+        if let Ok(extra) = self.extra.lock() {
+            for registry in extra.iter() {
+                prometheus_client::encoding::text::encode_registry(&mut open_metrics, registry)?;
+            }
+        }
         Ok(to_text_format(&open_metrics))
     }
 }
@@ -294,28 +310,33 @@ pub(crate) const BARE_COUNTERS: [&str; 2] = [
 /// HELP and TYPE lines of counters get it back, except for the
 /// [`BARE_COUNTERS`], whose samples lose it instead.
 fn to_text_format(open_metrics: &str) -> String {
-    let counters: Vec<&str> = open_metrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(open_metrics.len() + counters.len() * 16);
-    for line in open_metrics.lines() {
+    let lines: Vec<&str> = open_metrics.lines().collect();
+    let mut out = String::with_capacity(open_metrics.len() + lines.len() * 2);
+    for (i, line) in lines.iter().enumerate() {
         let header = ["# HELP ", "# TYPE "]
             .into_iter()
             .find_map(|p| Some((p, line.strip_prefix(p)?)));
         match header {
             Some((prefix, rest)) => {
                 let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                // A family's TYPE line follows its HELP line; two families
+                // (a gauge and a counter) may share a name.
+                let type_line = if prefix == "# TYPE " {
+                    *line
+                } else {
+                    lines.get(i + 1).copied().unwrap_or_default()
+                };
+                let counter = type_line == format!("# TYPE {name} counter");
                 out.push_str(prefix);
                 out.push_str(name);
-                if counters.contains(&name) && !BARE_COUNTERS.contains(&name) {
+                if counter && !BARE_COUNTERS.contains(&name) {
                     out.push_str("_total");
                 }
                 out.push(' ');
                 out.push_str(tail);
             }
-            None if line == "# EOF" => continue,
-            None => out.push_str(&bare_counter_sample(line).unwrap_or_else(|| line.to_owned())),
+            None if *line == "# EOF" => continue,
+            None => out.push_str(&bare_counter_sample(line).unwrap_or_else(|| (*line).to_owned())),
         }
         out.push('\n');
     }

@@ -208,3 +208,27 @@ fn process_series_are_read_from_proc() {
         "{text}"
     );
 }
+
+#[test]
+fn extra_registries_are_rendered_and_a_gauge_may_share_a_counters_name() {
+    let m = Metrics::new();
+    let mut extra = Registry::default();
+    let counter: Counter = Counter::default();
+    counter.inc();
+    let gauge: Gauge = Gauge::default();
+    gauge.set(3);
+    extra.register("aggregator_thing", "A counter", counter);
+    extra.register("aggregator_thing", "A gauge", gauge);
+    m.register_extra(extra);
+    let text = m.render().unwrap();
+    for line in [
+        "# HELP aggregator_thing_total A counter.",
+        "# TYPE aggregator_thing_total counter",
+        "aggregator_thing_total 1",
+        "# HELP aggregator_thing A gauge.",
+        "# TYPE aggregator_thing gauge",
+        "aggregator_thing 3",
+    ] {
+        assert!(has_line(&text, line), "{line} in {text}");
+    }
+}

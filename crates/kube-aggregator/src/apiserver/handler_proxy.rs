@@ -151,12 +151,18 @@ fn escape_key(key: &str) -> String {
     out
 }
 
-/// client-go's `SetAuthProxyHeaders`: the user's own `X-Remote-*` headers
-/// dropped, then the authenticated user's.
-pub fn set_auth_proxy_headers(headers: &mut HeaderMap, user: &UserInfo) {
+/// client-go's `SetAuthProxyHeaders`: the user's own `X-Remote-User`,
+/// `X-Remote-Uid`, `X-Remote-Group` and `X-Remote-Extra-*` headers dropped,
+/// then the authenticated user's; the UID only when `uid` (the
+/// `RemoteRequestHeaderUID` feature) and the user has one.
+pub fn set_auth_proxy_headers(headers: &mut HeaderMap, user: &UserInfo, uid: bool) {
     let stale: Vec<HeaderName> = headers
         .keys()
-        .filter(|k| k.as_str().starts_with("x-remote-"))
+        .filter(|k| {
+            let k = k.as_str();
+            matches!(k, "x-remote-user" | "x-remote-uid" | "x-remote-group")
+                || k.starts_with("x-remote-extra-")
+        })
         .cloned()
         .collect();
     for name in stale {
@@ -164,6 +170,11 @@ pub fn set_auth_proxy_headers(headers: &mut HeaderMap, user: &UserInfo) {
     }
     if let Ok(name) = HeaderValue::from_str(&user.name) {
         headers.insert("x-remote-user", name);
+    }
+    if uid && !user.uid.is_empty() {
+        if let Ok(value) = HeaderValue::from_str(&user.uid) {
+            headers.insert("x-remote-uid", value);
+        }
     }
     for group in &user.groups {
         if let Ok(group) = HeaderValue::from_str(group) {
@@ -191,6 +202,8 @@ pub struct ProxyHandler {
     pub resolver: ServiceResolver,
     /// `--aggregator-reject-forwarding-redirect`.
     pub reject_forwarding_redirects: bool,
+    /// The `RemoteRequestHeaderUID` feature: the user's UID in `X-Remote-Uid`.
+    pub remote_uid: bool,
 }
 
 /// What replaces a backend's redirect (upstream's upgrade-aware proxy).
@@ -251,7 +264,7 @@ impl ProxyHandler {
             query: req.uri().query().map(str::to_owned),
         };
         let (mut parts, body) = req.into_parts();
-        set_auth_proxy_headers(&mut parts.headers, &user);
+        set_auth_proxy_headers(&mut parts.headers, &user, self.remote_uid);
         match proxy::forward(transport, &location, parts, body, false).await {
             Ok(resp) if self.reject_forwarding_redirects => reject_redirect(resp),
             Ok(resp) => resp,
@@ -293,14 +306,21 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert("x-remote-user", HeaderValue::from_static("mallory"));
         headers.insert("x-remote-extra-evil", HeaderValue::from_static("1"));
+        headers.insert("x-remote-uid", HeaderValue::from_static("forged"));
+        headers.insert("x-remote-other", HeaderValue::from_static("kept"));
         let user = UserInfo {
             name: "alice".into(),
+            uid: "1234".into(),
             groups: vec!["dev".into(), "system:authenticated".into()],
             extra: BTreeMap::from([("example.com/a b".into(), vec!["x".into()])]),
-            ..UserInfo::default()
         };
-        set_auth_proxy_headers(&mut headers, &user);
+        let mut without_uid = headers.clone();
+        set_auth_proxy_headers(&mut without_uid, &user, false);
+        assert!(without_uid.get("x-remote-uid").is_none());
+        set_auth_proxy_headers(&mut headers, &user, true);
         assert_eq!(headers["x-remote-user"], "alice");
+        assert_eq!(headers["x-remote-uid"], "1234");
+        assert_eq!(headers["x-remote-other"], "kept");
         let groups: Vec<_> = headers.get_all("x-remote-group").iter().collect();
         assert_eq!(groups, ["dev", "system:authenticated"]);
         assert!(headers.get("x-remote-extra-evil").is_none());

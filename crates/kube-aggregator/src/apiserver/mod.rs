@@ -39,6 +39,9 @@ pub struct AggregatorConfig {
     /// `--aggregator-reject-forwarding-redirect`: backends' redirects are
     /// answered 502 rather than passed to clients.
     pub reject_forwarding_redirects: bool,
+    /// The `RemoteRequestHeaderUID` feature (beta, on by default since
+    /// 1.33): the user's UID is sent in `X-Remote-Uid`.
+    pub remote_request_header_uid: bool,
 }
 
 /// The aggregation state shared by the proxy and the controllers.
@@ -71,6 +74,7 @@ impl Aggregation {
                 table: ProxyTable::default(),
                 resolver,
                 reject_forwarding_redirects: config.reject_forwarding_redirects,
+                remote_uid: config.remote_request_header_uid,
             },
             discovery,
             client: config.proxy_client.map(Arc::new),
@@ -98,7 +102,7 @@ impl Aggregation {
         else {
             return;
         };
-        local::install(aggregator, informers);
+        let metrics = local::install(aggregator, informers);
         let informer = SharedInformer::new(api_services.clone(), Some(remote::RESYNC));
         let started = informer.clone();
         aggregator.add_post_start_hook(
@@ -128,6 +132,7 @@ impl Aggregation {
             on_discovered: Arc::new(move |g, v, body| {
                 handler_discovery::publish(&registry, g, v, body)
             }),
+            metrics,
         };
         let (services, slices) = (self.services.clone(), self.endpoint_slices.clone());
         aggregator.add_post_start_hook(

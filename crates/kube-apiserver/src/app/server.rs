@@ -93,6 +93,7 @@ fn aggregation(
         reject_forwarding_redirects: flags
             .bool("aggregator-reject-forwarding-redirect")
             .unwrap_or(true),
+        remote_request_header_uid: opts.feature_gates.get("RemoteRequestHeaderUID") != Some(&false),
     };
     let discovery = config.discovery.clone();
     Ok(Aggregation::new(aggregator_config, discovery, informers))
@@ -407,7 +408,9 @@ pub fn create_server_chain(
     add_informer_sources(&informers, aggregator.stores());
     match aggregation {
         Some(a) => a.install(&mut aggregator, &informers),
-        None => kube_aggregator::controllers::status::local::install(&mut aggregator, &informers),
+        None => {
+            kube_aggregator::controllers::status::local::install(&mut aggregator, &informers);
+        }
     }
     let crds = Arc::new(CrdSpecs(custom_resources.snapshots()));
     openapi::install(&mut aggregator, openapi_groups, crds);

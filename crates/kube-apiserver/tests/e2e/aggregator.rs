@@ -43,6 +43,11 @@ fn get(s: &TestServer, path: &str) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_owned())
 }
 
+/// Whether the aggregator's `/metrics` has `line`.
+fn has_metric(s: &TestServer, line: &str) -> bool {
+    get(s, "/metrics").1.lines().any(|l| l == line)
+}
+
 fn unused_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("address").port()
@@ -121,6 +126,10 @@ fn a_remote_api_service_is_proxied_once_available(backend_kind: Backend) {
     eventually("the APIService becomes available", || {
         available(&front) == ("True".into(), "Passed".into(), "all checks passed".into())
     });
+    for name in ["v1.example.com", "v1.", "v1.apps"] {
+        let line = format!(r#"aggregator_unavailable_apiservice{{name="{name}"}} 0"#);
+        eventually(&line, || has_metric(&front, &line));
+    }
 
     front.apply_yaml("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nsize: 3\n");
     assert_eq!(
@@ -178,6 +187,16 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
     front.ok(&["annotate", "service", "ext", "checked=again"]);
     eventually("the APIService becomes unavailable", || {
         available(&front).1 == "FailedDiscoveryCheck"
+    });
+    // Turning unavailable after being available is counted, by reason.
+    eventually("the metrics count it unavailable", || {
+        has_metric(
+            &front,
+            r#"aggregator_unavailable_apiservice_total{name="v1.example.com",reason="FailedDiscoveryCheck"} 1"#,
+        ) && has_metric(
+            &front,
+            r#"aggregator_unavailable_apiservice{name="v1.example.com"} 1"#,
+        )
     });
 }
 

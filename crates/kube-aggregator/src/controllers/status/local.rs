@@ -17,44 +17,67 @@ use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
 use serde_json::Value;
 
+use super::metrics::Metrics;
 use super::{has, set_available, Available};
 
 const REASON: &str = "Local";
 const MESSAGE: &str = "Local APIServices are always available";
 
-pub fn install(server: &mut GenericApiServer, informers: &SharedInformerFactory) {
+/// Starts the controller on `server`; returns the availability series it
+/// keeps (added to the server's `/metrics`), for the remote controller to
+/// share.
+pub fn install(server: &mut GenericApiServer, informers: &SharedInformerFactory) -> Metrics {
+    let metrics = Metrics::default();
+    server.config().metrics.register_extra(metrics.registry());
     let group = "apiregistration.k8s.io";
     let (Some(informer), Some(api_services)) = (
         informers.informer_for(group, "apiservices"),
         server.store(group, "v1", "apiservices"),
     ) else {
-        return;
+        return metrics;
     };
+    let kept = metrics.clone();
     server.add_post_start_hook(
         "apiservice-status-local-available-controller",
         Arc::new(move |ctx| {
-            tokio::spawn(run(informer.clone(), api_services.clone(), ctx.stop));
+            let run = run(
+                informer.clone(),
+                api_services.clone(),
+                kept.clone(),
+                ctx.stop,
+            );
+            tokio::spawn(run);
             Box::pin(async { Ok(()) })
         }),
     );
+    metrics
 }
 
 /// Follows APIServices and marks the local ones available, by name.
-async fn run(informer: Arc<SharedInformer>, api_services: Arc<Store>, stop: CancellationToken) {
+async fn run(
+    informer: Arc<SharedInformer>,
+    api_services: Arc<Store>,
+    metrics: Metrics,
+    stop: CancellationToken,
+) {
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
     informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |s| {
-        if needs_marking(s) {
-            enqueue.add(object_meta::name(s).to_owned());
-        }
+        enqueue.add(object_meta::name(s).to_owned());
     }));
     informer.wait_for_sync().await;
     let lister = informer.lister();
     run_workers(queue, 1, stop, move |name: String| {
-        let (lister, api_services) = (lister.clone(), api_services.clone());
+        let (lister, api_services, metrics) =
+            (lister.clone(), api_services.clone(), metrics.clone());
         async move {
-            if let Some(s) = lister.get(None, &name).filter(|s| needs_marking(s)) {
-                mark_available(&api_services, &s).await;
+            match lister.get(None, &name) {
+                None => metrics.forget(&name),
+                Some(s) if is_local(&s) => {
+                    let written = !has(&s, &wanted()) && mark_available(&api_services, &s).await;
+                    metrics.observe(&name, &s, &wanted(), written);
+                }
+                Some(_) => {}
             }
             Ok::<(), Infallible>(())
         }
@@ -70,15 +93,15 @@ fn wanted() -> Available {
     }
 }
 
-/// A local APIService whose Available condition is not already upstream's.
-fn needs_marking(service: &Value) -> bool {
-    let local = service.pointer("/spec/service").is_none_or(Value::is_null);
-    local && !has(service, &wanted())
+/// An APIService the chain serves itself (no `spec.service`).
+fn is_local(service: &Value) -> bool {
+    service.pointer("/spec/service").is_none_or(Value::is_null)
 }
 
-async fn mark_available(api_services: &Store, service: &Value) {
-    if let Some(name) = service.pointer("/metadata/name").and_then(Value::as_str) {
-        set_available(api_services, name, wanted()).await;
+async fn mark_available(api_services: &Store, service: &Value) -> bool {
+    match service.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(name) => set_available(api_services, name, wanted()).await,
+        None => false,
     }
 }
 
@@ -90,6 +113,7 @@ mod tests {
 
     #[test]
     fn only_local_services_without_the_condition_are_marked() {
+        let needs_marking = |s: &Value| is_local(s) && !has(s, &wanted());
         let local = json!({"spec": {"group": "apps", "version": "v1"}});
         assert!(needs_marking(&local));
         let remote = json!({"spec": {"service": {"namespace": "kube-system", "name": "metrics"}}});

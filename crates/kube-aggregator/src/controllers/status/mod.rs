@@ -4,6 +4,7 @@
 //! ([`remote`]).
 
 pub mod local;
+pub mod metrics;
 pub mod remote;
 
 use std::sync::Arc;
@@ -40,9 +41,9 @@ pub fn has(api_service: &Value, want: &Available) -> bool {
 
 /// Writes the `Available` condition of the APIService `name` (upstream's
 /// `SetAPIServiceCondition`: the transition time stays while the status
-/// does not change). A deleted or concurrently changed APIService is left
-/// to the next event.
-pub async fn set_available(api_services: &Store, name: &str, want: Available) {
+/// does not change); whether it was written. A deleted or concurrently
+/// changed APIService is left to the next event.
+pub async fn set_available(api_services: &Store, name: &str, want: Available) -> bool {
     let mutate = Arc::new(move |current: Option<&Value>| {
         let mut service = current.cloned().unwrap_or_else(|| json!({}));
         let since = available(&service)
@@ -70,7 +71,10 @@ pub async fn set_available(api_services: &Store, name: &str, want: Available) {
     let result = api_services
         .update(None, name, Target::Status, mutate, &WriteOptions::default())
         .await;
-    if let Err(e) = result.map(|_| ()) {
+    let Err(e) = result.map(|_| ()) else {
+        return true;
+    };
+    {
         if !matches!(
             e,
             ApiError {
@@ -81,4 +85,5 @@ pub async fn set_available(api_services: &Store, name: &str, want: Available) {
             tracing::warn!(name, error = %e.message, "updating an APIService's Available condition failed");
         }
     }
+    false
 }

@@ -23,6 +23,7 @@ use client_go::CancellationToken;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
+use super::metrics::Metrics;
 use super::{has, set_available, Available};
 use crate::resolvers::{is_ready, ServiceResolver, BY_SERVICE};
 
@@ -80,6 +81,7 @@ pub struct Controller {
     pub resolver: ServiceResolver,
     pub client: Option<Arc<ClientAuth>>,
     pub on_discovered: OnDiscovered,
+    pub metrics: Metrics,
 }
 
 /// The Service an APIService names: namespace, name, port.
@@ -143,6 +145,7 @@ impl Controller {
     /// check is an error, so it is retried with backoff.
     async fn sync(&self, lister: &Lister, name: &str) -> Result<(), String> {
         let Some(api_service) = lister.get(None, name) else {
+            self.metrics.forget(name);
             return Ok(());
         };
         if service_ref(&api_service).is_none() {
@@ -155,9 +158,9 @@ impl Controller {
                 (want, Some(message))
             }
         };
-        if !has(&api_service, &want) {
-            set_available(&self.api_services, name, want).await;
-        }
+        let written = !has(&api_service, &want)
+            && set_available(&self.api_services, name, want.clone()).await;
+        self.metrics.observe(name, &api_service, &want, written);
         failure.map_or(Ok(()), Err)
     }
 
