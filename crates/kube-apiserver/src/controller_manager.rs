@@ -5,7 +5,12 @@
 //! with kube-controller-manager's identity (`<hostname>_<uuid>`) and
 //! timings (lease 15 s, renew deadline 10 s, retry 2 s). A real
 //! kube-controller-manager beside the servers competes for the same Lease,
-//! so only one of them runs controllers at a time.
+//! so only one of them runs controllers at a time. Elected here, by
+//! upstream's controller names: garbage-collector, resourcequota,
+//! namespace, serviceaccount, serviceaccount-token, clusterrole-aggregation
+//! and root-ca-certificate-publisher. Each registers its informer handlers
+//! until its term's token (`add_event_handler_until`), so the shared
+//! informers keep no handler of an ended term and no controller acts twice.
 //!
 //! Upstream's kube-controller-manager exits when it loses the Lease; an
 //! API server cannot, so here the controllers of the lost term are stopped

@@ -68,11 +68,12 @@ async fn run(
 ) {
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
-    informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
+    let handler = ResourceEventHandlerFuncs::on_any(move |ns| {
         if terminating(ns) {
             enqueue.add(object_meta::name(ns).to_owned());
         }
-    }));
+    });
+    informer.add_event_handler_until(handler, &stop);
     informer.wait_for_sync().await;
     let (lister, requeue) = (informer.lister(), queue.clone());
     run_workers(queue, WORKERS, stop, move |name: String| {

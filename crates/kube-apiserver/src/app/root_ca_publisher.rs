@@ -66,16 +66,17 @@ async fn run(
     let [namespace_informer, configmap_informer] = informers;
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
-    namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
-        enqueue.add(object_meta::name(ns).to_owned())
-    }));
+    let on_namespace =
+        ResourceEventHandlerFuncs::on_any(move |ns| enqueue.add(object_meta::name(ns).to_owned()));
+    namespace_informer.add_event_handler_until(on_namespace, &stop);
     let enqueue = queue.clone();
-    configmap_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |cm| {
+    let on_configmap = ResourceEventHandlerFuncs::on_any(move |cm| {
         // Publishing checks the ConfigMap; an unchanged one is left alone.
         if let (NAME, Some(ns)) = (object_meta::name(cm), object_meta::namespace(cm)) {
             enqueue.add(ns.to_owned());
         }
-    }));
+    });
+    configmap_informer.add_event_handler_until(on_configmap, &stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
     run_workers(queue, 1, stop, move |ns: String| {

@@ -380,8 +380,9 @@ pub fn create_server_chain(
         &extensions,
         &informers,
         &custom_resources,
+        &manager,
     );
-    crate::controller::resourcequota::install(&mut kube, &informers);
+    crate::controller::resourcequota::install(&mut kube, &informers, &manager);
     super::flowcontrol::install(&mut kube, &informers, config.flow_control.clone());
     install_debug_routes(&mut kube, opts);
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
@@ -391,7 +392,7 @@ pub fn create_server_chain(
     bootstrap::install_legacy_token_tracking(&mut kube);
     // Upstream bootstraps the RBAC policy whatever the authorization modes.
     let rbac = super::authorization::rbac(&config.authorization);
-    rbac_bootstrap::install(&mut kube, &informers, rbac.as_ref());
+    rbac_bootstrap::install(&mut kube, &informers, rbac.as_ref(), &manager);
     super::authorization::install(&mut kube, &config.authorization, &config.metrics);
 
     let aggregation = aggregation(opts, config, &informers)?;

@@ -51,18 +51,19 @@ async fn run(informers: [Arc<SharedInformer>; 2], accounts: Arc<Store>, stop: Ca
     let [namespace_informer, account_informer] = informers;
     let queue = RateLimitingQueue::with_default_limiter();
     let enqueue = queue.clone();
-    namespace_informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |ns| {
-        enqueue.add(object_meta::name(ns).to_owned())
-    }));
+    let on_namespace =
+        ResourceEventHandlerFuncs::on_any(move |ns| enqueue.add(object_meta::name(ns).to_owned()));
+    namespace_informer.add_event_handler_until(on_namespace, &stop);
     let enqueue = queue.clone();
-    account_informer.add_event_handler(ResourceEventHandlerFuncs {
+    let on_account = ResourceEventHandlerFuncs {
         delete: Some(Box::new(move |sa| {
             if let (true, Some(ns)) = (is_default(sa), object_meta::namespace(sa)) {
                 enqueue.add(ns.to_owned());
             }
         })),
         ..Default::default()
-    });
+    };
+    account_informer.add_event_handler_until(on_account, &stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
     run_workers(queue, 1, stop, move |ns: String| {

@@ -103,22 +103,24 @@ impl Controller {
         let [secrets, accounts] = informers;
         let secret_queue = RateLimitingQueue::<(String, String)>::with_default_limiter();
         let enqueue = secret_queue.clone();
-        secrets.add_event_handler(ResourceEventHandlerFuncs::on_any(move |secret| {
+        let on_secret = ResourceEventHandlerFuncs::on_any(move |secret| {
             if is_token_secret(secret) {
                 let ns = str_at(secret, "/metadata/namespace").to_owned();
                 enqueue.add((ns, str_at(secret, "/metadata/name").to_owned()));
             }
-        }));
+        });
+        secrets.add_event_handler_until(on_secret, &stop);
         let account_queue = RateLimitingQueue::<AccountKey>::with_default_limiter();
         let enqueue = account_queue.clone();
-        accounts.add_event_handler(ResourceEventHandlerFuncs {
+        let on_account = ResourceEventHandlerFuncs {
             delete: Some(Box::new(move |account| {
                 let field = |f: &str| str_at(account, f).to_owned();
                 let key = ("/metadata/namespace", "/metadata/name", "/metadata/uid");
                 enqueue.add((field(key.0), field(key.1), field(key.2)));
             })),
             ..Default::default()
-        });
+        };
+        accounts.add_event_handler_until(on_account, &stop);
         secrets.wait_for_sync().await;
         accounts.wait_for_sync().await;
         let (lister, this) = (secrets.lister(), self.clone());

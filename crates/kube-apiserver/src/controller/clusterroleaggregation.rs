@@ -1,6 +1,6 @@
 //! The ClusterRole aggregation controller (upstream's
 //! `pkg/controller/clusterroleaggregation`, which kube-controller-manager
-//! runs; this server has none): every ClusterRole with an
+//! runs; here in the terms this server leads, `controller_manager`): every ClusterRole with an
 //! `aggregationRule` (admin, edit, view, and any a user makes) keeps its
 //! rules the union of the roles its selectors pick. Any ClusterRole change
 //! queues every aggregated role, as upstream's `enqueue` does; a worker
@@ -27,13 +27,14 @@ pub async fn run(informer: Arc<SharedInformer>, store: Arc<Store>, stop: Cancell
     let queue = RateLimitingQueue::<String>::with_default_limiter();
     let lister = informer.lister();
     let (enqueue, all) = (queue.clone(), lister.clone());
-    informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |_| {
+    let handler = ResourceEventHandlerFuncs::on_any(move |_| {
         for role in all.list() {
             if role.get("aggregationRule").is_some() {
                 enqueue.add(name_of(&role).to_owned());
             }
         }
-    }));
+    });
+    informer.add_event_handler_until(handler, &stop);
     informer.wait_for_sync().await;
     run_workers(queue, WORKERS, stop, move |name: String| {
         let (lister, store) = (lister.clone(), store.clone());

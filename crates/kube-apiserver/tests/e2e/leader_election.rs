@@ -1,8 +1,10 @@
 //! The controllers upstream runs in kube-controller-manager, elected: two
 //! servers on one real etcd, each with its own data dir (so its own cluster
 //! CA), hold one `kube-system/kube-controller-manager` Lease between them;
-//! only the holder's controllers act, and when it dies the other takes the
-//! Lease over within the lease duration and acts in its place.
+//! only the holder's controllers act (root-CA publisher, service accounts,
+//! namespace deletion, resource quota, garbage collector, ClusterRole
+//! aggregation), and when it dies the other takes the Lease over within
+//! the lease duration and acts in its place.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -97,6 +99,36 @@ fn ca_of(s: &TestServer) -> String {
     std::fs::read_to_string(s.dir.path().join("pki/ca.crt")).expect("cluster CA")
 }
 
+/// Work for every elected controller but the namespace's, made through
+/// `s` in namespace `ns`: a quota, a dependent whose owner is absent, a
+/// ClusterRole aggregating another (both named after `ns`).
+fn give_work(s: &TestServer, ns: &str) {
+    s.apply_yaml(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n  namespace: {ns}\n  \
+         ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: absent\n    \
+         uid: 3f0c1b7e-0000-4000-8000-000000000001\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {ns}-agg\n\
+         aggregationRule:\n  clusterRoleSelectors:\n  - matchLabels:\n      agg: {ns}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {ns}-part\n  \
+         labels:\n    agg: {ns}\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get]\n"
+    ));
+    // Last: a quota without status refuses what it counts until it has one.
+    s.ok(&["create", "quota", "q", "-n", ns, "--hard=configmaps=9"]);
+}
+
+/// What of [`give_work`] the controllers did: quota status written,
+/// dependent collected, rules aggregated.
+fn work_done(s: &TestServer, ns: &str) -> [bool; 3] {
+    let quota = get_json(s, &["quota", "q", "-n", ns]).expect("quota");
+    let dependent = get_json(s, &["configmap", "dependent", "-n", ns]);
+    let agg = get_json(s, &["clusterrole", &format!("{ns}-agg")]).expect("role");
+    [
+        quota["status"]["used"]["configmaps"].is_string(),
+        dependent.is_none(),
+        agg["rules"].as_array().is_some_and(|r| !r.is_empty()),
+    ]
+}
+
 #[test]
 fn one_server_holds_the_lease_and_only_its_controllers_act() {
     let pair = Pair::start();
@@ -130,15 +162,26 @@ fn one_server_holds_the_lease_and_only_its_controllers_act() {
     // With the leader frozen (well within its lease), nothing acts.
     signal(leader, "-STOP");
     standby.ok(&["create", "namespace", "frozen"]);
+    give_work(standby, "frozen");
     std::thread::sleep(Duration::from_secs(4));
     let acted = root_ca(standby, "frozen");
     let account = get_json(standby, &["serviceaccount", "-n", "frozen", "default"]);
+    let done = work_done(standby, "frozen");
     signal(leader, "-CONT");
     assert!(acted.is_none(), "the standby published the root CA");
     assert!(account.is_none(), "the standby made the default account");
+    assert_eq!(
+        done, [false; 3],
+        "the standby's quota, GC or aggregation acted"
+    );
     wait_for(Duration::from_secs(10), "root CA after resuming", || {
         root_ca(standby, "frozen")
     });
+    wait_for(
+        Duration::from_secs(10),
+        "the leader's work after resuming",
+        || (work_done(standby, "frozen") == [true; 3]).then_some(()),
+    );
     assert!(!acquired(standby));
 }
 
@@ -162,6 +205,10 @@ fn the_other_server_takes_over_when_the_leader_dies() {
     // Its controllers act now: the root CA is published and a deleted
     // namespace is emptied and goes.
     survivor.ok(&["create", "namespace", "after"]);
+    give_work(survivor, "after");
+    wait_for(Duration::from_secs(10), "quota, GC and aggregation", || {
+        (work_done(survivor, "after") == [true; 3]).then_some(())
+    });
     let published = wait_for(Duration::from_secs(10), "root CA", || {
         root_ca(survivor, "after")
     });

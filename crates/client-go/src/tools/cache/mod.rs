@@ -16,7 +16,7 @@ pub use handler::{ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use index::{meta_namespace_key, IndexFunc, Indexer, NAMESPACE_INDEX};
 pub use lister::Lister;
 pub use listwatch::ListerWatcher;
-pub use shared_informer::SharedInformer;
+pub use shared_informer::{ResourceEventHandlerRegistration, SharedInformer};
 
 #[cfg(test)]
 pub(crate) mod testing;

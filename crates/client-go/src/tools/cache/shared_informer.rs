@@ -1,8 +1,11 @@
 //! The shared informer (upstream's `tools/cache/shared_informer.go`): runs
 //! a [`Reflector`] into an [`Indexer`], tells every
 //! [`ResourceEventHandler`] of each change, resyncs on a period and says
-//! when the first list is in.
+//! when the first list is in. Handlers are removed by the registration
+//! adding them returned (upstream's `RemoveEventHandler`), or when a token
+//! is cancelled, for controllers that run only while their server leads.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -16,7 +19,15 @@ use super::lister::Lister;
 use super::listwatch::ListerWatcher;
 use super::reflector::{Reflector, Sink};
 
-type Handlers = Vec<Arc<dyn ResourceEventHandler>>;
+type Handlers = Vec<(
+    ResourceEventHandlerRegistration,
+    Arc<dyn ResourceEventHandler>,
+)>;
+
+/// One added handler (upstream's `ResourceEventHandlerRegistration`): the
+/// handle [`SharedInformer::remove_event_handler`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceEventHandlerRegistration(u64);
 
 pub struct SharedInformer {
     lw: Arc<dyn ListerWatcher>,
@@ -24,6 +35,8 @@ pub struct SharedInformer {
     /// Held for reading while a change is applied and told, so a handler
     /// added meanwhile sees each object exactly once.
     handlers: RwLock<Handlers>,
+    /// The last registration handed out.
+    registered: AtomicU64,
     /// Every object is told again as an update this often.
     resync: Option<Duration>,
     synced: watch::Sender<bool>,
@@ -35,6 +48,7 @@ impl SharedInformer {
             lw,
             indexer: Indexer::default(),
             handlers: RwLock::default(),
+            registered: AtomicU64::new(0),
             resync,
             synced: watch::Sender::new(false),
         })
@@ -51,14 +65,55 @@ impl SharedInformer {
 
     /// Adds a handler; one added after the first list is told of every
     /// cached object as an add.
-    pub fn add_event_handler(&self, handler: impl ResourceEventHandler + 'static) {
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler + 'static,
+    ) -> ResourceEventHandlerRegistration {
         let mut handlers = self.handlers.write().unwrap_or_else(|e| e.into_inner());
         if self.has_synced() {
             for obj in self.indexer.list() {
                 handler.on_add(&obj, false);
             }
         }
-        handlers.push(Arc::new(handler));
+        let id = self.registered.fetch_add(1, Ordering::Relaxed) + 1;
+        let registration = ResourceEventHandlerRegistration(id);
+        handlers.push((registration, Arc::new(handler)));
+        registration
+    }
+
+    /// Removes a handler: it is told nothing after this returns. Removing
+    /// one already gone changes nothing.
+    pub fn remove_event_handler(&self, registration: ResourceEventHandlerRegistration) {
+        let mut handlers = self.handlers.write().unwrap_or_else(|e| e.into_inner());
+        handlers.retain(|(r, _)| *r != registration);
+    }
+
+    /// How many handlers are registered.
+    #[cfg(test)]
+    pub(crate) fn handler_count(&self) -> usize {
+        self.handlers().len()
+    }
+
+    /// Adds a handler that lives until `stop`: from its cancellation on it
+    /// is told nothing, and it is removed. A controller that runs in
+    /// terms (while its server leads) so leaves no handler of an ended term
+    /// behind on an informer that outlives it.
+    pub fn add_event_handler_until(
+        self: &Arc<Self>,
+        handler: impl ResourceEventHandler + 'static,
+        stop: &CancellationToken,
+    ) {
+        let registration = self.add_event_handler(Until {
+            stop: stop.clone(),
+            handler,
+        });
+        let (informer, stop) = (Arc::downgrade(self), stop.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            if let Some(informer) = informer.upgrade() {
+                informer.remove_event_handler(registration);
+            }
+        });
     }
 
     pub fn lister(&self) -> Lister {
@@ -104,7 +159,7 @@ impl SharedInformer {
     fn resync_all(&self) {
         let handlers = self.handlers();
         for obj in self.indexer.list() {
-            for h in handlers.iter() {
+            for (_, h) in handlers.iter() {
                 h.on_update(&obj, &obj);
             }
         }
@@ -116,7 +171,7 @@ impl Sink for SharedInformer {
         let handlers = self.handlers();
         let replaced = self.indexer.replace(objs);
         let initial = !self.has_synced();
-        for h in handlers.iter() {
+        for (_, h) in handlers.iter() {
             for obj in &replaced.added {
                 h.on_add(obj, initial);
             }
@@ -133,7 +188,7 @@ impl Sink for SharedInformer {
     fn upsert(&self, obj: Object) {
         let handlers = self.handlers();
         let old = self.indexer.put(obj.clone());
-        for h in handlers.iter() {
+        for (_, h) in handlers.iter() {
             match &old {
                 Some(old) => h.on_update(old, &obj),
                 None => h.on_add(&obj, false),
@@ -144,8 +199,34 @@ impl Sink for SharedInformer {
     fn delete(&self, obj: Object) {
         let handlers = self.handlers();
         self.indexer.remove(&meta_namespace_key(&obj));
-        for h in handlers.iter() {
+        for (_, h) in handlers.iter() {
             h.on_delete(&obj);
+        }
+    }
+}
+
+/// A handler told nothing once `stop` is cancelled.
+struct Until<H> {
+    stop: CancellationToken,
+    handler: H,
+}
+
+impl<H: ResourceEventHandler> ResourceEventHandler for Until<H> {
+    fn on_add(&self, obj: &Object, initial: bool) {
+        if !self.stop.is_cancelled() {
+            self.handler.on_add(obj, initial);
+        }
+    }
+
+    fn on_update(&self, old: &Object, new: &Object) {
+        if !self.stop.is_cancelled() {
+            self.handler.on_update(old, new);
+        }
+    }
+
+    fn on_delete(&self, obj: &Object) {
+        if !self.stop.is_cancelled() {
+            self.handler.on_delete(obj);
         }
     }
 }

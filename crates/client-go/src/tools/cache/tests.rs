@@ -146,3 +146,41 @@ async fn a_late_handler_is_told_of_every_cached_object() {
     informer.add_event_handler(late.clone());
     assert_eq!(late.take(), ["add a/x"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_removed_handler_is_told_nothing_more() {
+    let fake = Arc::new(Fake::default());
+    let (informer, kept) = start(&fake, None);
+    let removed = Recorder::default();
+    let registration = informer.add_event_handler(removed.clone());
+    informer.wait_for_sync().await;
+    fake.put("a", "x", data(&json!(1)));
+    settle().await;
+    informer.remove_event_handler(registration);
+    informer.remove_event_handler(registration);
+    fake.put("a", "y", data(&json!(1)));
+    settle().await;
+    assert_eq!(removed.take(), ["add a/x"]);
+    assert_eq!(kept.take(), ["add a/x", "add a/y"]);
+    assert_eq!(informer.handler_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_added_until_a_token_goes_with_it() {
+    let fake = Arc::new(Fake::default());
+    let (informer, _) = start(&fake, None);
+    informer.wait_for_sync().await;
+    let stop = CancellationToken::new();
+    let term = Recorder::default();
+    informer.add_event_handler_until(term.clone(), &stop);
+    fake.put("a", "x", data(&json!(1)));
+    settle().await;
+    assert_eq!(term.take(), ["add a/x"]);
+    assert_eq!(informer.handler_count(), 2);
+    stop.cancel();
+    // Told nothing from the cancellation on, even before it is removed.
+    fake.put("a", "x", data(&json!(2)));
+    settle().await;
+    assert!(term.take().is_empty());
+    assert_eq!(informer.handler_count(), 1);
+}

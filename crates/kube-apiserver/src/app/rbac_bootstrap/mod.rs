@@ -3,7 +3,8 @@
 //! `authorization::rbac::bootstrappolicy`, created when missing and
 //! reconciled otherwise (`reconcile`), and binding the RBAC authorizer to
 //! the RBAC stores. The hook then starts the ClusterRole aggregation
-//! controller (`controller::clusterroleaggregation`).
+//! controller (`controller::clusterroleaggregation`), elected as
+//! kube-controller-manager's (`controller_manager`).
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::authorization::rbac::bootstrappolicy::{
 };
 use crate::authorization::rbac::{RbacAuthorizer, RbacStores};
 use crate::controller::clusterroleaggregation;
+use crate::controller_manager::ControllerManager;
 
 mod reconcile;
 
@@ -28,6 +30,7 @@ pub fn install(
     server: &mut GenericApiServer,
     informers: &SharedInformerFactory,
     rbac: Option<&Arc<RbacAuthorizer>>,
+    manager: &ControllerManager,
 ) {
     let store = |resource: &str| server.store(GROUP, "v1", resource);
     let (Some(roles), Some(role_bindings), Some(cluster_roles), Some(cluster_role_bindings)) = (
@@ -51,10 +54,12 @@ pub fn install(
     }
     let aggregation = informers.informer_for(GROUP, "clusterroles");
     let stores = Arc::new([cluster_roles, cluster_role_bindings, roles, role_bindings]);
+    let manager = manager.clone();
     server.add_post_start_hook(
         "rbac/bootstrap-roles",
-        Arc::new(move |ctx| {
+        Arc::new(move |_ctx| {
             let (stores, aggregation) = (stores.clone(), aggregation.clone());
+            let manager = manager.clone();
             Box::pin(async move {
                 let [cluster_roles, cluster_role_bindings, roles, role_bindings] = &*stores;
                 let policy = [
@@ -72,7 +77,9 @@ pub fn install(
                 }
                 if let Some(informer) = aggregation {
                     let store = cluster_roles.clone();
-                    tokio::spawn(clusterroleaggregation::run(informer, store, ctx.stop));
+                    manager.spawn(move |stop| {
+                        clusterroleaggregation::run(informer.clone(), store.clone(), stop)
+                    });
                 }
                 Ok(())
             })

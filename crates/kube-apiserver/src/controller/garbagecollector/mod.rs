@@ -1,6 +1,7 @@
 //! The garbage collector (upstream's `pkg/controller/garbagecollector`,
 //! run in-process so that a server started on its own honours owner
-//! references): objects whose owners are all gone are deleted
+//! references, elected as kube-controller-manager's by
+//! `controller_manager`): objects whose owners are all gone are deleted
 //! (background), owners deleted with `foregroundDeletion` wait for their
 //! blocking dependents, owners deleted with `orphan` release theirs. Its
 //! graph builder follows every served resource through the shared
@@ -27,6 +28,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::apiextensions::controller::Snapshot;
 use crate::apiextensions::CustomResources;
+use crate::controller_manager::ControllerManager;
 use graph::Graph;
 use worker::{GcError, Mapper, Workers};
 
@@ -52,6 +54,7 @@ pub fn install(
     extensions: &GenericApiServer,
     informers: &Arc<SharedInformerFactory>,
     custom: &CustomResources,
+    manager: &ControllerManager,
 ) {
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
@@ -60,11 +63,16 @@ pub fn install(
         extensions.dynamic_groups(),
         informers.clone(),
     );
+    let manager = manager.clone();
     kube.add_post_start_hook(
         "start-garbage-collector",
-        Arc::new(move |ctx| {
+        Arc::new(move |_ctx| {
             let (stores, crds, dynamic) = (stores.clone(), crds.clone(), dynamic.clone());
-            tokio::spawn(run(stores, &informers, crds, dynamic, ctx.stop));
+            let informers = informers.clone();
+            manager.spawn(move |stop| {
+                let (crds, dynamic) = (crds.clone(), dynamic.clone());
+                run(stores.clone(), &informers, crds, dynamic, stop)
+            });
             Box::pin(async { Ok(()) })
         }),
     );
@@ -85,7 +93,7 @@ fn run(
         .iter()
         .filter_map(|store| {
             let informer = informers.informer_for(&store.info.group, &store.info.resource)?;
-            report(&informer, store.clone(), changes.clone());
+            report(&informer, store.clone(), changes.clone(), &stop);
             Some(informer)
         })
         .collect();
@@ -119,14 +127,17 @@ fn run(
     }
 }
 
-/// Sends what `informer` reports about `store`'s objects to `changes`.
-fn report(informer: &SharedInformer, store: Arc<Store>, changes: Changes) {
+/// Sends what `informer` reports about `store`'s objects to `changes`
+/// until `stop`.
+fn report(
+    informer: &Arc<SharedInformer>,
+    store: Arc<Store>,
+    changes: Changes,
+    stop: &CancellationToken,
+) {
     let upserted = move |o| Change::Upserted(store.clone(), o);
-    informer.add_event_handler(ResourceEventHandlerFuncs::send_to(
-        changes,
-        upserted,
-        Change::Deleted,
-    ));
+    let handler = ResourceEventHandlerFuncs::send_to(changes, upserted, Change::Deleted);
+    informer.add_event_handler_until(handler, stop);
 }
 
 /// Runs an informer of its own over the resource of every CRD while it is
@@ -163,8 +174,8 @@ async fn follow_custom_resources(
         for (key, store) in current {
             following.entry(key).or_insert_with(|| {
                 let informer = SharedInformer::new(store.clone(), None);
-                report(&informer, store, changes.clone());
                 let informer_stop = stop.child_token();
+                report(&informer, store, changes.clone(), &informer_stop);
                 informer.start(&informer_stop);
                 informer_stop
             });

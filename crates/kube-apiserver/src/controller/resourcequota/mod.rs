@@ -1,6 +1,7 @@
 //! The resource quota controller (upstream's
 //! `pkg/controller/resourcequota`, run in-process so that a server on its
-//! own keeps quota status current): it follows ResourceQuotas and the
+//! own keeps quota status current, elected as kube-controller-manager's
+//! by `controller_manager`): it follows ResourceQuotas and the
 //! resources they count through the shared informers, and rewrites a
 //! quota's `status.hard` (its `spec.hard`) and `status.used` (the
 //! namespace's usage of every hard resource, zero when unused) whenever
@@ -29,6 +30,7 @@ use storage::GetOptions;
 
 use crate::admission::quota::{evaluator, write_status};
 use crate::api::resource::parsed_list;
+use crate::controller_manager::ControllerManager;
 
 /// How long changes are gathered before a namespace is recounted.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -54,21 +56,28 @@ const TRACKED: [&str; 6] = [
 type Queue = Arc<RateLimitingQueue<String>>;
 
 /// Installs the `start-resource-quota-controller` hook.
-pub fn install(server: &mut GenericApiServer, informers: &Arc<SharedInformerFactory>) {
+pub fn install(
+    server: &mut GenericApiServer,
+    informers: &Arc<SharedInformerFactory>,
+    manager: &ControllerManager,
+) {
     let Some(quotas) = server.store("", "v1", "resourcequotas") else {
         return;
     };
     let stores = Stores::new(server.stores()).with_informers(informers.clone());
-    let informers = informers.clone();
+    let (informers, manager) = (informers.clone(), manager.clone());
     server.add_post_start_hook(
         "start-resource-quota-controller",
-        Arc::new(move |ctx| {
-            let controller = Controller {
-                stores: stores.clone(),
-                quotas: quotas.clone(),
-                informers: informers.clone(),
-            };
-            tokio::spawn(controller.run(ctx.stop));
+        Arc::new(move |_ctx| {
+            let (stores, quotas, informers) = (stores.clone(), quotas.clone(), informers.clone());
+            manager.spawn(move |stop| {
+                let controller = Controller {
+                    stores: stores.clone(),
+                    quotas: quotas.clone(),
+                    informers: informers.clone(),
+                };
+                controller.run(stop)
+            });
             Box::pin(async { Ok(()) })
         }),
     );
@@ -92,12 +101,13 @@ impl Controller {
             informers: self.informers.clone(),
             queue: queue.clone(),
             followed: Mutex::default(),
+            stop: stop.clone(),
         });
         for resource in TRACKED {
             monitors.follow("", resource);
         }
         let (followed, enqueue) = (monitors.clone(), queue.clone());
-        quota_informer.add_event_handler(ResourceEventHandlerFuncs {
+        let on_quota = ResourceEventHandlerFuncs {
             add: Some(Box::new(move |quota| followed.quota_changed(quota))),
             update: Some(Box::new({
                 let followed = monitors.clone();
@@ -109,7 +119,8 @@ impl Controller {
                     enqueue.add_after(ns.to_owned(), DEBOUNCE);
                 }
             })),
-        });
+        };
+        quota_informer.add_event_handler_until(on_quota, &stop);
         quota_informer.wait_for_sync().await;
         let lister = quota_informer.lister();
         tokio::spawn(enqueue_all(lister.clone(), queue.clone(), stop.clone()));
@@ -180,6 +191,8 @@ struct Monitors {
     informers: Arc<SharedInformerFactory>,
     queue: Queue,
     followed: Mutex<HashSet<(String, String)>>,
+    /// The end of the term the handlers are registered for.
+    stop: CancellationToken,
 }
 
 impl Monitors {
@@ -195,11 +208,12 @@ impl Monitors {
         };
         followed.insert(key);
         let queue = self.queue.clone();
-        informer.add_event_handler(ResourceEventHandlerFuncs::on_any(move |obj| {
+        let handler = ResourceEventHandlerFuncs::on_any(move |obj| {
             if let Some(ns) = object_meta::namespace(obj) {
                 queue.add_after(ns.to_owned(), DEBOUNCE);
             }
-        }));
+        });
+        informer.add_event_handler_until(handler, &self.stop);
     }
 
     /// A quota added or changed: follow the resources its `count/` keys
