@@ -21,17 +21,21 @@ use crate::table::{shapes, Field, Shape, Shapes};
 /// upstream writes it. Returns whether the kind is a built-in one; other
 /// objects (custom resources) are left untouched.
 pub fn normalize(obj: &mut Value) -> bool {
+    let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+    match (text("apiVersion"), text("kind")) {
+        (Some(api_version), Some(kind)) => normalize_kind(&api_version, &kind, obj),
+        _ => false,
+    }
+}
+
+/// Reshapes `value` as the Go type registered for `api_version` and
+/// `kind`, whatever type fields it carries (a `WatchEvent` carries none).
+/// Returns whether the kind is a built-in one.
+pub fn normalize_kind(api_version: &str, kind: &str, value: &mut Value) -> bool {
     let shapes = shapes();
-    let root = {
-        let text = |k: &str| obj.get(k).and_then(Value::as_str);
-        match (text("apiVersion"), text("kind")) {
-            (Some(api_version), Some(kind)) => shapes.kind(api_version, kind),
-            _ => None,
-        }
-    };
-    match root {
+    match shapes.kind(api_version, kind) {
         Some(at) => {
-            reshape_struct(shapes, obj, at);
+            reshape_struct(shapes, value, at);
             true
         }
         None => false,

@@ -30,6 +30,54 @@ const META_KINDS: &[&str] = &[
     "WatchEvent",
 ];
 
+/// Kinds upstream registers in its schemes that k8s-openapi does not model
+/// as resources: `(module, message, apiVersion)`, the kind being the
+/// message's name. Admission reviews (webhook bodies), aggregated discovery
+/// (served as protobuf when asked), the subresource options and the
+/// objects the core group registers for storage and annotations (upstream's
+/// `pkg/apis/core/v1/register.go` and the `k8s.io/api` round-trip fixtures).
+const EXTRA_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "api::admission::v1",
+        "AdmissionReview",
+        "admission.k8s.io/v1",
+    ),
+    (
+        "api::admission::v1beta1",
+        "AdmissionReview",
+        "admission.k8s.io/v1beta1",
+    ),
+    (
+        "api::apidiscovery::v2",
+        "APIGroupDiscovery",
+        "apidiscovery.k8s.io/v2",
+    ),
+    (
+        "api::apidiscovery::v2",
+        "APIGroupDiscoveryList",
+        "apidiscovery.k8s.io/v2",
+    ),
+    (
+        "api::apidiscovery::v2beta1",
+        "APIGroupDiscovery",
+        "apidiscovery.k8s.io/v2beta1",
+    ),
+    (
+        "api::apidiscovery::v2beta1",
+        "APIGroupDiscoveryList",
+        "apidiscovery.k8s.io/v2beta1",
+    ),
+    ("api::core::v1", "NodeProxyOptions", "v1"),
+    ("api::core::v1", "PodAttachOptions", "v1"),
+    ("api::core::v1", "PodExecOptions", "v1"),
+    ("api::core::v1", "PodLogOptions", "v1"),
+    ("api::core::v1", "PodPortForwardOptions", "v1"),
+    ("api::core::v1", "PodProxyOptions", "v1"),
+    ("api::core::v1", "RangeAllocation", "v1"),
+    ("api::core::v1", "SerializedReference", "v1"),
+    ("api::core::v1", "ServiceProxyOptions", "v1"),
+];
+
 /// Fields upstream serializes without `omitempty` in messages k8s-openapi
 /// does not model (so we cannot learn it from there).
 const REQUIRED_WITHOUT_TWIN: &[(&str, &str)] = &[
@@ -125,7 +173,7 @@ pub fn generate(
     for key in &order {
         let msg = &pb[key];
         let twin = oa.get(&lower_key(key));
-        let fields = join_fields(pb, msg, twin, &json_names, &mut report);
+        let fields = join_fields(pb, msg, twin, &json_names, go, &mut report);
         let _ = writeln!(code, "    // {key}");
         let _ = writeln!(
             code,
@@ -250,6 +298,21 @@ fn collect_kinds(
             }
         }
     }
+    for (module, message, api_version) in EXTRA_KINDS {
+        match lower.get(&format!("{module}::{}", message.to_lowercase())) {
+            Some(m) => kinds.push(Kind {
+                api_version: (*api_version).into(),
+                kind: (*message).into(),
+                message: m.key(),
+            }),
+            None => {
+                let _ = writeln!(
+                    report,
+                    "extra kind {api_version} {message}: no protobuf message"
+                );
+            }
+        }
+    }
     kinds.sort_by(|a, b| (&a.api_version, &a.kind).cmp(&(&b.api_version, &b.kind)));
     kinds.dedup_by(|a, b| a.api_version == b.api_version && a.kind == b.kind);
     kinds
@@ -285,15 +348,16 @@ struct Joined<'a> {
 }
 
 /// The fields of one message, in tag order (as upstream writes them).
-/// Messages k8s-openapi does not
-/// model take JSON names from
-/// `json_names` (k8s-openapi's Rust names are derived from the JSON names,
-/// so one name maps to one spelling everywhere).
+/// Messages k8s-openapi does not model take JSON names from their Go
+/// declarations' `json` tags, else from `json_names` (k8s-openapi's Rust
+/// names are derived from the JSON names, so one name maps to one spelling
+/// everywhere).
 fn join_fields<'a>(
     pb: &BTreeMap<String, PbMessage>,
     msg: &'a PbMessage,
     twin: Option<&OaStruct>,
     json_names: &BTreeMap<String, String>,
+    go: &mut GoFields,
     report: &mut String,
 ) -> Vec<Joined<'a>> {
     let Some(twin) = twin else {
@@ -302,9 +366,9 @@ fn join_fields<'a>(
         return fields
             .into_iter()
             .map(|f| {
-                let json = json_names
-                    .get(&norm(&f.name))
-                    .cloned()
+                let json = go
+                    .json_name(&msg.module, &msg.name, f.tag)
+                    .or_else(|| json_names.get(&norm(&f.name)).cloned())
                     .unwrap_or_else(|| camel(&f.name));
                 let required = REQUIRED_WITHOUT_TWIN.contains(&(msg.name.as_str(), json.as_str()))
                     || (msg.name.ends_with("List") && (json == "items" || json == "metadata"));

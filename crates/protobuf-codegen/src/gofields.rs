@@ -32,6 +32,22 @@ impl GoFields {
             .is_some_and(|t| t.split(',').skip(1).any(|o| o == "omitempty"));
         Some(omitempty && !matches!(field.ty, TypeExpr::Pointer(_)))
     }
+
+    /// The JSON name of the Go field of message `name` whose protobuf tag
+    /// is `tag`; `None` when the declaration is not found or the field is
+    /// embedded (inline).
+    pub fn json_name(&mut self, module: &str, name: &str, tag: u32) -> Option<String> {
+        let package = self.loader.load(&import_path(module)).ok()?;
+        let DeclBody::Struct(fields) = &package.types.get(name)?.body else {
+            return None;
+        };
+        let field = fields.iter().find(|f| {
+            tag_value(&f.tag, "protobuf").and_then(|p| p.split(',').nth(1))
+                == Some(&tag.to_string())
+        })?;
+        let json = tag_value(&field.tag, "json")?.split(',').next()?;
+        (!json.is_empty() && json != "-").then(|| json.to_owned())
+    }
 }
 
 /// `api::apps::v1` → `k8s.io/api/apps/v1`;
@@ -67,6 +83,12 @@ type DeploymentSpec struct {
         assert_eq!(spec(&mut go, "replicas"), Some(false));
         assert_eq!(spec(&mut go, "port"), Some(false));
         assert_eq!(spec(&mut go, "missing"), None);
+        assert_eq!(
+            go.json_name("api::apps::v1", "DeploymentSpec", 5)
+                .as_deref(),
+            Some("minReadySeconds")
+        );
+        assert_eq!(go.json_name("api::apps::v1", "DeploymentSpec", 9), None);
         assert_eq!(
             import_path("apiextensions_apiserver::pkg::apis::apiextensions::v1"),
             "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

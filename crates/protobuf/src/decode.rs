@@ -256,7 +256,7 @@ fn decode_raw(raw: &[u8], depth: usize) -> Result<Option<Value>, ProtobufError> 
         return Ok(None);
     }
     if raw.starts_with(crate::MAGIC) {
-        return crate::decode_nested(raw, depth + 1).map(Some);
+        return crate::decode_nested(raw, depth + 1, ("", "")).map(Some);
     }
     serde_json::from_slice(raw)
         .map(Some)

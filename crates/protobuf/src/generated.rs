@@ -3,469 +3,499 @@
 
 use crate::schema::{FieldDesc, KindDesc, MessageDesc, Shape, Special, Ty};
 
-pub(crate) static MESSAGES: [MessageDesc; 879] = [
+pub(crate) static MESSAGES: [MessageDesc; 906] = [
+    // api::admission::v1::AdmissionReview
+    MessageDesc { name: "AdmissionReview", special: Special::None, fields: &[
+        FieldDesc { json: "request", tag: 1, ty: Ty::Message(226), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "response", tag: 2, ty: Ty::Message(227), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::admission::v1beta1::AdmissionReview
+    MessageDesc { name: "AdmissionReview", special: Special::None, fields: &[
+        FieldDesc { json: "request", tag: 1, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "response", tag: 2, ty: Ty::Message(229), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicy
     MessageDesc { name: "MutatingAdmissionPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(212), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(231), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicyBinding
     MessageDesc { name: "MutatingAdmissionPolicyBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(213), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(232), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicyBindingList
     MessageDesc { name: "MutatingAdmissionPolicyBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(1), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(3), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicyList
     MessageDesc { name: "MutatingAdmissionPolicyList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(0), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(2), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingWebhookConfiguration
     MessageDesc { name: "MutatingWebhookConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "webhooks", tag: 2, ty: Ty::Message(215), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "webhooks", tag: 2, ty: Ty::Message(234), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingWebhookConfigurationList
     MessageDesc { name: "MutatingWebhookConfigurationList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(4), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(6), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicy
     MessageDesc { name: "ValidatingAdmissionPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(216), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(217), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(235), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(236), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyBinding
     MessageDesc { name: "ValidatingAdmissionPolicyBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(218), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(237), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyBindingList
     MessageDesc { name: "ValidatingAdmissionPolicyBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(7), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(9), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyList
     MessageDesc { name: "ValidatingAdmissionPolicyList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(6), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(8), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingWebhookConfiguration
     MessageDesc { name: "ValidatingWebhookConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "webhooks", tag: 2, ty: Ty::Message(219), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "webhooks", tag: 2, ty: Ty::Message(238), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingWebhookConfigurationList
     MessageDesc { name: "ValidatingWebhookConfigurationList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(10), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(12), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicy
     MessageDesc { name: "MutatingAdmissionPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(220), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(239), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding
     MessageDesc { name: "MutatingAdmissionPolicyBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(221), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(240), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBindingList
     MessageDesc { name: "MutatingAdmissionPolicyBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(13), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(15), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicyList
     MessageDesc { name: "MutatingAdmissionPolicyList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(12), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(14), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicy
     MessageDesc { name: "MutatingAdmissionPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(222), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(241), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding
     MessageDesc { name: "MutatingAdmissionPolicyBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(223), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(242), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingList
     MessageDesc { name: "MutatingAdmissionPolicyBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(17), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(19), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicyList
     MessageDesc { name: "MutatingAdmissionPolicyList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(16), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(18), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2::APIGroupDiscovery
+    MessageDesc { name: "APIGroupDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "versions", tag: 2, ty: Ty::Message(243), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2::APIGroupDiscoveryList
+    MessageDesc { name: "APIGroupDiscoveryList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(22), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2beta1::APIGroupDiscovery
+    MessageDesc { name: "APIGroupDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "versions", tag: 2, ty: Ty::Message(244), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2beta1::APIGroupDiscoveryList
+    MessageDesc { name: "APIGroupDiscoveryList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(24), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition
     MessageDesc { name: "CustomResourceDefinition", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(224), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(225), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(245), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(246), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionList
     MessageDesc { name: "CustomResourceDefinitionList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(20), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(26), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIService
     MessageDesc { name: "APIService", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(226), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(227), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(247), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(248), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIServiceList
     MessageDesc { name: "APIServiceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(22), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(28), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::ControllerRevision
     MessageDesc { name: "ControllerRevision", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "data", tag: 2, ty: Ty::Message(228), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "data", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "revision", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::ControllerRevisionList
     MessageDesc { name: "ControllerRevisionList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(24), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(30), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DaemonSet
     MessageDesc { name: "DaemonSet", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(229), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(250), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(251), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DaemonSetList
     MessageDesc { name: "DaemonSetList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(26), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(32), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::Deployment
     MessageDesc { name: "Deployment", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(231), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(232), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(252), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(253), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DeploymentList
     MessageDesc { name: "DeploymentList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(28), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(34), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::ReplicaSet
     MessageDesc { name: "ReplicaSet", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(234), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(254), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(255), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::ReplicaSetList
     MessageDesc { name: "ReplicaSetList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(30), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(36), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSet
     MessageDesc { name: "StatefulSet", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(235), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(236), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(256), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(257), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetList
     MessageDesc { name: "StatefulSetList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(32), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(38), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::SelfSubjectReview
     MessageDesc { name: "SelfSubjectReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 2, ty: Ty::Message(237), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 2, ty: Ty::Message(258), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::TokenRequest
     MessageDesc { name: "TokenRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(238), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(239), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(259), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(260), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::TokenReview
     MessageDesc { name: "TokenReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(240), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(241), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(261), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(262), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::LocalSubjectAccessReview
     MessageDesc { name: "LocalSubjectAccessReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(242), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(243), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::authorization::v1::SelfSubjectAccessReview
-    MessageDesc { name: "SelfSubjectAccessReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(244), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(243), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::authorization::v1::SelfSubjectRulesReview
-    MessageDesc { name: "SelfSubjectRulesReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(245), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(246), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::authorization::v1::SubjectAccessReview
-    MessageDesc { name: "SubjectAccessReview", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(242), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(243), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::autoscaling::v1::HorizontalPodAutoscaler
-    MessageDesc { name: "HorizontalPodAutoscaler", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(247), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(248), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::autoscaling::v1::HorizontalPodAutoscalerList
-    MessageDesc { name: "HorizontalPodAutoscalerList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(41), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::autoscaling::v1::Scale
-    MessageDesc { name: "Scale", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(250), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::autoscaling::v2::HorizontalPodAutoscaler
-    MessageDesc { name: "HorizontalPodAutoscaler", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(251), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(252), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::autoscaling::v2::HorizontalPodAutoscalerList
-    MessageDesc { name: "HorizontalPodAutoscalerList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(44), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::batch::v1::CronJob
-    MessageDesc { name: "CronJob", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(253), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(254), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::batch::v1::CronJobList
-    MessageDesc { name: "CronJobList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(46), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::batch::v1::Job
-    MessageDesc { name: "Job", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(255), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(256), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::batch::v1::JobList
-    MessageDesc { name: "JobList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(48), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::CertificateSigningRequest
-    MessageDesc { name: "CertificateSigningRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(257), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(258), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::CertificateSigningRequestList
-    MessageDesc { name: "CertificateSigningRequestList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(50), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::ClusterTrustBundle
-    MessageDesc { name: "ClusterTrustBundle", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(259), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::ClusterTrustBundleList
-    MessageDesc { name: "ClusterTrustBundleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(52), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::PodCertificateRequest
-    MessageDesc { name: "PodCertificateRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(260), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(261), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1::PodCertificateRequestList
-    MessageDesc { name: "PodCertificateRequestList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(54), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1beta1::ClusterTrustBundle
-    MessageDesc { name: "ClusterTrustBundle", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(262), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1beta1::ClusterTrustBundleList
-    MessageDesc { name: "ClusterTrustBundleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(56), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::certificates::v1beta1::PodCertificateRequest
-    MessageDesc { name: "PodCertificateRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "spec", tag: 2, ty: Ty::Message(263), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 3, ty: Ty::Message(264), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
+    // api::authorization::v1::SelfSubjectAccessReview
+    MessageDesc { name: "SelfSubjectAccessReview", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(265), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(264), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::authorization::v1::SelfSubjectRulesReview
+    MessageDesc { name: "SelfSubjectRulesReview", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(266), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(267), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::authorization::v1::SubjectAccessReview
+    MessageDesc { name: "SubjectAccessReview", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(263), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(264), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::autoscaling::v1::HorizontalPodAutoscaler
+    MessageDesc { name: "HorizontalPodAutoscaler", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(268), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(269), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::autoscaling::v1::HorizontalPodAutoscalerList
+    MessageDesc { name: "HorizontalPodAutoscalerList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(47), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::autoscaling::v1::Scale
+    MessageDesc { name: "Scale", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(271), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::autoscaling::v2::HorizontalPodAutoscaler
+    MessageDesc { name: "HorizontalPodAutoscaler", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(272), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(273), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::autoscaling::v2::HorizontalPodAutoscalerList
+    MessageDesc { name: "HorizontalPodAutoscalerList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(50), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::batch::v1::CronJob
+    MessageDesc { name: "CronJob", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(275), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::batch::v1::CronJobList
+    MessageDesc { name: "CronJobList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(52), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::batch::v1::Job
+    MessageDesc { name: "Job", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(276), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(277), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::batch::v1::JobList
+    MessageDesc { name: "JobList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(54), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::CertificateSigningRequest
+    MessageDesc { name: "CertificateSigningRequest", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(278), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(279), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::CertificateSigningRequestList
+    MessageDesc { name: "CertificateSigningRequestList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(56), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::ClusterTrustBundle
+    MessageDesc { name: "ClusterTrustBundle", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(280), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::ClusterTrustBundleList
+    MessageDesc { name: "ClusterTrustBundleList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(58), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::PodCertificateRequest
+    MessageDesc { name: "PodCertificateRequest", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(281), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(282), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1::PodCertificateRequestList
+    MessageDesc { name: "PodCertificateRequestList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(60), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1beta1::ClusterTrustBundle
+    MessageDesc { name: "ClusterTrustBundle", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(283), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1beta1::ClusterTrustBundleList
+    MessageDesc { name: "ClusterTrustBundleList", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(62), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::certificates::v1beta1::PodCertificateRequest
+    MessageDesc { name: "PodCertificateRequest", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(284), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(285), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
     // api::certificates::v1beta1::PodCertificateRequestList
     MessageDesc { name: "PodCertificateRequestList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(58), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(64), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1::Lease
     MessageDesc { name: "Lease", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(265), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(286), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1::LeaseList
     MessageDesc { name: "LeaseList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(60), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(66), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1alpha2::LeaseCandidate
     MessageDesc { name: "LeaseCandidate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(266), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(287), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1alpha2::LeaseCandidateList
     MessageDesc { name: "LeaseCandidateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(62), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(68), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1beta1::LeaseCandidate
     MessageDesc { name: "LeaseCandidate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(267), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(288), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1beta1::LeaseCandidateList
     MessageDesc { name: "LeaseCandidateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(64), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(70), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::discovery::v1::EndpointSlice
     MessageDesc { name: "EndpointSlice", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "endpoints", tag: 2, ty: Ty::Message(268), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 3, ty: Ty::Message(269), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "endpoints", tag: 2, ty: Ty::Message(289), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 3, ty: Ty::Message(290), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "addressType", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::discovery::v1::EndpointSliceList
     MessageDesc { name: "EndpointSliceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(66), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(72), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::events::v1::Event
     MessageDesc { name: "Event", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "eventTime", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "series", tag: 3, ty: Ty::Message(271), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "eventTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "series", tag: 3, ty: Ty::Message(292), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reportingController", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reportingInstance", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "action", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "regarding", tag: 8, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "related", tag: 9, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "regarding", tag: 8, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "related", tag: 9, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "note", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "type", tag: 11, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deprecatedSource", tag: 12, ty: Ty::Message(273), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deprecatedFirstTimestamp", tag: 13, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deprecatedLastTimestamp", tag: 14, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deprecatedSource", tag: 12, ty: Ty::Message(294), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deprecatedFirstTimestamp", tag: 13, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deprecatedLastTimestamp", tag: 14, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deprecatedCount", tag: 15, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::events::v1::EventList
     MessageDesc { name: "EventList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(68), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(74), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::FlowSchema
     MessageDesc { name: "FlowSchema", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(275), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(276), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(296), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(297), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::FlowSchemaList
     MessageDesc { name: "FlowSchemaList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(70), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(76), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfiguration
     MessageDesc { name: "PriorityLevelConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(277), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(278), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(298), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(299), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationList
     MessageDesc { name: "PriorityLevelConfigurationList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(72), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(78), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apiserverinternal::v1alpha1::StorageVersion
     MessageDesc { name: "StorageVersion", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(279), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(280), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(300), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(301), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apiserverinternal::v1alpha1::StorageVersionList
     MessageDesc { name: "StorageVersionList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(74), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(80), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::Eviction
     MessageDesc { name: "Eviction", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(281), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(282), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(302), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(303), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionList
     MessageDesc { name: "EvictionList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(76), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(82), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequest
     MessageDesc { name: "EvictionRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(283), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(284), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(304), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(305), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequestList
     MessageDesc { name: "EvictionRequestList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(78), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(84), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::APIGroup
     MessageDesc { name: "APIGroup", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "versions", tag: 2, ty: Ty::Message(285), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preferredVersion", tag: 3, ty: Ty::Message(285), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "serverAddressByClientCIDRs", tag: 4, ty: Ty::Message(286), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "versions", tag: 2, ty: Ty::Message(306), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preferredVersion", tag: 3, ty: Ty::Message(306), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "serverAddressByClientCIDRs", tag: 4, ty: Ty::Message(307), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::APIGroupList
     MessageDesc { name: "APIGroupList", special: Special::None, fields: &[
-        FieldDesc { json: "groups", tag: 1, ty: Ty::Message(80), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "groups", tag: 1, ty: Ty::Message(86), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::APIResourceList
     MessageDesc { name: "APIResourceList", special: Special::None, fields: &[
         FieldDesc { json: "groupVersion", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(287), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(308), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::APIVersions
     MessageDesc { name: "APIVersions", special: Special::None, fields: &[
         FieldDesc { json: "versions", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "serverAddressByClientCIDRs", tag: 2, ty: Ty::Message(286), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "serverAddressByClientCIDRs", tag: 2, ty: Ty::Message(307), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::CreateOptions
     MessageDesc { name: "CreateOptions", special: Special::None, fields: &[
@@ -476,7 +506,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // apimachinery::pkg::apis::meta::v1::DeleteOptions
     MessageDesc { name: "DeleteOptions", special: Special::None, fields: &[
         FieldDesc { json: "gracePeriodSeconds", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preconditions", tag: 2, ty: Ty::Message(288), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preconditions", tag: 2, ty: Ty::Message(309), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "orphanDependents", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "propagationPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "dryRun", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -488,8 +518,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apimachinery::pkg::apis::meta::v1::List
     MessageDesc { name: "List", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(228), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(249), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ListOptions
     MessageDesc { name: "ListOptions", special: Special::None, fields: &[
@@ -507,12 +537,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apimachinery::pkg::apis::meta::v1::PartialObjectMetadata
     MessageDesc { name: "PartialObjectMetadata", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::PartialObjectMetadataList
     MessageDesc { name: "PartialObjectMetadataList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(89), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(95), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::PatchOptions
     MessageDesc { name: "PatchOptions", special: Special::None, fields: &[
@@ -523,11 +553,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apimachinery::pkg::apis::meta::v1::Status
     MessageDesc { name: "Status", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "details", tag: 5, ty: Ty::Message(289), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "details", tag: 5, ty: Ty::Message(310), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "code", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::UpdateOptions
@@ -539,301 +569,301 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // apimachinery::pkg::apis::meta::v1::WatchEvent
     MessageDesc { name: "WatchEvent", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "object", tag: 2, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "object", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IPAddress
     MessageDesc { name: "IPAddress", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(290), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(311), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IPAddressList
     MessageDesc { name: "IPAddressList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(95), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(101), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::Ingress
     MessageDesc { name: "Ingress", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(292), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(312), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(313), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressClass
     MessageDesc { name: "IngressClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(314), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressClassList
     MessageDesc { name: "IngressClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(98), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(104), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressList
     MessageDesc { name: "IngressList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(97), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(103), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicy
     MessageDesc { name: "NetworkPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(294), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(315), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyList
     MessageDesc { name: "NetworkPolicyList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(101), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(107), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::ServiceCIDR
     MessageDesc { name: "ServiceCIDR", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(296), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(316), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(317), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::ServiceCIDRList
     MessageDesc { name: "ServiceCIDRList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(103), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(109), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::node::v1::RuntimeClass
     MessageDesc { name: "RuntimeClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "handler", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 3, ty: Ty::Message(297), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scheduling", tag: 4, ty: Ty::Message(298), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 3, ty: Ty::Message(318), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scheduling", tag: 4, ty: Ty::Message(319), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::node::v1::RuntimeClassList
     MessageDesc { name: "RuntimeClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(105), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(111), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::policy::v1::Eviction
     MessageDesc { name: "Eviction", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deleteOptions", tag: 2, ty: Ty::Message(85), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deleteOptions", tag: 2, ty: Ty::Message(91), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudget
     MessageDesc { name: "PodDisruptionBudget", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(299), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(300), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(320), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(321), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudgetList
     MessageDesc { name: "PodDisruptionBudgetList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(108), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(114), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::ClusterRole
     MessageDesc { name: "ClusterRole", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 2, ty: Ty::Message(301), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "aggregationRule", tag: 3, ty: Ty::Message(302), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 2, ty: Ty::Message(322), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "aggregationRule", tag: 3, ty: Ty::Message(323), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::ClusterRoleBinding
     MessageDesc { name: "ClusterRoleBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "subjects", tag: 2, ty: Ty::Message(303), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "roleRef", tag: 3, ty: Ty::Message(304), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subjects", tag: 2, ty: Ty::Message(324), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "roleRef", tag: 3, ty: Ty::Message(325), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::ClusterRoleBindingList
     MessageDesc { name: "ClusterRoleBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(111), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(117), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::ClusterRoleList
     MessageDesc { name: "ClusterRoleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(110), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(116), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::Role
     MessageDesc { name: "Role", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 2, ty: Ty::Message(301), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 2, ty: Ty::Message(322), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::RoleBinding
     MessageDesc { name: "RoleBinding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "subjects", tag: 2, ty: Ty::Message(303), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "roleRef", tag: 3, ty: Ty::Message(304), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subjects", tag: 2, ty: Ty::Message(324), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "roleRef", tag: 3, ty: Ty::Message(325), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::RoleBindingList
     MessageDesc { name: "RoleBindingList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(115), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(121), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::RoleList
     MessageDesc { name: "RoleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(114), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(120), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceClass
     MessageDesc { name: "DeviceClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(305), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(326), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceClassList
     MessageDesc { name: "DeviceClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(118), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(124), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRule
     MessageDesc { name: "DeviceTaintRule", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(306), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(307), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(327), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(328), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRuleList
     MessageDesc { name: "DeviceTaintRuleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(120), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(126), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaim
     MessageDesc { name: "ResourceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(308), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(309), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(329), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(330), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimList
     MessageDesc { name: "ResourceClaimList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(122), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(128), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimTemplate
     MessageDesc { name: "ResourceClaimTemplate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(310), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(331), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimTemplateList
     MessageDesc { name: "ResourceClaimTemplateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(124), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(130), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceSlice
     MessageDesc { name: "ResourceSlice", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(311), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(332), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceSliceList
     MessageDesc { name: "ResourceSliceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(126), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(132), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRule
     MessageDesc { name: "DeviceTaintRule", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(312), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(313), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(333), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(334), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRuleList
     MessageDesc { name: "DeviceTaintRuleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(128), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(134), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequest
     MessageDesc { name: "ResourcePoolStatusRequest", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(314), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(315), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(335), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(336), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequestList
     MessageDesc { name: "ResourcePoolStatusRequestList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(130), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(136), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClass
     MessageDesc { name: "DeviceClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(316), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(337), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClassList
     MessageDesc { name: "DeviceClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(132), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(138), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaim
     MessageDesc { name: "ResourceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(317), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(318), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(338), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimList
     MessageDesc { name: "ResourceClaimList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(134), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(140), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimTemplate
     MessageDesc { name: "ResourceClaimTemplate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(319), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimTemplateList
     MessageDesc { name: "ResourceClaimTemplateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(136), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(142), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceSlice
     MessageDesc { name: "ResourceSlice", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(320), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(341), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceSliceList
     MessageDesc { name: "ResourceSliceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(138), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(144), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClass
     MessageDesc { name: "DeviceClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(321), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(342), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClassList
     MessageDesc { name: "DeviceClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(140), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(146), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRule
     MessageDesc { name: "DeviceTaintRule", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(322), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(323), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(343), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(344), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRuleList
     MessageDesc { name: "DeviceTaintRuleList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(142), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(148), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaim
     MessageDesc { name: "ResourceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(324), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(325), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(345), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(346), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimList
     MessageDesc { name: "ResourceClaimList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(144), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(150), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimTemplate
     MessageDesc { name: "ResourceClaimTemplate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(326), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(347), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimTemplateList
     MessageDesc { name: "ResourceClaimTemplateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(146), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(152), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceSlice
     MessageDesc { name: "ResourceSlice", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(327), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(348), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceSliceList
     MessageDesc { name: "ResourceSliceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(148), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(154), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1::PriorityClass
     MessageDesc { name: "PriorityClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "globalDefault", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "description", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -841,316 +871,364 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1::PriorityClassList
     MessageDesc { name: "PriorityClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(150), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(156), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroup
     MessageDesc { name: "CompositePodGroup", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(328), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(329), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(349), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(350), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupList
     MessageDesc { name: "CompositePodGroupList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(152), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(158), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroup
     MessageDesc { name: "PodGroup", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(330), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(331), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(351), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(352), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupList
     MessageDesc { name: "PodGroupList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(154), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(160), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::Workload
     MessageDesc { name: "Workload", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(332), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(353), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadList
     MessageDesc { name: "WorkloadList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(156), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(162), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroup
     MessageDesc { name: "PodGroup", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(333), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(334), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(354), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(355), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupList
     MessageDesc { name: "PodGroupList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(158), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(164), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::Workload
     MessageDesc { name: "Workload", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(335), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(356), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::WorkloadList
     MessageDesc { name: "WorkloadList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(160), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(166), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSIDriver
     MessageDesc { name: "CSIDriver", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(336), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(357), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSIDriverList
     MessageDesc { name: "CSIDriverList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(162), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(168), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSINode
     MessageDesc { name: "CSINode", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(337), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(338), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(358), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(359), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSINodeList
     MessageDesc { name: "CSINodeList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(164), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(170), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSIStorageCapacity
     MessageDesc { name: "CSIStorageCapacity", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeTopology", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeTopology", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storageClassName", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 4, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maximumVolumeSize", tag: 5, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maximumVolumeSize", tag: 5, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSIStorageCapacityList
     MessageDesc { name: "CSIStorageCapacityList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(166), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(172), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::StorageClass
     MessageDesc { name: "StorageClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "provisioner", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "parameters", tag: 3, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reclaimPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "mountOptions", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allowVolumeExpansion", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeBindingMode", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allowedTopologies", tag: 8, ty: Ty::Message(341), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allowedTopologies", tag: 8, ty: Ty::Message(362), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::StorageClassList
     MessageDesc { name: "StorageClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(168), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(174), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttachment
     MessageDesc { name: "VolumeAttachment", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(342), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(343), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(363), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(364), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttachmentList
     MessageDesc { name: "VolumeAttachmentList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(170), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(176), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttributesClass
     MessageDesc { name: "VolumeAttributesClass", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "driverName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "parameters", tag: 3, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttributesClassList
     MessageDesc { name: "VolumeAttributesClassList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(172), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(178), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1::StorageVersionMigration
     MessageDesc { name: "StorageVersionMigration", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(344), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(345), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(365), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(366), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1::StorageVersionMigrationList
     MessageDesc { name: "StorageVersionMigrationList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(174), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(180), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1beta1::StorageVersionMigration
     MessageDesc { name: "StorageVersionMigration", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(346), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(347), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(367), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(368), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1beta1::StorageVersionMigrationList
     MessageDesc { name: "StorageVersionMigrationList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(176), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(182), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Binding
     MessageDesc { name: "Binding", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(272), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ComponentStatus
     MessageDesc { name: "ComponentStatus", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(348), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(369), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ComponentStatusList
     MessageDesc { name: "ComponentStatusList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(179), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(185), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ConfigMap
     MessageDesc { name: "ConfigMap", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "data", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "binaryData", tag: 3, ty: Ty::Bytes, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "immutable", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ConfigMapList
     MessageDesc { name: "ConfigMapList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(181), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(187), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Endpoints
     MessageDesc { name: "Endpoints", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "subsets", tag: 2, ty: Ty::Message(349), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subsets", tag: 2, ty: Ty::Message(370), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EndpointsList
     MessageDesc { name: "EndpointsList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(183), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(189), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Event
     MessageDesc { name: "Event", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "involvedObject", tag: 2, ty: Ty::Message(272), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "involvedObject", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "source", tag: 5, ty: Ty::Message(273), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "firstTimestamp", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTimestamp", tag: 7, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "source", tag: 5, ty: Ty::Message(294), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "firstTimestamp", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTimestamp", tag: 7, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "type", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "eventTime", tag: 10, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "series", tag: 11, ty: Ty::Message(350), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "eventTime", tag: 10, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "series", tag: 11, ty: Ty::Message(371), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "action", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "related", tag: 13, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "related", tag: 13, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reportingComponent", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reportingInstance", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EventList
     MessageDesc { name: "EventList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(185), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(191), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LimitRange
     MessageDesc { name: "LimitRange", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(351), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(372), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LimitRangeList
     MessageDesc { name: "LimitRangeList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(187), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(193), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Namespace
     MessageDesc { name: "Namespace", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(352), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(353), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(373), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(374), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NamespaceList
     MessageDesc { name: "NamespaceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(189), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(195), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Node
     MessageDesc { name: "Node", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(354), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(355), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(375), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(376), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeList
     MessageDesc { name: "NodeList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(191), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(197), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::NodeProxyOptions
+    MessageDesc { name: "NodeProxyOptions", special: Special::None, fields: &[
+        FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolume
     MessageDesc { name: "PersistentVolume", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(356), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(357), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(378), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaim
     MessageDesc { name: "PersistentVolumeClaim", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(358), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(359), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(379), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(380), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimList
     MessageDesc { name: "PersistentVolumeClaimList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(194), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(201), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeList
     MessageDesc { name: "PersistentVolumeList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(193), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(200), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Pod
     MessageDesc { name: "Pod", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(381), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(382), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::PodAttachOptions
+    MessageDesc { name: "PodAttachOptions", special: Special::None, fields: &[
+        FieldDesc { json: "stdin", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "stdout", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "stderr", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "tty", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "container", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::PodExecOptions
+    MessageDesc { name: "PodExecOptions", special: Special::None, fields: &[
+        FieldDesc { json: "stdin", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "stdout", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "stderr", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "tty", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "container", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "command", tag: 6, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodList
     MessageDesc { name: "PodList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(197), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(204), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::PodLogOptions
+    MessageDesc { name: "PodLogOptions", special: Special::None, fields: &[
+        FieldDesc { json: "container", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "follow", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "previous", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "sinceSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sinceTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timestamps", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "tailLines", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limitBytes", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "insecureSkipTLSVerifyBackend", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
+        FieldDesc { json: "stream", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::PodPortForwardOptions
+    MessageDesc { name: "PodPortForwardOptions", special: Special::None, fields: &[
+        FieldDesc { json: "ports", tag: 1, ty: Ty::Int32, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::PodProxyOptions
+    MessageDesc { name: "PodProxyOptions", special: Special::None, fields: &[
+        FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodTemplate
     MessageDesc { name: "PodTemplate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 2, ty: Ty::Message(362), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 2, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodTemplateList
     MessageDesc { name: "PodTemplateList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(199), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(211), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::RangeAllocation
+    MessageDesc { name: "RangeAllocation", special: Special::None, fields: &[
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "range", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "data", tag: 3, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ReplicationController
     MessageDesc { name: "ReplicationController", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(363), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(364), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(384), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(385), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ReplicationControllerList
     MessageDesc { name: "ReplicationControllerList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(201), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(214), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ResourceQuota
     MessageDesc { name: "ResourceQuota", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(365), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(366), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(386), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(387), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ResourceQuotaList
     MessageDesc { name: "ResourceQuotaList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(203), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(216), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Secret
     MessageDesc { name: "Secret", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "data", tag: 2, ty: Ty::Bytes, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "type", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stringData", tag: 4, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1158,31 +1236,95 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::SecretList
     MessageDesc { name: "SecretList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(205), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(218), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::SerializedReference
+    MessageDesc { name: "SerializedReference", special: Special::None, fields: &[
+        FieldDesc { json: "reference", tag: 1, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Service
     MessageDesc { name: "Service", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(367), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(368), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(388), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(389), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServiceAccount
     MessageDesc { name: "ServiceAccount", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secrets", tag: 2, ty: Ty::Message(272), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "imagePullSecrets", tag: 3, ty: Ty::Message(369), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secrets", tag: 2, ty: Ty::Message(293), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "imagePullSecrets", tag: 3, ty: Ty::Message(390), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "automountServiceAccountToken", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServiceAccountList
     MessageDesc { name: "ServiceAccountList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(208), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(222), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServiceList
     MessageDesc { name: "ServiceList", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(214), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(207), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(233), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(221), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::core::v1::ServiceProxyOptions
+    MessageDesc { name: "ServiceProxyOptions", special: Special::None, fields: &[
+        FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::admission::v1::AdmissionRequest
+    MessageDesc { name: "AdmissionRequest", special: Special::None, fields: &[
+        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "kind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "name", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespace", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "operation", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "userInfo", tag: 8, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "object", tag: 9, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "oldObject", tag: 10, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "options", tag: 12, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestSubResource", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::admission::v1::AdmissionResponse
+    MessageDesc { name: "AdmissionResponse", special: Special::None, fields: &[
+        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allowed", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "patch", tag: 4, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "auditAnnotations", tag: 6, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "warnings", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::admission::v1beta1::AdmissionRequest
+    MessageDesc { name: "AdmissionRequest", special: Special::None, fields: &[
+        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "kind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "name", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespace", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "operation", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "userInfo", tag: 8, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "object", tag: 9, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "oldObject", tag: 10, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "options", tag: 12, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestSubResource", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::admission::v1beta1::AdmissionResponse
+    MessageDesc { name: "AdmissionResponse", special: Special::None, fields: &[
+        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allowed", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "patch", tag: 4, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "auditAnnotations", tag: 6, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "warnings", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ObjectMeta
     MessageDesc { name: "ObjectMeta", special: Special::None, fields: &[
@@ -1193,30 +1335,30 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "uid", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resourceVersion", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "generation", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "creationTimestamp", tag: 8, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deletionTimestamp", tag: 9, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "creationTimestamp", tag: 8, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deletionTimestamp", tag: 9, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deletionGracePeriodSeconds", tag: 10, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "labels", tag: 11, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "annotations", tag: 12, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ownerReferences", tag: 13, ty: Ty::Message(370), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ownerReferences", tag: 13, ty: Ty::Message(394), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "finalizers", tag: 14, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "managedFields", tag: 17, ty: Ty::Message(371), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "managedFields", tag: 17, ty: Ty::Message(395), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(372), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(373), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(374), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(375), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(398), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(399), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(376), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(373), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ListMeta
     MessageDesc { name: "ListMeta", special: Special::None, fields: &[
@@ -1224,111 +1366,123 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "continue", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "remainingItemCount", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "shardInfo", tag: 5, ty: Ty::Message(378), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "shardInfo", tag: 5, ty: Ty::Message(402), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingWebhook
     MessageDesc { name: "MutatingWebhook", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(379), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(380), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(403), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(404), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "admissionReviewVersions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 11, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 12, ty: Ty::Message(376), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 11, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 12, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicySpec
     MessageDesc { name: "ValidatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(372), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(373), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validations", tag: 3, ty: Ty::Message(381), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validations", tag: 3, ty: Ty::Message(405), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "auditAnnotations", tag: 5, ty: Ty::Message(382), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(376), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "variables", tag: 7, ty: Ty::Message(374), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "auditAnnotations", tag: 5, ty: Ty::Message(406), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "variables", tag: 7, ty: Ty::Message(398), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyStatus
     MessageDesc { name: "ValidatingAdmissionPolicyStatus", special: Special::None, fields: &[
         FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "typeChecking", tag: 2, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "typeChecking", tag: 2, ty: Ty::Message(407), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec
     MessageDesc { name: "ValidatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(373), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "validationActions", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingWebhook
     MessageDesc { name: "ValidatingWebhook", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(379), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(380), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(403), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(404), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "admissionReviewVersions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 10, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 11, ty: Ty::Message(376), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 10, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 11, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(385), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(386), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(387), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(388), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(409), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(411), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(412), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(389), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(413), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(386), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(414), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(393), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(394), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(415), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "variables", tag: 3, ty: Ty::Message(417), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(418), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(395), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(419), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(420), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2::APIVersionDiscovery
+    MessageDesc { name: "APIVersionDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "version", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(421), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "freshness", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2beta1::APIVersionDiscovery
+    MessageDesc { name: "APIVersionDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "version", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(422), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "freshness", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionSpec
     MessageDesc { name: "CustomResourceDefinitionSpec", special: Special::None, fields: &[
         FieldDesc { json: "group", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "names", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "names", tag: 3, ty: Ty::Message(423), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "versions", tag: 7, ty: Ty::Message(398), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conversion", tag: 9, ty: Ty::Message(399), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "versions", tag: 7, ty: Ty::Message(424), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conversion", tag: 9, ty: Ty::Message(425), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preserveUnknownFields", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus
     MessageDesc { name: "CustomResourceDefinitionStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "acceptedNames", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(426), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "acceptedNames", tag: 2, ty: Ty::Message(423), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storedVersions", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIServiceSpec
     MessageDesc { name: "APIServiceSpec", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(427), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "group", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "version", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "insecureSkipTLSVerify", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -1338,7 +1492,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIServiceStatus
     MessageDesc { name: "APIServiceStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(402), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(428), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::runtime::RawExtension
     MessageDesc { name: "RawExtension", special: Special::RawJson, fields: &[
@@ -1346,9 +1500,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::apps::v1::DaemonSetSpec
     MessageDesc { name: "DaemonSetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "selector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 2, ty: Ty::Message(362), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "updateStrategy", tag: 3, ty: Ty::Message(403), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 2, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "updateStrategy", tag: 3, ty: Ty::Message(429), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -1363,14 +1517,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "numberAvailable", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "numberUnavailable", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(404), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(430), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DeploymentSpec
     MessageDesc { name: "DeploymentSpec", special: Special::None, fields: &[
         FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 3, ty: Ty::Message(362), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "strategy", tag: 4, ty: Ty::Message(405), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "strategy", tag: 4, ty: Ty::Message(431), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "paused", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -1383,7 +1537,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "updatedReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "availableReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "unavailableReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(406), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(432), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readyReplicas", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "collisionCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminatingReplicas", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1391,8 +1545,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::apps::v1::ReplicaSetSpec
     MessageDesc { name: "ReplicaSetSpec", special: Special::None, fields: &[
         FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 3, ty: Ty::Message(362), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::apps::v1::ReplicaSetStatus
@@ -1402,22 +1556,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "observedGeneration", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "readyReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "availableReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(407), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(433), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminatingReplicas", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetSpec
     MessageDesc { name: "StatefulSetSpec", special: Special::None, fields: &[
         FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 3, ty: Ty::Message(362), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeClaimTemplates", tag: 4, ty: Ty::Message(194), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeClaimTemplates", tag: 4, ty: Ty::Message(201), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "serviceName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "podManagementPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "updateStrategy", tag: 7, ty: Ty::Message(408), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "updateStrategy", tag: 7, ty: Ty::Message(434), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "revisionHistoryLimit", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "persistentVolumeClaimRetentionPolicy", tag: 10, ty: Ty::Message(409), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ordinals", tag: 11, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "persistentVolumeClaimRetentionPolicy", tag: 10, ty: Ty::Message(435), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ordinals", tag: 11, ty: Ty::Message(436), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetStatus
     MessageDesc { name: "StatefulSetStatus", special: Special::None, fields: &[
@@ -1429,24 +1583,24 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "currentRevision", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "updateRevision", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(411), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(437), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "availableReplicas", tag: 11, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::SelfSubjectReviewStatus
     MessageDesc { name: "SelfSubjectReviewStatus", special: Special::None, fields: &[
-        FieldDesc { json: "userInfo", tag: 1, ty: Ty::Message(412), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "userInfo", tag: 1, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::TokenRequestSpec
     MessageDesc { name: "TokenRequestSpec", special: Special::None, fields: &[
         FieldDesc { json: "audiences", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "boundObjectRef", tag: 3, ty: Ty::Message(413), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "boundObjectRef", tag: 3, ty: Ty::Message(438), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "expirationSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "attestations", tag: 5, ty: Ty::Message(414), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "attestations", tag: 5, ty: Ty::Message(439), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::TokenRequestStatus
     MessageDesc { name: "TokenRequestStatus", special: Special::None, fields: &[
         FieldDesc { json: "token", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "expirationTimestamp", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "expirationTimestamp", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::TokenReviewSpec
     MessageDesc { name: "TokenReviewSpec", special: Special::None, fields: &[
@@ -1456,17 +1610,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::authentication::v1::TokenReviewStatus
     MessageDesc { name: "TokenReviewStatus", special: Special::None, fields: &[
         FieldDesc { json: "authenticated", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "user", tag: 2, ty: Ty::Message(412), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "user", tag: 2, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "error", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "audiences", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::SubjectAccessReviewSpec
     MessageDesc { name: "SubjectAccessReviewSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(415), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "groups", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "extra", tag: 5, ty: Ty::Message(417), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "extra", tag: 5, ty: Ty::Message(442), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "uid", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::SubjectAccessReviewStatus
@@ -1478,8 +1632,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::authorization::v1::SelfSubjectAccessReviewSpec
     MessageDesc { name: "SelfSubjectAccessReviewSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(415), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::SelfSubjectRulesReviewSpec
     MessageDesc { name: "SelfSubjectRulesReviewSpec", special: Special::None, fields: &[
@@ -1487,14 +1641,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::authorization::v1::SubjectRulesReviewStatus
     MessageDesc { name: "SubjectRulesReviewStatus", special: Special::None, fields: &[
-        FieldDesc { json: "resourceRules", tag: 1, ty: Ty::Message(418), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nonResourceRules", tag: 2, ty: Ty::Message(419), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceRules", tag: 1, ty: Ty::Message(443), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nonResourceRules", tag: 2, ty: Ty::Message(444), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "incomplete", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "evaluationError", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v1::HorizontalPodAutoscalerSpec
     MessageDesc { name: "HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
-        FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(420), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(445), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "maxReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "targetCPUUtilizationPercentage", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1502,7 +1656,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::autoscaling::v1::HorizontalPodAutoscalerStatus
     MessageDesc { name: "HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "currentReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "desiredReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "currentCPUUtilizationPercentage", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1518,20 +1672,20 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerSpec
     MessageDesc { name: "HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
-        FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(421), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(446), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "maxReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "metrics", tag: 4, ty: Ty::Message(422), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "behavior", tag: 5, ty: Ty::Message(423), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metrics", tag: 4, ty: Ty::Message(447), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "behavior", tag: 5, ty: Ty::Message(448), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerStatus
     MessageDesc { name: "HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "currentReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "desiredReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "currentMetrics", tag: 5, ty: Ty::Message(424), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(425), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "currentMetrics", tag: 5, ty: Ty::Message(449), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(450), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::CronJobSpec
     MessageDesc { name: "CronJobSpec", special: Special::None, fields: &[
@@ -1539,47 +1693,47 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "startingDeadlineSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "concurrencyPolicy", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "suspend", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "jobTemplate", tag: 5, ty: Ty::Message(426), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "jobTemplate", tag: 5, ty: Ty::Message(451), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "successfulJobsHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failedJobsHistoryLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "timeZone", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::CronJobStatus
     MessageDesc { name: "CronJobStatus", special: Special::None, fields: &[
-        FieldDesc { json: "active", tag: 1, ty: Ty::Message(272), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastScheduleTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastSuccessfulTime", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "active", tag: 1, ty: Ty::Message(293), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastScheduleTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastSuccessfulTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::JobSpec
     MessageDesc { name: "JobSpec", special: Special::None, fields: &[
         FieldDesc { json: "parallelism", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "completions", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "activeDeadlineSeconds", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "manualSelector", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 6, ty: Ty::Message(362), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 6, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "backoffLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ttlSecondsAfterFinished", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "completionMode", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "suspend", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podFailurePolicy", tag: 11, ty: Ty::Message(427), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podFailurePolicy", tag: 11, ty: Ty::Message(452), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "backoffLimitPerIndex", tag: 12, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "maxFailedIndexes", tag: 13, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "podReplacementPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "managedBy", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "successPolicy", tag: 16, ty: Ty::Message(428), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scheduling", tag: 17, ty: Ty::Message(429), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "successPolicy", tag: 16, ty: Ty::Message(453), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scheduling", tag: 17, ty: Ty::Message(454), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::JobStatus
     MessageDesc { name: "JobStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(430), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "completionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(455), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "completionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "active", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "succeeded", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "failed", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "completedIndexes", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "uncountedTerminatedPods", tag: 8, ty: Ty::Message(431), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "uncountedTerminatedPods", tag: 8, ty: Ty::Message(456), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ready", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "failedIndexes", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminating", tag: 11, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1591,13 +1745,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "uid", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "groups", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "usages", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "extra", tag: 6, ty: Ty::Message(432), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "extra", tag: 6, ty: Ty::Message(457), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "signerName", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "expirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::certificates::v1::CertificateSigningRequestStatus
     MessageDesc { name: "CertificateSigningRequestStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(433), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(458), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "certificate", tag: 2, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::certificates::v1::ClusterTrustBundleSpec
@@ -1620,11 +1774,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::certificates::v1::PodCertificateRequestStatus
     MessageDesc { name: "PodCertificateRequestStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "certificateChain", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::certificates::v1beta1::ClusterTrustBundleSpec
     MessageDesc { name: "ClusterTrustBundleSpec", special: Special::None, fields: &[
@@ -1648,18 +1802,18 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::certificates::v1beta1::PodCertificateRequestStatus
     MessageDesc { name: "PodCertificateRequestStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "certificateChain", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::coordination::v1::LeaseSpec
     MessageDesc { name: "LeaseSpec", special: Special::None, fields: &[
         FieldDesc { json: "holderIdentity", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "leaseDurationSeconds", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "acquireTime", tag: 3, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 4, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "acquireTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 4, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "leaseTransitions", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preferredHolder", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1667,8 +1821,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::coordination::v1alpha2::LeaseCandidateSpec
     MessageDesc { name: "LeaseCandidateSpec", special: Special::None, fields: &[
         FieldDesc { json: "leaseName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "binaryVersion", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "emulationVersion", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
@@ -1676,8 +1830,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::coordination::v1beta1::LeaseCandidateSpec
     MessageDesc { name: "LeaseCandidateSpec", special: Special::None, fields: &[
         FieldDesc { json: "leaseName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "binaryVersion", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "emulationVersion", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
@@ -1685,13 +1839,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::discovery::v1::Endpoint
     MessageDesc { name: "Endpoint", special: Special::None, fields: &[
         FieldDesc { json: "addresses", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(434), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(459), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostname", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "targetRef", tag: 4, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "targetRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deprecatedTopology", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "zone", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "hints", tag: 8, ty: Ty::Message(435), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hints", tag: 8, ty: Ty::Message(460), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::discovery::v1::EndpointPort
     MessageDesc { name: "EndpointPort", special: Special::None, fields: &[
@@ -1708,7 +1862,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::events::v1::EventSeries
     MessageDesc { name: "EventSeries", special: Special::None, fields: &[
         FieldDesc { json: "count", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastObservedTime", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastObservedTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ObjectReference
     MessageDesc { name: "ObjectReference", special: Special::None, fields: &[
@@ -1732,55 +1886,55 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::flowcontrol::v1::FlowSchemaSpec
     MessageDesc { name: "FlowSchemaSpec", special: Special::None, fields: &[
-        FieldDesc { json: "priorityLevelConfiguration", tag: 1, ty: Ty::Message(436), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "priorityLevelConfiguration", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchingPrecedence", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "distinguisherMethod", tag: 3, ty: Ty::Message(437), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 4, ty: Ty::Message(438), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "distinguisherMethod", tag: 3, ty: Ty::Message(462), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 4, ty: Ty::Message(463), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::FlowSchemaStatus
     MessageDesc { name: "FlowSchemaStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(439), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(464), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationSpec
     MessageDesc { name: "PriorityLevelConfigurationSpec", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "limited", tag: 2, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "exempt", tag: 3, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limited", tag: 2, ty: Ty::Message(465), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exempt", tag: 3, ty: Ty::Message(466), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationStatus
     MessageDesc { name: "PriorityLevelConfigurationStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(442), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(467), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apiserverinternal::v1alpha1::StorageVersionSpec
     MessageDesc { name: "StorageVersionSpec", special: Special::None, fields: &[
     ] },
     // api::apiserverinternal::v1alpha1::StorageVersionStatus
     MessageDesc { name: "StorageVersionStatus", special: Special::None, fields: &[
-        FieldDesc { json: "storageVersions", tag: 1, ty: Ty::Message(443), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "storageVersions", tag: 1, ty: Ty::Message(468), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "commonEncodingVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(444), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(469), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionSpec
     MessageDesc { name: "EvictionSpec", special: Special::None, fields: &[
-        FieldDesc { json: "target", tag: 1, ty: Ty::Message(445), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 1, ty: Ty::Message(470), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionStatus
     MessageDesc { name: "EvictionStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requesters", tag: 3, ty: Ty::Message(446), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "targetResponders", tag: 4, ty: Ty::Message(447), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "responders", tag: 5, ty: Ty::Message(448), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requesters", tag: 3, ty: Ty::Message(471), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "targetResponders", tag: 4, ty: Ty::Message(472), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "responders", tag: 5, ty: Ty::Message(473), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequestSpec
     MessageDesc { name: "EvictionRequestSpec", special: Special::None, fields: &[
-        FieldDesc { json: "target", tag: 1, ty: Ty::Message(449), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 1, ty: Ty::Message(474), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "requester", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "intent", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequestStatus
     MessageDesc { name: "EvictionRequestStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery
@@ -1798,7 +1952,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "namespaced", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "kind", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "verbs", tag: 4, ty: Ty::Message(450), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "verbs", tag: 4, ty: Ty::Message(475), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shortNames", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "singularName", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "categories", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -1816,35 +1970,35 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "group", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "kind", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "causes", tag: 4, ty: Ty::Message(451), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "causes", tag: 4, ty: Ty::Message(476), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "retryAfterSeconds", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "uid", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IPAddressSpec
     MessageDesc { name: "IPAddressSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parentRef", tag: 1, ty: Ty::Message(452), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "parentRef", tag: 1, ty: Ty::Message(477), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressSpec
     MessageDesc { name: "IngressSpec", special: Special::None, fields: &[
-        FieldDesc { json: "defaultBackend", tag: 1, ty: Ty::Message(453), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tls", tag: 2, ty: Ty::Message(454), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(455), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "defaultBackend", tag: 1, ty: Ty::Message(478), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tls", tag: 2, ty: Ty::Message(479), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 3, ty: Ty::Message(480), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ingressClassName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressStatus
     MessageDesc { name: "IngressStatus", special: Special::None, fields: &[
-        FieldDesc { json: "loadBalancer", tag: 1, ty: Ty::Message(456), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "loadBalancer", tag: 1, ty: Ty::Message(481), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressClassSpec
     MessageDesc { name: "IngressClassSpec", special: Special::None, fields: &[
         FieldDesc { json: "controller", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(457), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(482), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicySpec
     MessageDesc { name: "NetworkPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ingress", tag: 2, ty: Ty::Message(458), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "egress", tag: 3, ty: Ty::Message(459), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ingress", tag: 2, ty: Ty::Message(483), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "egress", tag: 3, ty: Ty::Message(484), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "policyTypes", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::ServiceCIDRSpec
@@ -1853,33 +2007,33 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::networking::v1::ServiceCIDRStatus
     MessageDesc { name: "ServiceCIDRStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::node::v1::Overhead
     MessageDesc { name: "Overhead", special: Special::None, fields: &[
-        FieldDesc { json: "podFixed", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podFixed", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::node::v1::Scheduling
     MessageDesc { name: "Scheduling", special: Special::None, fields: &[
         FieldDesc { json: "nodeSelector", tag: 1, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 2, ty: Ty::Message(460), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 2, ty: Ty::Message(485), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudgetSpec
     MessageDesc { name: "PodDisruptionBudgetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "minAvailable", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maxUnavailable", tag: 3, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "minAvailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 3, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "unhealthyPodEvictionPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudgetStatus
     MessageDesc { name: "PodDisruptionBudgetStatus", special: Special::None, fields: &[
         FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "disruptedPods", tag: 2, ty: Ty::Message(274), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptedPods", tag: 2, ty: Ty::Message(295), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "disruptionsAllowed", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "currentHealthy", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "desiredHealthy", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "expectedPods", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 7, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 7, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::PolicyRule
     MessageDesc { name: "PolicyRule", special: Special::None, fields: &[
@@ -1891,7 +2045,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::rbac::v1::AggregationRule
     MessageDesc { name: "AggregationRule", special: Special::None, fields: &[
-        FieldDesc { json: "clusterRoleSelectors", tag: 1, ty: Ty::Message(339), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clusterRoleSelectors", tag: 1, ty: Ty::Message(360), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::rbac::v1::Subject
     MessageDesc { name: "Subject", special: Special::None, fields: &[
@@ -1908,55 +2062,55 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::DeviceClassSpec
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
-        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(462), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(463), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(488), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(464), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(465), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(489), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(490), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRuleStatus
     MessageDesc { name: "DeviceTaintRuleStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimSpec
     MessageDesc { name: "ResourceClaimSpec", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(466), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(491), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(467), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(468), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(469), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(492), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(493), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(494), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimTemplateSpec
     MessageDesc { name: "ResourceClaimTemplateSpec", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(308), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(329), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceSliceSpec
     MessageDesc { name: "ResourceSliceSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(470), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(495), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(472), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(497), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(473), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(498), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(474), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(475), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(499), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(500), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRuleStatus
     MessageDesc { name: "DeviceTaintRuleStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequestSpec
     MessageDesc { name: "ResourcePoolStatusRequestSpec", special: Special::None, fields: &[
@@ -1967,147 +2121,147 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequestStatus
     MessageDesc { name: "ResourcePoolStatusRequestStatus", special: Special::None, fields: &[
-        FieldDesc { json: "pools", tag: 2, ty: Ty::Message(476), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pools", tag: 2, ty: Ty::Message(501), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "poolCount", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClassSpec
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
-        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(477), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(478), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(502), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(503), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimSpec
     MessageDesc { name: "ResourceClaimSpec", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(479), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(504), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(480), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(481), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(482), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(505), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(506), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(507), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimTemplateSpec
     MessageDesc { name: "ResourceClaimTemplateSpec", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(317), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(338), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceSliceSpec
     MessageDesc { name: "ResourceSliceSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(483), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(508), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(484), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(509), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(485), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(510), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClassSpec
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
-        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(486), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(511), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(512), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(488), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(489), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(513), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taint", tag: 2, ty: Ty::Message(514), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRuleStatus
     MessageDesc { name: "DeviceTaintRuleStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimSpec
     MessageDesc { name: "ResourceClaimSpec", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(490), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(515), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(491), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(492), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(493), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(516), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(517), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 4, ty: Ty::Message(518), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimTemplateSpec
     MessageDesc { name: "ResourceClaimTemplateSpec", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(324), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(345), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceSliceSpec
     MessageDesc { name: "ResourceSliceSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(494), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pool", tag: 2, ty: Ty::Message(519), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(495), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 6, ty: Ty::Message(520), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(496), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(521), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSpec
     MessageDesc { name: "CompositePodGroupSpec", special: Special::None, fields: &[
         FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(497), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(498), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(499), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(500), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(523), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupStatus
     MessageDesc { name: "CompositePodGroupStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupSpec
     MessageDesc { name: "PodGroupSpec", special: Special::None, fields: &[
         FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(497), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(501), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(502), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(503), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(504), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(526), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(528), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupStatus
     MessageDesc { name: "PodGroupStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaimStatuses", tag: 2, ty: Ty::Message(505), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaimStatuses", tag: 2, ty: Ty::Message(530), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadSpec
     MessageDesc { name: "WorkloadSpec", special: Special::None, fields: &[
-        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(506), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(507), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(508), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(532), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(533), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupSpec
     MessageDesc { name: "PodGroupSpec", special: Special::None, fields: &[
         FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(509), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(510), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(511), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(512), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(513), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(534), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(535), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(537), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupStatus
     MessageDesc { name: "PodGroupStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaimStatuses", tag: 2, ty: Ty::Message(514), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaimStatuses", tag: 2, ty: Ty::Message(539), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::WorkloadSpec
     MessageDesc { name: "WorkloadSpec", special: Special::None, fields: &[
-        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(515), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(516), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(517), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(540), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(541), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(542), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSIDriverSpec
     MessageDesc { name: "CSIDriverSpec", special: Special::None, fields: &[
@@ -2116,7 +2270,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "volumeLifecycleModes", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storageCapacity", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsGroupPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tokenRequests", tag: 6, ty: Ty::Message(518), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tokenRequests", tag: 6, ty: Ty::Message(543), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "requiresRepublish", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "seLinuxMount", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeAllocatableUpdatePeriodSeconds", tag: 9, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -2125,16 +2279,16 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::storage::v1::CSINodeSpec
     MessageDesc { name: "CSINodeSpec", special: Special::None, fields: &[
-        FieldDesc { json: "drivers", tag: 1, ty: Ty::Message(519), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "drivers", tag: 1, ty: Ty::Message(544), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::CSINodeStatus
     MessageDesc { name: "CSINodeStatus", special: Special::None, fields: &[
-        FieldDesc { json: "storageHealth", tag: 1, ty: Ty::Message(520), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "storageHealth", tag: 1, ty: Ty::Message(545), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::LabelSelector
     MessageDesc { name: "LabelSelector", special: Special::None, fields: &[
         FieldDesc { json: "matchLabels", tag: 1, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchExpressions", tag: 2, ty: Ty::Message(521), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchExpressions", tag: 2, ty: Ty::Message(546), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::api::resource::Quantity
     MessageDesc { name: "Quantity", special: Special::Quantity, fields: &[
@@ -2142,37 +2296,37 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::TopologySelectorTerm
     MessageDesc { name: "TopologySelectorTerm", special: Special::None, fields: &[
-        FieldDesc { json: "matchLabelExpressions", tag: 1, ty: Ty::Message(522), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchLabelExpressions", tag: 1, ty: Ty::Message(547), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttachmentSpec
     MessageDesc { name: "VolumeAttachmentSpec", special: Special::None, fields: &[
         FieldDesc { json: "attacher", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "source", tag: 2, ty: Ty::Message(523), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "source", tag: 2, ty: Ty::Message(548), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeAttachmentStatus
     MessageDesc { name: "VolumeAttachmentStatus", special: Special::None, fields: &[
         FieldDesc { json: "attached", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "attachmentMetadata", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "attachError", tag: 3, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "detachError", tag: 4, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "attachError", tag: 3, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "detachError", tag: 4, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1::StorageVersionMigrationSpec
     MessageDesc { name: "StorageVersionMigrationSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resource", tag: 1, ty: Ty::Message(525), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 1, ty: Ty::Message(550), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1::StorageVersionMigrationStatus
     MessageDesc { name: "StorageVersionMigrationStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1beta1::StorageVersionMigrationSpec
     MessageDesc { name: "StorageVersionMigrationSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resource", tag: 1, ty: Ty::Message(525), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 1, ty: Ty::Message(550), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storagemigration::v1beta1::StorageVersionMigrationStatus
     MessageDesc { name: "StorageVersionMigrationStatus", special: Special::None, fields: &[
-        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ComponentCondition
@@ -2184,18 +2338,18 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::EndpointSubset
     MessageDesc { name: "EndpointSubset", special: Special::None, fields: &[
-        FieldDesc { json: "addresses", tag: 1, ty: Ty::Message(526), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "notReadyAddresses", tag: 2, ty: Ty::Message(526), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 3, ty: Ty::Message(527), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "addresses", tag: 1, ty: Ty::Message(551), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "notReadyAddresses", tag: 2, ty: Ty::Message(551), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 3, ty: Ty::Message(552), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EventSeries
     MessageDesc { name: "EventSeries", special: Special::None, fields: &[
         FieldDesc { json: "count", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "lastObservedTime", tag: 2, ty: Ty::Message(270), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastObservedTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LimitRangeSpec
     MessageDesc { name: "LimitRangeSpec", special: Special::None, fields: &[
-        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(528), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(553), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NamespaceSpec
     MessageDesc { name: "NamespaceSpec", special: Special::None, fields: &[
@@ -2204,7 +2358,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::NamespaceStatus
     MessageDesc { name: "NamespaceStatus", special: Special::None, fields: &[
         FieldDesc { json: "phase", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(529), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(554), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeSpec
     MessageDesc { name: "NodeSpec", special: Special::None, fields: &[
@@ -2212,39 +2366,39 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "externalID", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "providerID", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "unschedulable", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "taints", tag: 5, ty: Ty::Message(530), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "configSource", tag: 6, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taints", tag: 5, ty: Ty::Message(555), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configSource", tag: 6, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "podCIDRs", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podPreemptionPolicy", tag: 8, ty: Ty::Message(532), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podPreemptionPolicy", tag: 8, ty: Ty::Message(557), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeStatus
     MessageDesc { name: "NodeStatus", special: Special::None, fields: &[
-        FieldDesc { json: "capacity", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatable", tag: 2, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatable", tag: 2, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "phase", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(533), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "addresses", tag: 5, ty: Ty::Message(534), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "daemonEndpoints", tag: 6, ty: Ty::Message(535), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeInfo", tag: 7, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "images", tag: 8, ty: Ty::Message(537), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(558), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "addresses", tag: 5, ty: Ty::Message(559), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "daemonEndpoints", tag: 6, ty: Ty::Message(560), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeInfo", tag: 7, ty: Ty::Message(561), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "images", tag: 8, ty: Ty::Message(562), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumesInUse", tag: 9, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumesAttached", tag: 10, ty: Ty::Message(538), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 11, ty: Ty::Message(539), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "runtimeHandlers", tag: 12, ty: Ty::Message(540), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "features", tag: 13, ty: Ty::Message(541), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumesAttached", tag: 10, ty: Ty::Message(563), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 11, ty: Ty::Message(564), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "runtimeHandlers", tag: 12, ty: Ty::Message(565), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "features", tag: 13, ty: Ty::Message(566), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "declaredFeatures", tag: 14, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeSpec
     MessageDesc { name: "PersistentVolumeSpec", special: Special::None, fields: &[
-        FieldDesc { json: "capacity", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(542), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "capacity", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(567), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "accessModes", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "claimRef", tag: 4, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "claimRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "persistentVolumeReclaimPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storageClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "mountOptions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeMode", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeAffinity", tag: 9, ty: Ty::Message(543), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAffinity", tag: 9, ty: Ty::Message(568), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeAttributesClassName", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeStatus
@@ -2252,36 +2406,36 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "phase", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastPhaseTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastPhaseTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimSpec
     MessageDesc { name: "PersistentVolumeClaimSpec", special: Special::None, fields: &[
         FieldDesc { json: "accessModes", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(544), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(569), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storageClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, inline: false },
         FieldDesc { json: "volumeMode", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "dataSource", tag: 7, ty: Ty::Message(545), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "dataSourceRef", tag: 8, ty: Ty::Message(546), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dataSource", tag: 7, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dataSourceRef", tag: 8, ty: Ty::Message(571), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeAttributesClassName", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimStatus
     MessageDesc { name: "PersistentVolumeClaimStatus", special: Special::None, fields: &[
         FieldDesc { json: "phase", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "accessModes", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(547), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatedResources", tag: 5, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(572), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatedResources", tag: 5, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocatedResourceStatuses", tag: 7, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "currentVolumeAttributesClassName", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "modifyVolumeStatus", tag: 9, ty: Ty::Message(548), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "healthStatus", tag: 10, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "modifyVolumeStatus", tag: 9, ty: Ty::Message(573), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "healthStatus", tag: 10, ty: Ty::Message(574), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodSpec
     MessageDesc { name: "PodSpec", special: Special::None, fields: &[
-        FieldDesc { json: "volumes", tag: 1, ty: Ty::Message(550), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "containers", tag: 2, ty: Ty::Message(551), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumes", tag: 1, ty: Ty::Message(575), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "containers", tag: 2, ty: Ty::Message(576), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "restartPolicy", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminationGracePeriodSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "activeDeadlineSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -2293,72 +2447,72 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "hostNetwork", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "hostPID", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "hostIPC", tag: 13, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "securityContext", tag: 14, ty: Ty::Message(553), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "imagePullSecrets", tag: 15, ty: Ty::Message(369), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 14, ty: Ty::Message(578), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "imagePullSecrets", tag: 15, ty: Ty::Message(390), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostname", tag: 16, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "subdomain", tag: 17, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "affinity", tag: 18, ty: Ty::Message(554), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "affinity", tag: 18, ty: Ty::Message(579), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "schedulerName", tag: 19, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "initContainers", tag: 20, ty: Ty::Message(551), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "initContainers", tag: 20, ty: Ty::Message(576), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "automountServiceAccountToken", tag: 21, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 22, ty: Ty::Message(460), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "hostAliases", tag: 23, ty: Ty::Message(555), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 22, ty: Ty::Message(485), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hostAliases", tag: 23, ty: Ty::Message(580), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 25, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "dnsConfig", tag: 26, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dnsConfig", tag: 26, ty: Ty::Message(581), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareProcessNamespace", tag: 27, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "readinessGates", tag: 28, ty: Ty::Message(557), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "readinessGates", tag: 28, ty: Ty::Message(582), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runtimeClassName", tag: 29, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "enableServiceLinks", tag: 30, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 31, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 32, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "topologySpreadConstraints", tag: 33, ty: Ty::Message(558), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ephemeralContainers", tag: 34, ty: Ty::Message(552), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 32, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topologySpreadConstraints", tag: 33, ty: Ty::Message(583), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ephemeralContainers", tag: 34, ty: Ty::Message(577), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "setHostnameAsFQDN", tag: 35, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "os", tag: 36, ty: Ty::Message(559), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "os", tag: 36, ty: Ty::Message(584), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostUsers", tag: 37, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingGates", tag: 38, ty: Ty::Message(560), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 39, ty: Ty::Message(561), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 40, ty: Ty::Message(562), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingGates", tag: 38, ty: Ty::Message(585), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 39, ty: Ty::Message(586), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 40, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostnameOverride", tag: 41, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingGroup", tag: 43, ty: Ty::Message(563), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "evictionResponders", tag: 44, ty: Ty::Message(564), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingGroup", tag: 43, ty: Ty::Message(588), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "evictionResponders", tag: 44, ty: Ty::Message(589), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodStatus
     MessageDesc { name: "PodStatus", special: Special::None, fields: &[
         FieldDesc { json: "phase", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(565), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(590), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostIP", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "podIP", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startTime", tag: 7, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "containerStatuses", tag: 8, ty: Ty::Message(568), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startTime", tag: 7, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "containerStatuses", tag: 8, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "qosClass", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "initContainerStatuses", tag: 10, ty: Ty::Message(568), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "initContainerStatuses", tag: 10, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nominatedNodeName", tag: 11, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podIPs", tag: 12, ty: Ty::Message(567), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ephemeralContainerStatuses", tag: 13, ty: Ty::Message(568), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podIPs", tag: 12, ty: Ty::Message(592), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ephemeralContainerStatuses", tag: 13, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resize", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaimStatuses", tag: 15, ty: Ty::Message(569), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "hostIPs", tag: 16, ty: Ty::Message(566), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaimStatuses", tag: 15, ty: Ty::Message(594), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hostIPs", tag: 16, ty: Ty::Message(591), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 17, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "extendedResourceClaimStatus", tag: 18, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatedResources", tag: 19, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 20, ty: Ty::Message(562), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeAllocatableResourceClaimStatuses", tag: 21, ty: Ty::Message(571), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeHealth", tag: 22, ty: Ty::Message(572), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "extendedResourceClaimStatus", tag: 18, ty: Ty::Message(595), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatedResources", tag: 19, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 20, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAllocatableResourceClaimStatuses", tag: 21, ty: Ty::Message(596), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeHealth", tag: 22, ty: Ty::Message(597), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodTemplateSpec
     MessageDesc { name: "PodTemplateSpec", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(381), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ReplicationControllerSpec
     MessageDesc { name: "ReplicationControllerSpec", special: Special::None, fields: &[
         FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "selector", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "template", tag: 3, ty: Ty::Message(362), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::core::v1::ReplicationControllerStatus
@@ -2368,22 +2522,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "observedGeneration", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "readyReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "availableReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(573), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(598), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ResourceQuotaSpec
     MessageDesc { name: "ResourceQuotaSpec", special: Special::None, fields: &[
-        FieldDesc { json: "hard", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hard", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "scopes", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scopeSelector", tag: 3, ty: Ty::Message(574), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scopeSelector", tag: 3, ty: Ty::Message(599), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ResourceQuotaStatus
     MessageDesc { name: "ResourceQuotaStatus", special: Special::None, fields: &[
-        FieldDesc { json: "hard", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "used", tag: 2, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hard", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "used", tag: 2, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServiceSpec
     MessageDesc { name: "ServiceSpec", special: Special::None, fields: &[
-        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(575), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(600), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "selector", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "clusterIP", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "type", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -2395,7 +2549,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "externalTrafficPolicy", tag: 11, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "healthCheckNodePort", tag: 12, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "publishNotReadyAddresses", tag: 13, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "sessionAffinityConfig", tag: 14, ty: Ty::Message(576), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sessionAffinityConfig", tag: 14, ty: Ty::Message(601), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ipFamilyPolicy", tag: 17, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "clusterIPs", tag: 18, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ipFamilies", tag: 19, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -2406,12 +2560,31 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ServiceStatus
     MessageDesc { name: "ServiceStatus", special: Special::None, fields: &[
-        FieldDesc { json: "loadBalancer", tag: 1, ty: Ty::Message(577), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "loadBalancer", tag: 1, ty: Ty::Message(602), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LocalObjectReference
     MessageDesc { name: "LocalObjectReference", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // apimachinery::pkg::apis::meta::v1::GroupVersionKind
+    MessageDesc { name: "GroupVersionKind", special: Special::None, fields: &[
+        FieldDesc { json: "group", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "version", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "kind", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // apimachinery::pkg::apis::meta::v1::GroupVersionResource
+    MessageDesc { name: "GroupVersionResource", special: Special::None, fields: &[
+        FieldDesc { json: "group", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "version", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::authentication::v1::UserInfo
+    MessageDesc { name: "UserInfo", special: Special::None, fields: &[
+        FieldDesc { json: "username", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "uid", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "groups", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "extra", tag: 4, ty: Ty::Message(603), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::OwnerReference
     MessageDesc { name: "OwnerReference", special: Special::None, fields: &[
@@ -2427,9 +2600,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "manager", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "operation", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "apiVersion", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "time", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "time", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fieldsType", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fieldsV1", tag: 7, ty: Ty::Message(578), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fieldsV1", tag: 7, ty: Ty::Message(604), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "subresource", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::ParamKind
@@ -2439,10 +2612,10 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::admissionregistration::v1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(579), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(579), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(605), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(605), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::Variable
@@ -2453,8 +2626,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(580), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(581), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(606), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(607), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2465,7 +2638,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ShardInfo
@@ -2474,14 +2647,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::admissionregistration::v1::WebhookClientConfig
     MessageDesc { name: "WebhookClientConfig", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(582), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(608), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "caBundle", tag: 2, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1::RuleWithOperations
     MessageDesc { name: "RuleWithOperations", special: Special::None, fields: &[
         FieldDesc { json: "operations", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(583), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(609), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::admissionregistration::v1::Validation
     MessageDesc { name: "Validation", special: Special::None, fields: &[
@@ -2497,14 +2670,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::admissionregistration::v1::TypeChecking
     MessageDesc { name: "TypeChecking", special: Special::None, fields: &[
-        FieldDesc { json: "expressionWarnings", tag: 1, ty: Ty::Message(584), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "expressionWarnings", tag: 1, ty: Ty::Message(610), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::Condition
     MessageDesc { name: "Condition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -2515,10 +2688,10 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::admissionregistration::v1alpha1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(585), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(585), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(611), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(611), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::Variable
@@ -2529,8 +2702,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1alpha1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(586), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(612), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(613), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2541,7 +2714,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::ParamKind
@@ -2551,10 +2724,10 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::admissionregistration::v1beta1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(588), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(588), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(614), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(614), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::Variable
@@ -2565,8 +2738,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1beta1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(589), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(590), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(615), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(616), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2577,8 +2750,30 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2::APIResourceDiscovery
+    MessageDesc { name: "APIResourceDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "resource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scope", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "singularResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "verbs", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "shortNames", tag: 6, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "categories", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subresources", tag: 8, ty: Ty::Message(617), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2beta1::APIResourceDiscovery
+    MessageDesc { name: "APIResourceDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "resource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scope", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "singularResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "verbs", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "shortNames", tag: 6, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "categories", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subresources", tag: 8, ty: Ty::Message(618), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionNames
     MessageDesc { name: "CustomResourceDefinitionNames", special: Special::None, fields: &[
@@ -2594,23 +2789,23 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "served", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storage", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schema", tag: 4, ty: Ty::Message(591), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "subresources", tag: 5, ty: Ty::Message(592), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "additionalPrinterColumns", tag: 6, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schema", tag: 4, ty: Ty::Message(619), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subresources", tag: 5, ty: Ty::Message(620), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "additionalPrinterColumns", tag: 6, ty: Ty::Message(621), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deprecated", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "deprecationWarning", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectableFields", tag: 9, ty: Ty::Message(594), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectableFields", tag: 9, ty: Ty::Message(622), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion
     MessageDesc { name: "CustomResourceConversion", special: Special::None, fields: &[
         FieldDesc { json: "strategy", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "webhook", tag: 2, ty: Ty::Message(595), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "webhook", tag: 2, ty: Ty::Message(623), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition
     MessageDesc { name: "CustomResourceDefinitionCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -2625,27 +2820,27 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "APIServiceCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DaemonSetUpdateStrategy
     MessageDesc { name: "DaemonSetUpdateStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(596), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(624), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DaemonSetCondition
     MessageDesc { name: "DaemonSetCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DeploymentStrategy
     MessageDesc { name: "DeploymentStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(597), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(625), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::DeploymentCondition
     MessageDesc { name: "DeploymentCondition", special: Special::None, fields: &[
@@ -2653,21 +2848,21 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastUpdateTime", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 7, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastUpdateTime", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 7, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::ReplicaSetCondition
     MessageDesc { name: "ReplicaSetCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetUpdateStrategy
     MessageDesc { name: "StatefulSetUpdateStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(598), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(626), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy
     MessageDesc { name: "StatefulSetPersistentVolumeClaimRetentionPolicy", special: Special::None, fields: &[
@@ -2682,16 +2877,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "StatefulSetCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::authentication::v1::UserInfo
-    MessageDesc { name: "UserInfo", special: Special::None, fields: &[
-        FieldDesc { json: "username", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "uid", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "groups", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "extra", tag: 4, ty: Ty::Message(599), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authentication::v1::BoundObjectReference
     MessageDesc { name: "BoundObjectReference", special: Special::None, fields: &[
@@ -2713,8 +2901,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "resource", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "subresource", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "name", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fieldSelector", tag: 8, ty: Ty::Message(600), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "labelSelector", tag: 9, ty: Ty::Message(601), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fieldSelector", tag: 8, ty: Ty::Message(627), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 9, ty: Ty::Message(628), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::NonResourceAttributes
     MessageDesc { name: "NonResourceAttributes", special: Special::None, fields: &[
@@ -2752,61 +2940,61 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::autoscaling::v2::MetricSpec
     MessageDesc { name: "MetricSpec", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "object", tag: 2, ty: Ty::Message(602), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(603), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(604), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "external", tag: 5, ty: Ty::Message(606), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(605), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "object", tag: 2, ty: Ty::Message(629), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(630), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(631), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "external", tag: 5, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(632), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerBehavior
     MessageDesc { name: "HorizontalPodAutoscalerBehavior", special: Special::None, fields: &[
-        FieldDesc { json: "scaleUp", tag: 1, ty: Ty::Message(607), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scaleDown", tag: 2, ty: Ty::Message(607), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleUp", tag: 1, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleDown", tag: 2, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::MetricStatus
     MessageDesc { name: "MetricStatus", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "object", tag: 2, ty: Ty::Message(608), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(609), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(610), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "external", tag: 5, ty: Ty::Message(612), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(611), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "object", tag: 2, ty: Ty::Message(635), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(636), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(637), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "external", tag: 5, ty: Ty::Message(639), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(638), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerCondition
     MessageDesc { name: "HorizontalPodAutoscalerCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::JobTemplateSpec
     MessageDesc { name: "JobTemplateSpec", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(255), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(276), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::PodFailurePolicy
     MessageDesc { name: "PodFailurePolicy", special: Special::None, fields: &[
-        FieldDesc { json: "rules", tag: 1, ty: Ty::Message(613), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 1, ty: Ty::Message(640), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::SuccessPolicy
     MessageDesc { name: "SuccessPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "rules", tag: 1, ty: Ty::Message(614), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rules", tag: 1, ty: Ty::Message(641), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::JobSchedulingConfiguration
     MessageDesc { name: "JobSchedulingConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "schedulingPolicy", tag: 1, ty: Ty::Message(615), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 2, ty: Ty::Message(616), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 3, ty: Ty::Message(617), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(618), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 1, ty: Ty::Message(642), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 2, ty: Ty::Message(643), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 3, ty: Ty::Message(644), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(645), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::JobCondition
     MessageDesc { name: "JobCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -2824,8 +3012,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastUpdateTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastUpdateTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::discovery::v1::EndpointConditions
@@ -2836,8 +3024,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::discovery::v1::EndpointHints
     MessageDesc { name: "EndpointHints", special: Special::None, fields: &[
-        FieldDesc { json: "forZones", tag: 1, ty: Ty::Message(619), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "forNodes", tag: 2, ty: Ty::Message(620), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "forZones", tag: 1, ty: Ty::Message(646), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "forNodes", tag: 2, ty: Ty::Message(647), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationReference
     MessageDesc { name: "PriorityLevelConfigurationReference", special: Special::None, fields: &[
@@ -2849,22 +3037,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::flowcontrol::v1::PolicyRulesWithSubjects
     MessageDesc { name: "PolicyRulesWithSubjects", special: Special::None, fields: &[
-        FieldDesc { json: "subjects", tag: 1, ty: Ty::Message(621), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceRules", tag: 2, ty: Ty::Message(622), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nonResourceRules", tag: 3, ty: Ty::Message(623), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "subjects", tag: 1, ty: Ty::Message(648), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceRules", tag: 2, ty: Ty::Message(649), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nonResourceRules", tag: 3, ty: Ty::Message(650), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::FlowSchemaCondition
     MessageDesc { name: "FlowSchemaCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::LimitedPriorityLevelConfiguration
     MessageDesc { name: "LimitedPriorityLevelConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "nominalConcurrencyShares", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "limitResponse", tag: 2, ty: Ty::Message(624), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limitResponse", tag: 2, ty: Ty::Message(651), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "lendablePercent", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "borrowingLimitPercent", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -2877,7 +3065,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "PriorityLevelConfigurationCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -2893,13 +3081,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionTarget
     MessageDesc { name: "EvictionTarget", special: Special::None, fields: &[
-        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(625), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(652), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::Requester
     MessageDesc { name: "Requester", special: Special::None, fields: &[
@@ -2915,15 +3103,15 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::lifecycle::v1alpha1::ResponderStatus
     MessageDesc { name: "ResponderStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "heartbeatTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "expectedCompletionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "completionTime", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "heartbeatTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "expectedCompletionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "completionTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequestTarget
     MessageDesc { name: "EvictionRequestTarget", special: Special::None, fields: &[
-        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(626), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(653), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::Verbs
     MessageDesc { name: "Verbs", special: Special::StringList, fields: &[
@@ -2944,8 +3132,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::networking::v1::IngressBackend
     MessageDesc { name: "IngressBackend", special: Special::None, fields: &[
-        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(545), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "service", tag: 4, ty: Ty::Message(627), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "service", tag: 4, ty: Ty::Message(654), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressTLS
     MessageDesc { name: "IngressTLS", special: Special::None, fields: &[
@@ -2955,11 +3143,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::networking::v1::IngressRule
     MessageDesc { name: "IngressRule", special: Special::None, fields: &[
         FieldDesc { json: "host", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(628), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(655), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::networking::v1::IngressLoadBalancerStatus
     MessageDesc { name: "IngressLoadBalancerStatus", special: Special::None, fields: &[
-        FieldDesc { json: "ingress", tag: 1, ty: Ty::Message(629), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ingress", tag: 1, ty: Ty::Message(656), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressClassParametersReference
     MessageDesc { name: "IngressClassParametersReference", special: Special::None, fields: &[
@@ -2971,13 +3159,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::networking::v1::NetworkPolicyIngressRule
     MessageDesc { name: "NetworkPolicyIngressRule", special: Special::None, fields: &[
-        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(630), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "from", tag: 2, ty: Ty::Message(631), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(657), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "from", tag: 2, ty: Ty::Message(658), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyEgressRule
     MessageDesc { name: "NetworkPolicyEgressRule", special: Special::None, fields: &[
-        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(630), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "to", tag: 2, ty: Ty::Message(631), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 1, ty: Ty::Message(657), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "to", tag: 2, ty: Ty::Message(658), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Toleration
     MessageDesc { name: "Toleration", special: Special::None, fields: &[
@@ -2995,11 +3183,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(632), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(659), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(660), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
@@ -3012,19 +3200,19 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceClaim
     MessageDesc { name: "DeviceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(634), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(635), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 3, ty: Ty::Message(636), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(661), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(662), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 3, ty: Ty::Message(663), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(637), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(664), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3038,9 +3226,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(638), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(665), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ResourcePool
@@ -3051,28 +3239,28 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::NodeSelector
     MessageDesc { name: "NodeSelector", special: Special::None, fields: &[
-        FieldDesc { json: "nodeSelectorTerms", tag: 1, ty: Ty::Message(639), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelectorTerms", tag: 1, ty: Ty::Message(666), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::Device
     MessageDesc { name: "Device", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(640), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(641), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(642), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(667), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(668), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(669), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taints", tag: 8, ty: Ty::Message(465), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taints", tag: 8, ty: Ty::Message(490), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(643), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(670), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::CounterSet
     MessageDesc { name: "CounterSet", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(644), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(671), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
@@ -3085,7 +3273,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::PoolStatus
     MessageDesc { name: "PoolStatus", special: Special::None, fields: &[
@@ -3099,28 +3287,28 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "resourceSliceCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "generation", tag: 9, ty: Ty::Int64, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "validationError", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "partitionSummary", tag: 11, ty: Ty::Message(645), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "shareableSummary", tag: 13, ty: Ty::Message(646), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "partitionSummary", tag: 11, ty: Ty::Message(672), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "shareableSummary", tag: 13, ty: Ty::Message(673), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(647), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(674), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(648), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(675), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta1::DeviceClaim
     MessageDesc { name: "DeviceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(649), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(650), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 3, ty: Ty::Message(651), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(676), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(677), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 3, ty: Ty::Message(678), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(652), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(679), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3134,9 +3322,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(653), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(680), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourcePool
@@ -3148,20 +3336,20 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1beta1::Device
     MessageDesc { name: "Device", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "basic", tag: 2, ty: Ty::Message(654), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 2, ty: Ty::Message(681), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::CounterSet
     MessageDesc { name: "CounterSet", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(655), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(682), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(656), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(683), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(657), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(684), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta2::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
@@ -3174,19 +3362,19 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClaim
     MessageDesc { name: "DeviceClaim", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(658), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(659), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 3, ty: Ty::Message(660), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(685), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "constraints", tag: 2, ty: Ty::Message(686), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 3, ty: Ty::Message(687), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(661), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "devices", tag: 1, ty: Ty::Message(688), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3200,9 +3388,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(384), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(662), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(689), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourcePool
@@ -3214,23 +3402,23 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1beta2::Device
     MessageDesc { name: "Device", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(663), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(664), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(665), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(690), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(691), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(692), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taints", tag: 8, ty: Ty::Message(489), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taints", tag: 8, ty: Ty::Message(514), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(666), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(693), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::CounterSet
     MessageDesc { name: "CounterSet", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(667), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(694), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadReference
     MessageDesc { name: "WorkloadReference", special: Special::None, fields: &[
@@ -3239,26 +3427,26 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy
     MessageDesc { name: "CompositePodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(668), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(669), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(695), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(696), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints
     MessageDesc { name: "CompositePodGroupSchedulingConstraints", special: Special::None, fields: &[
-        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(670), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(697), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositeDisruptionMode
     MessageDesc { name: "CompositeDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(671), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(672), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(698), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(699), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupSchedulingPolicy
     MessageDesc { name: "PodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(673), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(674), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(700), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(701), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupSchedulingConstraints
     MessageDesc { name: "PodGroupSchedulingConstraints", special: Special::None, fields: &[
-        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(670), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(697), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupResourceClaim
     MessageDesc { name: "PodGroupResourceClaim", special: Special::None, fields: &[
@@ -3268,8 +3456,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1alpha3::DisruptionMode
     MessageDesc { name: "DisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(675), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(676), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(702), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(703), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupResourceClaimStatus
     MessageDesc { name: "PodGroupResourceClaimStatus", special: Special::None, fields: &[
@@ -3285,10 +3473,10 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::scheduling::v1alpha3::PodGroupTemplate
     MessageDesc { name: "PodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(501), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(502), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(503), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(504), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(526), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(528), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -3296,14 +3484,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::scheduling::v1alpha3::CompositePodGroupTemplate
     MessageDesc { name: "CompositePodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(498), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(499), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(500), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(523), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(507), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(508), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(532), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(533), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::WorkloadReference
     MessageDesc { name: "WorkloadReference", special: Special::None, fields: &[
@@ -3312,12 +3500,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1beta1::PodGroupSchedulingPolicy
     MessageDesc { name: "PodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(677), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(678), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(704), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(705), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupSchedulingConstraints
     MessageDesc { name: "PodGroupSchedulingConstraints", special: Special::None, fields: &[
-        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(679), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(706), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupResourceClaim
     MessageDesc { name: "PodGroupResourceClaim", special: Special::None, fields: &[
@@ -3327,8 +3515,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1beta1::DisruptionMode
     MessageDesc { name: "DisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(680), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(681), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(707), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(708), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupResourceClaimStatus
     MessageDesc { name: "PodGroupResourceClaimStatus", special: Special::None, fields: &[
@@ -3344,10 +3532,10 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::scheduling::v1beta1::PodGroupTemplate
     MessageDesc { name: "PodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(510), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(511), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(512), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(513), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(535), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(537), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -3355,14 +3543,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::scheduling::v1beta1::CompositePodGroupTemplate
     MessageDesc { name: "CompositePodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(682), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(683), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(684), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(709), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(710), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(711), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(516), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(517), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(541), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(542), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::TokenRequest
     MessageDesc { name: "TokenRequest", special: Special::None, fields: &[
@@ -3374,12 +3562,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeID", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "topologyKeys", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatable", tag: 4, ty: Ty::Message(685), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatable", tag: 4, ty: Ty::Message(712), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::StorageHealth
     MessageDesc { name: "StorageHealth", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "healthConditions", tag: 2, ty: Ty::Message(686), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "healthConditions", tag: 2, ty: Ty::Message(713), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement
     MessageDesc { name: "LabelSelectorRequirement", special: Special::None, fields: &[
@@ -3395,11 +3583,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::storage::v1::VolumeAttachmentSource
     MessageDesc { name: "VolumeAttachmentSource", special: Special::None, fields: &[
         FieldDesc { json: "persistentVolumeName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "inlineVolumeSpec", tag: 2, ty: Ty::Message(356), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "inlineVolumeSpec", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeError
     MessageDesc { name: "VolumeError", special: Special::None, fields: &[
-        FieldDesc { json: "time", tag: 1, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "time", tag: 1, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "errorCode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -3411,7 +3599,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::EndpointAddress
     MessageDesc { name: "EndpointAddress", special: Special::None, fields: &[
         FieldDesc { json: "ip", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "targetRef", tag: 2, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "targetRef", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostname", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -3425,17 +3613,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::LimitRangeItem
     MessageDesc { name: "LimitRangeItem", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "min", tag: 3, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "default", tag: 4, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "defaultRequest", tag: 5, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maxLimitRequestRatio", tag: 6, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "min", tag: 3, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "default", tag: 4, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "defaultRequest", tag: 5, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxLimitRequestRatio", tag: 6, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NamespaceCondition
     MessageDesc { name: "NamespaceCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -3444,11 +3632,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeConfigSource
     MessageDesc { name: "NodeConfigSource", special: Special::None, fields: &[
-        FieldDesc { json: "configMap", tag: 2, ty: Ty::Message(687), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configMap", tag: 2, ty: Ty::Message(714), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodePodPreemptionPolicy
     MessageDesc { name: "NodePodPreemptionPolicy", special: Special::None, fields: &[
@@ -3458,8 +3646,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "NodeCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastHeartbeatTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastHeartbeatTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -3470,7 +3658,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::NodeDaemonEndpoints
     MessageDesc { name: "NodeDaemonEndpoints", special: Special::None, fields: &[
-        FieldDesc { json: "kubeletEndpoint", tag: 1, ty: Ty::Message(688), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "kubeletEndpoint", tag: 1, ty: Ty::Message(715), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeSystemInfo
     MessageDesc { name: "NodeSystemInfo", special: Special::None, fields: &[
@@ -3484,7 +3672,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "kubeProxyVersion", tag: 8, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "operatingSystem", tag: 9, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "architecture", tag: 10, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "swap", tag: 11, ty: Ty::Message(689), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "swap", tag: 11, ty: Ty::Message(716), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerImage
     MessageDesc { name: "ContainerImage", special: Special::None, fields: &[
@@ -3498,15 +3686,15 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::NodeConfigStatus
     MessageDesc { name: "NodeConfigStatus", special: Special::None, fields: &[
-        FieldDesc { json: "assigned", tag: 1, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "active", tag: 2, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastKnownGood", tag: 3, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "assigned", tag: 1, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "active", tag: 2, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastKnownGood", tag: 3, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "error", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeRuntimeHandler
     MessageDesc { name: "NodeRuntimeHandler", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "features", tag: 2, ty: Ty::Message(690), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "features", tag: 2, ty: Ty::Message(717), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeFeatures
     MessageDesc { name: "NodeFeatures", special: Special::None, fields: &[
@@ -3514,37 +3702,37 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::PersistentVolumeSource
     MessageDesc { name: "PersistentVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "gcePersistentDisk", tag: 1, ty: Ty::Message(691), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "awsElasticBlockStore", tag: 2, ty: Ty::Message(692), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "hostPath", tag: 3, ty: Ty::Message(693), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "glusterfs", tag: 4, ty: Ty::Message(694), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nfs", tag: 5, ty: Ty::Message(695), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rbd", tag: 6, ty: Ty::Message(696), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "iscsi", tag: 7, ty: Ty::Message(697), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "cinder", tag: 8, ty: Ty::Message(698), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "cephfs", tag: 9, ty: Ty::Message(699), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fc", tag: 10, ty: Ty::Message(700), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "flocker", tag: 11, ty: Ty::Message(701), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(702), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "azureFile", tag: 13, ty: Ty::Message(703), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "vsphereVolume", tag: 14, ty: Ty::Message(704), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "quobyte", tag: 15, ty: Ty::Message(705), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "azureDisk", tag: 16, ty: Ty::Message(706), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "photonPersistentDisk", tag: 17, ty: Ty::Message(707), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "portworxVolume", tag: 18, ty: Ty::Message(708), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scaleIO", tag: 19, ty: Ty::Message(709), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "local", tag: 20, ty: Ty::Message(710), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "storageos", tag: 21, ty: Ty::Message(711), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "csi", tag: 22, ty: Ty::Message(712), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gcePersistentDisk", tag: 1, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "awsElasticBlockStore", tag: 2, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hostPath", tag: 3, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "glusterfs", tag: 4, ty: Ty::Message(721), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nfs", tag: 5, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rbd", tag: 6, ty: Ty::Message(723), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "iscsi", tag: 7, ty: Ty::Message(724), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cinder", tag: 8, ty: Ty::Message(725), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cephfs", tag: 9, ty: Ty::Message(726), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fc", tag: 10, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "flocker", tag: 11, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(729), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "azureFile", tag: 13, ty: Ty::Message(730), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "vsphereVolume", tag: 14, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "quobyte", tag: 15, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "azureDisk", tag: 16, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "photonPersistentDisk", tag: 17, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "portworxVolume", tag: 18, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleIO", tag: 19, ty: Ty::Message(736), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "local", tag: 20, ty: Ty::Message(737), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "storageos", tag: 21, ty: Ty::Message(738), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "csi", tag: 22, ty: Ty::Message(739), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeNodeAffinity
     MessageDesc { name: "VolumeNodeAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "required", tag: 1, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "required", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeResourceRequirements
     MessageDesc { name: "VolumeResourceRequirements", special: Special::None, fields: &[
-        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requests", tag: 2, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 2, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::TypedLocalObjectReference
     MessageDesc { name: "TypedLocalObjectReference", special: Special::None, fields: &[
@@ -3563,8 +3751,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "PersistentVolumeClaimCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -3575,13 +3763,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::VolumeHealthStatus
     MessageDesc { name: "VolumeHealthStatus", special: Special::None, fields: &[
-        FieldDesc { json: "healthConditions", tag: 1, ty: Ty::Message(713), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 2, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "healthConditions", tag: 1, ty: Ty::Message(740), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Volume
     MessageDesc { name: "Volume", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(714), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(741), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::core::v1::Container
     MessageDesc { name: "Container", special: Special::None, fields: &[
@@ -3590,53 +3778,53 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "command", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "args", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "workingDir", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 6, ty: Ty::Message(715), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "env", tag: 7, ty: Ty::Message(717), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 8, ty: Ty::Message(562), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(720), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(723), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 6, ty: Ty::Message(742), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "env", tag: 7, ty: Ty::Message(744), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 8, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(747), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminationMessagePath", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "imagePullPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(724), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stdin", tag: 16, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "stdinOnce", tag: 17, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "tty", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(716), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(743), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminationMessagePolicy", tag: 20, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(721), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(718), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(748), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(745), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(719), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EphemeralContainer
     MessageDesc { name: "EphemeralContainer", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(725), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "targetContainerName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodSecurityContext
     MessageDesc { name: "PodSecurityContext", special: Special::None, fields: &[
-        FieldDesc { json: "seLinuxOptions", tag: 1, ty: Ty::Message(726), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "seLinuxOptions", tag: 1, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsUser", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsNonRoot", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "supplementalGroups", tag: 4, ty: Ty::Int64, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsGroup", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsGroup", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sysctls", tag: 7, ty: Ty::Message(728), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "windowsOptions", tag: 8, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sysctls", tag: 7, ty: Ty::Message(755), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "windowsOptions", tag: 8, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsGroupChangePolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "seccompProfile", tag: 10, ty: Ty::Message(729), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "appArmorProfile", tag: 11, ty: Ty::Message(730), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "seccompProfile", tag: 10, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "appArmorProfile", tag: 11, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "supplementalGroupsPolicy", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "seLinuxChangePolicy", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Affinity
     MessageDesc { name: "Affinity", special: Special::None, fields: &[
-        FieldDesc { json: "nodeAffinity", tag: 1, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podAffinity", tag: 2, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podAntiAffinity", tag: 3, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAffinity", tag: 1, ty: Ty::Message(758), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podAffinity", tag: 2, ty: Ty::Message(759), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podAntiAffinity", tag: 3, ty: Ty::Message(760), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::HostAlias
     MessageDesc { name: "HostAlias", special: Special::None, fields: &[
@@ -3647,7 +3835,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "PodDNSConfig", special: Special::None, fields: &[
         FieldDesc { json: "nameservers", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "searches", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "options", tag: 3, ty: Ty::Message(734), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "options", tag: 3, ty: Ty::Message(761), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodReadinessGate
     MessageDesc { name: "PodReadinessGate", special: Special::None, fields: &[
@@ -3658,7 +3846,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "maxSkew", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "topologyKey", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "whenUnsatisfiable", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "labelSelector", tag: 4, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minDomains", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeAffinityPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeTaintsPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -3680,9 +3868,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ResourceRequirements
     MessageDesc { name: "ResourceRequirements", special: Special::None, fields: &[
-        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requests", tag: 2, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "claims", tag: 3, ty: Ty::Message(735), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "limits", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 2, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "claims", tag: 3, ty: Ty::Message(762), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodSchedulingGroup
     MessageDesc { name: "PodSchedulingGroup", special: Special::None, fields: &[
@@ -3697,8 +3885,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "PodCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastProbeTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -3714,19 +3902,19 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::ContainerStatus
     MessageDesc { name: "ContainerStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "state", tag: 2, ty: Ty::Message(736), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastState", tag: 3, ty: Ty::Message(736), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "state", tag: 2, ty: Ty::Message(763), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastState", tag: 3, ty: Ty::Message(763), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ready", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "restartCount", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "image", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "imageID", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "containerID", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "started", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatedResources", tag: 10, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 11, ty: Ty::Message(562), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeMounts", tag: 12, ty: Ty::Message(737), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "user", tag: 13, ty: Ty::Message(738), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allocatedResourcesStatus", tag: 14, ty: Ty::Message(739), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatedResources", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 11, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeMounts", tag: 12, ty: Ty::Message(764), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "user", tag: 13, ty: Ty::Message(765), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allocatedResourcesStatus", tag: 14, ty: Ty::Message(766), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stopSignal", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodResourceClaimStatus
@@ -3736,50 +3924,54 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::PodExtendedResourceClaimStatus
     MessageDesc { name: "PodExtendedResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "requestMappings", tag: 1, ty: Ty::Message(740), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestMappings", tag: 1, ty: Ty::Message(767), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeAllocatableResourceClaimStatus
     MessageDesc { name: "NodeAllocatableResourceClaimStatus", special: Special::None, fields: &[
         FieldDesc { json: "resourceClaimName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "containers", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "mapping", tag: 4, ty: Ty::Message(741), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 5, ty: Ty::Message(742), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mapping", tag: 4, ty: Ty::Message(768), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 5, ty: Ty::Message(769), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodVolumeHealth
     MessageDesc { name: "PodVolumeHealth", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "healthConditions", tag: 2, ty: Ty::Message(713), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "healthConditions", tag: 2, ty: Ty::Message(740), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ReplicationControllerCondition
     MessageDesc { name: "ReplicationControllerCondition", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ScopeSelector
     MessageDesc { name: "ScopeSelector", special: Special::None, fields: &[
-        FieldDesc { json: "matchExpressions", tag: 1, ty: Ty::Message(743), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchExpressions", tag: 1, ty: Ty::Message(770), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServicePort
     MessageDesc { name: "ServicePort", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "protocol", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "targetPort", tag: 4, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "targetPort", tag: 4, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodePort", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "appProtocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SessionAffinityConfig
     MessageDesc { name: "SessionAffinityConfig", special: Special::None, fields: &[
-        FieldDesc { json: "clientIP", tag: 1, ty: Ty::Message(744), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clientIP", tag: 1, ty: Ty::Message(771), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LoadBalancerStatus
     MessageDesc { name: "LoadBalancerStatus", special: Special::None, fields: &[
-        FieldDesc { json: "ingress", tag: 1, ty: Ty::Message(745), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ingress", tag: 1, ty: Ty::Message(772), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::authentication::v1::ExtraValue
+    MessageDesc { name: "ExtraValue", special: Special::StringList, fields: &[
+        FieldDesc { json: "items", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::FieldsV1
     MessageDesc { name: "FieldsV1", special: Special::RawJson, fields: &[
@@ -3788,7 +3980,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1::NamedRuleWithOperations
     MessageDesc { name: "NamedRuleWithOperations", special: Special::None, fields: &[
         FieldDesc { json: "resourceNames", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(380), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(404), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::admissionregistration::v1::ApplyConfiguration
     MessageDesc { name: "ApplyConfiguration", special: Special::None, fields: &[
@@ -3820,7 +4012,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1alpha1::NamedRuleWithOperations
     MessageDesc { name: "NamedRuleWithOperations", special: Special::None, fields: &[
         FieldDesc { json: "resourceNames", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(380), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(404), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::admissionregistration::v1alpha1::ApplyConfiguration
     MessageDesc { name: "ApplyConfiguration", special: Special::None, fields: &[
@@ -3833,7 +4025,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::admissionregistration::v1beta1::NamedRuleWithOperations
     MessageDesc { name: "NamedRuleWithOperations", special: Special::None, fields: &[
         FieldDesc { json: "resourceNames", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(380), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(404), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::admissionregistration::v1beta1::ApplyConfiguration
     MessageDesc { name: "ApplyConfiguration", special: Special::None, fields: &[
@@ -3843,14 +4035,28 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "JSONPatch", special: Special::None, fields: &[
         FieldDesc { json: "expression", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
+    // api::apidiscovery::v2::APISubresourceDiscovery
+    MessageDesc { name: "APISubresourceDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "subresource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "acceptedTypes", tag: 3, ty: Ty::Message(391), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "verbs", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
+    // api::apidiscovery::v2beta1::APISubresourceDiscovery
+    MessageDesc { name: "APISubresourceDiscovery", special: Special::None, fields: &[
+        FieldDesc { json: "subresource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "acceptedTypes", tag: 3, ty: Ty::Message(391), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "verbs", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+    ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation
     MessageDesc { name: "CustomResourceValidation", special: Special::None, fields: &[
-        FieldDesc { json: "openAPIV3Schema", tag: 1, ty: Ty::Message(746), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "openAPIV3Schema", tag: 1, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources
     MessageDesc { name: "CustomResourceSubresources", special: Special::None, fields: &[
-        FieldDesc { json: "status", tag: 1, ty: Ty::Message(747), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scale", tag: 2, ty: Ty::Message(748), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "status", tag: 1, ty: Ty::Message(774), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scale", tag: 2, ty: Ty::Message(775), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition
     MessageDesc { name: "CustomResourceColumnDefinition", special: Special::None, fields: &[
@@ -3867,104 +4073,100 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookConversion
     MessageDesc { name: "WebhookConversion", special: Special::None, fields: &[
-        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(776), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "conversionReviewVersions", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateDaemonSet
     MessageDesc { name: "RollingUpdateDaemonSet", special: Special::None, fields: &[
-        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateDeployment
     MessageDesc { name: "RollingUpdateDeployment", special: Special::None, fields: &[
-        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateStatefulSetStrategy
     MessageDesc { name: "RollingUpdateStatefulSetStrategy", special: Special::None, fields: &[
         FieldDesc { json: "partition", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "maxUnavailable", tag: 2, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-    ] },
-    // api::authentication::v1::ExtraValue
-    MessageDesc { name: "ExtraValue", special: Special::StringList, fields: &[
-        FieldDesc { json: "items", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::FieldSelectorAttributes
     MessageDesc { name: "FieldSelectorAttributes", special: Special::None, fields: &[
         FieldDesc { json: "rawSelector", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requirements", tag: 2, ty: Ty::Message(750), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requirements", tag: 2, ty: Ty::Message(777), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::authorization::v1::LabelSelectorAttributes
     MessageDesc { name: "LabelSelectorAttributes", special: Special::None, fields: &[
         FieldDesc { json: "rawSelector", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requirements", tag: 2, ty: Ty::Message(521), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requirements", tag: 2, ty: Ty::Message(546), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ObjectMetricSource
     MessageDesc { name: "ObjectMetricSource", special: Special::None, fields: &[
-        FieldDesc { json: "describedObject", tag: 1, ty: Ty::Message(421), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(751), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "metric", tag: 3, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "describedObject", tag: 1, ty: Ty::Message(446), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(778), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 3, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::PodsMetricSource
     MessageDesc { name: "PodsMetricSource", special: Special::None, fields: &[
-        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(751), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(778), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ResourceMetricSource
     MessageDesc { name: "ResourceMetricSource", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(751), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(778), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ContainerResourceMetricSource
     MessageDesc { name: "ContainerResourceMetricSource", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(751), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(778), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "container", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ExternalMetricSource
     MessageDesc { name: "ExternalMetricSource", special: Special::None, fields: &[
-        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "target", tag: 2, ty: Ty::Message(751), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "target", tag: 2, ty: Ty::Message(778), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::HPAScalingRules
     MessageDesc { name: "HPAScalingRules", special: Special::None, fields: &[
         FieldDesc { json: "selectPolicy", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "policies", tag: 2, ty: Ty::Message(753), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "policies", tag: 2, ty: Ty::Message(780), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stabilizationWindowSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerance", tag: 4, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerance", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ObjectMetricStatus
     MessageDesc { name: "ObjectMetricStatus", special: Special::None, fields: &[
-        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "current", tag: 2, ty: Ty::Message(754), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "describedObject", tag: 3, ty: Ty::Message(421), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "current", tag: 2, ty: Ty::Message(781), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "describedObject", tag: 3, ty: Ty::Message(446), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::PodsMetricStatus
     MessageDesc { name: "PodsMetricStatus", special: Special::None, fields: &[
-        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "current", tag: 2, ty: Ty::Message(754), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "current", tag: 2, ty: Ty::Message(781), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ResourceMetricStatus
     MessageDesc { name: "ResourceMetricStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "current", tag: 2, ty: Ty::Message(754), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "current", tag: 2, ty: Ty::Message(781), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ContainerResourceMetricStatus
     MessageDesc { name: "ContainerResourceMetricStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "current", tag: 2, ty: Ty::Message(754), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "current", tag: 2, ty: Ty::Message(781), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "container", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::ExternalMetricStatus
     MessageDesc { name: "ExternalMetricStatus", special: Special::None, fields: &[
-        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(752), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "current", tag: 2, ty: Ty::Message(754), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metric", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "current", tag: 2, ty: Ty::Message(781), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::PodFailurePolicyRule
     MessageDesc { name: "PodFailurePolicyRule", special: Special::None, fields: &[
         FieldDesc { json: "action", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "onExitCodes", tag: 2, ty: Ty::Message(755), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "onPodConditions", tag: 3, ty: Ty::Message(756), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "onExitCodes", tag: 2, ty: Ty::Message(782), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "onPodConditions", tag: 3, ty: Ty::Message(783), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::SuccessPolicyRule
     MessageDesc { name: "SuccessPolicyRule", special: Special::None, fields: &[
@@ -3973,17 +4175,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy
     MessageDesc { name: "WorkloadPodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(758), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(784), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(785), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints
     MessageDesc { name: "WorkloadPodGroupSchedulingConstraints", special: Special::None, fields: &[
-        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(670), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(697), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode
     MessageDesc { name: "WorkloadPodGroupDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(759), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(760), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(786), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(787), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim
     MessageDesc { name: "WorkloadPodGroupResourceClaim", special: Special::None, fields: &[
@@ -4002,9 +4204,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::flowcontrol::v1::Subject
     MessageDesc { name: "Subject", special: Special::None, fields: &[
         FieldDesc { json: "kind", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "user", tag: 2, ty: Ty::Message(761), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "group", tag: 3, ty: Ty::Message(762), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "serviceAccount", tag: 4, ty: Ty::Message(763), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "user", tag: 2, ty: Ty::Message(788), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "group", tag: 3, ty: Ty::Message(789), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "serviceAccount", tag: 4, ty: Ty::Message(790), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::flowcontrol::v1::ResourcePolicyRule
     MessageDesc { name: "ResourcePolicyRule", special: Special::None, fields: &[
@@ -4022,7 +4224,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::flowcontrol::v1::LimitResponse
     MessageDesc { name: "LimitResponse", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "queuing", tag: 2, ty: Ty::Message(764), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "queuing", tag: 2, ty: Ty::Message(791), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionPodReference
     MessageDesc { name: "EvictionPodReference", special: Special::None, fields: &[
@@ -4037,29 +4239,29 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::networking::v1::IngressServiceBackend
     MessageDesc { name: "IngressServiceBackend", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "port", tag: 2, ty: Ty::Message(765), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "port", tag: 2, ty: Ty::Message(792), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressRuleValue
     MessageDesc { name: "IngressRuleValue", special: Special::None, fields: &[
-        FieldDesc { json: "http", tag: 1, ty: Ty::Message(766), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "http", tag: 1, ty: Ty::Message(793), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressLoadBalancerIngress
     MessageDesc { name: "IngressLoadBalancerIngress", special: Special::None, fields: &[
         FieldDesc { json: "ip", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostname", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 4, ty: Ty::Message(767), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 4, ty: Ty::Message(794), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyPort
     MessageDesc { name: "NetworkPolicyPort", special: Special::None, fields: &[
         FieldDesc { json: "protocol", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "port", tag: 2, ty: Ty::Message(461), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "port", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "endPort", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyPeer
     MessageDesc { name: "NetworkPolicyPeer", special: Special::None, fields: &[
-        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ipBlock", tag: 3, ty: Ty::Message(768), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ipBlock", tag: 3, ty: Ty::Message(795), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::CELDeviceSelector
     MessageDesc { name: "CELDeviceSelector", special: Special::None, fields: &[
@@ -4067,13 +4269,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(769), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(796), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(770), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(771), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(797), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(798), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
@@ -4084,12 +4286,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(660), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1::DeviceAllocationResult
     MessageDesc { name: "DeviceAllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "results", tag: 1, ty: Ty::Message(772), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "results", tag: 1, ty: Ty::Message(799), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(800), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::NetworkDeviceData
     MessageDesc { name: "NetworkDeviceData", special: Special::None, fields: &[
@@ -4099,8 +4301,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::NodeSelectorTerm
     MessageDesc { name: "NodeSelectorTerm", special: Special::None, fields: &[
-        FieldDesc { json: "matchExpressions", tag: 1, ty: Ty::Message(774), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "matchFields", tag: 2, ty: Ty::Message(774), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchExpressions", tag: 1, ty: Ty::Message(801), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "matchFields", tag: 2, ty: Ty::Message(801), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceAttribute
     MessageDesc { name: "DeviceAttribute", special: Special::None, fields: &[
@@ -4115,22 +4317,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(775), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
         FieldDesc { json: "counterSet", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(644), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(671), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(776), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(777), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(803), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(804), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::Counter
     MessageDesc { name: "Counter", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::PartitionTypeStatus
     MessageDesc { name: "PartitionTypeStatus", special: Special::None, fields: &[
@@ -4143,7 +4345,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ShareableSummaryStatus", special: Special::None, fields: &[
         FieldDesc { json: "fullyAvailableDevices", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "partiallyAvailableDevices", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(778), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(805), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::CELDeviceSelector
     MessageDesc { name: "CELDeviceSelector", special: Special::None, fields: &[
@@ -4151,19 +4353,19 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta1::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(779), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(806), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deviceClassName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(477), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(502), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "adminAccess", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "firstAvailable", tag: 7, ty: Ty::Message(780), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 8, ty: Ty::Message(781), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 9, ty: Ty::Message(782), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "firstAvailable", tag: 7, ty: Ty::Message(807), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 8, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 9, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
@@ -4174,12 +4376,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1beta1::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(648), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(675), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta1::DeviceAllocationResult
     MessageDesc { name: "DeviceAllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "results", tag: 1, ty: Ty::Message(783), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(784), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "results", tag: 1, ty: Ty::Message(810), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(811), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::NetworkDeviceData
     MessageDesc { name: "NetworkDeviceData", special: Special::None, fields: &[
@@ -4189,22 +4391,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta1::BasicDevice
     MessageDesc { name: "BasicDevice", special: Special::None, fields: &[
-        FieldDesc { json: "attributes", tag: 1, ty: Ty::Message(785), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 2, ty: Ty::Message(786), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumesCounters", tag: 3, ty: Ty::Message(787), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "attributes", tag: 1, ty: Ty::Message(812), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 2, ty: Ty::Message(813), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumesCounters", tag: 3, ty: Ty::Message(814), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 5, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 5, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allNodes", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "taints", tag: 7, ty: Ty::Message(788), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "taints", tag: 7, ty: Ty::Message(815), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindsToNode", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 9, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allowMultipleAllocations", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(789), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(816), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::Counter
     MessageDesc { name: "Counter", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::CELDeviceSelector
     MessageDesc { name: "CELDeviceSelector", special: Special::None, fields: &[
@@ -4212,13 +4414,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta2::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(790), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(817), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(791), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(792), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(818), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(819), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
@@ -4229,12 +4431,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1beta2::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 2, ty: Ty::Message(657), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 2, ty: Ty::Message(684), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta2::DeviceAllocationResult
     MessageDesc { name: "DeviceAllocationResult", special: Special::None, fields: &[
-        FieldDesc { json: "results", tag: 1, ty: Ty::Message(793), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "config", tag: 2, ty: Ty::Message(794), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "results", tag: 1, ty: Ty::Message(820), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "config", tag: 2, ty: Ty::Message(821), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::NetworkDeviceData
     MessageDesc { name: "NetworkDeviceData", special: Special::None, fields: &[
@@ -4255,22 +4457,22 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta2::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(795), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(822), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
         FieldDesc { json: "counterSet", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(667), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(694), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(796), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(797), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(823), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(824), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::Counter
     MessageDesc { name: "Counter", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositeBasicSchedulingPolicy
     MessageDesc { name: "CompositeBasicSchedulingPolicy", special: Special::None, fields: &[
@@ -4321,17 +4523,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::scheduling::v1beta1::CompositePodGroupSchedulingPolicy
     MessageDesc { name: "CompositePodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(798), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(799), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(825), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(826), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositePodGroupSchedulingConstraints
     MessageDesc { name: "CompositePodGroupSchedulingConstraints", special: Special::None, fields: &[
-        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(679), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "topology", tag: 1, ty: Ty::Message(706), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositeDisruptionMode
     MessageDesc { name: "CompositeDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(800), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(801), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(827), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(828), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::storage::v1::VolumeNodeResources
     MessageDesc { name: "VolumeNodeResources", special: Special::None, fields: &[
@@ -4344,7 +4546,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "accessMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeMode", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lastTransitionTime", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lastTransitionTime", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ConfigMapNodeConfigSource
     MessageDesc { name: "ConfigMapNodeConfigSource", special: Special::None, fields: &[
@@ -4407,7 +4609,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "pool", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "keyring", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::core::v1::ISCSIPersistentVolumeSource
@@ -4420,7 +4622,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "portals", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "chapAuthDiscovery", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "chapAuthSession", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -4429,7 +4631,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "volumeID", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::CephFSPersistentVolumeSource
     MessageDesc { name: "CephFSPersistentVolumeSource", special: Special::None, fields: &[
@@ -4437,7 +4639,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "secretFile", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::core::v1::FCVolumeSource
@@ -4457,7 +4659,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "FlexPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "options", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -4508,7 +4710,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ScaleIOPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "gateway", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "system", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(802), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "sslEnabled", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "protectionDomain", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storagePool", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -4528,7 +4730,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "volumeNamespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(272), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::CSIPersistentVolumeSource
     MessageDesc { name: "CSIPersistentVolumeSource", special: Special::None, fields: &[
@@ -4537,11 +4739,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "fsType", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeAttributes", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "controllerPublishSecretRef", tag: 6, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeStageSecretRef", tag: 7, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodePublishSecretRef", tag: 8, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "controllerExpandSecretRef", tag: 9, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodeExpandSecretRef", tag: 10, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "controllerPublishSecretRef", tag: 6, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeStageSecretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodePublishSecretRef", tag: 8, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "controllerExpandSecretRef", tag: 9, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodeExpandSecretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeHealthCondition
     MessageDesc { name: "VolumeHealthCondition", special: Special::None, fields: &[
@@ -4551,36 +4753,36 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::VolumeSource
     MessageDesc { name: "VolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "hostPath", tag: 1, ty: Ty::Message(693), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "emptyDir", tag: 2, ty: Ty::Message(803), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gcePersistentDisk", tag: 3, ty: Ty::Message(691), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "awsElasticBlockStore", tag: 4, ty: Ty::Message(692), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "gitRepo", tag: 5, ty: Ty::Message(804), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secret", tag: 6, ty: Ty::Message(805), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nfs", tag: 7, ty: Ty::Message(695), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "iscsi", tag: 8, ty: Ty::Message(806), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "glusterfs", tag: 9, ty: Ty::Message(807), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "persistentVolumeClaim", tag: 10, ty: Ty::Message(808), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "rbd", tag: 11, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(810), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "cinder", tag: 13, ty: Ty::Message(811), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "cephfs", tag: 14, ty: Ty::Message(812), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "flocker", tag: 15, ty: Ty::Message(701), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "downwardAPI", tag: 16, ty: Ty::Message(813), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fc", tag: 17, ty: Ty::Message(700), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "azureFile", tag: 18, ty: Ty::Message(814), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "configMap", tag: 19, ty: Ty::Message(815), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "vsphereVolume", tag: 20, ty: Ty::Message(704), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "quobyte", tag: 21, ty: Ty::Message(705), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "azureDisk", tag: 22, ty: Ty::Message(706), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "photonPersistentDisk", tag: 23, ty: Ty::Message(707), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "portworxVolume", tag: 24, ty: Ty::Message(708), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "scaleIO", tag: 25, ty: Ty::Message(817), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "projected", tag: 26, ty: Ty::Message(816), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "storageos", tag: 27, ty: Ty::Message(818), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "csi", tag: 28, ty: Ty::Message(819), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ephemeral", tag: 29, ty: Ty::Message(820), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "image", tag: 30, ty: Ty::Message(821), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "hostPath", tag: 1, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "emptyDir", tag: 2, ty: Ty::Message(830), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gcePersistentDisk", tag: 3, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "awsElasticBlockStore", tag: 4, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "gitRepo", tag: 5, ty: Ty::Message(831), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secret", tag: 6, ty: Ty::Message(832), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nfs", tag: 7, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "iscsi", tag: 8, ty: Ty::Message(833), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "glusterfs", tag: 9, ty: Ty::Message(834), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "persistentVolumeClaim", tag: 10, ty: Ty::Message(835), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "rbd", tag: 11, ty: Ty::Message(836), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(837), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cinder", tag: 13, ty: Ty::Message(838), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "cephfs", tag: 14, ty: Ty::Message(839), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "flocker", tag: 15, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "downwardAPI", tag: 16, ty: Ty::Message(840), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fc", tag: 17, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "azureFile", tag: 18, ty: Ty::Message(841), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configMap", tag: 19, ty: Ty::Message(842), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "vsphereVolume", tag: 20, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "quobyte", tag: 21, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "azureDisk", tag: 22, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "photonPersistentDisk", tag: 23, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "portworxVolume", tag: 24, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "scaleIO", tag: 25, ty: Ty::Message(844), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "projected", tag: 26, ty: Ty::Message(843), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "storageos", tag: 27, ty: Ty::Message(845), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "csi", tag: 28, ty: Ty::Message(846), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ephemeral", tag: 29, ty: Ty::Message(847), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "image", tag: 30, ty: Ty::Message(848), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerPort
     MessageDesc { name: "ContainerPort", special: Special::None, fields: &[
@@ -4593,14 +4795,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::EnvFromSource
     MessageDesc { name: "EnvFromSource", special: Special::None, fields: &[
         FieldDesc { json: "prefix", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "configMapRef", tag: 2, ty: Ty::Message(822), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(823), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configMapRef", tag: 2, ty: Ty::Message(849), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(850), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EnvVar
     MessageDesc { name: "EnvVar", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "valueFrom", tag: 3, ty: Ty::Message(824), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "valueFrom", tag: 3, ty: Ty::Message(851), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerResizePolicy
     MessageDesc { name: "ContainerResizePolicy", special: Special::None, fields: &[
@@ -4610,7 +4812,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::ContainerRestartRule
     MessageDesc { name: "ContainerRestartRule", special: Special::None, fields: &[
         FieldDesc { json: "action", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "exitCodes", tag: 2, ty: Ty::Message(825), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exitCodes", tag: 2, ty: Ty::Message(852), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeMount
     MessageDesc { name: "VolumeMount", special: Special::None, fields: &[
@@ -4630,7 +4832,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::Probe
     MessageDesc { name: "Probe", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(826), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(853), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "initialDelaySeconds", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "timeoutSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "periodSeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -4640,24 +4842,24 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::Lifecycle
     MessageDesc { name: "Lifecycle", special: Special::None, fields: &[
-        FieldDesc { json: "postStart", tag: 1, ty: Ty::Message(827), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preStop", tag: 2, ty: Ty::Message(827), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "postStart", tag: 1, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preStop", tag: 2, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stopSignal", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SecurityContext
     MessageDesc { name: "SecurityContext", special: Special::None, fields: &[
-        FieldDesc { json: "capabilities", tag: 1, ty: Ty::Message(828), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capabilities", tag: 1, ty: Ty::Message(855), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "privileged", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "seLinuxOptions", tag: 3, ty: Ty::Message(726), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "seLinuxOptions", tag: 3, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsUser", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsNonRoot", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnlyRootFilesystem", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allowPrivilegeEscalation", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "runAsGroup", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "procMount", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "windowsOptions", tag: 10, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "seccompProfile", tag: 11, ty: Ty::Message(729), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "appArmorProfile", tag: 12, ty: Ty::Message(730), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "windowsOptions", tag: 10, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "seccompProfile", tag: 11, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "appArmorProfile", tag: 12, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EphemeralContainerCommon
     MessageDesc { name: "EphemeralContainerCommon", special: Special::None, fields: &[
@@ -4666,26 +4868,26 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "command", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "args", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "workingDir", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 6, ty: Ty::Message(715), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "env", tag: 7, ty: Ty::Message(717), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 8, ty: Ty::Message(562), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(720), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(723), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 6, ty: Ty::Message(742), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "env", tag: 7, ty: Ty::Message(744), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 8, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(747), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminationMessagePath", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "imagePullPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(724), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "stdin", tag: 16, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "stdinOnce", tag: 17, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "tty", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(716), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(743), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "terminationMessagePolicy", tag: 20, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(721), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(718), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(748), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(745), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(719), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SELinuxOptions
     MessageDesc { name: "SELinuxOptions", special: Special::None, fields: &[
@@ -4718,18 +4920,18 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::NodeAffinity
     MessageDesc { name: "NodeAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(471), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(829), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodAffinity
     MessageDesc { name: "PodAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(830), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(831), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(857), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(858), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodAntiAffinity
     MessageDesc { name: "PodAntiAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(830), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(831), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(857), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(858), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodDNSConfigOption
     MessageDesc { name: "PodDNSConfigOption", special: Special::None, fields: &[
@@ -4743,9 +4945,9 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ContainerState
     MessageDesc { name: "ContainerState", special: Special::None, fields: &[
-        FieldDesc { json: "waiting", tag: 1, ty: Ty::Message(832), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "running", tag: 2, ty: Ty::Message(833), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "terminated", tag: 3, ty: Ty::Message(834), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "waiting", tag: 1, ty: Ty::Message(859), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "running", tag: 2, ty: Ty::Message(860), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "terminated", tag: 3, ty: Ty::Message(861), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeMountStatus
     MessageDesc { name: "VolumeMountStatus", special: Special::None, fields: &[
@@ -4753,16 +4955,16 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "mountPath", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "recursiveReadOnly", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "volumeStatus", tag: 5, ty: Ty::Message(835), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeStatus", tag: 5, ty: Ty::Message(862), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerUser
     MessageDesc { name: "ContainerUser", special: Special::None, fields: &[
-        FieldDesc { json: "linux", tag: 1, ty: Ty::Message(836), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "linux", tag: 1, ty: Ty::Message(863), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ResourceStatus
     MessageDesc { name: "ResourceStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(837), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resources", tag: 2, ty: Ty::Message(864), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerExtendedResourceRequest
     MessageDesc { name: "ContainerExtendedResourceRequest", special: Special::None, fields: &[
@@ -4773,13 +4975,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::NodeAllocatableMappedResources
     MessageDesc { name: "NodeAllocatableMappedResources", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "quantity", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "quantity", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::NodeAllocatableOverheadResources
     MessageDesc { name: "NodeAllocatableOverheadResources", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "perPod", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perPod", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ScopedResourceSelectorRequirement
     MessageDesc { name: "ScopedResourceSelectorRequirement", special: Special::None, fields: &[
@@ -4796,7 +4998,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "ip", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "hostname", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "ipMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "ports", tag: 4, ty: Ty::Message(838), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "ports", tag: 4, ty: Ty::Message(865), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps
     MessageDesc { name: "JSONSchemaProps", special: Special::None, fields: &[
@@ -4807,7 +5009,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "type", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "format", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "title", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "default", tag: 8, ty: Ty::Message(839), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "default", tag: 8, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "maximum", tag: 9, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "exclusiveMaximum", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "minimum", tag: 11, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -4819,23 +5021,23 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "minItems", tag: 17, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "uniqueItems", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "multipleOf", tag: 19, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "enum", tag: 20, ty: Ty::Message(839), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "enum", tag: 20, ty: Ty::Message(866), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "maxProperties", tag: 21, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "minProperties", tag: 22, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "required", tag: 23, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 24, ty: Ty::Message(840), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "allOf", tag: 25, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "oneOf", tag: 26, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "anyOf", tag: 27, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "not", tag: 28, ty: Ty::Message(746), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "properties", tag: 29, ty: Ty::Message(746), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "additionalProperties", tag: 30, ty: Ty::Message(841), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "patternProperties", tag: 31, ty: Ty::Message(746), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "dependencies", tag: 32, ty: Ty::Message(842), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "additionalItems", tag: 33, ty: Ty::Message(841), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "definitions", tag: 34, ty: Ty::Message(746), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "externalDocs", tag: 35, ty: Ty::Message(843), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "example", tag: 36, ty: Ty::Message(839), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 24, ty: Ty::Message(867), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "allOf", tag: 25, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "oneOf", tag: 26, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "anyOf", tag: 27, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "not", tag: 28, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "properties", tag: 29, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "additionalProperties", tag: 30, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "patternProperties", tag: 31, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "dependencies", tag: 32, ty: Ty::Message(869), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "additionalItems", tag: 33, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "definitions", tag: 34, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "externalDocs", tag: 35, ty: Ty::Message(870), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "example", tag: 36, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "nullable", tag: 37, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "x-kubernetes-preserve-unknown-fields", tag: 38, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "x-kubernetes-embedded-resource", tag: 39, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
@@ -4843,7 +5045,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "x-kubernetes-list-map-keys", tag: 41, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "x-kubernetes-list-type", tag: 42, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "x-kubernetes-map-type", tag: 43, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "x-kubernetes-validations", tag: 44, ty: Ty::Message(844), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "x-kubernetes-validations", tag: 44, ty: Ty::Message(871), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus
     MessageDesc { name: "CustomResourceSubresourceStatus", special: Special::None, fields: &[
@@ -4856,7 +5058,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig
     MessageDesc { name: "WebhookClientConfig", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(845), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(872), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "caBundle", tag: 2, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -4869,14 +5071,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::autoscaling::v2::MetricTarget
     MessageDesc { name: "MetricTarget", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "value", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "averageValue", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "averageValue", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "averageUtilization", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::MetricIdentifier
     MessageDesc { name: "MetricIdentifier", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::autoscaling::v2::HPAScalingPolicy
     MessageDesc { name: "HPAScalingPolicy", special: Special::None, fields: &[
@@ -4886,8 +5088,8 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::autoscaling::v2::MetricValueStatus
     MessageDesc { name: "MetricValueStatus", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "averageValue", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "averageValue", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "averageUtilization", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::batch::v1::PodFailurePolicyOnExitCodesRequirement
@@ -4940,7 +5142,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::networking::v1::HTTPIngressRuleValue
     MessageDesc { name: "HTTPIngressRuleValue", special: Special::None, fields: &[
-        FieldDesc { json: "paths", tag: 1, ty: Ty::Message(846), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "paths", tag: 1, ty: Ty::Message(873), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::networking::v1::IngressPortStatus
     MessageDesc { name: "IngressPortStatus", special: Special::None, fields: &[
@@ -4956,27 +5158,27 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::resource::v1::OpaqueDeviceConfiguration
     MessageDesc { name: "OpaqueDeviceConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(228), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::ExactDeviceRequest
     MessageDesc { name: "ExactDeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "deviceClassName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(462), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(847), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(848), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceSubRequest
     MessageDesc { name: "DeviceSubRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deviceClassName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(462), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(847), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(848), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceRequestAllocationResult
     MessageDesc { name: "DeviceRequestAllocationResult", special: Special::None, fields: &[
@@ -4985,18 +5187,18 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(847), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceAllocationConfiguration
     MessageDesc { name: "DeviceAllocationConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "source", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "requests", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 3, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 3, ty: Ty::Message(660), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::core::v1::NodeSelectorRequirement
     MessageDesc { name: "NodeSelectorRequirement", special: Special::None, fields: &[
@@ -5006,42 +5208,42 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(340), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(849), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(876), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
         FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1alpha3::ShareableCapacityStatus
     MessageDesc { name: "ShareableCapacityStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "total", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumed", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "available", tag: 4, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "total", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumed", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "available", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::OpaqueDeviceConfiguration
     MessageDesc { name: "OpaqueDeviceConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(228), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceSubRequest
     MessageDesc { name: "DeviceSubRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deviceClassName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(477), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(502), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "tolerations", tag: 7, ty: Ty::Message(781), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 8, ty: Ty::Message(782), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 7, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 8, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceToleration
     MessageDesc { name: "DeviceToleration", special: Special::None, fields: &[
@@ -5053,7 +5255,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta1::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceRequestAllocationResult
     MessageDesc { name: "DeviceRequestAllocationResult", special: Special::None, fields: &[
@@ -5062,18 +5264,18 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(781), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceAllocationConfiguration
     MessageDesc { name: "DeviceAllocationConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "source", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "requests", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 3, ty: Ty::Message(648), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 3, ty: Ty::Message(675), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta1::DeviceAttribute
     MessageDesc { name: "DeviceAttribute", special: Special::None, fields: &[
@@ -5088,50 +5290,50 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta1::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(850), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(877), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
         FieldDesc { json: "counterSet", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(655), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "counters", tag: 2, ty: Ty::Message(682), shape: Shape::Map, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceTaint
     MessageDesc { name: "DeviceTaint", special: Special::None, fields: &[
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(851), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(852), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(878), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(879), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::OpaqueDeviceConfiguration
     MessageDesc { name: "OpaqueDeviceConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(228), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(249), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::ExactDeviceRequest
     MessageDesc { name: "ExactDeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "deviceClassName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(486), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(511), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(853), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceSubRequest
     MessageDesc { name: "DeviceSubRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "deviceClassName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(486), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(511), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(853), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceRequestAllocationResult
     MessageDesc { name: "DeviceRequestAllocationResult", special: Special::None, fields: &[
@@ -5140,35 +5342,35 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(853), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceAllocationConfiguration
     MessageDesc { name: "DeviceAllocationConfiguration", special: Special::None, fields: &[
         FieldDesc { json: "source", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "requests", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "", tag: 3, ty: Ty::Message(657), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 3, ty: Ty::Message(684), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
     ] },
     // api::resource::v1beta2::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(340), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(855), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(882), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
         FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositeBasicSchedulingPolicy
     MessageDesc { name: "CompositeBasicSchedulingPolicy", special: Special::None, fields: &[
@@ -5191,7 +5393,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::EmptyDirVolumeSource
     MessageDesc { name: "EmptyDirVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "medium", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sizeLimit", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sizeLimit", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "mode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::GitRepoVolumeSource
@@ -5203,7 +5405,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::SecretVolumeSource
     MessageDesc { name: "SecretVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "secretName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -5218,7 +5420,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "portals", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "chapAuthDiscovery", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "chapAuthSession", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -5241,14 +5443,14 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "pool", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "keyring", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::core::v1::FlexVolumeSource
     MessageDesc { name: "FlexVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "options", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -5257,7 +5459,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "volumeID", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::CephFSVolumeSource
     MessageDesc { name: "CephFSVolumeSource", special: Special::None, fields: &[
@@ -5265,12 +5467,12 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "secretFile", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
     ] },
     // api::core::v1::DownwardAPIVolumeSource
     MessageDesc { name: "DownwardAPIVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "items", tag: 1, ty: Ty::Message(857), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 1, ty: Ty::Message(884), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -5282,15 +5484,15 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ConfigMapVolumeSource
     MessageDesc { name: "ConfigMapVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ProjectedVolumeSource
     MessageDesc { name: "ProjectedVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "sources", tag: 1, ty: Ty::Message(858), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sources", tag: 1, ty: Ty::Message(885), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -5298,7 +5500,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ScaleIOVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "gateway", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "system", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(369), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "sslEnabled", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "protectionDomain", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "storagePool", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -5313,7 +5515,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "volumeNamespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::CSIVolumeSource
     MessageDesc { name: "CSIVolumeSource", special: Special::None, fields: &[
@@ -5321,11 +5523,11 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "readOnly", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "volumeAttributes", tag: 4, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "nodePublishSecretRef", tag: 5, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "nodePublishSecretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EphemeralVolumeSource
     MessageDesc { name: "EphemeralVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "volumeClaimTemplate", tag: 1, ty: Ty::Message(859), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "volumeClaimTemplate", tag: 1, ty: Ty::Message(886), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ImageVolumeSource
     MessageDesc { name: "ImageVolumeSource", special: Special::None, fields: &[
@@ -5334,21 +5536,21 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ConfigMapEnvSource
     MessageDesc { name: "ConfigMapEnvSource", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SecretEnvSource
     MessageDesc { name: "SecretEnvSource", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::EnvVarSource
     MessageDesc { name: "EnvVarSource", special: Special::None, fields: &[
-        FieldDesc { json: "fieldRef", tag: 1, ty: Ty::Message(860), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceFieldRef", tag: 2, ty: Ty::Message(861), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "configMapKeyRef", tag: 3, ty: Ty::Message(862), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "secretKeyRef", tag: 4, ty: Ty::Message(863), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fileKeyRef", tag: 5, ty: Ty::Message(864), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fieldRef", tag: 1, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceFieldRef", tag: 2, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configMapKeyRef", tag: 3, ty: Ty::Message(889), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secretKeyRef", tag: 4, ty: Ty::Message(890), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fileKeyRef", tag: 5, ty: Ty::Message(891), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerRestartRuleOnExitCodes
     MessageDesc { name: "ContainerRestartRuleOnExitCodes", special: Special::None, fields: &[
@@ -5357,17 +5559,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ProbeHandler
     MessageDesc { name: "ProbeHandler", special: Special::None, fields: &[
-        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(865), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(867), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "grpc", tag: 4, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "grpc", tag: 4, ty: Ty::Message(895), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LifecycleHandler
     MessageDesc { name: "LifecycleHandler", special: Special::None, fields: &[
-        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(865), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(867), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "sleep", tag: 4, ty: Ty::Message(869), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "sleep", tag: 4, ty: Ty::Message(896), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::Capabilities
     MessageDesc { name: "Capabilities", special: Special::None, fields: &[
@@ -5377,21 +5579,21 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::PreferredSchedulingTerm
     MessageDesc { name: "PreferredSchedulingTerm", special: Special::None, fields: &[
         FieldDesc { json: "weight", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "preference", tag: 2, ty: Ty::Message(639), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "preference", tag: 2, ty: Ty::Message(666), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PodAffinityTerm
     MessageDesc { name: "PodAffinityTerm", special: Special::None, fields: &[
-        FieldDesc { json: "labelSelector", tag: 1, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "namespaces", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "topologyKey", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 4, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "matchLabelKeys", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "mismatchLabelKeys", tag: 6, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::WeightedPodAffinityTerm
     MessageDesc { name: "WeightedPodAffinityTerm", special: Special::None, fields: &[
         FieldDesc { json: "weight", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podAffinityTerm", tag: 2, ty: Ty::Message(830), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podAffinityTerm", tag: 2, ty: Ty::Message(857), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerStateWaiting
     MessageDesc { name: "ContainerStateWaiting", special: Special::None, fields: &[
@@ -5400,7 +5602,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::core::v1::ContainerStateRunning
     MessageDesc { name: "ContainerStateRunning", special: Special::None, fields: &[
-        FieldDesc { json: "startedAt", tag: 1, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startedAt", tag: 1, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ContainerStateTerminated
     MessageDesc { name: "ContainerStateTerminated", special: Special::None, fields: &[
@@ -5408,13 +5610,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
         FieldDesc { json: "signal", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, inline: false },
         FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "message", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "startedAt", tag: 5, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "finishedAt", tag: 6, ty: Ty::Message(274), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "startedAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "finishedAt", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "containerID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeStatus
     MessageDesc { name: "VolumeStatus", special: Special::None, fields: &[
-        FieldDesc { json: "image", tag: 1, ty: Ty::Message(870), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "image", tag: 1, ty: Ty::Message(897), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::LinuxContainerUser
     MessageDesc { name: "LinuxContainerUser", special: Special::None, fields: &[
@@ -5440,17 +5642,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray
     MessageDesc { name: "JSONSchemaPropsOrArray", special: Special::SchemaOrArray, fields: &[
-        FieldDesc { json: "$schema", tag: 1, ty: Ty::Message(746), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "jSONSchemas", tag: 2, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "$schema", tag: 1, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "jSONSchemas", tag: 2, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool
     MessageDesc { name: "JSONSchemaPropsOrBool", special: Special::SchemaOrBool, fields: &[
         FieldDesc { json: "allows", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "$schema", tag: 2, ty: Ty::Message(746), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "$schema", tag: 2, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrStringArray
     MessageDesc { name: "JSONSchemaPropsOrStringArray", special: Special::SchemaOrStringArray, fields: &[
-        FieldDesc { json: "$schema", tag: 1, ty: Ty::Message(746), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "$schema", tag: 1, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "property", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::ExternalDocumentation
@@ -5477,7 +5679,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::networking::v1::HTTPIngressPath
     MessageDesc { name: "HTTPIngressPath", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "backend", tag: 2, ty: Ty::Message(453), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "backend", tag: 2, ty: Ty::Message(478), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "pathType", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::DeviceToleration
@@ -5490,30 +5692,30 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(340), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(871), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(898), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
         FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceToleration
     MessageDesc { name: "DeviceToleration", special: Special::None, fields: &[
@@ -5525,13 +5727,13 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta2::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
-        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(340), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "requests", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::resource::v1beta2::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::KeyToPath
     MessageDesc { name: "KeyToPath", special: Special::None, fields: &[
@@ -5543,24 +5745,24 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::DownwardAPIVolumeFile
     MessageDesc { name: "DownwardAPIVolumeFile", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "fieldRef", tag: 2, ty: Ty::Message(860), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "resourceFieldRef", tag: 3, ty: Ty::Message(861), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "fieldRef", tag: 2, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "resourceFieldRef", tag: 3, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "mode", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::VolumeProjection
     MessageDesc { name: "VolumeProjection", special: Special::None, fields: &[
-        FieldDesc { json: "secret", tag: 1, ty: Ty::Message(872), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "downwardAPI", tag: 2, ty: Ty::Message(873), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "configMap", tag: 3, ty: Ty::Message(874), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "serviceAccountToken", tag: 4, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "clusterTrustBundle", tag: 5, ty: Ty::Message(876), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "podCertificate", tag: 6, ty: Ty::Message(877), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "secret", tag: 1, ty: Ty::Message(899), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "downwardAPI", tag: 2, ty: Ty::Message(900), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "configMap", tag: 3, ty: Ty::Message(901), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "serviceAccountToken", tag: 4, ty: Ty::Message(902), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "clusterTrustBundle", tag: 5, ty: Ty::Message(903), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "podCertificate", tag: 6, ty: Ty::Message(904), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimTemplate
     MessageDesc { name: "PersistentVolumeClaimTemplate", special: Special::None, fields: &[
-        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(211), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(358), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "spec", tag: 2, ty: Ty::Message(379), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ObjectFieldSelector
     MessageDesc { name: "ObjectFieldSelector", special: Special::None, fields: &[
@@ -5571,17 +5773,17 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ResourceFieldSelector", special: Special::None, fields: &[
         FieldDesc { json: "containerName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "resource", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "divisor", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "divisor", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ConfigMapKeySelector
     MessageDesc { name: "ConfigMapKeySelector", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "key", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SecretKeySelector
     MessageDesc { name: "SecretKeySelector", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
         FieldDesc { json: "key", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
@@ -5599,15 +5801,15 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     // api::core::v1::HTTPGetAction
     MessageDesc { name: "HTTPGetAction", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "port", tag: 2, ty: Ty::Message(461), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "port", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "host", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "scheme", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "httpHeaders", tag: 5, ty: Ty::Message(878), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "httpHeaders", tag: 5, ty: Ty::Message(905), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "protocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::TCPSocketAction
     MessageDesc { name: "TCPSocketAction", special: Special::None, fields: &[
-        FieldDesc { json: "port", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "port", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "host", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::GRPCAction
@@ -5626,24 +5828,24 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
     // api::resource::v1beta1::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(340), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(340), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::SecretProjection
     MessageDesc { name: "SecretProjection", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::DownwardAPIProjection
     MessageDesc { name: "DownwardAPIProjection", special: Special::None, fields: &[
-        FieldDesc { json: "items", tag: 1, ty: Ty::Message(857), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "items", tag: 1, ty: Ty::Message(884), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ConfigMapProjection
     MessageDesc { name: "ConfigMapProjection", special: Special::None, fields: &[
-        FieldDesc { json: "", tag: 1, ty: Ty::Message(369), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
-        FieldDesc { json: "items", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: true },
+        FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
     ] },
     // api::core::v1::ServiceAccountTokenProjection
@@ -5657,7 +5859,7 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     MessageDesc { name: "ClusterTrustBundleProjection", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "signerName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
-        FieldDesc { json: "labelSelector", tag: 3, ty: Ty::Message(339), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "path", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "optional", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
         FieldDesc { json: "user", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, inline: false },
@@ -5680,221 +5882,236 @@ pub(crate) static MESSAGES: [MessageDesc; 879] = [
     ] },
 ];
 
-pub(crate) static KINDS: [KindDesc; 216] = [
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicy", message: 0 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyBinding", message: 1 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyBindingList", message: 2 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyList", message: 3 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", message: 4 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfigurationList", message: 5 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", message: 6 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", message: 7 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBindingList", message: 8 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyList", message: 9 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", message: 10 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfigurationList", message: 11 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicy", message: 12 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyBinding", message: 13 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyBindingList", message: 14 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyList", message: 15 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicy", message: 16 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyBinding", message: 17 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyBindingList", message: 18 },
-    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyList", message: 19 },
-    KindDesc { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", message: 20 },
-    KindDesc { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinitionList", message: 21 },
-    KindDesc { api_version: "apiregistration.k8s.io/v1", kind: "APIService", message: 22 },
-    KindDesc { api_version: "apiregistration.k8s.io/v1", kind: "APIServiceList", message: 23 },
-    KindDesc { api_version: "apps/v1", kind: "ControllerRevision", message: 24 },
-    KindDesc { api_version: "apps/v1", kind: "ControllerRevisionList", message: 25 },
-    KindDesc { api_version: "apps/v1", kind: "DaemonSet", message: 26 },
-    KindDesc { api_version: "apps/v1", kind: "DaemonSetList", message: 27 },
-    KindDesc { api_version: "apps/v1", kind: "Deployment", message: 28 },
-    KindDesc { api_version: "apps/v1", kind: "DeploymentList", message: 29 },
-    KindDesc { api_version: "apps/v1", kind: "ReplicaSet", message: 30 },
-    KindDesc { api_version: "apps/v1", kind: "ReplicaSetList", message: 31 },
-    KindDesc { api_version: "apps/v1", kind: "StatefulSet", message: 32 },
-    KindDesc { api_version: "apps/v1", kind: "StatefulSetList", message: 33 },
-    KindDesc { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", message: 34 },
-    KindDesc { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", message: 35 },
-    KindDesc { api_version: "authentication.k8s.io/v1", kind: "TokenReview", message: 36 },
-    KindDesc { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", message: 37 },
-    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", message: 38 },
-    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", message: 39 },
-    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", message: 40 },
-    KindDesc { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscaler", message: 41 },
-    KindDesc { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscalerList", message: 42 },
-    KindDesc { api_version: "autoscaling/v1", kind: "Scale", message: 43 },
-    KindDesc { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", message: 44 },
-    KindDesc { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscalerList", message: 45 },
-    KindDesc { api_version: "batch/v1", kind: "CronJob", message: 46 },
-    KindDesc { api_version: "batch/v1", kind: "CronJobList", message: 47 },
-    KindDesc { api_version: "batch/v1", kind: "Job", message: 48 },
-    KindDesc { api_version: "batch/v1", kind: "JobList", message: 49 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", message: 50 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequestList", message: 51 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "ClusterTrustBundle", message: 52 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "ClusterTrustBundleList", message: 53 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "PodCertificateRequest", message: 54 },
-    KindDesc { api_version: "certificates.k8s.io/v1", kind: "PodCertificateRequestList", message: 55 },
-    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "ClusterTrustBundle", message: 56 },
-    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "ClusterTrustBundleList", message: 57 },
-    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "PodCertificateRequest", message: 58 },
-    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "PodCertificateRequestList", message: 59 },
-    KindDesc { api_version: "coordination.k8s.io/v1", kind: "Lease", message: 60 },
-    KindDesc { api_version: "coordination.k8s.io/v1", kind: "LeaseList", message: 61 },
-    KindDesc { api_version: "coordination.k8s.io/v1alpha2", kind: "LeaseCandidate", message: 62 },
-    KindDesc { api_version: "coordination.k8s.io/v1alpha2", kind: "LeaseCandidateList", message: 63 },
-    KindDesc { api_version: "coordination.k8s.io/v1beta1", kind: "LeaseCandidate", message: 64 },
-    KindDesc { api_version: "coordination.k8s.io/v1beta1", kind: "LeaseCandidateList", message: 65 },
-    KindDesc { api_version: "discovery.k8s.io/v1", kind: "EndpointSlice", message: 66 },
-    KindDesc { api_version: "discovery.k8s.io/v1", kind: "EndpointSliceList", message: 67 },
-    KindDesc { api_version: "events.k8s.io/v1", kind: "Event", message: 68 },
-    KindDesc { api_version: "events.k8s.io/v1", kind: "EventList", message: 69 },
-    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", message: 70 },
-    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchemaList", message: 71 },
-    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", message: 72 },
-    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfigurationList", message: 73 },
-    KindDesc { api_version: "internal.apiserver.k8s.io/v1alpha1", kind: "StorageVersion", message: 74 },
-    KindDesc { api_version: "internal.apiserver.k8s.io/v1alpha1", kind: "StorageVersionList", message: 75 },
-    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "Eviction", message: 76 },
-    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionList", message: 77 },
-    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionRequest", message: 78 },
-    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionRequestList", message: 79 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIGroup", message: 80 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIGroupList", message: 81 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIResourceList", message: 82 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIVersions", message: 83 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "CreateOptions", message: 84 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "DeleteOptions", message: 85 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "GetOptions", message: 86 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "List", message: 87 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "ListOptions", message: 88 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadata", message: 89 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", message: 90 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "PatchOptions", message: 91 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "Status", message: 92 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "UpdateOptions", message: 93 },
-    KindDesc { api_version: "meta.k8s.io/v1", kind: "WatchEvent", message: 94 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "IPAddress", message: 95 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "IPAddressList", message: 96 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "Ingress", message: 97 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressClass", message: 98 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressClassList", message: 99 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressList", message: 100 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "NetworkPolicy", message: 101 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "NetworkPolicyList", message: 102 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "ServiceCIDR", message: 103 },
-    KindDesc { api_version: "networking.k8s.io/v1", kind: "ServiceCIDRList", message: 104 },
-    KindDesc { api_version: "node.k8s.io/v1", kind: "RuntimeClass", message: 105 },
-    KindDesc { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", message: 106 },
-    KindDesc { api_version: "policy/v1", kind: "Eviction", message: 107 },
-    KindDesc { api_version: "policy/v1", kind: "PodDisruptionBudget", message: 108 },
-    KindDesc { api_version: "policy/v1", kind: "PodDisruptionBudgetList", message: 109 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", message: 110 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", message: 111 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", message: 112 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", message: 113 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", message: 114 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", message: 115 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", message: 116 },
-    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", message: 117 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceClass", message: 118 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceClassList", message: 119 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceTaintRule", message: 120 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceTaintRuleList", message: 121 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaim", message: 122 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimList", message: 123 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplate", message: 124 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplateList", message: 125 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceSlice", message: 126 },
-    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceSliceList", message: 127 },
-    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "DeviceTaintRule", message: 128 },
-    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "DeviceTaintRuleList", message: 129 },
-    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "ResourcePoolStatusRequest", message: 130 },
-    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "ResourcePoolStatusRequestList", message: 131 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "DeviceClass", message: 132 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "DeviceClassList", message: 133 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaim", message: 134 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimList", message: 135 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimTemplate", message: 136 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimTemplateList", message: 137 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceSlice", message: 138 },
-    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceSliceList", message: 139 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceClass", message: 140 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceClassList", message: 141 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceTaintRule", message: 142 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceTaintRuleList", message: 143 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaim", message: 144 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimList", message: 145 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimTemplate", message: 146 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimTemplateList", message: 147 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceSlice", message: 148 },
-    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceSliceList", message: 149 },
-    KindDesc { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", message: 150 },
-    KindDesc { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", message: 151 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "CompositePodGroup", message: 152 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "CompositePodGroupList", message: 153 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "PodGroup", message: 154 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "PodGroupList", message: 155 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "Workload", message: 156 },
-    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "WorkloadList", message: 157 },
-    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "PodGroup", message: 158 },
-    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "PodGroupList", message: 159 },
-    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "Workload", message: 160 },
-    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "WorkloadList", message: 161 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIDriver", message: 162 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", message: 163 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSINode", message: 164 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSINodeList", message: 165 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", message: 166 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", message: 167 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "StorageClass", message: 168 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "StorageClassList", message: 169 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", message: 170 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", message: 171 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", message: 172 },
-    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", message: 173 },
-    KindDesc { api_version: "storagemigration.k8s.io/v1", kind: "StorageVersionMigration", message: 174 },
-    KindDesc { api_version: "storagemigration.k8s.io/v1", kind: "StorageVersionMigrationList", message: 175 },
-    KindDesc { api_version: "storagemigration.k8s.io/v1beta1", kind: "StorageVersionMigration", message: 176 },
-    KindDesc { api_version: "storagemigration.k8s.io/v1beta1", kind: "StorageVersionMigrationList", message: 177 },
-    KindDesc { api_version: "v1", kind: "APIGroup", message: 80 },
-    KindDesc { api_version: "v1", kind: "APIGroupList", message: 81 },
-    KindDesc { api_version: "v1", kind: "APIResourceList", message: 82 },
-    KindDesc { api_version: "v1", kind: "APIVersions", message: 83 },
-    KindDesc { api_version: "v1", kind: "Binding", message: 178 },
-    KindDesc { api_version: "v1", kind: "ComponentStatus", message: 179 },
-    KindDesc { api_version: "v1", kind: "ComponentStatusList", message: 180 },
-    KindDesc { api_version: "v1", kind: "ConfigMap", message: 181 },
-    KindDesc { api_version: "v1", kind: "ConfigMapList", message: 182 },
-    KindDesc { api_version: "v1", kind: "Endpoints", message: 183 },
-    KindDesc { api_version: "v1", kind: "EndpointsList", message: 184 },
-    KindDesc { api_version: "v1", kind: "Event", message: 185 },
-    KindDesc { api_version: "v1", kind: "EventList", message: 186 },
-    KindDesc { api_version: "v1", kind: "LimitRange", message: 187 },
-    KindDesc { api_version: "v1", kind: "LimitRangeList", message: 188 },
-    KindDesc { api_version: "v1", kind: "Namespace", message: 189 },
-    KindDesc { api_version: "v1", kind: "NamespaceList", message: 190 },
-    KindDesc { api_version: "v1", kind: "Node", message: 191 },
-    KindDesc { api_version: "v1", kind: "NodeList", message: 192 },
-    KindDesc { api_version: "v1", kind: "PersistentVolume", message: 193 },
-    KindDesc { api_version: "v1", kind: "PersistentVolumeClaim", message: 194 },
-    KindDesc { api_version: "v1", kind: "PersistentVolumeClaimList", message: 195 },
-    KindDesc { api_version: "v1", kind: "PersistentVolumeList", message: 196 },
-    KindDesc { api_version: "v1", kind: "Pod", message: 197 },
-    KindDesc { api_version: "v1", kind: "PodList", message: 198 },
-    KindDesc { api_version: "v1", kind: "PodTemplate", message: 199 },
-    KindDesc { api_version: "v1", kind: "PodTemplateList", message: 200 },
-    KindDesc { api_version: "v1", kind: "ReplicationController", message: 201 },
-    KindDesc { api_version: "v1", kind: "ReplicationControllerList", message: 202 },
-    KindDesc { api_version: "v1", kind: "ResourceQuota", message: 203 },
-    KindDesc { api_version: "v1", kind: "ResourceQuotaList", message: 204 },
-    KindDesc { api_version: "v1", kind: "Secret", message: 205 },
-    KindDesc { api_version: "v1", kind: "SecretList", message: 206 },
-    KindDesc { api_version: "v1", kind: "Service", message: 207 },
-    KindDesc { api_version: "v1", kind: "ServiceAccount", message: 208 },
-    KindDesc { api_version: "v1", kind: "ServiceAccountList", message: 209 },
-    KindDesc { api_version: "v1", kind: "ServiceList", message: 210 },
-    KindDesc { api_version: "v1", kind: "Status", message: 92 },
+pub(crate) static KINDS: [KindDesc; 231] = [
+    KindDesc { api_version: "admission.k8s.io/v1", kind: "AdmissionReview", message: 0 },
+    KindDesc { api_version: "admission.k8s.io/v1beta1", kind: "AdmissionReview", message: 1 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicy", message: 2 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyBinding", message: 3 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyBindingList", message: 4 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingAdmissionPolicyList", message: 5 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", message: 6 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfigurationList", message: 7 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", message: 8 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", message: 9 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBindingList", message: 10 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyList", message: 11 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", message: 12 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfigurationList", message: 13 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicy", message: 14 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyBinding", message: 15 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyBindingList", message: 16 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1alpha1", kind: "MutatingAdmissionPolicyList", message: 17 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicy", message: 18 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyBinding", message: 19 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyBindingList", message: 20 },
+    KindDesc { api_version: "admissionregistration.k8s.io/v1beta1", kind: "MutatingAdmissionPolicyList", message: 21 },
+    KindDesc { api_version: "apidiscovery.k8s.io/v2", kind: "APIGroupDiscovery", message: 22 },
+    KindDesc { api_version: "apidiscovery.k8s.io/v2", kind: "APIGroupDiscoveryList", message: 23 },
+    KindDesc { api_version: "apidiscovery.k8s.io/v2beta1", kind: "APIGroupDiscovery", message: 24 },
+    KindDesc { api_version: "apidiscovery.k8s.io/v2beta1", kind: "APIGroupDiscoveryList", message: 25 },
+    KindDesc { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", message: 26 },
+    KindDesc { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinitionList", message: 27 },
+    KindDesc { api_version: "apiregistration.k8s.io/v1", kind: "APIService", message: 28 },
+    KindDesc { api_version: "apiregistration.k8s.io/v1", kind: "APIServiceList", message: 29 },
+    KindDesc { api_version: "apps/v1", kind: "ControllerRevision", message: 30 },
+    KindDesc { api_version: "apps/v1", kind: "ControllerRevisionList", message: 31 },
+    KindDesc { api_version: "apps/v1", kind: "DaemonSet", message: 32 },
+    KindDesc { api_version: "apps/v1", kind: "DaemonSetList", message: 33 },
+    KindDesc { api_version: "apps/v1", kind: "Deployment", message: 34 },
+    KindDesc { api_version: "apps/v1", kind: "DeploymentList", message: 35 },
+    KindDesc { api_version: "apps/v1", kind: "ReplicaSet", message: 36 },
+    KindDesc { api_version: "apps/v1", kind: "ReplicaSetList", message: 37 },
+    KindDesc { api_version: "apps/v1", kind: "StatefulSet", message: 38 },
+    KindDesc { api_version: "apps/v1", kind: "StatefulSetList", message: 39 },
+    KindDesc { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", message: 40 },
+    KindDesc { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", message: 41 },
+    KindDesc { api_version: "authentication.k8s.io/v1", kind: "TokenReview", message: 42 },
+    KindDesc { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", message: 43 },
+    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", message: 44 },
+    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", message: 45 },
+    KindDesc { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", message: 46 },
+    KindDesc { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscaler", message: 47 },
+    KindDesc { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscalerList", message: 48 },
+    KindDesc { api_version: "autoscaling/v1", kind: "Scale", message: 49 },
+    KindDesc { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", message: 50 },
+    KindDesc { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscalerList", message: 51 },
+    KindDesc { api_version: "batch/v1", kind: "CronJob", message: 52 },
+    KindDesc { api_version: "batch/v1", kind: "CronJobList", message: 53 },
+    KindDesc { api_version: "batch/v1", kind: "Job", message: 54 },
+    KindDesc { api_version: "batch/v1", kind: "JobList", message: 55 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", message: 56 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequestList", message: 57 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "ClusterTrustBundle", message: 58 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "ClusterTrustBundleList", message: 59 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "PodCertificateRequest", message: 60 },
+    KindDesc { api_version: "certificates.k8s.io/v1", kind: "PodCertificateRequestList", message: 61 },
+    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "ClusterTrustBundle", message: 62 },
+    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "ClusterTrustBundleList", message: 63 },
+    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "PodCertificateRequest", message: 64 },
+    KindDesc { api_version: "certificates.k8s.io/v1beta1", kind: "PodCertificateRequestList", message: 65 },
+    KindDesc { api_version: "coordination.k8s.io/v1", kind: "Lease", message: 66 },
+    KindDesc { api_version: "coordination.k8s.io/v1", kind: "LeaseList", message: 67 },
+    KindDesc { api_version: "coordination.k8s.io/v1alpha2", kind: "LeaseCandidate", message: 68 },
+    KindDesc { api_version: "coordination.k8s.io/v1alpha2", kind: "LeaseCandidateList", message: 69 },
+    KindDesc { api_version: "coordination.k8s.io/v1beta1", kind: "LeaseCandidate", message: 70 },
+    KindDesc { api_version: "coordination.k8s.io/v1beta1", kind: "LeaseCandidateList", message: 71 },
+    KindDesc { api_version: "discovery.k8s.io/v1", kind: "EndpointSlice", message: 72 },
+    KindDesc { api_version: "discovery.k8s.io/v1", kind: "EndpointSliceList", message: 73 },
+    KindDesc { api_version: "events.k8s.io/v1", kind: "Event", message: 74 },
+    KindDesc { api_version: "events.k8s.io/v1", kind: "EventList", message: 75 },
+    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", message: 76 },
+    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchemaList", message: 77 },
+    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", message: 78 },
+    KindDesc { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfigurationList", message: 79 },
+    KindDesc { api_version: "internal.apiserver.k8s.io/v1alpha1", kind: "StorageVersion", message: 80 },
+    KindDesc { api_version: "internal.apiserver.k8s.io/v1alpha1", kind: "StorageVersionList", message: 81 },
+    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "Eviction", message: 82 },
+    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionList", message: 83 },
+    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionRequest", message: 84 },
+    KindDesc { api_version: "lifecycle.k8s.io/v1alpha1", kind: "EvictionRequestList", message: 85 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIGroup", message: 86 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIGroupList", message: 87 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIResourceList", message: 88 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "APIVersions", message: 89 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "CreateOptions", message: 90 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "DeleteOptions", message: 91 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "GetOptions", message: 92 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "List", message: 93 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "ListOptions", message: 94 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadata", message: 95 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", message: 96 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "PatchOptions", message: 97 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "Status", message: 98 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "UpdateOptions", message: 99 },
+    KindDesc { api_version: "meta.k8s.io/v1", kind: "WatchEvent", message: 100 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "IPAddress", message: 101 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "IPAddressList", message: 102 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "Ingress", message: 103 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressClass", message: 104 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressClassList", message: 105 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "IngressList", message: 106 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "NetworkPolicy", message: 107 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "NetworkPolicyList", message: 108 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "ServiceCIDR", message: 109 },
+    KindDesc { api_version: "networking.k8s.io/v1", kind: "ServiceCIDRList", message: 110 },
+    KindDesc { api_version: "node.k8s.io/v1", kind: "RuntimeClass", message: 111 },
+    KindDesc { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", message: 112 },
+    KindDesc { api_version: "policy/v1", kind: "Eviction", message: 113 },
+    KindDesc { api_version: "policy/v1", kind: "PodDisruptionBudget", message: 114 },
+    KindDesc { api_version: "policy/v1", kind: "PodDisruptionBudgetList", message: 115 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", message: 116 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", message: 117 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", message: 118 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", message: 119 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", message: 120 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", message: 121 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", message: 122 },
+    KindDesc { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", message: 123 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceClass", message: 124 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceClassList", message: 125 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceTaintRule", message: 126 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "DeviceTaintRuleList", message: 127 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaim", message: 128 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimList", message: 129 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplate", message: 130 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplateList", message: 131 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceSlice", message: 132 },
+    KindDesc { api_version: "resource.k8s.io/v1", kind: "ResourceSliceList", message: 133 },
+    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "DeviceTaintRule", message: 134 },
+    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "DeviceTaintRuleList", message: 135 },
+    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "ResourcePoolStatusRequest", message: 136 },
+    KindDesc { api_version: "resource.k8s.io/v1alpha3", kind: "ResourcePoolStatusRequestList", message: 137 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "DeviceClass", message: 138 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "DeviceClassList", message: 139 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaim", message: 140 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimList", message: 141 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimTemplate", message: 142 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceClaimTemplateList", message: 143 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceSlice", message: 144 },
+    KindDesc { api_version: "resource.k8s.io/v1beta1", kind: "ResourceSliceList", message: 145 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceClass", message: 146 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceClassList", message: 147 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceTaintRule", message: 148 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "DeviceTaintRuleList", message: 149 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaim", message: 150 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimList", message: 151 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimTemplate", message: 152 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceClaimTemplateList", message: 153 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceSlice", message: 154 },
+    KindDesc { api_version: "resource.k8s.io/v1beta2", kind: "ResourceSliceList", message: 155 },
+    KindDesc { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", message: 156 },
+    KindDesc { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", message: 157 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "CompositePodGroup", message: 158 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "CompositePodGroupList", message: 159 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "PodGroup", message: 160 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "PodGroupList", message: 161 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "Workload", message: 162 },
+    KindDesc { api_version: "scheduling.k8s.io/v1alpha3", kind: "WorkloadList", message: 163 },
+    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "PodGroup", message: 164 },
+    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "PodGroupList", message: 165 },
+    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "Workload", message: 166 },
+    KindDesc { api_version: "scheduling.k8s.io/v1beta1", kind: "WorkloadList", message: 167 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIDriver", message: 168 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", message: 169 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSINode", message: 170 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSINodeList", message: 171 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", message: 172 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", message: 173 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "StorageClass", message: 174 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "StorageClassList", message: 175 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", message: 176 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", message: 177 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", message: 178 },
+    KindDesc { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", message: 179 },
+    KindDesc { api_version: "storagemigration.k8s.io/v1", kind: "StorageVersionMigration", message: 180 },
+    KindDesc { api_version: "storagemigration.k8s.io/v1", kind: "StorageVersionMigrationList", message: 181 },
+    KindDesc { api_version: "storagemigration.k8s.io/v1beta1", kind: "StorageVersionMigration", message: 182 },
+    KindDesc { api_version: "storagemigration.k8s.io/v1beta1", kind: "StorageVersionMigrationList", message: 183 },
+    KindDesc { api_version: "v1", kind: "APIGroup", message: 86 },
+    KindDesc { api_version: "v1", kind: "APIGroupList", message: 87 },
+    KindDesc { api_version: "v1", kind: "APIResourceList", message: 88 },
+    KindDesc { api_version: "v1", kind: "APIVersions", message: 89 },
+    KindDesc { api_version: "v1", kind: "Binding", message: 184 },
+    KindDesc { api_version: "v1", kind: "ComponentStatus", message: 185 },
+    KindDesc { api_version: "v1", kind: "ComponentStatusList", message: 186 },
+    KindDesc { api_version: "v1", kind: "ConfigMap", message: 187 },
+    KindDesc { api_version: "v1", kind: "ConfigMapList", message: 188 },
+    KindDesc { api_version: "v1", kind: "Endpoints", message: 189 },
+    KindDesc { api_version: "v1", kind: "EndpointsList", message: 190 },
+    KindDesc { api_version: "v1", kind: "Event", message: 191 },
+    KindDesc { api_version: "v1", kind: "EventList", message: 192 },
+    KindDesc { api_version: "v1", kind: "LimitRange", message: 193 },
+    KindDesc { api_version: "v1", kind: "LimitRangeList", message: 194 },
+    KindDesc { api_version: "v1", kind: "Namespace", message: 195 },
+    KindDesc { api_version: "v1", kind: "NamespaceList", message: 196 },
+    KindDesc { api_version: "v1", kind: "Node", message: 197 },
+    KindDesc { api_version: "v1", kind: "NodeList", message: 198 },
+    KindDesc { api_version: "v1", kind: "NodeProxyOptions", message: 199 },
+    KindDesc { api_version: "v1", kind: "PersistentVolume", message: 200 },
+    KindDesc { api_version: "v1", kind: "PersistentVolumeClaim", message: 201 },
+    KindDesc { api_version: "v1", kind: "PersistentVolumeClaimList", message: 202 },
+    KindDesc { api_version: "v1", kind: "PersistentVolumeList", message: 203 },
+    KindDesc { api_version: "v1", kind: "Pod", message: 204 },
+    KindDesc { api_version: "v1", kind: "PodAttachOptions", message: 205 },
+    KindDesc { api_version: "v1", kind: "PodExecOptions", message: 206 },
+    KindDesc { api_version: "v1", kind: "PodList", message: 207 },
+    KindDesc { api_version: "v1", kind: "PodLogOptions", message: 208 },
+    KindDesc { api_version: "v1", kind: "PodPortForwardOptions", message: 209 },
+    KindDesc { api_version: "v1", kind: "PodProxyOptions", message: 210 },
+    KindDesc { api_version: "v1", kind: "PodTemplate", message: 211 },
+    KindDesc { api_version: "v1", kind: "PodTemplateList", message: 212 },
+    KindDesc { api_version: "v1", kind: "RangeAllocation", message: 213 },
+    KindDesc { api_version: "v1", kind: "ReplicationController", message: 214 },
+    KindDesc { api_version: "v1", kind: "ReplicationControllerList", message: 215 },
+    KindDesc { api_version: "v1", kind: "ResourceQuota", message: 216 },
+    KindDesc { api_version: "v1", kind: "ResourceQuotaList", message: 217 },
+    KindDesc { api_version: "v1", kind: "Secret", message: 218 },
+    KindDesc { api_version: "v1", kind: "SecretList", message: 219 },
+    KindDesc { api_version: "v1", kind: "SerializedReference", message: 220 },
+    KindDesc { api_version: "v1", kind: "Service", message: 221 },
+    KindDesc { api_version: "v1", kind: "ServiceAccount", message: 222 },
+    KindDesc { api_version: "v1", kind: "ServiceAccountList", message: 223 },
+    KindDesc { api_version: "v1", kind: "ServiceList", message: 224 },
+    KindDesc { api_version: "v1", kind: "ServiceProxyOptions", message: 225 },
+    KindDesc { api_version: "v1", kind: "Status", message: 98 },
 ];

@@ -41,6 +41,9 @@ pub(crate) const MAX_DEPTH: usize = 256;
 
 /// The apiVersion under which the group-independent kinds are registered.
 const META_API_VERSION: &str = "meta.k8s.io/v1";
+/// The one kind without type fields of its own (its Go type has no
+/// `TypeMeta`): its envelope names no apiVersion or kind.
+const WATCH_EVENT: &str = "WatchEvent";
 
 /// Why a value could not be encoded or decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,10 +90,22 @@ fn lookup(api_version: &str, kind: &str) -> Option<&'static KindDesc> {
 /// Decodes a protobuf body (`k8s\0` + `runtime.Unknown`) into the JSON form
 /// of the object, with `apiVersion` and `kind` set.
 pub fn decode(bytes: &[u8]) -> Result<Value, ProtobufError> {
-    decode_nested(bytes, 0)
+    decode_nested(bytes, 0, ("", ""))
 }
 
-pub(crate) fn decode_nested(bytes: &[u8], depth: usize) -> Result<Value, ProtobufError> {
+/// Like [`decode`], taking the apiVersion and kind the envelope leaves
+/// empty from `defaults`, as upstream's serializer decodes with a default
+/// group, version and kind: a `WatchEvent` has no type fields of its own,
+/// so its envelope names none and its JSON form carries none.
+pub fn decode_as(bytes: &[u8], defaults: (&str, &str)) -> Result<Value, ProtobufError> {
+    decode_nested(bytes, 0, defaults)
+}
+
+pub(crate) fn decode_nested(
+    bytes: &[u8],
+    depth: usize,
+    defaults: (&str, &str),
+) -> Result<Value, ProtobufError> {
     let body = match bytes.strip_prefix(MAGIC) {
         Some(body) => body,
         None if MAGIC.starts_with(bytes) => return Err(ProtobufError::Truncated),
@@ -102,23 +117,31 @@ pub(crate) fn decode_nested(bytes: &[u8], depth: usize) -> Result<Value, Protobu
             unknown.content_encoding.to_owned(),
         ));
     }
-    let desc =
-        lookup(unknown.api_version, unknown.kind).ok_or_else(|| ProtobufError::UnknownKind {
-            api_version: unknown.api_version.to_owned(),
-            kind: unknown.kind.to_owned(),
-        })?;
+    let api_version = non_empty_or(unknown.api_version, defaults.0);
+    let kind = non_empty_or(unknown.kind, defaults.1);
+    let desc = lookup(api_version, kind).ok_or_else(|| ProtobufError::UnknownKind {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+    })?;
     let mut out = Map::new();
-    out.insert(
-        "apiVersion".into(),
-        Value::String(unknown.api_version.to_owned()),
-    );
-    out.insert("kind".into(), Value::String(unknown.kind.to_owned()));
+    if !(unknown.kind.is_empty() && kind == WATCH_EVENT) {
+        out.insert("apiVersion".into(), Value::String(api_version.to_owned()));
+        out.insert("kind".into(), Value::String(kind.to_owned()));
+    }
     decode::decode_object(desc.message, unknown.raw, &mut out, depth)?;
     // `v1 List` holds complete objects of any kind; typed lists do not.
-    if let Some(item_kind) = unknown.kind.strip_suffix("List").filter(|k| !k.is_empty()) {
-        tag_list_items(&mut out, unknown.api_version, item_kind);
+    if let Some(item_kind) = kind.strip_suffix("List").filter(|k| !k.is_empty()) {
+        tag_list_items(&mut out, api_version, item_kind);
     }
     Ok(Value::Object(out))
+}
+
+fn non_empty_or<'a>(s: &'a str, default: &'a str) -> &'a str {
+    if s.is_empty() {
+        default
+    } else {
+        s
+    }
 }
 
 /// List items carry no type fields on the wire; the JSON form (as
@@ -208,6 +231,34 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
 /// Like [`encode`], appending to `buf`.
 pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError> {
     let (api_version, kind) = type_meta(value)?;
+    encode_kind(value, (api_version, kind), (api_version, kind), buf)
+}
+
+/// Encodes `value` as the message of `(api_version, kind)`: what
+/// [`decode_as`] reads back. The envelope names the value's own apiVersion
+/// and kind, none for a `WatchEvent`, as upstream's serializer writes an
+/// object's type fields.
+pub fn encode_as(
+    value: &Value,
+    (api_version, kind): (&str, &str),
+) -> Result<Vec<u8>, ProtobufError> {
+    let own = match type_meta(value) {
+        Ok(own) => own,
+        Err(_) if kind == WATCH_EVENT => ("", ""),
+        Err(e) => return Err(e),
+    };
+    let mut buf = Vec::with_capacity(256);
+    encode_kind(value, (api_version, kind), own, &mut buf)?;
+    Ok(buf)
+}
+
+/// Writes the envelope naming `written` around the message of `schema`.
+fn encode_kind(
+    value: &Value,
+    (api_version, kind): (&str, &str),
+    written: (&str, &str),
+    buf: &mut Vec<u8>,
+) -> Result<(), ProtobufError> {
     let desc = lookup(api_version, kind).ok_or_else(|| ProtobufError::UnknownKind {
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
@@ -215,11 +266,11 @@ pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError
     let obj = value.as_object().ok_or(ProtobufError::MissingTypeMeta)?;
     buf.extend_from_slice(MAGIC);
     put_nested(buf, 1, |b| {
-        put_bytes(b, 1, api_version.as_bytes());
-        put_bytes(b, 2, kind.as_bytes());
+        put_bytes(b, 1, written.0.as_bytes());
+        put_bytes(b, 2, written.1.as_bytes());
         Ok::<(), ProtobufError>(())
     })?;
-    if kind == "WatchEvent" {
+    if kind == WATCH_EVENT {
         let event_type = obj.get("type").and_then(Value::as_str).unwrap_or_default();
         put_nested(buf, 2, |b| {
             encode_watch_body(event_type, obj.get("object"), b)

@@ -8,8 +8,9 @@
 //!
 //! Documents are written as upstream negotiates them: JSON, YAML, protobuf,
 //! and CBOR while the `CBORServingAndStorage` gate is on; aggregated
-//! discovery in JSON or CBOR with the `g=apidiscovery.k8s.io;v=v2;
-//! as=APIGroupDiscoveryList` parameters, with an ETag.
+//! discovery in any of them with the `g=apidiscovery.k8s.io;v=v2;
+//! as=APIGroupDiscoveryList` parameters, with an ETag (upstream's
+//! `discovery/aggregated` handler, negotiation and etag).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -27,8 +28,8 @@ use crate::registry::ResourceInfo;
 /// Media type parameters of an aggregated discovery request/response.
 pub const AGGREGATED_V2: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-const AGGREGATED_V2_CBOR: &str =
-    "application/cbor;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+/// The parameters naming aggregated discovery in a media type.
+const AGGREGATED_V2_PARAMS: &str = ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// One group version and the resources it serves.
 #[derive(Debug, Clone)]
@@ -371,8 +372,9 @@ fn aggregated_version(gv: &GroupVersionDiscovery) -> Value {
 }
 
 /// The encoding of aggregated discovery the Accept header asks for
-/// (ranges by quality, then in order): JSON or CBOR with the
-/// `apidiscovery.k8s.io/v2` parameters; `None` when no range asks for it.
+/// (ranges by quality, then in order): JSON, YAML, protobuf or CBOR with
+/// the `apidiscovery.k8s.io/v2` parameters, as upstream's
+/// `DiscoveryEndpointRestrictions` allow; `None` when no range asks for it.
 pub fn aggregated_encoding(headers: &HeaderMap) -> Option<Encoding> {
     let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
     let mut ranges: Vec<(f32, Encoding)> = accept
@@ -395,6 +397,8 @@ pub fn aggregated_encoding(headers: &HeaderMap) -> Option<Encoding> {
                 && kind == Some("APIGroupDiscoveryList");
             let encoding = match essence.as_str() {
                 "application/json" => Encoding::Json,
+                "application/yaml" => Encoding::Yaml,
+                protobuf_codec::CONTENT_TYPE => Encoding::Protobuf,
                 "application/cbor" if cbor_enabled() => Encoding::Cbor,
                 _ => return None,
             };
@@ -429,20 +433,20 @@ pub fn aggregated_response(headers: &HeaderMap, doc: &Value, encoding: Encoding)
         *resp.status_mut() = StatusCode::NOT_MODIFIED;
         resp
     } else {
-        let (body, content_type) = match encoding {
-            Encoding::Cbor => (
-                response::encode(doc, Encoding::Cbor, false),
-                AGGREGATED_V2_CBOR,
-            ),
-            _ => (json, AGGREGATED_V2),
+        let body = match encoding {
+            Encoding::Json => json,
+            other => response::encode(doc, other, false),
         };
         let mut resp = response::respond(StatusCode::OK, body, Encoding::Json);
-        resp.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        let content_type = format!("{}{AGGREGATED_V2_PARAMS}", encoding.content_type());
+        if let Ok(v) = HeaderValue::from_str(&content_type) {
+            resp.headers_mut().insert(header::CONTENT_TYPE, v);
+        }
         resp
     };
     let h = resp.headers_mut();
     h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
     if let Ok(tag) = HeaderValue::from_str(&tag) {
         h.insert(header::ETAG, tag);
     }
@@ -593,10 +597,24 @@ mod tests {
         let doc = reg.aggregated(false);
         let resp = aggregated_response(&accept(kubectl), &doc, Encoding::Cbor);
         assert_eq!(resp.status(), StatusCode::OK);
-        assert_eq!(resp.headers()[header::CONTENT_TYPE], AGGREGATED_V2_CBOR);
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            "application/cbor;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
         let tag = resp.headers()[header::ETAG].clone();
         let decoded = kube_cbor::decode(&body(resp).await).expect("CBOR body");
         assert_eq!(decoded, doc);
+
+        let pb = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        assert_eq!(aggregated_encoding(&accept(pb)), Some(Encoding::Protobuf));
+        let resp = aggregated_response(&accept(pb), &doc, Encoding::Protobuf);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], pb);
+        assert_eq!(resp.headers()[header::ETAG], tag);
+        let decoded = protobuf_codec::decode(&body(resp).await).expect("protobuf body");
+        assert_eq!(
+            decoded.pointer("/items/0/versions/0/resources/0/resource"),
+            Some(&json!("deployments"))
+        );
 
         let mut conditional = accept(kubectl);
         conditional.insert(header::IF_NONE_MATCH, tag.clone());

@@ -135,7 +135,63 @@ fn workload_status_zeros_are_written(s: &TestServer) {
     assert!(rc.starts_with("{\"kind\":\"ReplicationController\",\"apiVersion\":\"v1\","));
 }
 
+/// The groups, versions and resources an aggregated discovery document
+/// lists, in order.
+fn discovered(doc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for group in doc["items"].as_array().into_iter().flatten() {
+        for version in group["versions"].as_array().into_iter().flatten() {
+            for r in version["resources"].as_array().into_iter().flatten() {
+                out.push(format!(
+                    "{}/{}/{} {}",
+                    text(group, "/metadata/name"),
+                    text(version, "/version"),
+                    text(r, "/resource"),
+                    r["responseKind"]["kind"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Aggregated discovery in protobuf, as upstream's handler negotiates it
+/// for `application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;
+/// as=APIGroupDiscoveryList`: the same document as its JSON, the same ETag.
+fn aggregated_discovery_in_protobuf(s: &TestServer) {
+    const AS: &str = ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let pb_type = format!("application/vnd.kubernetes.protobuf{AS}");
+    let (code, pb_headers, pb) = crate::openapi_v2::get(
+        s,
+        "/apis",
+        &[&format!("Accept: {pb_type},application/json")],
+    );
+    assert_eq!(code, 200, "{pb_headers}");
+    assert!(
+        pb_headers.contains(&format!("content-type: {}\r\n", pb_type.to_lowercase())),
+        "{pb_headers}"
+    );
+    assert!(pb_headers.contains("cache-control: public"), "{pb_headers}");
+    let decoded = protobuf_codec::decode(&pb).expect("a protobuf APIGroupDiscoveryList");
+    assert_eq!(decoded["kind"], "APIGroupDiscoveryList");
+    let (code, json_headers, json) =
+        crate::openapi_v2::get(s, "/apis", &[&format!("Accept: application/json{AS}")]);
+    assert_eq!(code, 200);
+    let json: Value = serde_json::from_slice(&json).expect("JSON");
+    let resources = discovered(&json);
+    assert!(resources.contains(&"apps/v1/deployments Deployment".to_owned()));
+    assert_eq!(discovered(&decoded), resources);
+    let etag = |h: &str| {
+        h.lines()
+            .find(|l| l.starts_with("etag:"))
+            .map(str::to_owned)
+    };
+    assert!(etag(&pb_headers).is_some());
+    assert_eq!(etag(&pb_headers), etag(&json_headers));
+}
+
 on_both_backends!(
+    aggregated_discovery_in_protobuf,
     configmap_bytes_are_gos,
     missing_object_status_bytes_are_gos,
     workload_status_zeros_are_written
