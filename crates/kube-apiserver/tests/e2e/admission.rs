@@ -50,7 +50,7 @@ fn disabling_namespace_lifecycle_lets_content_into_missing_namespaces(backend: B
 
 #[test]
 fn unknown_plugins_stop_startup() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let out = std::process::Command::new(crate::harness::binary())
         .args(["--enable-admission-plugins=NoSuchPlugin", "--secure-port=0"])
         .output()
         .expect("binary runs");

@@ -147,7 +147,7 @@ fn a_policy_with_errors_stops_startup() {
         "policy.yaml",
         "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n",
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let mut child = std::process::Command::new(crate::harness::binary())
         .arg(format!("--data-dir={}", files.path().display()))
         .arg(format!("--audit-policy-file={}", policy.display()))
         .arg("--audit-log-path=-")

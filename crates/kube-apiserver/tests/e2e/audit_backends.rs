@@ -215,7 +215,7 @@ fn log_truncates_large_events_and_counts_them(backend: Backend) {
 fn an_unsupported_audit_version_stops_startup() {
     let files = tempfile::tempdir().expect("temp dir");
     let policy = write(files.path(), "policy.yaml", CONFIGMAPS_ONLY);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let mut child = std::process::Command::new(crate::harness::binary())
         .arg(format!("--data-dir={}", files.path().display()))
         .arg(format!("--audit-policy-file={}", policy.display()))
         .arg("--audit-log-path=-")

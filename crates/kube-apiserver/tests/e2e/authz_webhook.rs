@@ -213,7 +213,7 @@ fn startup_error(args: &[&str]) -> String {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let out = std::process::Command::new(crate::harness::binary())
         .args(args)
         .arg(format!("--secure-port={port}"))
         .arg("--bind-address=127.0.0.1")

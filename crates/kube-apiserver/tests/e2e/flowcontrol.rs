@@ -333,7 +333,7 @@ fn without_priority_and_fairness_no_headers_are_set() {
     let (code, head, _) = request_as(&s, None, "/api/v1/namespaces");
     assert_eq!(code, 200);
     assert_eq!(header(&head, "x-kubernetes-pf-flowschema-uid"), None);
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let out = Command::new(crate::harness::binary())
         .args([
             "--max-requests-inflight=0",
             "--max-mutating-requests-inflight=0",

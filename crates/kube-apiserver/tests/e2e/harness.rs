@@ -3,6 +3,9 @@
 //! real kubectl and raw HTTPS requests. [`Backend`] starts it on the
 //! embedded store or on a real etcd started for it, and
 //! [`on_both_backends!`] turns a scenario into one test per backend.
+//! [`binary`] is the one cargo built with the tests, or the one
+//! `KUBE_APISERVER_BIN` names (`scripts/ops-check` runs tests against the
+//! release build that way).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,14 @@ pub struct TestServer {
     /// What a (re)start waits for: `/readyz`, or `/livez` for a server
     /// that is meant to come up unready.
     wait_path: &'static str,
+}
+
+/// The server binary the tests start: `KUBE_APISERVER_BIN` when set, else
+/// the debug build cargo made for the tests.
+pub fn binary() -> PathBuf {
+    std::env::var_os("KUBE_APISERVER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kube-apiserver")))
 }
 
 fn free_port() -> u16 {
@@ -225,7 +236,7 @@ pub fn startup_error(args: &[&str]) -> String {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let out = std::process::Command::new(binary())
         .arg(format!("--data-dir={}", dir.path().display()))
         .arg(format!("--secure-port={port}"))
         .arg("--bind-address=127.0.0.1")
@@ -238,7 +249,7 @@ pub fn startup_error(args: &[&str]) -> String {
 
 fn spawn(dir: &Path, port: u16, extra: &[String]) -> Child {
     let log = std::fs::File::create(dir.join("server.log")).expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    Command::new(binary())
         .arg(format!("--data-dir={}", dir.display()))
         .arg(format!("--secure-port={port}"))
         .arg("--bind-address=127.0.0.1")

@@ -22,7 +22,7 @@ struct HelpFlag {
 }
 
 fn help_text() -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let out = Command::new(crate::harness::binary())
         .arg("--help")
         .output()
         .expect("kube-apiserver runs");

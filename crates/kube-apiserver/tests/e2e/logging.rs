@@ -221,7 +221,7 @@ fn bad_logging_flags_stop_startup() {
         ),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let out = Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+        let out = Command::new(crate::harness::binary())
             .arg(format!("--data-dir={}", dir.path().display()))
             .args(args)
             .stdout(Stdio::null())

@@ -315,7 +315,7 @@ fn an_invalid_configuration_stops_startup() {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-apiserver"))
+    let mut child = std::process::Command::new(crate::harness::binary())
         .arg(format!("--data-dir={}", files.path().display()))
         .arg(format!("--secure-port={port}"))
         .arg("--bind-address=127.0.0.1")
