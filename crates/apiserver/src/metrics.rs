@@ -33,6 +33,13 @@ fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
 
+/// Upstream's buckets of `apiserver_request_filter_duration_seconds`.
+fn filter_latency_histogram() -> Histogram {
+    Histogram::new([
+        0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 5.0, 10.0, 15.0, 30.0,
+    ])
+}
+
 /// 1 KB to 1 GB, as upstream's `apiserver_response_sizes`.
 fn response_size_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1000.0, 10.0, 7))
@@ -58,6 +65,7 @@ pub struct Metrics {
     watch_events: Family<[(&'static str, String); 3], Counter>,
     deprecated_apis: Family<[(&'static str, String); 5], Gauge>,
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
+    filter_durations: HistogramFamily<[(&'static str, &'static str); 1]>,
     /// Reloads of `--authorization-config`.
     pub authorization_config: config_reload::ConfigReloadMetrics,
     /// API Priority and Fairness series.
@@ -92,6 +100,7 @@ impl Metrics {
             watch_events: Family::default(),
             deprecated_apis: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
+            filter_durations: Family::new_with_constructor(filter_latency_histogram),
             authorization_config: Default::default(),
             apf: Default::default(),
             extra: Default::default(),
@@ -154,6 +163,11 @@ impl Metrics {
             "Storage request latency in seconds, by operation, group and resource",
             self.etcd_durations.clone(),
         );
+        registry.register(
+            "apiserver_request_filter_duration_seconds",
+            "Request filter latency distribution in seconds, for each filter type",
+            self.filter_durations.clone(),
+        );
         self.apf.register(registry);
         crate::audit::metrics::global().register(registry);
         crate::admission::metrics::global().register(registry);
@@ -164,6 +178,15 @@ impl Metrics {
         );
         encryption::encryption().register(registry);
         registry.register_collector(Box::new(process::ProcessCollector::new()));
+    }
+
+    /// Records how long a filter of the handler chain took
+    /// (`apiserver_request_filter_duration_seconds`, upstream's
+    /// `RecordFilterLatency`).
+    pub fn observe_filter_latency(&self, filter: &'static str, latency: Duration) {
+        self.filter_durations
+            .get_or_create(&[("filter", filter)])
+            .observe(latency.as_secs_f64());
     }
 
     /// The `apiserver_current_inflight_requests` gauge of one request kind.

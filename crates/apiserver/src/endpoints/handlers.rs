@@ -173,7 +173,8 @@ async fn dispatch(
             if params.send_initial_events.is_some() && !config.watch_list {
                 return Err(watch::watch_list_disabled());
             }
-            watch::serve(store, ns, req.name.as_deref(), params, neg, config).await
+            let at = (ns, req.name.as_deref());
+            watch::serve(store, at, params, neg, config, parts).await
         }
         "create" => create(store, ns, &parts.headers, body, query, neg, warnings).await,
         "update" => {

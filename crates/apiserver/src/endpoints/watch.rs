@@ -11,8 +11,12 @@ use std::time::Duration;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use bytes::Bytes;
+use component_base::tracing::{audit_id, start, Attribute, Started};
 use futures::StreamExt;
+use http::request::Parts;
 use http::{header, HeaderValue, Response, StatusCode};
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::Context;
 use rand::Rng;
 use serde_json::{json, Value};
 use storage::{ListOptions, WatchEvent, WatchOptions};
@@ -21,17 +25,89 @@ use super::handlers::{list_options, HandlerConfig};
 use super::negotiation::{Encoding, Negotiated};
 use super::query::ListParams;
 use super::response::encode;
+use super::trace_util;
 use crate::registry::errors::interpret;
 use crate::registry::store::Store;
 
+/// Serves a watch: upstream's `WatchList` span (a streaming list with
+/// bookmarks; it ends once the initial events are out) around opening it,
+/// then `WatchServer.HandleHTTP` for as long as events are sent.
 pub async fn serve(
+    store: &Arc<Store>,
+    (ns, name): (Option<&str>, Option<&str>),
+    params: ListParams,
+    neg: &Negotiated,
+    config: &HandlerConfig,
+    parts: &Parts,
+) -> Result<Response<Body>, ApiError> {
+    let streaming_list = params.send_initial_events == Some(true) && params.allow_bookmarks;
+    let mut watch_list =
+        streaming_list.then(|| start("WatchList", || trace_util::trace_fields(parts)));
+    let cx = watch_list
+        .as_ref()
+        .map_or_else(Context::current, Started::context);
+    let timeout = watch_timeout(params.timeout_seconds, config.min_request_timeout);
+    let events = open(store, ns, name, params)
+        .with_context(cx.clone())
+        .await?;
+    let content_type = match neg.encoding {
+        Encoding::Protobuf => protobuf_codec::STREAM_CONTENT_TYPE,
+        // Upstream answers `application/cbor` watches as a CBOR sequence.
+        Encoding::Cbor => kube_cbor::SEQUENCE_CONTENT_TYPE,
+        other => other.content_type(),
+    };
+    let handling = {
+        let _in = cx.attach();
+        start("WatchServer.HandleHTTP", || {
+            handle_http_fields(parts, content_type)
+        })
+    };
+    let encoding = neg.encoding;
+    let store = store.clone();
+    let counter = config.metrics.watch_events_counter(
+        &store.info.group,
+        &store.info.version,
+        &store.info.kind,
+    );
+    let frames = events
+        .take_until(tokio::time::sleep(timeout))
+        .map(move |event| {
+            let _ = &handling;
+            counter.inc();
+            let initial_events_end = matches!(event, Sent::InitialEventsEnd(_));
+            let frame = frame(&store, event, encoding);
+            if initial_events_end {
+                watch_list.take();
+            }
+            Ok::<Bytes, std::io::Error>(frame)
+        });
+    let mut resp = Response::new(Body::from_stream(frames));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    Ok(resp)
+}
+
+/// The attributes of upstream's `WatchServer.HandleHTTP` span (its
+/// `encoder`, a Go codec identifier, has no counterpart here).
+fn handle_http_fields(parts: &Parts, media_type: &str) -> Vec<Attribute> {
+    vec![
+        Attribute::new("audit-id", audit_id()),
+        Attribute::new("method", parts.method.as_str().to_owned()),
+        Attribute::new("url", parts.uri.path().to_owned()),
+        Attribute::new("protocol", trace_util::protocol(parts.version)),
+        Attribute::new("mediaType", media_type.to_owned()),
+    ]
+}
+
+/// The events of a watch: a streaming list's initial events, then what
+/// storage sends.
+async fn open(
     store: &Arc<Store>,
     ns: Option<&str>,
     name: Option<&str>,
     params: ListParams,
-    neg: &Negotiated,
-    config: &HandlerConfig,
-) -> Result<Response<Body>, ApiError> {
+) -> Result<impl futures::Stream<Item = Sent> + Send + 'static, ApiError> {
     let mut params = params;
     if let Some(name) = name {
         // A watch on one object is a watch on the collection narrowed to it.
@@ -81,32 +157,7 @@ pub async fn serve(
             },
         )
         .await?;
-    let events = futures::stream::iter(initial).chain(events.map(Sent::Event));
-    let timeout = watch_timeout(params.timeout_seconds, config.min_request_timeout);
-    let encoding = neg.encoding;
-    let store = store.clone();
-    let counter = config.metrics.watch_events_counter(
-        &store.info.group,
-        &store.info.version,
-        &store.info.kind,
-    );
-    let frames = events
-        .take_until(tokio::time::sleep(timeout))
-        .map(move |event| {
-            counter.inc();
-            Ok::<Bytes, std::io::Error>(frame(&store, event, encoding))
-        });
-    let mut resp = Response::new(Body::from_stream(frames));
-    *resp.status_mut() = StatusCode::OK;
-    let content_type = match encoding {
-        Encoding::Protobuf => protobuf_codec::STREAM_CONTENT_TYPE,
-        // Upstream answers `application/cbor` watches as a CBOR sequence.
-        Encoding::Cbor => kube_cbor::SEQUENCE_CONTENT_TYPE,
-        other => other.content_type(),
-    };
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    Ok(resp)
+    Ok(futures::stream::iter(initial).chain(events.map(Sent::Event)))
 }
 
 /// The answer to `sendInitialEvents` when the WatchList gate is off.

@@ -1,7 +1,8 @@
 //! Who is asking (upstream's `WithAuthentication`): the server's
 //! authenticator chain ([`Authentication`]) finds the request's user; a
 //! request it refuses gets 401 with upstream's Status. Credentials are not
-//! passed further down once used.
+//! passed further down once used. A refusal ends the filter's latency
+//! record, as upstream's tracked failed handler.
 
 use std::sync::Arc;
 
@@ -11,12 +12,14 @@ use axum::extract::State;
 use axum::middleware::Next;
 use http::{Request, Response};
 
+use super::filterlatency;
 use crate::audit::{self, AuditContext};
 use crate::authentication::client_cert::{ClientCert, PeerCertificates};
 use crate::authentication::Authentication;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 use crate::endpoints::warning::Warnings;
+use crate::metrics::Metrics;
 
 /// Upstream's answer to an unauthenticated request.
 pub fn unauthorized() -> Response<Body> {
@@ -24,7 +27,7 @@ pub fn unauthorized() -> Response<Body> {
 }
 
 pub async fn filter(
-    State(authn): State<Arc<Authentication>>,
+    State((authn, metrics)): State<(Arc<Authentication>, Arc<Metrics>)>,
     mut req: Request<Body>,
     next: Next,
 ) -> Response<Body> {
@@ -43,6 +46,7 @@ pub async fn filter(
         Ok(user) => user,
         Err(e) => {
             tracing::debug!(error = %e, "unable to authenticate the request");
+            filterlatency::record(&req, &metrics);
             // The body is read first (up to the request limit), so that a
             // client still sending it sees the answer rather than a reset.
             let _ = crate::endpoints::handlers::read_body(req.into_body()).await;

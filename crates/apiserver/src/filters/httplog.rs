@@ -9,13 +9,14 @@
 //!
 //! The verb is the metrics' (LIST, WATCH, APPLY, CONNECT), the audit ID
 //! is cut to 64 characters, the latency is Go's duration text, and an
-//! upgraded connection logs `hijacked=true` instead of `resp`. Upstream's
-//! `statusStack` (a Go stack trace for 5xx) and `addedInfo` are not
-//! written. It sits inside the request-info and audit-ID filters, as
+//! upgraded connection logs `hijacked=true` instead of `resp`. Filters
+//! slower than 100 ms add `fl_<filter>` before `resp` (upstream's
+//! `filterlatency`). Upstream's `statusStack` (a Go stack trace for 5xx)
+//! and `addedInfo` are not written. It sits inside the request-info and audit-ID filters, as
 //! upstream.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use apimachinery::go_duration::GoDuration;
@@ -33,14 +34,32 @@ use crate::metrics::{Scope, Verb};
 /// Upstream's `maxAuditIDLength` for logged audit IDs.
 const MAX_AUDIT_ID_LENGTH: usize = 64;
 
-pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
+/// Key/values filters add to the entry (upstream's `AddKeyValue`): the
+/// latencies of slow filters, by filter name.
+#[derive(Clone, Default)]
+struct Added(Arc<Mutex<Vec<(&'static str, String)>>>);
+
+/// Adds `fl_<filter>=<latency>` to the request's entry, when one is written.
+pub fn add_filter_latency(extensions: &http::Extensions, filter: &'static str, latency: String) {
+    if let Some(Added(added)) = extensions.get::<Added>() {
+        added
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((filter, latency));
+    }
+}
+
+pub async fn filter(mut req: Request<Body>, next: Next) -> Response<Body> {
     if !component_base::logs::verbosity::enabled(3, Some(file!())) {
         return next.run(req).await;
     }
     let entry = Entry::of(&req);
+    let added = Added::default();
+    req.extensions_mut().insert(added.clone());
     let resp = next.run(req).await;
     let done = Done {
         entry,
+        added,
         status: resp.status(),
     };
     let (parts, body) = resp.into_parts();
@@ -103,6 +122,7 @@ impl Entry {
 /// Writes the entry when dropped.
 struct Done {
     entry: Entry,
+    added: Added,
     status: StatusCode,
 }
 
@@ -115,6 +135,14 @@ impl Drop for Done {
         .to_string();
         // An upgraded connection logs `hijacked=true` where others log `resp`.
         let hijacked = self.status == StatusCode::SWITCHING_PROTOCOLS;
+        let added = self.added.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let fl = |filter: &str| {
+            added
+                .iter()
+                .find(|(name, _)| *name == filter)
+                .map(|(_, latency)| latency.as_str())
+        };
+        // In the order the filters complete.
         tracing::info!(
             verb = e.verb,
             URI = e.uri,
@@ -122,6 +150,11 @@ impl Drop for Done {
             userAgent = e.user_agent,
             "audit-ID" = e.audit_id,
             srcIP = e.src_ip,
+            fl_authentication = fl("authentication"),
+            fl_audit = fl("audit"),
+            fl_impersonation = fl("impersonation"),
+            fl_priorityandfairness = fl("priorityandfairness"),
+            fl_authorization = fl("authorization"),
             hijacked = hijacked.then_some(true),
             resp = (!hijacked).then_some(self.status.as_u16()),
             "HTTP"

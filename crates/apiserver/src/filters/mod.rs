@@ -8,6 +8,7 @@ pub mod authentication;
 pub mod authorization;
 pub mod cache_control;
 pub mod cors;
+pub mod filterlatency;
 pub mod hsts;
 pub mod httplog;
 pub mod impersonation;

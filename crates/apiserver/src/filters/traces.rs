@@ -3,22 +3,26 @@
 //! a server span named after the resource path with its parameters
 //! elided (`GET /api/v1/namespaces/{:namespace}/pods/{:name}`) or after
 //! the method for other paths, with the HTTP attributes of `otelhttp`
-//! plus `http.target` and `audit-id`. It sits just inside authentication,
-//! as upstream's, so that only `system:masters` and `system:monitoring`
-//! continue an incoming `traceparent`; anyone else's becomes a link of a
-//! new trace. Everything the request does below runs in the span's
+//! v0.69 (`component_base::tracing::httpconv`) plus `http.target` and
+//! `audit-id`, ended once the response body is sent. It sits just inside
+//! authentication, as upstream's, so that only `system:masters` and
+//! `system:monitoring` continue an incoming `traceparent` (without one,
+//! their span is a child of the `authentication` filter's span, as
+//! upstream's); anyone else's becomes a link of a new trace. Everything the request does below runs in the span's
 //! context, so layers below start child spans
 //! (`component_base::tracing::in_span`) and outgoing calls carry it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::middleware::Next;
-use component_base::tracing;
-use http::{Request, Response, Version};
+use component_base::tracing::{self, httpconv};
+use http::{Request, Response};
+use http_body_util::BodyExt as _;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
@@ -26,12 +30,9 @@ use opentelemetry::{Context, KeyValue};
 use super::audit::AuditId;
 use crate::authentication::user::{UserInfo, MONITORING_GROUP, PRIVILEGED_GROUP};
 
-/// The instrumentation scope of the request spans (upstream's `otelhttp`).
-pub const SCOPE: &str = "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp";
-
 pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
     let incoming = tracing::extract(req.headers());
-    let tracer = tracing::tracer(SCOPE);
+    let tracer = tracing::tracer(httpconv::OTELHTTP_SCOPE);
     let mut builder = tracer
         .span_builder(span_name(&req))
         .with_kind(SpanKind::Server)
@@ -54,18 +55,70 @@ pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
     // Connects traces to audit events, as upstream's.
     cx.span()
         .set_attribute(KeyValue::new("audit-id", tracing::audit_id_of(&cx)));
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = read.clone();
+    let req = req.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            if let Some(data) = frame.data_ref() {
+                counted.fetch_add(data.len() as u64, Ordering::Relaxed);
+            }
+            frame
+        }))
+    });
     let resp = next.run(req).with_context(cx.clone()).await;
-    let span = cx.span();
-    let status = resp.status();
-    span.set_attribute(KeyValue::new(
-        "http.response.status_code",
-        i64::from(status.as_u16()),
-    ));
-    if status.is_server_error() {
-        span.set_status(Status::error(""));
+    let mut end = SpanEnd {
+        cx,
+        read,
+        written: 0,
+        status: resp.status(),
+    };
+    // The span ends once the body is sent (or dropped), as otelhttp's ends
+    // when the handler has written the response.
+    resp.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            end.count(&frame);
+            frame
+        }))
+    })
+}
+
+/// Ends the request's span with `otelhttp`'s response attributes: the
+/// bytes read and written (when any) and the status code; 5xx is an error.
+struct SpanEnd {
+    cx: Context,
+    read: Arc<AtomicU64>,
+    written: u64,
+    status: http::StatusCode,
+}
+
+impl SpanEnd {
+    fn count(&mut self, frame: &hyper::body::Frame<bytes::Bytes>) {
+        if let Some(data) = frame.data_ref() {
+            self.written += data.len() as u64;
+        }
     }
-    span.end();
-    resp
+}
+
+impl Drop for SpanEnd {
+    fn drop(&mut self) {
+        let span = self.cx.span();
+        let size = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let read = self.read.load(Ordering::Relaxed);
+        if read > 0 {
+            span.set_attribute(KeyValue::new("http.request.body.size", size(read)));
+        }
+        if self.written > 0 {
+            span.set_attribute(KeyValue::new("http.response.body.size", size(self.written)));
+        }
+        span.set_attribute(KeyValue::new(
+            "http.response.status_code",
+            i64::from(self.status.as_u16()),
+        ));
+        if self.status.is_server_error() {
+            span.set_status(Status::error(""));
+        }
+        span.end();
+    }
 }
 
 /// Whether the user may continue a caller's trace (upstream's
@@ -111,8 +164,8 @@ fn resource_path(info: &RequestInfo) -> String {
     path
 }
 
-/// The HTTP server attributes `otelhttp` records (stable semantic
-/// conventions), and upstream's `http.target`.
+/// The HTTP server attributes `otelhttp` v0.69 records at the start of
+/// the span (its `RequestTraceAttrs`), and upstream's `http.target`.
 fn request_attributes(req: &Request<Body>) -> Vec<KeyValue> {
     let header = |name: http::header::HeaderName| {
         req.headers()
@@ -120,56 +173,43 @@ fn request_attributes(req: &Request<Body>) -> Vec<KeyValue> {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    let mut attributes = vec![
-        KeyValue::new("http.request.method", req.method().as_str().to_owned()),
-        KeyValue::new("url.scheme", "https"),
-        KeyValue::new("url.path", req.uri().path().to_owned()),
-        KeyValue::new("network.protocol.version", protocol_version(req.version())),
-        KeyValue::new(
-            "http.target",
-            req.uri()
-                .path_and_query()
-                .map_or_else(|| req.uri().path().to_owned(), ToString::to_string),
-        ),
-    ];
-    let host =
-        header(http::header::HOST).or_else(|| req.uri().authority().map(ToString::to_string));
-    if let Some(host) = host {
-        let (address, port) = match host.rsplit_once(':') {
-            Some((address, port)) if port.parse::<u16>().is_ok() => {
-                (address.to_owned(), port.parse::<i64>().ok())
-            }
-            _ => (host.clone(), None),
-        };
-        attributes.push(KeyValue::new("server.address", address));
-        if let Some(port) = port {
-            attributes.push(KeyValue::new("server.port", port));
-        }
-    }
-    if let Some(agent) = header(http::header::USER_AGENT) {
-        attributes.push(KeyValue::new("user_agent.original", agent));
-    }
-    if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>() {
-        let peer_ip = peer.ip().to_canonical().to_string();
-        let client = crate::audit::request::source_ips(req)
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| peer_ip.clone());
-        attributes.push(KeyValue::new("client.address", client));
-        attributes.push(KeyValue::new("network.peer.address", peer_ip));
+    let host = header(http::header::HOST)
+        .or_else(|| req.uri().authority().map(ToString::to_string))
+        .unwrap_or_default();
+    let mut attributes = httpconv::server_attributes(&host, true);
+    attributes.extend(httpconv::method_attributes(req.method()));
+    attributes.push(KeyValue::new("url.scheme", "https"));
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| *peer);
+    if let Some(peer) = peer {
+        let ip = peer.ip().to_canonical().to_string();
+        attributes.push(KeyValue::new("network.peer.address", ip));
         attributes.push(KeyValue::new("network.peer.port", i64::from(peer.port())));
     }
-    attributes
-}
-
-fn protocol_version(version: Version) -> &'static str {
-    match version {
-        Version::HTTP_09 => "0.9",
-        Version::HTTP_10 => "1.0",
-        Version::HTTP_2 => "2",
-        Version::HTTP_3 => "3",
-        _ => "1.1",
+    if let Some(agent) = header(http::header::USER_AGENT).filter(|a| !a.is_empty()) {
+        attributes.push(KeyValue::new("user_agent.original", agent));
     }
+    // The first X-Forwarded-For entry as sent, else the peer.
+    let forwarded = header(http::header::HeaderName::from_static("x-forwarded-for"))
+        .map(|v| v.split(',').next().unwrap_or_default().to_owned())
+        .filter(|v| !v.is_empty());
+    if let Some(client) = forwarded.or_else(|| peer.map(|p| p.ip().to_canonical().to_string())) {
+        attributes.push(KeyValue::new("client.address", client));
+    }
+    attributes.push(KeyValue::new("url.path", req.uri().path().to_owned()));
+    attributes.push(KeyValue::new(
+        "network.protocol.version",
+        httpconv::protocol_version(req.version()),
+    ));
+    attributes.push(KeyValue::new(
+        "http.target",
+        req.uri()
+            .path_and_query()
+            .map_or_else(|| req.uri().path().to_owned(), ToString::to_string),
+    ));
+    attributes
 }
 
 #[cfg(test)]

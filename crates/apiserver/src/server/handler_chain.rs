@@ -9,8 +9,9 @@ use axum::Router;
 
 use super::CompletedConfig;
 use crate::filters::{
-    audit, authentication, authorization, cache_control, cors, hsts, httplog, impersonation,
-    max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info, timeout, traces,
+    audit, authentication, authorization, cache_control, cors, filterlatency, hsts, httplog,
+    impersonation, max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info,
+    timeout, traces,
 };
 
 /// Wraps the API handler in the filters, listed here from the outermost
@@ -18,24 +19,36 @@ use crate::filters::{
 /// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID →
 /// HTTP logging → HSTS → cache control → metrics → max in flight (when priority and fairness is
 /// off) → timeout → CORS → authentication → tracing → audit → impersonation →
-/// priority and fairness → authorization → (admission, in the REST handler) → handler.
+/// priority and fairness → authorization → (admission, in the REST handler) → handler,
+/// with upstream's `filterlatency` tracking around authentication, audit,
+/// impersonation, priority and fairness and authorization.
 pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
-    let handler = handler.layer(from_fn_with_state(
-        config.authorization.clone(),
-        authorization::filter,
-    ));
+    // Upstream's filterlatency tracking around the tracked filters: started
+    // just outside each, completed just inside.
+    let started = |name: &'static str| from_fn_with_state(name, filterlatency::started);
+    let completed = || from_fn_with_state(config.metrics.clone(), filterlatency::completed);
+    let handler = handler
+        .layer(completed())
+        .layer(from_fn_with_state(
+            config.authorization.clone(),
+            authorization::filter,
+        ))
+        .layer(started("authorization"));
     // Priority and fairness needs the (impersonated) user, so it sits just
     // outside authorization; the max-in-flight budgets stand in when it is
     // off.
     let (handler, limits) = match &config.flow_control {
         Some(control) => (
-            handler.layer(from_fn_with_state(
-                priority_and_fairness::PriorityAndFairness {
-                    control: control.clone(),
-                    metrics: config.metrics.clone(),
-                },
-                priority_and_fairness::filter,
-            )),
+            handler
+                .layer(completed())
+                .layer(from_fn_with_state(
+                    priority_and_fairness::PriorityAndFairness {
+                        control: control.clone(),
+                        metrics: config.metrics.clone(),
+                    },
+                    priority_and_fairness::filter,
+                ))
+                .layer(started("priorityandfairness")),
             None,
         ),
         None => (
@@ -48,16 +61,22 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
     };
     // axum applies the last `layer` outermost, so the list reads inside out.
     let handler = handler
+        .layer(completed())
         .layer(from_fn_with_state(
             config.authorization.clone(),
             impersonation::filter,
         ))
+        .layer(started("impersonation"))
+        .layer(completed())
         .layer(from_fn_with_state(config.audit.clone(), audit::filter))
+        .layer(started("audit"))
         .layer(axum::middleware::from_fn(traces::filter))
+        .layer(completed())
         .layer(from_fn_with_state(
-            config.authentication.clone(),
+            (config.authentication.clone(), config.metrics.clone()),
             authentication::filter,
         ))
+        .layer(started("authentication"))
         .layer(from_fn_with_state(config.cors.clone(), cors::filter))
         .layer(from_fn_with_state(config.request_timeout, timeout::filter));
     let handler = match limits {

@@ -10,6 +10,8 @@
 //! it in a `context.Context`.
 
 pub mod api;
+mod client;
+pub mod httpconv;
 mod provider;
 
 use std::future::Future;
@@ -25,6 +27,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 
+pub use client::ClientSpan;
 pub use opentelemetry::KeyValue as Attribute;
 pub use provider::{new_provider, ProviderError};
 
@@ -51,17 +54,23 @@ pub fn propagator() -> TextMapCompositePropagator {
     ])
 }
 
-/// The trace context (and baggage) a request carries in its headers.
+/// The trace context (and baggage) a request carries in its headers, over
+/// the current context (which it keeps when the headers carry none, as
+/// Go's propagators keep the request context's span).
 pub fn extract(headers: &HeaderMap) -> Context {
-    propagator().extract(&HeaderExtractor(headers))
+    propagator().extract_with_context(&Context::current(), &HeaderExtractor(headers))
 }
 
 /// Writes the current trace context into an outgoing request's headers,
 /// as upstream's `otelhttp` transport does; nothing when there is none.
 pub fn inject(headers: &mut HeaderMap) {
-    let cx = Context::current();
+    inject_context(&Context::current(), headers);
+}
+
+/// [`inject`] of `cx`'s trace context.
+pub fn inject_context(cx: &Context, headers: &mut HeaderMap) {
     if cx.span().span_context().is_valid() || !cx.baggage().is_empty() {
-        propagator().inject_context(&cx, &mut HeaderInjector(headers));
+        propagator().inject_context(cx, &mut HeaderInjector(headers));
     }
 }
 
@@ -74,19 +83,61 @@ where
     F: Future,
     A: FnOnce() -> Vec<KeyValue>,
 {
+    let started = start(name, attributes);
+    work.with_context(started.context()).await
+}
+
+/// Starts a child span `name` of the current span, as [`in_span`] does,
+/// for work that outlives a future (a response body): it ends when the
+/// returned [`Started`] is dropped.
+pub fn start<A>(name: &'static str, attributes: A) -> Started
+where
+    A: FnOnce() -> Vec<KeyValue>,
+{
     let parent = Context::current();
     if !parent.has_active_span() {
-        return work.await;
+        return Started {
+            cx: parent,
+            own: false,
+        };
     }
     let tracer = tracer(INSTRUMENTATION_SCOPE);
     let mut builder = tracer.span_builder(name);
     if parent.span().is_recording() {
         builder = builder.with_attributes(attributes());
     }
-    let cx = parent.with_span(builder.start_with_context(&tracer, &parent));
-    let output = work.with_context(cx.clone()).await;
-    cx.span().end();
-    output
+    Started {
+        cx: parent.with_span(builder.start_with_context(&tracer, &parent)),
+        own: true,
+    }
+}
+
+/// A span [`start`] began (or the current context, when there was no span
+/// to be a child of); the span ends when this is dropped.
+pub struct Started {
+    cx: Context,
+    own: bool,
+}
+
+impl Started {
+    /// The context to run the span's work in.
+    pub fn context(&self) -> Context {
+        self.cx.clone()
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.own {
+            self.cx.span().end();
+        }
+    }
+}
+
+/// Whether the current span is recorded (to skip work done only for its
+/// attributes or events).
+pub fn recording() -> bool {
+    Context::current().span().is_recording()
 }
 
 /// Adds the event `name` to the current span (upstream's `span.AddEvent`).

@@ -45,7 +45,9 @@ impl StorageFactory {
         );
         let storage: Arc<dyn Storage> = if self.watch_cache {
             let root = format!("{prefix}/{}/", builtin.info.storage_root);
-            Arc::new(Cacher::new(raw, CacherConfig::new(root)))
+            let config = CacherConfig::new(root)
+                .with_group_resource(&builtin.info.group, &builtin.info.resource);
+            Arc::new(Cacher::new(raw, config))
         } else {
             raw
         };

@@ -1,10 +1,12 @@
 //! Traces end to end: the server started with a `--tracing-config-file`
 //! exports its spans over OTLP/gRPC to a collector run by the test, with
-//! upstream's span names and attributes (the request, the REST handler,
-//! the admission webhook call, the storage write), continues the trace of
-//! a privileged caller's `traceparent` (and only links an unprivileged
-//! caller's), and passes the trace on to admission webhooks. Bad
-//! configuration files stop startup with upstream's messages.
+//! upstream's span names and attributes (the request with otelhttp's HTTP
+//! attributes, the filters' latency spans, the REST handler, the admission
+//! webhook call and its client span, the storage write, the watch cache's
+//! list, the watch server), continues the trace of a privileged caller's
+//! `traceparent` (and only links an unprivileged caller's), and passes the
+//! trace on to admission webhooks. Bad configuration files stop startup
+//! with upstream's messages.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -35,6 +37,8 @@ struct Span {
     parent_span_id: String,
     attributes: BTreeMap<String, String>,
     links: Vec<String>,
+    events: Vec<String>,
+    kind: i32,
     service: String,
 }
 
@@ -67,6 +71,8 @@ impl TraceService for Collector {
                     parent_span_id: hex(&span.parent_span_id),
                     attributes: attributes(&span.attributes),
                     links: span.links.iter().map(|l| hex(&l.trace_id)).collect(),
+                    events: span.events.iter().map(|e| e.name.clone()).collect(),
+                    kind: span.kind,
                     service: service.clone(),
                 });
             }
@@ -185,24 +191,59 @@ fn spans_reach_the_collector_with_upstreams_names() {
     let server = in_trace("POST /api/v1/namespaces/{:namespace}/configmaps");
     assert_eq!(server.parent_span_id, PARENT_ID, "{server:#?}");
     assert_eq!(server.service, "apiserver");
-    assert_eq!(
-        server.attr("http.target"),
-        "/api/v1/namespaces/default/configmaps"
-    );
-    assert_eq!(server.attr("http.request.method"), "POST");
-    assert_eq!(server.attr("http.response.status_code"), "201");
-    assert_eq!(server.attr("user_agent.original"), "tracing-test/1.0");
+    assert_eq!(server.kind, 2, "a server span: {server:#?}");
+    let port = s.port.to_string();
+    for (key, value) in [
+        ("http.target", "/api/v1/namespaces/default/configmaps"),
+        ("http.request.method", "POST"),
+        ("http.response.status_code", "201"),
+        ("user_agent.original", "tracing-test/1.0"),
+        ("url.scheme", "https"),
+        ("url.path", "/api/v1/namespaces/default/configmaps"),
+        ("server.address", "127.0.0.1"),
+        ("server.port", port.as_str()),
+        ("client.address", "127.0.0.1"),
+        ("network.peer.address", "127.0.0.1"),
+        ("network.protocol.version", "2.0"),
+    ] {
+        assert_eq!(server.attr(key), value, "{key}: {server:#?}");
+    }
+    for size in ["http.request.body.size", "http.response.body.size"] {
+        assert!(
+            server.attr(size).parse::<u64>().unwrap_or(0) > 0,
+            "{size}: {server:#?}"
+        );
+    }
     let audit_id = server.attr("audit-id").to_owned();
     assert_eq!(audit_id.len(), 36, "{server:#?}");
 
+    // Upstream's filterlatency spans, each around the filters inside it.
+    let mut parent = server.span_id.clone();
+    for filter in [
+        "audit",
+        "impersonation",
+        "priorityandfairness",
+        "authorization",
+    ] {
+        let span = in_trace(filter);
+        assert_eq!(span.parent_span_id, parent, "{span:#?}");
+        parent = span.span_id;
+    }
+
     let handler = in_trace("Create");
-    assert_eq!(handler.parent_span_id, server.span_id, "{handler:#?}");
-    assert_eq!(handler.attr("audit-id"), audit_id);
-    assert_eq!(handler.attr("user-agent"), "tracing-test/1.0");
-    assert_eq!(handler.attr("client"), "127.0.0.1");
-    assert_eq!(handler.attr("verb"), "create");
-    assert_eq!(handler.attr("resource"), "configmaps");
-    assert_eq!(handler.attr("protocol"), "HTTP/2.0");
+    assert_eq!(handler.parent_span_id, parent, "{handler:#?}");
+    for (key, value) in [
+        ("audit-id", audit_id.as_str()),
+        ("user-agent", "tracing-test/1.0"),
+        ("client", "127.0.0.1"),
+        ("verb", "create"),
+        ("resource", "configmaps"),
+        ("namespace", "default"),
+        ("api-version", "v1"),
+        ("protocol", "HTTP/2.0"),
+    ] {
+        assert_eq!(handler.attr(key), value, "{key}: {handler:#?}");
+    }
 
     let webhook = in_trace("Call validating webhook");
     assert_eq!(webhook.attr("configuration"), "traced");
@@ -210,24 +251,108 @@ fn spans_reach_the_collector_with_upstreams_names() {
     assert_eq!(webhook.attr("resource"), "/v1, Resource=configmaps");
     assert_eq!(webhook.attr("operation"), "CREATE");
 
-    let storage = in_trace("Create etcd3");
-    assert_eq!(storage.attr("key"), "/registry/configmaps/default/traced");
-    assert_eq!(storage.attr("resource"), "configmaps");
-    assert_eq!(storage.attr("audit-id"), audit_id);
-
-    // The webhook got the trace, with the webhook call's span as parent.
+    // otelhttp's client span of the call, whose context the webhook got.
+    let call = in_trace("HTTP POST");
+    assert_eq!(call.parent_span_id, webhook.span_id, "{call:#?}");
+    assert_eq!(call.kind, 3, "a client span: {call:#?}");
+    assert_eq!(
+        call.attr("url.full"),
+        format!("https://{hook_addr}/validate?timeout=10s")
+    );
+    assert_eq!(call.attr("http.response.status_code"), "200");
+    assert_eq!(call.attr("server.port"), hook_addr.port().to_string());
     let headers = seen.lock().expect("headers").clone();
     let sent: Vec<&str> = headers
         .iter()
         .filter_map(|h| h.get("traceparent").and_then(|v| v.to_str().ok()))
         .collect();
-    let expected = format!("00-{TRACE_ID}-{}-01", webhook.span_id);
+    let expected = format!("00-{TRACE_ID}-{}-01", call.span_id);
     assert!(
         sent.contains(&expected.as_str()),
         "{expected} not in {sent:?}"
     );
 
+    let storage = in_trace("Create etcd3");
+    assert_eq!(storage.attr("key"), "/registry/configmaps/default/traced");
+    assert_eq!(storage.attr("resource"), "configmaps");
+    assert_eq!(storage.attr("audit-id"), audit_id);
+
+    // The admin without a traceparent: the request's span is a child of
+    // the authentication filter's. (Upstream's request info reads this
+    // path as namespace and name both `default`.)
+    request(&s, "GET", "/api/v1/namespaces/default", &[], None);
+    let get = collector.wait_for("GET of the namespace", |s| {
+        s.name == "GET /api/v1/namespaces/{:namespace}/namespaces/{:name}"
+    });
+    collector.wait_for("authentication, the root above it", |s| {
+        s.name == "authentication" && s.span_id == get.parent_span_id && s.parent_span_id.is_empty()
+    });
+
+    reads_and_watches(&s, &collector);
     anonymous_callers_start_a_new_trace(&s, &collector);
+}
+
+/// A list's `List` and `cacher.GetList` spans, a watch's
+/// `WatchServer.HandleHTTP` (and no `List`), and the filters' latency
+/// metric.
+fn reads_and_watches(s: &TestServer, collector: &Collector) {
+    const LIST_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+    const WATCH_TRACE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
+    let traceparent = |trace: &str| format!("traceparent: 00-{trace}-{PARENT_ID}-01");
+    let listed = request(
+        s,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[&traceparent(LIST_TRACE)],
+        None,
+    );
+    assert_eq!(listed.code, 200, "{}", listed.body);
+    let list = collector.wait_for("List", |s| s.name == "List" && s.trace_id == LIST_TRACE);
+    assert_eq!(list.attr("verb"), "list");
+    let cached = collector.wait_for("cacher.GetList", |s| {
+        s.name == "cacher.GetList" && s.trace_id == LIST_TRACE
+    });
+    assert_eq!(cached.parent_span_id, list.span_id, "{cached:#?}");
+    assert_eq!(cached.attr("type"), "configmaps");
+    assert_eq!(
+        cached.events,
+        ["Ready", "Listed items from cache", "Filtered items"],
+        "{cached:#?}"
+    );
+
+    let watched = request(
+        s,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        &[&traceparent(WATCH_TRACE)],
+        None,
+    );
+    assert_eq!(watched.code, 200, "{}", watched.body);
+    let watch = collector.wait_for("WatchServer.HandleHTTP", |s| {
+        s.name == "WatchServer.HandleHTTP" && s.trace_id == WATCH_TRACE
+    });
+    assert_eq!(watch.attr("mediaType"), "application/json");
+    assert_eq!(watch.attr("method"), "GET");
+    let spans = collector.0.lock().expect("spans").clone();
+    assert!(
+        !spans
+            .iter()
+            .any(|s| s.trace_id == WATCH_TRACE && s.name == "List"),
+        "a watch has no List span"
+    );
+
+    let metrics = s.ok(&["get", "--raw", "/metrics"]);
+    for filter in [
+        "authentication",
+        "audit",
+        "impersonation",
+        "priorityandfairness",
+        "authorization",
+    ] {
+        let series =
+            format!("apiserver_request_filter_duration_seconds_count{{filter=\"{filter}\"}}");
+        assert!(metrics.contains(&series), "no {series}");
+    }
 }
 
 /// An unprivileged caller's `traceparent` becomes a link, not the parent.

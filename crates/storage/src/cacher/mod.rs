@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 use std::time::Duration;
 
 use async_trait::async_trait;
+use component_base::tracing::{self as tracing_ctx, Attribute};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -76,6 +77,9 @@ pub struct CacherConfig {
     /// refilled at `dispatch_budget_refill` per second (upstream: 50 ms).
     pub dispatch_budget: Duration,
     pub dispatch_budget_refill: Duration,
+    /// The resource as upstream's `GroupResource` prints it (`pods`,
+    /// `deployments.apps`): the `type` of the `cacher.GetList` span.
+    pub group_resource: String,
 }
 
 impl CacherConfig {
@@ -95,7 +99,18 @@ impl CacherConfig {
             fresh_timeout: Duration::from_secs(3),
             dispatch_budget: Duration::from_millis(100),
             dispatch_budget_refill: Duration::from_millis(50),
+            group_resource: String::new(),
         }
+    }
+
+    /// Names the cached resource (see [`CacherConfig::group_resource`]).
+    pub fn with_group_resource(mut self, group: &str, resource: &str) -> Self {
+        self.group_resource = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        self
     }
 }
 
@@ -264,6 +279,42 @@ impl Cacher {
         Ok((cache.rv() >= current || cache.progress_reported()).then_some(current))
     }
 
+    /// A list the cache can serve (upstream's `Cacher.GetList`, in its
+    /// span): waits until the cache is fresh enough, falling back to
+    /// storage when it cannot tell or does not get there in time.
+    async fn get_list_cached(
+        &self,
+        key: &str,
+        cache_key: &str,
+        opts: ListOptions,
+        (min_rv, apply_limit): (Option<i64>, bool),
+    ) -> Result<ListResult> {
+        tracing_ctx::add_event("Ready", Vec::new());
+        let min_rv = match min_rv {
+            Some(rv) => rv,
+            None => match self.consistent_read_revision().await? {
+                Some(rv) => rv,
+                None => return self.storage.get_list(key, opts).await,
+            },
+        };
+        match self.wait_fresh(min_rv).await {
+            Ok(true) => {}
+            Ok(false) => return self.storage.get_list(key, opts).await,
+            Err(StorageError::TooLargeResourceVersion { .. })
+                if opts.version == ReadVersion::MostRecent =>
+            {
+                tracing::debug!(key, "consistent read fell back to storage");
+                self.shared.write().progress_missed();
+                return self.storage.get_list(key, opts).await;
+            }
+            Err(e) => return Err(e),
+        }
+        match self.list_from_cache(cache_key, &opts, apply_limit)? {
+            Some(result) => Ok(result),
+            None => self.storage.get_list(key, opts).await,
+        }
+    }
+
     /// Serves a list from the cache; `None` when the cache is not ready.
     fn list_from_cache(
         &self,
@@ -277,12 +328,14 @@ impl Cacher {
         }
         let resource_version = cache.rv();
         if !opts.recursive {
-            let items = cache
-                .get(key)
+            let found = cache.get(key);
+            listed(usize::from(found.is_some()));
+            let items: Vec<Object> = found
                 .filter(|obj| opts.predicate.matches(obj))
                 .cloned()
                 .into_iter()
                 .collect();
+            filtered(items.len());
             return Ok(Some(ListResult {
                 items,
                 resource_version,
@@ -291,14 +344,19 @@ impl Cacher {
         }
         let limit = opts.limit.filter(|l| apply_limit && *l > 0);
         let page = if opts.predicate.is_everything() {
+            if tracing_ctx::recording() {
+                listed(cache.range(key).count());
+            }
             select(cache.range(key), &opts.predicate, limit)
         } else {
             // Selectors run off the lock so a long list never stalls the feed.
             let entries = cache.range_entries(key);
             drop(cache);
+            listed(entries.len());
             let entries = entries.iter().map(|(k, obj)| (&**k, obj));
             select(entries, &opts.predicate, limit)
         };
+        filtered(page.items.len());
         let Page {
             items,
             last_key,
@@ -484,29 +542,14 @@ impl Storage for Cacher {
         if !self.covers(&cache_key) || !self.is_ready() {
             return self.storage.get_list(key, opts).await;
         }
-        let min_rv = match min_rv {
-            Some(rv) => rv,
-            None => match self.consistent_read_revision().await? {
-                Some(rv) => rv,
-                None => return self.storage.get_list(key, opts).await,
-            },
+        let attributes = || {
+            vec![
+                Attribute::new("audit-id", tracing_ctx::audit_id()),
+                Attribute::new("type", self.shared.config.group_resource.clone()),
+            ]
         };
-        match self.wait_fresh(min_rv).await {
-            Ok(true) => {}
-            Ok(false) => return self.storage.get_list(key, opts).await,
-            Err(StorageError::TooLargeResourceVersion { .. })
-                if opts.version == ReadVersion::MostRecent =>
-            {
-                tracing::debug!(key, "consistent read fell back to storage");
-                self.shared.write().progress_missed();
-                return self.storage.get_list(key, opts).await;
-            }
-            Err(e) => return Err(e),
-        }
-        match self.list_from_cache(&cache_key, &opts, apply_limit)? {
-            Some(result) => Ok(result),
-            None => self.storage.get_list(key, opts).await,
-        }
+        let listing = self.get_list_cached(key, &cache_key, opts, (min_rv, apply_limit));
+        tracing_ctx::in_span("cacher.GetList", attributes, listing).await
     }
 
     async fn guaranteed_update(
@@ -532,4 +575,19 @@ impl Storage for Cacher {
     async fn health(&self) -> Result<()> {
         self.storage.health().await
     }
+}
+
+/// Upstream's `cacher.GetList` span events: how many objects the cache
+/// holds under the key, and how many of them the list returns.
+fn listed(count: usize) {
+    let count = i64::try_from(count).unwrap_or(i64::MAX);
+    tracing_ctx::add_event(
+        "Listed items from cache",
+        vec![Attribute::new("count", count)],
+    );
+}
+
+fn filtered(count: usize) {
+    let count = i64::try_from(count).unwrap_or(i64::MAX);
+    tracing_ctx::add_event("Filtered items", vec![Attribute::new("count", count)]);
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
+use component_base::tracing::ClientSpan;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
@@ -154,7 +155,9 @@ fn tls_config(config: &Value) -> Result<rustls::ClientConfig, CallError> {
         .with_no_client_auth())
 }
 
-/// Posts `review` and returns the AdmissionReview the webhook answered.
+/// Posts `review` and returns the AdmissionReview the webhook answered,
+/// in a client span (upstream's webhook transport is wrapped with
+/// `tracing.WrapperFor`).
 pub async fn call(
     client_config: &Value,
     stores: &Stores,
@@ -168,13 +171,37 @@ pub async fn call(
     target.path.push_str(&param);
     target.url.push_str(&param);
     let url = target.url.clone();
-    match tokio::time::timeout(timeout, post(client_config, &target, review)).await {
+    let mut trace_headers = http::HeaderMap::new();
+    let span = url
+        .parse::<http::Uri>()
+        .ok()
+        .map(|uri| ClientSpan::start(&http::Method::POST, &uri, &mut trace_headers));
+    let posting = post(
+        client_config,
+        &target,
+        review,
+        (trace_headers, span.as_ref()),
+    );
+    let result = match tokio::time::timeout(timeout, posting).await {
         Ok(result) => result,
         Err(_) => Err(CallError::Timeout { url }),
+    };
+    if let (Some(span), Err(e @ (CallError::Transport { .. } | CallError::Timeout { .. }))) =
+        (&span, &result)
+    {
+        span.failed(e);
     }
+    result
 }
 
-async fn post(client_config: &Value, target: &Target, review: &Value) -> Result<Value, CallError> {
+/// The POST itself; `trace` is the headers carrying the call's trace
+/// context and the span that records the answer's status.
+async fn post(
+    client_config: &Value,
+    target: &Target,
+    review: &Value,
+    trace: (http::HeaderMap, Option<&ClientSpan>),
+) -> Result<Value, CallError> {
     let transport = |e: &dyn std::fmt::Display| CallError::Transport {
         url: target.url.clone(),
         message: e.to_string(),
@@ -200,14 +227,16 @@ async fn post(client_config: &Value, target: &Target, review: &Value) -> Result<
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| CallError::Config(e.to_string()))?;
-    // The request's trace context (W3C `traceparent`), as upstream's
-    // webhook transport wrapped with `tracing.WrapperFor`.
-    component_base::tracing::inject(request.headers_mut());
+    // The call's trace context (W3C `traceparent`).
+    request.headers_mut().extend(trace.0);
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| transport(&e))?;
     let status = response.status();
+    if let Some(span) = trace.1 {
+        span.response(status);
+    }
     let limited = http_body_util::Limited::new(response.into_body(), MAX_RESPONSE_BYTES);
     let bytes = limited
         .collect()

@@ -1,0 +1,81 @@
+//! How long each filter of the handler chain takes (upstream's
+//! `k8s.io/apiserver/pkg/endpoints/filterlatency`): [`started`] sits just
+//! outside a filter and [`completed`] just inside it. Each tracked filter
+//! (`authentication`, `audit`, `impersonation`, `priorityandfairness`,
+//! `authorization`) opens a span of its name around itself and the rest of
+//! the chain (the `authentication` one, started before the request's
+//! span, is a root as upstream's), and the time until it passes the
+//! request on goes to `apiserver_request_filter_duration_seconds` and, at
+//! V(3) when over 100 ms, to the request log as `fl_<name>`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apimachinery::go_duration::GoDuration;
+use axum::body::Body;
+use axum::extract::State;
+use axum::middleware::Next;
+use http::{Request, Response};
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
+use opentelemetry::Context;
+
+use super::httplog;
+use crate::metrics::Metrics;
+
+/// Upstream's instrumentation scope, spelled as upstream spells it.
+pub const SCOPE: &str = "k8s.op/apiserver/pkg/endpoints/filterlatency";
+
+/// Upstream's `minFilterLatencyToLog`.
+const MIN_LATENCY_TO_LOG: Duration = Duration::from_millis(100);
+
+/// The filter a request is in, since when.
+#[derive(Clone, Copy)]
+struct Record {
+    name: &'static str,
+    started: Instant,
+}
+
+/// Upstream's `TrackStarted`: the span `name` around the filter and what
+/// follows it, and the filter's start time.
+pub async fn started(
+    State(name): State<&'static str>,
+    mut req: Request<Body>,
+    next: Next,
+) -> Response<Body> {
+    let tracer = component_base::tracing::tracer(SCOPE);
+    let parent = Context::current();
+    let cx = parent.with_span(tracer.start_with_context(name, &parent));
+    req.extensions_mut().insert(Record {
+        name,
+        started: Instant::now(),
+    });
+    let resp = next.run(req).with_context(cx.clone()).await;
+    cx.span().end();
+    resp
+}
+
+/// Upstream's `TrackCompleted`: the filter passed the request on.
+pub async fn completed(
+    State(metrics): State<Arc<Metrics>>,
+    req: Request<Body>,
+    next: Next,
+) -> Response<Body> {
+    record(&req, &metrics);
+    next.run(req).await
+}
+
+/// Records the latency of the filter `req` is leaving (for a filter that
+/// answers itself, such as a refused authentication).
+pub fn record(req: &Request<Body>, metrics: &Metrics) {
+    let Some(record) = req.extensions().get::<Record>() else {
+        return;
+    };
+    let latency = record.started.elapsed();
+    metrics.observe_filter_latency(record.name, latency);
+    if latency > MIN_LATENCY_TO_LOG {
+        let nanos = i64::try_from(latency.as_nanos()).unwrap_or(i64::MAX);
+        let text = GoDuration::from_nanos(nanos).to_string();
+        httplog::add_filter_latency(req.extensions(), record.name, text);
+    }
+}
