@@ -45,8 +45,8 @@ pub use lifecycle::{
     apply_crd_defaults, prepare_for_create, prepare_for_update, validate_crd_status_update,
     warnings_on_create, warnings_on_update,
 };
+use openapi::formats;
 pub use openapi::props::{self, Props};
-use openapi::{formats, gofmt};
 pub use publish::{published_definitions, Definition};
 pub use resource::{
     finalizer_warnings, validate_scale_spec, validate_scale_status, validate_type_meta,

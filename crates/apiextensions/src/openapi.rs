@@ -4,8 +4,8 @@
 //! its results into field errors as apiextensions-apiserver does. With
 //! what the validator reads, below the rest of the crate: the schema type
 //! ([`props`], upstream's `JSONSchemaProps`), the string formats
-//! ([`formats`], kube-openapi's `strfmt`) and Go's value formatting
-//! ([`gofmt`]) its messages use.
+//! ([`formats`], kube-openapi's `strfmt`); Go's value formatting, which
+//! its messages use, is apimachinery's `util::gofmt`.
 
 use std::collections::HashMap;
 
@@ -14,12 +14,11 @@ use regex::Regex;
 use serde_json::Value;
 
 pub(crate) mod formats;
-pub(crate) mod gofmt;
 mod number;
 pub mod props;
 mod result;
 
-use gofmt::{go_float, go_quote};
+use apimachinery::util::gofmt::{go_float, go_quote};
 use number::check_number;
 use props::{Items, Props};
 use result::{to_field_error, Code, OaError, Res};

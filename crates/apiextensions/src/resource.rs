@@ -6,7 +6,7 @@ use apimachinery::validation::is_qualified_name;
 use apimachinery::{FieldError, Path};
 use serde_json::Value;
 
-use crate::gofmt::{go_float, go_quote};
+use apimachinery::util::gofmt::{go_float, go_quote};
 
 /// `kind` and `apiVersion` must name the served kind (`group/version`).
 pub fn validate_type_meta(obj: &Value, group: &str, version: &str, kind: &str) -> Vec<FieldError> {

@@ -224,7 +224,7 @@ pub fn field_label_not_supported(label: &str) -> String {
 /// on resources that support only those (upstream's default conversion).
 pub fn not_a_known_field_selector(label: &str) -> String {
     let mut msg = String::new();
-    crate::field_errors::push_go_quoted(&mut msg, label);
+    crate::util::gofmt::push_go_quoted(&mut msg, label);
     msg.push_str(" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"");
     msg
 }

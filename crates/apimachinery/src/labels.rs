@@ -336,7 +336,7 @@ impl Selector {
                 "DoesNotExist" => Operator::DoesNotExist,
                 other => {
                     let mut msg = String::new();
-                    crate::field_errors::push_go_quoted(&mut msg, other);
+                    crate::util::gofmt::push_go_quoted(&mut msg, other);
                     msg.push_str(" is not a valid label selector operator");
                     return Err(SelectorError(msg));
                 }

@@ -7,8 +7,8 @@
 //! is `0` or `false` in any case, integers parse as `strconv.ParseInt`
 //! does, and unknown parameters are ignored.
 
-use crate::field_errors::push_go_quoted;
 use crate::request_info::percent_decode;
+use crate::util::gofmt::push_go_quoted;
 
 /// A decoded query string (Go's `url.Values`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

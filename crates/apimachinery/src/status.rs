@@ -229,7 +229,7 @@ fn qualified(group: &str, resource: &str) -> String {
 /// Go's `%q` of a string.
 fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    crate::field_errors::push_go_quoted(&mut out, s);
+    crate::util::gofmt::push_go_quoted(&mut out, s);
     out
 }
 

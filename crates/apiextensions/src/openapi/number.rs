@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::gofmt::go_float;
 use super::props::Props;
 use super::result::{Code, OaError, Res};
 use super::IN;
+use apimachinery::util::gofmt::go_float;
 
 /// go-openapi's `IsFloat64AJSONInteger`: integral within a relative error
 /// of 1e-9.

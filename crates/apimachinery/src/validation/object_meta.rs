@@ -226,7 +226,7 @@ fn go_string_slice(items: &[&str]) -> String {
         if i > 0 {
             out.push_str(", ");
         }
-        crate::field_errors::push_go_quoted(&mut out, item);
+        crate::util::gofmt::push_go_quoted(&mut out, item);
     }
     out.push('}');
     out

@@ -30,7 +30,7 @@ pub fn validate_field_manager(manager: &str, path: &Path) -> ErrorList {
         errs.push(FieldError::too_long(path, Some(FIELD_MANAGER_MAX_LENGTH)));
     }
     for (i, c) in manager.char_indices() {
-        if !crate::field_errors::is_go_printable(c) {
+        if !crate::util::gofmt::is_go_printable(c) {
             errs.push(FieldError::invalid(
                 path,
                 manager,

@@ -381,19 +381,9 @@ mod admission_tests {
 
     fn deployments() -> ResourceInfo {
         ResourceInfo {
-            group: "apps".into(),
-            version: "v1".into(),
-            resource: "deployments".into(),
-            singular: "deployment".into(),
-            kind: "Deployment".into(),
-            list_kind: "DeploymentList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
             has_status: true,
             has_scale: true,
-            storage_root: "deployments".into(),
+            ..ResourceInfo::testing("apps", "Deployment")
         }
     }
 

@@ -94,6 +94,15 @@ impl Store {
         }
     }
 
+    /// A store of `info` over an empty in-memory key-value store of its
+    /// own, as unit tests build one.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn in_memory(info: ResourceInfo, strategies: Strategies) -> Self {
+        let kv = Arc::new(storage::testing::MemoryKv::default());
+        let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
+        Store::new(info, strategies, raw, "/registry")
+    }
+
     /// Runs `chain` on every write made while serving a request. Only the
     /// first chain set counts.
     pub fn set_admission(&self, chain: Arc<Chain>) {

@@ -477,19 +477,11 @@ mod tests {
 
     fn info(group: &str, resource: &str, kind: &str) -> ResourceInfo {
         ResourceInfo {
-            group: group.into(),
-            version: "v1".into(),
             resource: resource.into(),
-            singular: kind.to_lowercase(),
-            kind: kind.into(),
-            list_kind: format!("{kind}List"),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
             verbs: vec!["get".into()],
             has_status: true,
-            has_scale: false,
             storage_root: resource.into(),
+            ..ResourceInfo::testing(group, kind)
         }
     }
 

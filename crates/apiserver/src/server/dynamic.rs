@@ -103,23 +103,13 @@ mod tests {
 
     fn store(group: &str, version: &str, resource: &str) -> Arc<Store> {
         let info = ResourceInfo {
-            group: group.into(),
             version: version.into(),
             resource: resource.into(),
-            singular: "widget".into(),
-            kind: "Widget".into(),
-            list_kind: "WidgetList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
             verbs: vec!["get".into()],
-            has_status: false,
-            has_scale: false,
             storage_root: format!("{group}/{resource}"),
+            ..ResourceInfo::testing(group, "Widget")
         };
-        let kv = Arc::new(storage::testing::MemoryKv::default());
-        let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-        Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
+        Arc::new(Store::in_memory(info, Strategies::default()))
     }
 
     #[test]

@@ -54,7 +54,7 @@ fn header(entry: &Entry, now: DateTime<Local>, pid: u32) -> String {
 /// Go's `strconv.Quote` of `s`.
 pub fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    apimachinery::field_errors::push_go_quoted(&mut out, s);
+    apimachinery::util::gofmt::push_go_quoted(&mut out, s);
     out
 }
 

@@ -344,19 +344,8 @@ mod tests {
             unreachable_seconds: 60,
         };
         let info = apiserver::registry::ResourceInfo {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "pods".into(),
-            singular: "pod".into(),
-            kind: "Pod".into(),
-            list_kind: "PodList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
             has_status: true,
-            has_scale: false,
-            storage_root: "pods".into(),
+            ..apiserver::registry::ResourceInfo::testing("", "Pod")
         };
         let pod = json!({"metadata": {"namespace": "a"}, "spec": {"tolerations": [
             {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]}});

@@ -76,19 +76,12 @@ pub fn info(group: &str, resource: &str) -> ResourceInfo {
         .find(|(g, _, r, _, _)| *g == group && *r == resource)
         .unwrap_or(("", "v1", "configmaps", "ConfigMap", true));
     ResourceInfo {
-        group: group.into(),
         version: version.into(),
         resource: resource.into(),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
         namespaced,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
         has_status: true,
-        has_scale: false,
         storage_root: resource.into(),
+        ..ResourceInfo::testing(group, kind)
     }
 }
 

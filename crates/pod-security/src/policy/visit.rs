@@ -103,26 +103,7 @@ pub(crate) fn containers_phrase(names: &[&str]) -> String {
 
 /// `key="value"` as Go's `%s=%q` writes it.
 pub(crate) fn key_quoted_value(key: &str, value: &str) -> String {
-    format!("{key}={}", go_quote(value))
-}
-
-/// A string quoted and escaped like Go's `%q` for printable text.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    format!("{key}={}", apimachinery::util::gofmt::go_quote(value))
 }
 
 /// Whether the pod declares `spec.os.name: windows`.

@@ -152,10 +152,10 @@ mod tests {
     }
 
     fn configmaps() -> Arc<Store> {
-        let info = ResourceInfo::configmaps();
-        let kv = Arc::new(storage::testing::MemoryKv::default());
-        let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-        Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
+        Arc::new(Store::in_memory(
+            ResourceInfo::configmaps(),
+            Strategies::default(),
+        ))
     }
 
     #[tokio::test]

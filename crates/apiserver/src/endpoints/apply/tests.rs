@@ -117,19 +117,8 @@ fn configurations_are_yaml_or_json_objects() {
 
 fn info(group: &str, kind: &str, has_status: bool) -> ResourceInfo {
     ResourceInfo {
-        group: group.into(),
-        version: "v1".into(),
-        resource: format!("{}s", kind.to_lowercase()),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced: true,
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        verbs: Vec::new(),
         has_status,
-        has_scale: false,
-        storage_root: String::new(),
+        ..ResourceInfo::testing(group, kind)
     }
 }
 

@@ -79,8 +79,21 @@ impl Writer {
 
     /// An `Any` message carrying `v` as YAML.
     fn any(&mut self, tag: u32, v: &Value) {
-        let text = serde_json::to_string(v).unwrap_or_default();
-        self.message(tag, |w| w.bytes(2, text.as_bytes()));
+        self.message(tag, |w| yaml(w, v));
+    }
+
+    /// A repeated message field: one message per item of the array `v`.
+    fn repeated(&mut self, tag: u32, v: Option<&Value>, fill: fn(&mut Writer, &Value)) {
+        for item in v.and_then(Value::as_array).into_iter().flatten() {
+            self.message(tag, |w| fill(w, item));
+        }
+    }
+
+    /// A message holding only the map `v` at `field` (absent without `v`).
+    fn map(&mut self, tag: u32, field: u32, v: Option<&Value>, value: fn(&mut Writer, &Value)) {
+        if v.is_some() {
+            self.message(tag, |w| w.named(field, v, value));
+        }
     }
 
     /// `repeated NamedAny vendor_extension`: the object's `x-` keys.
@@ -104,6 +117,12 @@ impl Writer {
     }
 }
 
+/// The body of an `Any` message: `v` as YAML (JSON text).
+fn yaml(w: &mut Writer, v: &Value) {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    w.bytes(2, text.as_bytes());
+}
+
 /// Encodes a Swagger 2.0 document.
 pub(super) fn document(doc: &Value) -> Vec<u8> {
     let mut w = Writer::default();
@@ -124,28 +143,13 @@ pub(super) fn document(doc: &Value) -> Vec<u8> {
     w.strings(5, obj.get("schemes"));
     w.strings(6, obj.get("consumes"));
     w.strings(7, obj.get("produces"));
-    if let Some(paths) = obj.get("paths") {
-        w.message(8, |w| w.named(2, Some(paths), path_item));
-    }
-    if let Some(defs) = obj.get("definitions") {
-        w.message(9, |w| w.named(1, Some(defs), schema));
-    }
-    if let Some(params) = obj.get("parameters") {
-        w.message(10, |w| w.named(1, Some(params), parameter));
-    }
-    for requirement in obj
-        .get("security")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        w.message(12, |w| {
-            w.named(1, Some(requirement), |w, scopes| w.strings(1, Some(scopes)))
-        });
-    }
-    if let Some(defs) = obj.get("securityDefinitions") {
-        w.message(13, |w| w.named(1, Some(defs), security_definition));
-    }
+    w.map(8, 2, obj.get("paths"), path_item);
+    w.map(9, 1, obj.get("definitions"), schema);
+    w.map(10, 1, obj.get("parameters"), parameter);
+    w.repeated(12, obj.get("security"), |w, requirement| {
+        w.named(1, Some(requirement), |w, scopes| w.strings(1, Some(scopes)))
+    });
+    w.map(13, 1, obj.get("securityDefinitions"), security_definition);
     w.extensions(16, obj);
     w.0
 }
@@ -178,14 +182,7 @@ fn path_item(w: &mut Writer, v: &Value) {
             w.message(tag, |w| operation(w, op));
         }
     }
-    for p in obj
-        .get("parameters")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        w.message(9, |w| parameters_item(w, p));
-    }
+    w.repeated(9, obj.get("parameters"), parameters_item);
     w.extensions(10, obj);
 }
 
@@ -199,19 +196,10 @@ fn operation(w: &mut Writer, v: &Value) {
     w.string(5, obj.get("operationId"));
     w.strings(6, obj.get("produces"));
     w.strings(7, obj.get("consumes"));
-    for p in obj
-        .get("parameters")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        w.message(8, |w| parameters_item(w, p));
-    }
-    if let Some(responses) = obj.get("responses") {
-        w.message(9, |w| {
-            w.named(1, Some(responses), |w, r| w.message(1, |w| response(w, r)));
-        });
-    }
+    w.repeated(8, obj.get("parameters"), parameters_item);
+    w.map(9, 1, obj.get("responses"), |w, r| {
+        w.message(1, |w| response(w, r))
+    });
     w.strings(10, obj.get("schemes"));
     w.boolean(11, obj.get("deprecated"));
     w.extensions(13, obj);
@@ -308,14 +296,7 @@ fn schema(w: &mut Writer, v: &Value) {
     w.int64(17, obj.get("maxProperties"));
     w.int64(18, obj.get("minProperties"));
     w.strings(19, obj.get("required"));
-    for e in obj
-        .get("enum")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        w.any(20, e);
-    }
+    w.repeated(20, obj.get("enum"), yaml);
     match obj.get("additionalProperties") {
         Some(Value::Bool(b)) => w.message(21, |w| {
             w.key(2, 0);
@@ -336,17 +317,8 @@ fn schema(w: &mut Writer, v: &Value) {
         Some(item @ Value::Object(_)) => w.message(23, |w| w.message(1, |w| schema(w, item))),
         _ => {}
     }
-    for s in obj
-        .get("allOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        w.message(24, |w| schema(w, s));
-    }
-    if let Some(props) = obj.get("properties") {
-        w.message(25, |w| w.named(1, Some(props), schema));
-    }
+    w.repeated(24, obj.get("allOf"), schema);
+    w.map(25, 1, obj.get("properties"), schema);
     w.string(26, obj.get("discriminator"));
     w.boolean(27, obj.get("readOnly"));
     if let Some(e) = obj.get("example") {

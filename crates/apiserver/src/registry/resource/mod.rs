@@ -39,24 +39,30 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
-    /// Core v1 ConfigMaps, the resource unit tests use.
-    #[cfg(test)]
-    pub(crate) fn configmaps() -> Self {
+    /// A namespaced resource of `kind` in `group`/v1, named as most are
+    /// (`<kind>s`, stored under that name), without verbs or subresources:
+    /// the resource unit tests build, set apart with struct update syntax.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn testing(group: &str, kind: &str) -> Self {
+        let singular = kind.to_lowercase();
+        let resource = format!("{singular}s");
         ResourceInfo {
-            group: String::new(),
+            group: group.into(),
             version: "v1".into(),
-            resource: "configmaps".into(),
-            singular: "configmap".into(),
-            kind: "ConfigMap".into(),
-            list_kind: "ConfigMapList".into(),
+            storage_root: resource.clone(),
+            resource,
+            singular,
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
             namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
-            has_status: false,
-            has_scale: false,
-            storage_root: "configmaps".into(),
+            ..ResourceInfo::default()
         }
+    }
+
+    /// Core v1 ConfigMaps, the resource most unit tests use.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn configmaps() -> Self {
+        ResourceInfo::testing("", "ConfigMap")
     }
 
     /// A namespaced resource or subresource that only takes POSTs of `kind`

@@ -32,24 +32,8 @@ impl GarbageCollectionDeleteStrategy for Orphaning {
 }
 
 fn store(strategies: Strategies) -> Store {
-    let info = ResourceInfo {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "widgets".into(),
-        singular: "widget".into(),
-        kind: "Widget".into(),
-        list_kind: "WidgetList".into(),
-        namespaced: true,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
-        has_status: false,
-        has_scale: false,
-        storage_root: "widgets".into(),
-    };
-    let kv = Arc::new(storage::testing::MemoryKv::default());
-    let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-    Store::new(info, strategies, raw, "/registry")
+    let info = ResourceInfo::testing("", "Widget");
+    Store::in_memory(info, strategies)
 }
 
 async fn create(store: &Store, obj: Value) {

@@ -5,24 +5,10 @@ use serde_json::json;
 use super::*;
 
 fn store() -> Arc<Store> {
-    let info = ResourceInfo {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "configmaps".into(),
-        singular: "configmap".into(),
-        kind: "ConfigMap".into(),
-        list_kind: "ConfigMapList".into(),
-        namespaced: true,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
-        has_status: false,
-        has_scale: false,
-        storage_root: "configmaps".into(),
-    };
-    let kv = Arc::new(storage::testing::MemoryKv::default());
-    let raw = Arc::new(storage::store::Store::new(kv, Arc::new(storage::JsonCodec)));
-    Arc::new(Store::new(info, Strategies::default(), raw, "/registry"))
+    Arc::new(Store::in_memory(
+        ResourceInfo::configmaps(),
+        Strategies::default(),
+    ))
 }
 
 fn cm(name: &str, uid: &str, owners: &[(&str, bool)]) -> Value {

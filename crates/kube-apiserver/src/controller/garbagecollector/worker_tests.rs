@@ -11,21 +11,9 @@ fn store(
     kind: &str,
     namespaced: bool,
 ) -> Arc<Store> {
-    let resource = format!("{}s", kind.to_lowercase());
     let info = ResourceInfo {
-        group: group.into(),
-        version: "v1".into(),
-        resource: resource.clone(),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
         namespaced,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
-        has_status: false,
-        has_scale: false,
-        storage_root: resource,
+        ..ResourceInfo::testing(group, kind)
     };
     let raw = Arc::new(storage::store::Store::new(
         kv.clone(),

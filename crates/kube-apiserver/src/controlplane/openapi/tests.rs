@@ -1,46 +1,26 @@
 use super::*;
+use apiserver::registry::resource::ALL_VERBS;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 
-fn resource(group: &str, kind: &str, resource: &str, schema: SchemaFn) -> ResourceSchema {
+fn resource(group: &str, kind: &str, schema: SchemaFn) -> ResourceSchema {
+    let info = ResourceInfo::testing(group, kind);
     ResourceSchema {
+        returns_deleted: info.resource == "pods",
         info: ResourceInfo {
-            group: group.into(),
-            version: "v1".into(),
-            resource: resource.into(),
-            singular: kind.to_lowercase(),
-            kind: kind.into(),
-            list_kind: format!("{kind}List"),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: [
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            verbs: ALL_VERBS.iter().copied().map(str::to_owned).collect(),
             has_status: true,
             has_scale: kind == "Deployment",
-            storage_root: resource.into(),
+            ..info
         },
         schema,
-        returns_deleted: resource == "pods",
     }
 }
 
 fn doc() -> Value {
     let resources = [
-        resource("", "Pod", "pods", |g| g.subschema_for::<Pod>()),
-        resource("apps", "Deployment", "deployments", |g| {
-            g.subschema_for::<Deployment>()
-        }),
+        resource("", "Pod", |g| g.subschema_for::<Pod>()),
+        resource("apps", "Deployment", |g| g.subschema_for::<Deployment>()),
     ];
     let (definitions, paths) = build_parts(&resources);
     handlers::document(&json!({"title": "Kubernetes"}), definitions, paths)

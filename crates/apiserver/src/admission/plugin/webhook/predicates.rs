@@ -164,19 +164,8 @@ mod tests {
 
     fn pods(op: Operation, subresource: &str, labels: Value) -> Attributes {
         let info = ResourceInfo {
-            group: String::new(),
-            version: "v1".into(),
-            resource: "pods".into(),
-            singular: "pod".into(),
-            kind: "Pod".into(),
-            list_kind: "PodList".into(),
-            namespaced: true,
-            short_names: vec![],
-            categories: vec![],
-            verbs: vec![],
             has_status: true,
-            has_scale: false,
-            storage_root: "pods".into(),
+            ..ResourceInfo::testing("", "Pod")
         };
         let obj = json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels}});
         let request = RequestContext::new(Arc::new(UserInfo::anonymous()));

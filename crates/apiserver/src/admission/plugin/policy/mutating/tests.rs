@@ -25,19 +25,8 @@ impl CustomTypes for NoCustomTypes {
 
 fn pod_attributes(object: Value) -> Attributes {
     let info = ResourceInfo {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "pods".into(),
-        singular: "pod".into(),
-        kind: "Pod".into(),
-        list_kind: "PodList".into(),
-        namespaced: true,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
         has_status: true,
-        has_scale: false,
-        storage_root: "pods".into(),
+        ..ResourceInfo::testing("", "Pod")
     };
     let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
     Attributes::new(

@@ -12,19 +12,9 @@ use super::*;
 
 fn attributes(operation: Operation, subresource: &str, labels: Value) -> Attributes {
     let info = ResourceInfo {
-        group: "apps".into(),
-        version: "v1".into(),
-        resource: "deployments".into(),
-        singular: "deployment".into(),
-        kind: "Deployment".into(),
-        list_kind: "DeploymentList".into(),
-        namespaced: true,
-        short_names: vec![],
-        categories: vec![],
-        verbs: vec![],
         has_status: true,
         has_scale: true,
-        storage_root: "deployments".into(),
+        ..ResourceInfo::testing("apps", "Deployment")
     };
     let object = json!({"metadata": {"name": "web", "namespace": "prod", "labels": labels}});
     let request = RequestContext::new(Arc::new(UserInfo::anonymous()));
