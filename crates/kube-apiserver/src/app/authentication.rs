@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::admission::initializer::Stores;
 use apiserver::apis::apiserver::authentication::{
     self as authn_config, AuthenticationConfig, ConfigError,
 };
@@ -22,11 +23,12 @@ use apiserver::plugin::pkg::authenticator::token::webhook::{
     WebhookConfigError, WebhookTokenAuthenticator,
 };
 use apiserver::server::GenericApiServer;
+use client_go::informers::SharedInformerFactory;
 
 use super::runtime_config::ApiEnablement;
 use crate::authenticator::bootstrap::BootstrapTokens;
 use crate::authenticator::jwt_reload::{ConfigWatch, JwtAuthenticators};
-use crate::authenticator::serviceaccount::getter::{ObjectStores, Objects};
+use crate::authenticator::serviceaccount::getter::Objects;
 use crate::authenticator::serviceaccount::keys::{self, KeyError, PublicKey};
 use crate::authenticator::serviceaccount::{legacy, openid};
 use crate::authenticator::serviceaccount::{JwtAuthenticator, TokenGenerator, TokenKind};
@@ -580,22 +582,19 @@ fn read_pem(path: &std::path::Path) -> Result<String, AuthenticationError> {
     })
 }
 
-/// Binds the lookups to the kube-apiserver's stores and serves
-/// TokenRequest and issuer discovery on it.
-pub fn install(kube: &mut GenericApiServer, setup: &AuthenticationSetup, enabled: &ApiEnablement) {
-    let store = |resource: &str| kube.store("", "v1", resource);
-    if let (Some(service_accounts), Some(secrets), Some(pods), Some(nodes)) = (
-        store("serviceaccounts"),
-        store("secrets"),
-        store("pods"),
-        store("nodes"),
-    ) {
-        setup.objects.bind(ObjectStores {
-            service_accounts,
-            secrets,
-            pods,
-            nodes,
-        });
+/// Binds the lookups to the kube-apiserver's stores, read through the
+/// shared `informers`, and serves TokenRequest and issuer discovery on it.
+pub fn install(
+    kube: &mut GenericApiServer,
+    setup: &AuthenticationSetup,
+    enabled: &ApiEnablement,
+    informers: &Arc<SharedInformerFactory>,
+) {
+    let stores = ["serviceaccounts", "secrets", "pods", "nodes"]
+        .map(|resource| kube.store("", "v1", resource));
+    if stores.iter().all(Option::is_some) {
+        let stores = Stores::new(stores.into_iter().flatten());
+        setup.objects.bind(stores.with_informers(informers.clone()));
     }
     if let Some(watch) = setup.config_watch.clone() {
         kube.add_post_start_hook(

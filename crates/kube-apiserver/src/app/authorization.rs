@@ -3,7 +3,7 @@
 //! factory): from `--authorization-mode` with the `--authorization-webhook-*`
 //! flags, or from the `--authorization-config` file (reloaded when it
 //! changes, see [`reload`]); and, once the stores exist, binding the Node
-//! authorizer to them.
+//! authorizer to their shared informers.
 
 mod reload;
 
@@ -11,18 +11,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::status::ApiError;
+use apiserver::admission::initializer::Stores;
 use apiserver::apis::apiserver::authorization::{AuthorizerEntry, ConfigFileError, Connection};
 use apiserver::filters::authorization::{Authorization, AuthorizationMode, NamedAuthorizer};
 use apiserver::metrics::Metrics;
 use apiserver::plugin::pkg::authorizer::webhook::{
     FailurePolicy, WebhookAuthorizer, WebhookSettings,
 };
-use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use apiserver::util::webhook::Endpoint;
 use async_trait::async_trait;
+use client_go::informers::SharedInformerFactory;
 use serde_json::Value;
-use storage::{GetOptions, ListOptions, ReadVersion};
 
 use crate::authorization::node::{self, NodeAuthorizer};
 use crate::authorization::node_graph::{Graph, Kind, Objects};
@@ -213,36 +214,19 @@ fn in_cluster(version: &str) -> Result<Endpoint, String> {
     Endpoint::from_config(&kubeconfig, Path::new("/"))
 }
 
-/// The stores the Node authorizer reads, through their watch caches.
-struct NodeObjects {
-    pods: Arc<Store>,
-    persistent_volumes: Arc<Store>,
-    volume_attachments: Option<Arc<Store>>,
-    resource_slices: Option<Arc<Store>>,
-}
-
-fn cached_list() -> ListOptions {
-    ListOptions {
-        version: ReadVersion::Any,
-        ..ListOptions::default()
-    }
-}
+/// The resources the Node authorizer reads: from the shared informers'
+/// listers (upstream's graph populator follows the same informers), from
+/// the watch caches until they sync.
+struct NodeObjects(Stores);
 
 #[async_trait]
 impl Objects for NodeObjects {
-    async fn pods(
-        &self,
-        namespace: &str,
-    ) -> Result<Vec<Arc<Value>>, apimachinery::status::ApiError> {
-        Ok(self.pods.list(Some(namespace), cached_list()).await?.items)
+    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, ApiError> {
+        self.0.list("", "pods", Some(namespace)).await
     }
 
-    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, apimachinery::status::ApiError> {
-        Ok(self
-            .persistent_volumes
-            .list(None, cached_list())
-            .await?
-            .items)
+    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, ApiError> {
+        self.0.list("", "persistentvolumes", None).await
     }
 
     async fn get(
@@ -250,26 +234,15 @@ impl Objects for NodeObjects {
         kind: Kind,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Arc<Value>>, apimachinery::status::ApiError> {
-        let (store, namespace) = match kind {
-            Kind::Pod => (Some(&self.pods), Some(namespace)),
-            Kind::PersistentVolume => (Some(&self.persistent_volumes), None),
-            Kind::VolumeAttachment => (self.volume_attachments.as_ref(), None),
-            Kind::ResourceSlice => (self.resource_slices.as_ref(), None),
-            _ => (None, None),
+    ) -> Result<Option<Arc<Value>>, ApiError> {
+        let (group, resource, namespace) = match kind {
+            Kind::Pod => ("", "pods", Some(namespace)),
+            Kind::PersistentVolume => ("", "persistentvolumes", None),
+            Kind::VolumeAttachment => ("storage.k8s.io", "volumeattachments", None),
+            Kind::ResourceSlice => ("resource.k8s.io", "resourceslices", None),
+            _ => return Ok(None),
         };
-        let Some(store) = store else {
-            return Ok(None);
-        };
-        let opts = GetOptions {
-            version: ReadVersion::Any,
-            ignore_not_found: false,
-        };
-        match store.get(namespace, name, opts).await {
-            Ok(obj) => Ok(Some(obj)),
-            Err(e) if e.code == 404 => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.0.get(group, resource, namespace, name).await
     }
 }
 
@@ -283,9 +256,15 @@ pub fn rbac(authorization: &Authorization) -> Option<Arc<RbacAuthorizer>> {
     })
 }
 
-/// Binds the Node authorizer, when configured, to the server's stores, and
-/// starts reloading `--authorization-config` once the server runs.
-pub fn install(kube: &mut GenericApiServer, authorization: &Authorization, metrics: &Arc<Metrics>) {
+/// Binds the Node authorizer, when configured, to the server's shared
+/// `informers`, and starts reloading `--authorization-config` once the
+/// server runs.
+pub fn install(
+    kube: &mut GenericApiServer,
+    authorization: &Authorization,
+    metrics: &Arc<Metrics>,
+    informers: &Arc<SharedInformerFactory>,
+) {
     let reloadable = authorization.named::<reload::ReloadableAuthorizer>();
     if let Some(reloadable) = reloadable.clone() {
         let metrics = metrics.clone();
@@ -312,11 +291,13 @@ pub fn install(kube: &mut GenericApiServer, authorization: &Authorization, metri
     ) else {
         return;
     };
-    let objects = NodeObjects {
-        pods,
-        persistent_volumes,
-        volume_attachments: kube.store("storage.k8s.io", "v1", "volumeattachments"),
-        resource_slices: kube.store("resource.k8s.io", "v1", "resourceslices"),
-    };
+    let optional = [
+        kube.store("storage.k8s.io", "v1", "volumeattachments"),
+        kube.store("resource.k8s.io", "v1", "resourceslices"),
+    ];
+    let stores = [pods, persistent_volumes]
+        .into_iter()
+        .chain(optional.into_iter().flatten());
+    let objects = NodeObjects(Stores::new(stores).with_informers(informers.clone()));
     node.bind(Graph::new(Arc::new(objects)));
 }

@@ -11,6 +11,7 @@ use apimachinery::status::ApiError;
 use apiserver::authentication::x509::{any_reloaded, ClientCa};
 use apiserver::registry::store::{Store, Target, WriteOptions};
 use apiserver::server::{GenericApiServer, PostStartHookFn};
+use client_go::informers::SharedInformerFactory;
 use serde_json::{json, Value};
 
 use crate::controlplane::controller::apiserverleasegc;
@@ -46,10 +47,9 @@ fn store_of(server: &GenericApiServer, group: &str, resource: &str) -> Option<Ar
 }
 
 pub fn install_hooks(server: &mut GenericApiServer) {
-    let (Some(namespaces), Some(priority), Some(leases)) = (
+    let (Some(namespaces), Some(priority)) = (
         store_of(server, "", "namespaces"),
         store_of(server, "scheduling.k8s.io", "priorityclasses"),
-        store_of(server, "coordination.k8s.io", "leases"),
     ) else {
         return;
     };
@@ -84,30 +84,37 @@ pub fn install_hooks(server: &mut GenericApiServer) {
             }
         }),
     );
+}
+
+/// The apiserver identity Lease, renewed until the server stops, and the
+/// garbage collector of expired ones on the shared Lease informer.
+pub fn install_identity_leases(server: &mut GenericApiServer, informers: &SharedInformerFactory) {
+    let (Some(leases), Some(informer)) = (
+        store_of(server, "coordination.k8s.io", "leases"),
+        informers.informer_for("coordination.k8s.io", "leases"),
+    ) else {
+        return;
+    };
+    let renewed = leases.clone();
     server.add_post_start_hook(
         "start-kube-apiserver-identity-lease-controller",
-        hook(move || {
-            let leases = leases.clone();
-            async move {
-                tokio::spawn(apiserverleasegc::renew(leases));
-                Ok(())
-            }
+        Arc::new(move |ctx| {
+            tokio::spawn(apiserverleasegc::renew(renewed.clone(), ctx.stop));
+            Box::pin(async { Ok(()) })
         }),
     );
-    let collected = store_of(server, "coordination.k8s.io", "leases");
     server.add_post_start_hook(
         "start-kube-apiserver-identity-lease-garbage-collector",
-        hook(move || {
-            let leases = collected.clone();
-            async move {
-                if let Some(leases) = leases {
-                    tokio::spawn(apiserverleasegc::collect_garbage(
-                        leases,
-                        apiserverleasegc::GC_PERIOD,
-                    ));
-                }
-                Ok(())
-            }
+        Arc::new(move |ctx| {
+            let period = apiserverleasegc::GC_PERIOD;
+            let gc = apiserverleasegc::collect_garbage(
+                informer.clone(),
+                leases.clone(),
+                period,
+                ctx.stop,
+            );
+            tokio::spawn(gc);
+            Box::pin(async { Ok(()) })
         }),
     );
 }

@@ -14,13 +14,18 @@ use apiserver::registry::store::{Mutate, Store, Target, WriteOptions};
 use apiserver::registry::DeleteOptions;
 use apiserver::server::GenericApiServer;
 use client_go::informers::SharedInformerFactory;
+use client_go::tools::cache::SharedInformer;
+use client_go::CancellationToken;
 use serde_json::Value;
-use storage::ListOptions;
+use storage::Object;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// Upstream re-checks the bootstrap objects periodically, so that deleted
 /// mandatory ones come back.
 const ENSURE_INTERVAL: Duration = Duration::from_secs(60);
+/// How soon a failed first attempt is retried, and for how long.
+const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+const INITIAL_DEADLINE: Duration = Duration::from_secs(300);
 
 /// Adds the producer and consumer hooks when priority and fairness is on
 /// and its resources are served.
@@ -44,6 +49,11 @@ pub fn install(
     };
     install_dumps(server, &control);
     let (s, l) = (schemas.clone(), levels.clone());
+    let producer = Producer {
+        schemas,
+        levels,
+        informers: [schema_informer.clone(), level_informer.clone()],
+    };
     server.add_post_start_hook(
         "priority-and-fairness-config-consumer",
         Arc::new(move |ctx| {
@@ -66,24 +76,63 @@ pub fn install(
     );
     server.add_post_start_hook(
         "priority-and-fairness-config-producer",
-        Arc::new(move |_ctx| {
-            let (schemas, levels) = (schemas.clone(), levels.clone());
-            Box::pin(async move {
-                ensure_all(&schemas, &levels)
-                    .await
-                    .map_err(|e| format!("unable to ensure the bootstrap configuration: {}", e.message))?;
-                tokio::spawn(async move {
-                    loop {
-                        tokio::time::sleep(ENSURE_INTERVAL).await;
-                        if let Err(e) = ensure_all(&schemas, &levels).await {
-                            tracing::warn!(error = %e.message, "ensuring the APF bootstrap configuration failed");
-                        }
-                    }
-                });
-                Ok(())
-            })
-        }),
+        Arc::new(move |ctx| Box::pin(producer.clone().start(ctx.stop))),
     );
+}
+
+/// The config producer (upstream's `bootstrapConfigurationEnsurer`): the
+/// bootstrap objects compared with the FlowSchema and priority-level
+/// informers' caches, written to their stores.
+#[derive(Clone)]
+struct Producer {
+    schemas: Arc<Store>,
+    levels: Arc<Store>,
+    informers: [Arc<SharedInformer>; 2],
+}
+
+impl Producer {
+    /// Upstream's hook: once the caches sync, ensures the configuration
+    /// every second until it succeeds (for at most five minutes), then
+    /// again every minute until `stop`.
+    async fn start(self, stop: CancellationToken) -> Result<(), String> {
+        let first = async {
+            for informer in &self.informers {
+                informer.wait_for_sync().await;
+            }
+            while let Err(e) = self.ensure_all().await {
+                tracing::error!(error = %e.message, "APF bootstrap ensurer ran into error, will retry later");
+                tokio::time::sleep(RETRY_INTERVAL).await;
+            }
+        };
+        tokio::select! {
+            () = first => {}
+            () = tokio::time::sleep(INITIAL_DEADLINE) => {
+                return Err("unable to initialize APF bootstrap configuration".into());
+            }
+            () = stop.cancelled() => return Ok(()),
+        }
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(ENSURE_INTERVAL) => {}
+                    () = stop.cancelled() => return,
+                }
+                if let Err(e) = self.ensure_all().await {
+                    tracing::error!(error = %e.message, "APF bootstrap ensurer ran into error, will retry later");
+                }
+            }
+        });
+        Ok(())
+    }
+
+    async fn ensure_all(&self) -> Result<(), ApiError> {
+        let (mandatory, suggested) = (bootstrap::mandatory(), bootstrap::suggested());
+        let [schemas, levels] = self.informers.each_ref().map(|i| i.lister().list());
+        let (m, s) = (&mandatory.priority_levels, &suggested.priority_levels);
+        ensure(&self.levels, &levels, m, s).await?;
+        let (m, s) = (&mandatory.flow_schemas, &suggested.flow_schemas);
+        ensure(&self.schemas, &schemas, m, s).await
+    }
 }
 
 /// The three debug dumps: priority levels, queues and requests (with
@@ -138,22 +187,15 @@ fn plain_text(text: String) -> http::Response<axum::body::Body> {
     response
 }
 
-async fn ensure_all(schemas: &Store, levels: &Store) -> Result<(), ApiError> {
-    let (mandatory, suggested) = (bootstrap::mandatory(), bootstrap::suggested());
-    ensure(
-        levels,
-        &mandatory.priority_levels,
-        &suggested.priority_levels,
-    )
-    .await?;
-    ensure(schemas, &mandatory.flow_schemas, &suggested.flow_schemas).await
-}
-
 /// Creates missing bootstrap objects, restores the spec of mandatory ones,
 /// updates suggested ones that are auto-updated, and deletes auto-updated
 /// objects that are no longer part of the bootstrap configuration.
-async fn ensure(store: &Store, mandatory: &[Value], suggested: &[Value]) -> Result<(), ApiError> {
-    let existing = store.list(None, ListOptions::default()).await?.items;
+async fn ensure(
+    store: &Store,
+    existing: &[Object],
+    mandatory: &[Value],
+    suggested: &[Value],
+) -> Result<(), ApiError> {
     let find = |name: &str| existing.iter().find(|o| name_of(o) == Some(name));
     for (wanted, always) in mandatory
         .iter()

@@ -357,11 +357,12 @@ pub fn create_server_chain(
     );
     let authz_reviews = reviews::authorization_v1(config.authorization.clone());
     install_virtual(&mut kube, authz, authz_reviews, &enabled);
-    authentication::install(&mut kube, authn_setup, &enabled);
+    authentication::install(&mut kube, authn_setup, &enabled, &informers);
     bootstrap::install_hooks(&mut kube);
     super::kubernetes_service::install(&mut kube, opts, factory);
     add_informer_sources(&informers, kube.stores());
     kube.start_informers(informers.clone());
+    bootstrap::install_identity_leases(&mut kube, &informers);
     let ranges = &opts.service_ip_ranges;
     let cidrs: Vec<_> = std::iter::once(ranges.primary)
         .chain(ranges.secondary)
@@ -393,7 +394,8 @@ pub fn create_server_chain(
     // Upstream bootstraps the RBAC policy whatever the authorization modes.
     let rbac = super::authorization::rbac(&config.authorization);
     rbac_bootstrap::install(&mut kube, &informers, rbac.as_ref(), &manager);
-    super::authorization::install(&mut kube, &config.authorization, &config.metrics);
+    let authz = &config.authorization;
+    super::authorization::install(&mut kube, authz, &config.metrics, &informers);
 
     let aggregation = aggregation(opts, config, &informers)?;
     let mut aggregator = match &aggregation {

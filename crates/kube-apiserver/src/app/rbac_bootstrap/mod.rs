@@ -2,12 +2,13 @@
 //! `pkg/registry/rbac/rest.PolicyData`): the default policy of
 //! `authorization::rbac::bootstrappolicy`, created when missing and
 //! reconciled otherwise (`reconcile`), and binding the RBAC authorizer to
-//! the RBAC stores. The hook then starts the ClusterRole aggregation
-//! controller (`controller::clusterroleaggregation`), elected as
-//! kube-controller-manager's (`controller_manager`).
+//! the RBAC resources' shared informers. The hook then starts the
+//! ClusterRole aggregation controller (`controller::clusterroleaggregation`),
+//! elected as kube-controller-manager's (`controller_manager`).
 
 use std::sync::Arc;
 
+use apiserver::admission::initializer::Stores;
 use apiserver::server::GenericApiServer;
 use client_go::informers::SharedInformerFactory;
 
@@ -28,7 +29,7 @@ use reconcile::ensure;
 /// policy whatever the authorization modes).
 pub fn install(
     server: &mut GenericApiServer,
-    informers: &SharedInformerFactory,
+    informers: &Arc<SharedInformerFactory>,
     rbac: Option<&Arc<RbacAuthorizer>>,
     manager: &ControllerManager,
 ) {
@@ -45,12 +46,14 @@ pub fn install(
         return;
     };
     if let Some(rbac) = rbac {
-        rbac.bind(Arc::new(RbacStores {
-            roles: roles.clone(),
-            role_bindings: role_bindings.clone(),
-            cluster_roles: cluster_roles.clone(),
-            cluster_role_bindings: cluster_role_bindings.clone(),
-        }));
+        let all = [
+            &roles,
+            &role_bindings,
+            &cluster_roles,
+            &cluster_role_bindings,
+        ];
+        let stores = Stores::new(all.map(|s| (*s).clone())).with_informers(informers.clone());
+        rbac.bind(Arc::new(RbacStores(stores)));
     }
     let aggregation = informers.informer_for(GROUP, "clusterroles");
     let stores = Arc::new([cluster_roles, cluster_role_bindings, roles, role_bindings]);

@@ -2,14 +2,15 @@
 //! and TokenRequest (upstream's `ServiceAccountTokenGetter` of
 //! `pkg/serviceaccount`, served from informers by
 //! `pkg/controller/serviceaccount/tokengetter.go`): service accounts,
-//! secrets, pods and nodes, read from the server's stores once bound.
+//! secrets, pods and nodes, read from the shared informers' listers with a
+//! live lookup on a miss, once bound.
 
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::status::ApiError;
+use apiserver::admission::initializer::Stores;
 use apiserver::registry::store::Store;
 use serde_json::Value;
-use storage::{GetOptions, ReadVersion};
 
 /// The kinds of object authentication looks up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,24 +21,30 @@ pub enum Kind {
     Node,
 }
 
-/// The stores lookups read, bound once the server's stores exist.
-pub struct ObjectStores {
-    pub service_accounts: Arc<Store>,
-    pub secrets: Arc<Store>,
-    pub pods: Arc<Store>,
-    pub nodes: Arc<Store>,
+impl Kind {
+    /// The core v1 resource of the kind.
+    fn resource(self) -> &'static str {
+        match self {
+            Kind::ServiceAccount => "serviceaccounts",
+            Kind::Secret => "secrets",
+            Kind::Pod => "pods",
+            Kind::Node => "nodes",
+        }
+    }
 }
 
 /// Object lookups for authenticators and TokenRequest; until the stores
 /// are bound every lookup fails.
 #[derive(Default)]
 pub struct Objects {
-    stores: OnceLock<ObjectStores>,
+    stores: OnceLock<Stores>,
 }
 
 impl Objects {
-    /// Binds the stores; only the first binding counts.
-    pub fn bind(&self, stores: ObjectStores) {
+    /// Binds the core v1 stores of the four kinds, read through the shared
+    /// informers' listers when `stores` has them; only the first binding
+    /// counts.
+    pub fn bind(&self, stores: Stores) {
         // A second binding would be the same stores: ignore it.
         let _ = self.stores.set(stores);
     }
@@ -45,32 +52,28 @@ impl Objects {
     /// The store of `kind`, once bound (for the writes authentication
     /// makes, such as a legacy token's last-used label).
     pub fn store(&self, kind: Kind) -> Option<&Arc<Store>> {
-        let stores = self.stores.get()?;
-        Some(match kind {
-            Kind::ServiceAccount => &stores.service_accounts,
-            Kind::Secret => &stores.secrets,
-            Kind::Pod => &stores.pods,
-            Kind::Node => &stores.nodes,
-        })
+        self.stores.get()?.store("", kind.resource())
     }
 
-    /// The object, or a NotFound error naming it like upstream.
+    /// The object, from its informer's cache or else looked up live (as
+    /// upstream's getter falls back from its listers to the client), or a
+    /// NotFound error naming it like upstream.
     pub async fn get(
         &self,
         kind: Kind,
         namespace: &str,
         name: &str,
     ) -> Result<Arc<Value>, ApiError> {
-        let store = self
-            .store(kind)
+        let stores = self
+            .stores
+            .get()
+            .filter(|s| s.store("", kind.resource()).is_some())
             .ok_or_else(|| ApiError::internal_error("object stores are not ready"))?;
         let namespace = (kind != Kind::Node).then_some(namespace);
-        // Like upstream's informer-backed getters, a cached state will do.
-        let opts = GetOptions {
-            version: ReadVersion::Any,
-            ..GetOptions::default()
-        };
-        store.get(namespace, name, opts).await
+        stores
+            .get("", kind.resource(), namespace, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found("", kind.resource(), name))
     }
 }
 

@@ -7,13 +7,13 @@ use apiserver::registry::store::WriteOptions;
 use serde_json::json;
 use storage_embedded::EmbeddedKv;
 
-use super::getter::ObjectStores;
 use super::*;
 use crate::authenticator::token_request::TokenRequests;
 use crate::controlplane::builtin;
 use crate::controlplane::StorageFactory;
 use crate::options::PortRange;
 use crate::registry::services::ServiceAllocator;
+use apiserver::admission::initializer::Stores;
 
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
@@ -58,12 +58,8 @@ fn fixture_with_uid_validation(uid_validation: bool) -> Fixture {
         .map(|b| (b.info.resource.clone(), factory.store(b)))
         .collect();
     let objects = Arc::new(Objects::default());
-    objects.bind(ObjectStores {
-        service_accounts: stores["serviceaccounts"].clone(),
-        secrets: stores["secrets"].clone(),
-        pods: stores["pods"].clone(),
-        nodes: stores["nodes"].clone(),
-    });
+    let kinds = ["serviceaccounts", "secrets", "pods", "nodes"];
+    objects.bind(Stores::new(kinds.map(|k| stores[k].clone())));
     let key = signing_key(dir.path());
     let public = key.public.clone();
     let requests = Arc::new(TokenRequests {

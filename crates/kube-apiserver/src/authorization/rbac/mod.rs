@@ -12,12 +12,12 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::status::ApiError;
+use apiserver::admission::initializer::Stores;
 use apiserver::authentication::user::UserInfo;
 use apiserver::authorization::authorizer::{Attributes, Authorizer, Decision, Rules};
-use apiserver::registry::store::Store;
 use async_trait::async_trait;
 use serde_json::Value;
-use storage::{GetOptions, ListOptions, Object, ReadVersion};
+use storage::Object;
 
 use rules::{review_rules, rule_allows};
 
@@ -35,61 +35,30 @@ pub trait PolicyReader: Send + Sync {
     async fn role(&self, namespace: &str, name: &str) -> Result<Option<Object>, ApiError>;
 }
 
-/// The four RBAC stores, read through their watch caches.
-pub struct RbacStores {
-    pub roles: Arc<Store>,
-    pub role_bindings: Arc<Store>,
-    pub cluster_roles: Arc<Store>,
-    pub cluster_role_bindings: Arc<Store>,
-}
-
-fn cached_list() -> ListOptions {
-    ListOptions {
-        version: ReadVersion::Any,
-        ..ListOptions::default()
-    }
-}
-
-fn cached_get() -> GetOptions {
-    GetOptions {
-        version: ReadVersion::Any,
-        ignore_not_found: false,
-    }
-}
-
-async fn get_or_none(
-    store: &Store,
-    namespace: Option<&str>,
-    name: &str,
-) -> Result<Option<Object>, ApiError> {
-    match store.get(namespace, name, cached_get()).await {
-        Ok(obj) => Ok(Some(obj)),
-        Err(ApiError { code: 404, .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
+/// The four RBAC resources, read as upstream's RBAC authorizer reads
+/// them: from the shared informers' listers (its `RoleGetter`,
+/// `RoleBindingLister`... of `pkg/registry/rbac/validation`), from the
+/// watch caches until those sync.
+pub struct RbacStores(pub Stores);
 
 #[async_trait]
 impl PolicyReader for RbacStores {
     async fn cluster_role_bindings(&self) -> Result<Vec<Object>, ApiError> {
-        Ok(self
-            .cluster_role_bindings
-            .list(None, cached_list())
-            .await?
-            .items)
+        self.0.list(RBAC_GROUP, "clusterrolebindings", None).await
     }
 
     async fn role_bindings(&self, namespace: &str) -> Result<Vec<Object>, ApiError> {
-        let list = self.role_bindings.list(Some(namespace), cached_list());
-        Ok(list.await?.items)
+        self.0
+            .list(RBAC_GROUP, "rolebindings", Some(namespace))
+            .await
     }
 
     async fn cluster_role(&self, name: &str) -> Result<Option<Object>, ApiError> {
-        get_or_none(&self.cluster_roles, None, name).await
+        self.0.get(RBAC_GROUP, "clusterroles", None, name).await
     }
 
     async fn role(&self, namespace: &str, name: &str) -> Result<Option<Object>, ApiError> {
-        get_or_none(&self.roles, Some(namespace), name).await
+        self.0.get(RBAC_GROUP, "roles", Some(namespace), name).await
     }
 }
 

@@ -2,7 +2,7 @@
 //! `k8s.io/apiserver/pkg/server/config.go` names the server,
 //! `k8s.io/component-helpers/apimachinery/lease` renews its Lease, and
 //! `pkg/controlplane/controller/apiserverleasegc` deletes the expired
-//! Leases of servers that are gone).
+//! Leases of servers that are gone, found in the Lease informer's cache).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +10,8 @@ use std::time::Duration;
 use apimachinery::status::ApiError;
 use apiserver::registry::store::{Store, Target, WriteOptions};
 use chrono::{DateTime, Utc};
+use client_go::tools::cache::{Lister, SharedInformer};
+use client_go::CancellationToken;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -49,9 +51,9 @@ pub fn server_id(hostname: &str) -> String {
     format!("apiserver-{}", encoded.to_lowercase())
 }
 
-/// Renews this server's lease every [`RENEW_INTERVAL`]; the holder is the
-/// server's id and a per-process UUID.
-pub async fn renew(leases: Arc<Store>) {
+/// Renews this server's lease every [`RENEW_INTERVAL`] until `stop`; the
+/// holder is the server's id and a per-process UUID.
+pub async fn renew(leases: Arc<Store>, stop: CancellationToken) {
     let host = hostname();
     let id = server_id(&host);
     let holder = format!("{id}_{}", uuid::Uuid::new_v4());
@@ -67,7 +69,10 @@ pub async fn renew(leases: Arc<Store>) {
         if let Err(e) = write(&leases, &id, lease).await {
             tracing::warn!(error = %e.message, "renewing the apiserver identity lease failed");
         }
-        tokio::time::sleep(RENEW_INTERVAL).await;
+        tokio::select! {
+            () = tokio::time::sleep(RENEW_INTERVAL) => {}
+            () = stop.cancelled() => return,
+        }
     }
 }
 
@@ -84,20 +89,33 @@ async fn write(leases: &Store, name: &str, lease: Value) -> Result<(), ApiError>
     }
 }
 
-/// Deletes expired identity leases every `period`, from the first moment.
-pub async fn collect_garbage(leases: Arc<Store>, period: Duration) {
+/// Deletes expired identity leases every `period` until `stop`, once the
+/// leases' informer has synced: the candidates come from its cache, and
+/// each is read again from the store before it is deleted (upstream's
+/// `Controller.gc`).
+pub async fn collect_garbage(
+    informer: Arc<SharedInformer>,
+    leases: Arc<Store>,
+    period: Duration,
+    stop: CancellationToken,
+) {
+    tokio::select! {
+        () = informer.wait_for_sync() => {}
+        () = stop.cancelled() => return,
+    }
+    let lister = informer.lister();
     loop {
-        if let Err(e) = gc(&leases, Utc::now()).await {
-            tracing::error!(error = %e.message, "Error while listing apiserver leases");
+        gc(&lister, &leases, Utc::now()).await;
+        tokio::select! {
+            () = tokio::time::sleep(period) => {}
+            () = stop.cancelled() => return,
         }
-        tokio::time::sleep(period).await;
     }
 }
 
-async fn gc(leases: &Store, now: DateTime<Utc>) -> Result<(), ApiError> {
-    let listed = leases.list(Some(NAMESPACE), Default::default()).await?;
-    let expired = listed
-        .items
+async fn gc(lister: &Lister, leases: &Store, now: DateTime<Utc>) {
+    let identities = lister.list_namespace(NAMESPACE);
+    let expired = identities
         .iter()
         .filter(|l| {
             l.pointer("/metadata/labels")
@@ -110,7 +128,7 @@ async fn gc(leases: &Store, now: DateTime<Utc>) -> Result<(), ApiError> {
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        // Another server may have renewed or deleted it since the list.
+        // Another server may have renewed or deleted it since.
         match leases.get(Some(NAMESPACE), name, Default::default()).await {
             Ok(current) if is_expired(&current, now) => {}
             Ok(_) => continue,
@@ -129,7 +147,6 @@ async fn gc(leases: &Store, now: DateTime<Utc>) -> Result<(), ApiError> {
             Err(e) => tracing::error!(error = %e.message, "Error deleting lease"),
         }
     }
-    Ok(())
 }
 
 /// Upstream's `isLeaseExpired`: no renew time or duration, or renewed
@@ -175,5 +192,46 @@ mod tests {
             &json!({"spec": {"leaseDurationSeconds": 3600}}),
             now
         ));
+    }
+
+    #[tokio::test]
+    async fn expired_identity_leases_in_the_cache_are_deleted() {
+        use apiserver::registry::store::Strategies;
+        use apiserver::registry::ResourceInfo;
+        let info = ResourceInfo::testing("coordination.k8s.io", "Lease");
+        let leases = Arc::new(Store::in_memory(info, Strategies::default()));
+        let lease = |name: &str, component: &str, renewed: &str| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": NAMESPACE,
+                    "labels": {IDENTITY_LABEL: component}},
+                "spec": {"renewTime": renewed, "leaseDurationSeconds": 3600}})
+        };
+        for (name, component, renewed) in [
+            ("gone", COMPONENT, "2025-12-31T23:00:00.000000Z"),
+            ("alive", COMPONENT, "2026-01-01T00:30:00.000000Z"),
+            ("other", "kube-scheduler", "2025-12-31T23:00:00.000000Z"),
+        ] {
+            let opts = WriteOptions::default();
+            let created = leases.create(lease(name, component, renewed), &opts);
+            created.await.unwrap();
+        }
+        let informer = SharedInformer::new(leases.clone(), None);
+        let stop = CancellationToken::new();
+        informer.start(&stop);
+        informer.wait_for_sync().await;
+        let now = DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z").unwrap();
+        gc(&informer.lister(), &leases, now.with_timezone(&Utc)).await;
+        let left = leases
+            .list(Some(NAMESPACE), Default::default())
+            .await
+            .unwrap();
+        let mut names: Vec<_> = left
+            .items
+            .iter()
+            .map(|l| l["metadata"]["name"].clone())
+            .collect();
+        names.sort_by_key(Value::to_string);
+        assert_eq!(names, [json!("alive"), json!("other")]);
+        stop.cancel();
     }
 }
