@@ -13,6 +13,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use crate::harness::{Backend, TestServer};
+use crate::support::pki::csr_request;
 
 fn namespaces_must_exist_and_system_ones_stay(s: &TestServer) {
     let err = s.fails(&["create", "configmap", "c", "-n", "missing"]);
@@ -331,19 +332,7 @@ fn an_unreachable_webhook_fails_closed_unless_ignored(s: &TestServer) {
 }
 
 fn csr_yaml(name: &str, org: &str) -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "alice");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, org);
-    let pem = params
-        .serialize_request(&key)
-        .and_then(|r| r.pem())
-        .expect("csr");
-    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    let request = csr_request("alice", &[org]);
     format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: {name}}}\nspec:\n  request: {request}\n  signerName: kubernetes.io/kube-apiserver-client\n  usages: [client auth]\n"
     )

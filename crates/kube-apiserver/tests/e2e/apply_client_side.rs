@@ -6,7 +6,7 @@
 use std::process::{Command, Output, Stdio};
 
 use crate::harness::TestServer;
-use crate::support::kubectl::stderr;
+use crate::support::kubectl::{stderr, stdout};
 
 const DEPLOYMENT_V1: &str = "
 apiVersion: apps/v1
@@ -87,10 +87,6 @@ fn file(s: &TestServer, name: &str, yaml: &str) -> String {
     let path = s.dir.path().join(name);
     std::fs::write(&path, yaml).expect("write manifest");
     path.display().to_string()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn jsonpath(s: &TestServer, what: &[&str], path: &str) -> String {

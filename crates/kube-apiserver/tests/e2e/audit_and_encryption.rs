@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::harness::{Backend, Served};
+use crate::support::audit::events;
 
 const POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -37,14 +38,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write file");
     path
-}
-
-fn events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is one JSON event"))
-        .collect()
 }
 
 /// The ResponseComplete event of `verb` on `resource` named `name`.

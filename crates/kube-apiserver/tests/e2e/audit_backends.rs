@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness::Backend;
+use crate::support::audit::events;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
@@ -139,14 +140,6 @@ rules:
     nonResourceURLs: ["/metrics"]
   - level: Metadata
 "#;
-
-fn events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is one JSON event"))
-        .collect()
-}
 
 fn created<'a>(events: &'a [Value], name: &str) -> &'a Value {
     events

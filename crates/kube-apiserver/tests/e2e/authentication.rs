@@ -16,30 +16,11 @@ use std::process::Output;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::harness::{Backend, Served, TestServer};
-use crate::support::kubectl::stderr;
+use crate::harness::{Backend, Served};
+use crate::support::kubectl::{stderr, stdout, with_token};
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
 const BOOTSTRAP_TOKEN: &str = "abcdef.0123456789abcdef";
-
-/// Runs kubectl with only a bearer token (no client certificate).
-fn with_token(server: &TestServer, token: Option<&str>, args: &[&str]) -> Output {
-    let ca = server.dir.path().join("pki").join("ca.crt");
-    let flags = [
-        "--kubeconfig=/dev/null".to_owned(),
-        format!("--server=https://127.0.0.1:{}", server.port),
-        format!("--certificate-authority={}", ca.display()),
-    ];
-    let token_flag = token.map(|t| format!("--token={t}"));
-    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
-    all.extend(token_flag.as_deref());
-    all.extend_from_slice(args);
-    server.kubectl(&all)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn json_of(out: &Output) -> Value {
     assert!(out.status.success(), "kubectl failed: {}", stderr(out));

@@ -6,13 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::authentication::https_server;
 use crate::harness::{Backend, TestServer};
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(30);
 
 fn as_alice(server: &TestServer, args: &[&str]) -> Output {
     let ca = server.dir.path().join("pki").join("ca.crt");
@@ -56,15 +60,6 @@ fn webhook_entry(kubeconfig: &Path) -> String {
 
 const RBAC: &str = "- type: RBAC\n  name: rbac\n";
 
-/// Waits until `check` holds (the file is polled every few seconds).
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
 fn reloads(server: &TestServer, status: &str) -> u64 {
     let metrics = server.ok(&["get", "--raw", "/metrics"]);
     let prefix = format!(
@@ -90,14 +85,14 @@ fn authorization_config_changes_apply_without_a_restart(backend: Backend) {
     ]);
     let refused = as_alice(&server, &["get", "configmaps"]);
     assert!(!refused.status.success(), "RBAC grants alice nothing");
-    eventually("the initial load was not counted", || {
+    eventually("the initial load was not counted", WAIT, || {
         reloads(&server, "success") == 1
     });
 
     // A webhook put ahead of RBAC decides for alice once the file is read.
     let hook = webhook_kubeconfig(files.path());
     std::fs::write(&config, format!("{HEAD}{}{RBAC}", webhook_entry(&hook))).expect("config");
-    eventually("the webhook was not picked up", || {
+    eventually("the webhook was not picked up", WAIT, || {
         as_alice(&server, &["get", "configmaps"]).status.success()
     });
     assert_eq!(reloads(&server, "success"), 2);
@@ -105,7 +100,7 @@ fn authorization_config_changes_apply_without_a_restart(backend: Backend) {
     // Dropping RBAC, which the server started with, is refused: the
     // running chain stays and the failure is counted.
     std::fs::write(&config, format!("{HEAD}{}", webhook_entry(&hook))).expect("config");
-    eventually("the refused reload was not counted", || {
+    eventually("the refused reload was not counted", WAIT, || {
         reloads(&server, "failure") == 1
     });
     assert!(as_alice(&server, &["get", "configmaps"]).status.success());
@@ -113,7 +108,7 @@ fn authorization_config_changes_apply_without_a_restart(backend: Backend) {
     // Back to RBAC alone: alice is refused again, until a binding (read
     // by the RBAC authorizer the server started with) lets her in.
     std::fs::write(&config, format!("{HEAD}{RBAC}")).expect("config");
-    eventually("the webhook was not dropped", || {
+    eventually("the webhook was not dropped", WAIT, || {
         !as_alice(&server, &["get", "configmaps"]).status.success()
     });
     server.ok(&[

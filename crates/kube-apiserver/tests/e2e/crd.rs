@@ -5,7 +5,7 @@
 //! CRD removes its resources and its endpoint. Run on the embedded store and
 //! on etcd.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use storage::{Kv, RangeRequest};
 use storage_etcd::testing::EtcdServer;
@@ -13,6 +13,10 @@ use storage_etcd::testing::EtcdServer;
 use crate::harness::TestServer;
 use crate::support::crds::crd;
 use crate::support::kubectl::stderr;
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(15);
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -64,18 +68,6 @@ kind: Widget
 metadata: {name: w1}
 spec: {color: green, replicas: 1}
 "#;
-
-/// Retries `check` for a few seconds (controllers act asynchronously).
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
-}
 
 fn establish(s: &TestServer) {
     s.apply_yaml(CRD);
@@ -310,7 +302,7 @@ fn versions(s: &TestServer) {
         group.contains("\"preferredVersion\":{\"groupVersion\":\"example.com/v1\""),
         "{group}"
     );
-    eventually("the CRD's APIService", || {
+    eventually("the CRD's APIService", WAIT, || {
         s.kubectl(&["get", "apiservice", "v1beta1.example.com"])
             .status
             .success()
@@ -323,7 +315,7 @@ fn name_conflict(s: &TestServer) {
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gizmos.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gizmos, singular: gizmo, kind: Widget, listKind: GizmoList}\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
     );
     let query = "jsonpath={.status.conditions[?(@.type==\"NamesAccepted\")].status} {.status.conditions[?(@.type==\"NamesAccepted\")].reason} {.status.conditions[?(@.type==\"NamesAccepted\")].message}";
-    eventually("the naming conflict", || {
+    eventually("the naming conflict", WAIT, || {
         s.ok(&["get", "crd", "gizmos.example.com", "-o", query])
             == "False KindConflict \"Widget\" is already in use"
     });
@@ -346,7 +338,7 @@ fn unserve_version(s: &TestServer) {
         "-p",
         r#"[{"op":"replace","path":"/spec/versions/1/served","value":false}]"#,
     ]);
-    eventually("v1beta1 to go", || {
+    eventually("v1beta1 to go", WAIT, || {
         let out = s.kubectl(&["get", "--raw", "/apis/example.com/v1beta1"]);
         !out.status.success() && stderr(&out).contains("NotFound")
     });
@@ -363,14 +355,14 @@ fn defaults_on_read(s: &TestServer) {
         "-p",
         r#"[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/shape","value":{"type":"string","default":"round"}}]"#,
     ]);
-    eventually("the new default on read", || {
+    eventually("the new default on read", WAIT, || {
         s.ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.shape}"]) == "round"
     });
 }
 
 fn delete_crd(s: &TestServer) {
     s.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
-    eventually("the endpoint to go", || {
+    eventually("the endpoint to go", WAIT, || {
         let out = s.kubectl(&[
             "get",
             "--raw",
@@ -378,14 +370,14 @@ fn delete_crd(s: &TestServer) {
         ]);
         !out.status.success() && stderr(&out).contains("NotFound")
     });
-    eventually("the APIService to go", || {
+    eventually("the APIService to go", WAIT, || {
         !s.kubectl(&["get", "apiservice", "v1.example.com"])
             .status
             .success()
     });
     // A new CRD of the same name starts empty: the resources went with the old one.
     establish(s);
-    eventually("an empty list", || {
+    eventually("an empty list", WAIT, || {
         let out = s.kubectl(&["get", "widgets", "-o", "name"]);
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim().is_empty()
     });

@@ -8,6 +8,7 @@
 use base64::Engine as _;
 
 use crate::harness::TestServer;
+use crate::support::pki::csr_request;
 
 fn csr_yaml(name: &str, request: &str, spec: &str) -> String {
     format!(
@@ -17,16 +18,7 @@ fn csr_yaml(name: &str, request: &str, spec: &str) -> String {
 }
 
 fn signed_request() -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "carol");
-    let pem = params
-        .serialize_request(&key)
-        .and_then(|r| r.pem())
-        .expect("csr");
-    base64::engine::general_purpose::STANDARD.encode(pem)
+    csr_request("carol", &[])
 }
 
 fn refused(s: &TestServer, yaml: &str) -> String {

@@ -3,10 +3,14 @@
 //! propagation; absent and cluster-scoped owners; custom resources as
 //! owners; finalizers on dependents).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::TestServer;
 use crate::support::crds::crd;
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(20);
 
 fn jsonpath(s: &TestServer, what: &[&str], path: &str) -> String {
     let expr = format!("jsonpath={path}");
@@ -21,18 +25,6 @@ fn exists(s: &TestServer, what: &[&str]) -> bool {
     args.extend_from_slice(what);
     args.extend_from_slice(&["--ignore-not-found", "-o", "name"]);
     !s.ok(&args).trim().is_empty()
-}
-
-/// Waits (up to 20s) until `done` holds.
-fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting until {what}");
 }
 
 /// A ConfigMap owned by the objects named (api version, kind, name, uid).
@@ -75,7 +67,7 @@ spec:
 /// Creates a pod once the namespace's default service account (made by
 /// the in-process controller after startup) exists.
 fn create_pod(s: &TestServer, yaml: &str) {
-    eventually("the pod is created", || {
+    eventually("the pod is created", WAIT, || {
         s.kubectl_stdin(&["apply", "-f", "-"], yaml)
             .status
             .success()
@@ -187,7 +179,7 @@ fn delete_options_are_checked(s: &TestServer) {
         "--raw",
         "/api/v1/namespaces/default/configmaps/target?propagationPolicy=Orphan",
     ]);
-    eventually("the orphaned configmap goes", || {
+    eventually("the orphaned configmap goes", WAIT, || {
         !exists(s, &["configmap", "target"])
     });
 }
@@ -210,10 +202,10 @@ fn dependents_are_collected_in_background(s: &TestServer) {
         false,
     ));
     s.ok(&["delete", "configmap", "owner"]);
-    eventually("the dependent is collected", || {
+    eventually("the dependent is collected", WAIT, || {
         !exists(s, &["configmap", "child"])
     });
-    eventually("the reference to the deleted owner goes", || {
+    eventually("the reference to the deleted owner goes", WAIT, || {
         jsonpath(
             s,
             &["configmap", "shared"],
@@ -232,9 +224,11 @@ fn dependents_are_collected_in_background(s: &TestServer) {
         )],
         false,
     ));
-    eventually("the dependent of an absent owner is collected", || {
-        !exists(s, &["configmap", "stray"])
-    });
+    eventually(
+        "the dependent of an absent owner is collected",
+        WAIT,
+        || !exists(s, &["configmap", "stray"]),
+    );
 
     // A cluster-scoped owner of a namespaced dependent.
     s.ok(&[
@@ -263,6 +257,7 @@ fn dependents_are_collected_in_background(s: &TestServer) {
     s.ok(&["delete", "clusterrole", "owning-role"]);
     eventually(
         "the dependent of a cluster-scoped owner is collected",
+        WAIT,
         || !exists(s, &["configmap", "role-child"]),
     );
 }
@@ -285,7 +280,7 @@ fn foreground_deletion_waits_for_blocking_dependents(s: &TestServer) {
     assert!(finalizers.contains("foregroundDeletion"), "{finalizers}");
     // The dependent is being deleted, kept by its own finalizer; the
     // owner waits for it.
-    eventually("the dependent is marked for deletion", || {
+    eventually("the dependent is marked for deletion", WAIT, || {
         !jsonpath(
             s,
             &["configmap", "fg-child"],
@@ -303,7 +298,7 @@ fn foreground_deletion_waits_for_blocking_dependents(s: &TestServer) {
         "-p",
         r#"{"metadata":{"finalizers":null}}"#,
     ]);
-    eventually("dependent then owner go", || {
+    eventually("dependent then owner go", WAIT, || {
         !exists(s, &["configmap", "fg-child"]) && !exists(s, &["configmap", "fg-owner"])
     });
 
@@ -354,7 +349,7 @@ fn custom_resources_own_and_are_owned(s: &TestServer) {
         "crd/widgets.example.com",
         "--timeout=20s",
     ]);
-    eventually("widgets are served", || {
+    eventually("widgets are served", WAIT, || {
         s.kubectl(&["get", "widgets"]).status.success()
     });
     s.apply_yaml("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n");
@@ -371,11 +366,13 @@ fn custom_resources_own_and_are_owned(s: &TestServer) {
     s.ok(&["delete", "widget", "w"]);
     eventually(
         "the configmap owned by a custom resource is collected",
+        WAIT,
         || !exists(s, &["configmap", "widget-child"]),
     );
     s.ok(&["delete", "configmap", "widget-owner"]);
     eventually(
         "the custom resource owned by a configmap is collected",
+        WAIT,
         || !exists(s, &["widget", "owned"]),
     );
 }
@@ -388,7 +385,7 @@ fn default_orphaning_kinds_are_released(s: &TestServer) {
     s.ok(&["create", "job", "j", "-n", "batch", "--image=busybox"]);
     let out = s.ok(&["delete", "--raw", "/apis/batch/v1/namespaces/batch/jobs/j"]);
     assert!(out.contains("\"orphan\""), "{out}");
-    eventually("the job is released and goes", || {
+    eventually("the job is released and goes", WAIT, || {
         !exists(s, &["job", "j", "-n", "batch"])
     });
     s.ok(&["create", "job", "k", "-n", "batch", "--image=busybox"]);

@@ -5,9 +5,13 @@
 //! deleted bootstrap objects.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::harness::TestServer;
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(20);
 
 /// A raw request as `user` (impersonated by the admin): status code,
 /// headers (lower-cased names) and body.
@@ -83,16 +87,8 @@ fn names(s: &TestServer, resource: &str) -> Vec<String> {
     names
 }
 
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 fn bootstrap_configuration_is_served(s: &TestServer) {
-    wait_for("the bootstrap flow schemas", || {
+    eventually("the bootstrap flow schemas", WAIT, || {
         names(s, "flowschemas").len() == 11
     });
     assert_eq!(
@@ -133,7 +129,7 @@ fn bootstrap_configuration_is_served(s: &TestServer) {
     ]);
     assert_eq!(annotation, "true");
     // The consumer marks every bootstrap schema as not dangling.
-    wait_for("the Dangling condition", || {
+    eventually("the Dangling condition", WAIT, || {
         s.ok(&[
             "get",
             "flowschema",
@@ -149,7 +145,7 @@ crate::harness::on_both_backends!(bootstrap_configuration_is_served);
 #[test]
 fn responses_name_the_matched_schema_and_level() {
     let s = TestServer::start();
-    wait_for("the bootstrap flow schemas", || {
+    eventually("the bootstrap flow schemas", WAIT, || {
         names(&s, "flowschemas").len() == 11
     });
     let uid = |resource: &str, name: &str| {
@@ -162,7 +158,7 @@ fn responses_name_the_matched_schema_and_level() {
     let global_fs = uid("flowschema", "global-default");
     let global_pl = uid("prioritylevelconfiguration", "global-default");
     // The consumer picks up the stored objects (and their UIDs) shortly.
-    wait_for("the stored configuration in use", || {
+    eventually("the stored configuration in use", WAIT, || {
         let (_, head, _) = request_as(&s, Some("alice"), "/api/v1/namespaces/default/configmaps");
         header(&head, "x-kubernetes-pf-flowschema-uid") == Some(global_fs.as_str())
     });
@@ -188,7 +184,7 @@ fn responses_name_the_matched_schema_and_level() {
 fn a_level_without_seats_rejects_and_a_missing_level_dangles() {
     // Impersonated users read pods: this is about seats, not permissions.
     let s = TestServer::start_with(&["--authorization-mode=AlwaysAllow"]);
-    wait_for("the bootstrap flow schemas", || {
+    eventually("the bootstrap flow schemas", WAIT, || {
         names(&s, "flowschemas").len() == 11
     });
     s.apply_yaml(
@@ -204,7 +200,7 @@ spec:
     nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
 "#,
     );
-    wait_for("the orphaned schema to dangle", || {
+    eventually("the orphaned schema to dangle", WAIT, || {
         s.ok(&[
             "get",
             "flowschema",
@@ -252,7 +248,7 @@ spec:
     // together, the others are refused.
     let pods = "/api/v1/namespaces/default/pods";
     let mut refused = Vec::new();
-    wait_for("carol to be throttled", || {
+    eventually("carol to be throttled", WAIT, || {
         refused = burst_as(&s, "carol", pods, 40)
             .into_iter()
             .filter(|(code, _)| *code == 429)
@@ -292,7 +288,7 @@ spec:
 #[test]
 fn deleted_bootstrap_objects_return_and_edited_ones_are_kept() {
     let mut s = TestServer::start();
-    wait_for("the bootstrap flow schemas", || {
+    eventually("the bootstrap flow schemas", WAIT, || {
         names(&s, "flowschemas").len() == 11
     });
     s.ok(&["delete", "flowschema", "kube-scheduler"]);
@@ -314,7 +310,7 @@ fn deleted_bootstrap_objects_return_and_edited_ones_are_kept() {
         r#"{"spec":{"matchingPrecedence":8000}}"#,
     ]);
     s.restart();
-    wait_for("the bootstrap objects to return", || {
+    eventually("the bootstrap objects to return", WAIT, || {
         names(&s, "flowschemas").len() == 11 && names(&s, "prioritylevelconfigurations").len() == 8
     });
     let precedence = s.ok(&[
@@ -373,7 +369,7 @@ fn the_queue_and_request_dumps_have_upstreams_columns() {
             "TotalWorkSum"
         ]
     );
-    wait_for("the bootstrap levels' queues", || {
+    eventually("the bootstrap levels' queues", WAIT, || {
         raw("/debug/api_priority_and_fairness/dump_queues")
             .lines()
             .any(|l| l.starts_with("workload-low,"))
@@ -435,7 +431,7 @@ fn the_queue_and_request_dumps_have_upstreams_columns() {
 #[test]
 fn a_level_that_may_borrow_shows_its_limits_in_metrics() {
     let s = TestServer::start();
-    wait_for("the bootstrap flow schemas", || {
+    eventually("the bootstrap flow schemas", WAIT, || {
         names(&s, "flowschemas").len() == 11
     });
     s.apply_yaml(
@@ -460,7 +456,7 @@ spec:
             .find_map(|l| l.strip_prefix(prefix.as_str()).map(str::to_owned))
     };
     let mut metrics = String::new();
-    wait_for("the borrower's limits", || {
+    eventually("the borrower's limits", WAIT, || {
         metrics = s.ok(&["get", "--raw", "/metrics"]);
         gauge(&metrics, "nominal_limit_seats").is_some()
     });

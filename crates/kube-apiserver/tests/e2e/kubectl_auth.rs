@@ -6,10 +6,9 @@
 //! `describe` and `-o wide` output, and `certificate approve/deny`.
 
 use std::path::PathBuf;
-use std::process::Output;
 
 use crate::harness::{Backend, TestServer};
-use crate::support::kubectl::stderr;
+use crate::support::kubectl::{stderr, stdout};
 
 const RBAC: &[&str] = &["--authorization-mode=Node,RBAC"];
 const BOT: &str = "--as=system:serviceaccount:team:bot";
@@ -25,10 +24,6 @@ fn versioned_kubectl(minor: u32) -> Option<String> {
     candidate
         .is_file()
         .then(|| candidate.to_string_lossy().into_owned())
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `kubectl auth can-i …`: its printed answer and exit code.

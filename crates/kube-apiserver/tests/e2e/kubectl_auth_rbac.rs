@@ -5,6 +5,7 @@
 //! approve/deny` with the signer permission check.
 
 use crate::harness::{Backend, TestServer};
+use crate::support::pki::csr_request;
 
 const RBAC: &[&str] = &["--authorization-mode=Node,RBAC"];
 
@@ -306,18 +307,7 @@ fn describe_and_wide_columns(backend: Backend) {
 }
 
 fn csr_yaml(name: &str) -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "erin");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, "dev");
-    let request = params.serialize_request(&key).expect("CSR");
-    let pem = request.pem().expect("CSR PEM");
-    use base64::Engine as _;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(pem);
+    let encoded = csr_request("erin", &["dev"]);
     format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: {name}}}\nspec:\n  request: {encoded}\n  signerName: kubernetes.io/kube-apiserver-client\n  expirationSeconds: 86400\n  usages: [client auth]\n"
     )

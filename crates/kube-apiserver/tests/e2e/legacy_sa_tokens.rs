@@ -5,27 +5,13 @@
 //! invalid, or deleted, no longer authenticates; deleting the account
 //! deletes its token secrets.
 
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use serde_json::Value;
 
 use crate::harness::TestServer;
-
-/// Runs kubectl with only a bearer token (no client certificate).
-fn with_token(server: &TestServer, token: &str, args: &[&str]) -> Output {
-    let ca = server.dir.path().join("pki").join("ca.crt");
-    let flags = [
-        "--kubeconfig=/dev/null".to_owned(),
-        format!("--server=https://127.0.0.1:{}", server.port),
-        format!("--certificate-authority={}", ca.display()),
-        format!("--token={token}"),
-    ];
-    let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
-    all.extend_from_slice(args);
-    server.kubectl(&all)
-}
+use crate::support::kubectl::with_token;
 
 fn secret_yaml(name: &str, account: &str, labels: &str) -> String {
     format!(
@@ -69,7 +55,7 @@ fn wait_token(server: &TestServer, name: &str) -> Value {
 }
 
 fn whoami(server: &TestServer, token: &str) -> Result<Value, String> {
-    let out = with_token(server, token, &["auth", "whoami", "-o", "json"]);
+    let out = with_token(server, Some(token), &["auth", "whoami", "-o", "json"]);
     if out.status.success() {
         Ok(serde_json::from_slice(&out.stdout).expect("whoami json"))
     } else {

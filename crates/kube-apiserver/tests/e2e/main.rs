@@ -40,6 +40,7 @@ mod help;
 mod hostile_bodies;
 mod hostile_queries;
 mod http_errors;
+mod identity_leases;
 mod image_policy;
 mod kms_metrics;
 mod kubectl_auth;

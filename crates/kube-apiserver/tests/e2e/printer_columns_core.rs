@@ -5,10 +5,10 @@
 //! certificates kinds, as real kubectl prints them, plus the raw Table's
 //! column definitions.
 
-use base64::Engine;
 use serde_json::Value;
 
 use crate::harness::TestServer;
+use crate::support::pki::csr_request;
 use crate::support::tables::table_body;
 
 /// The cells of `row` cut at the column starts of `header` (kubectl pads
@@ -323,16 +323,7 @@ spec:
 "#;
 
 fn csr_yaml() -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "alice");
-    let pem = params
-        .serialize_request(&key)
-        .and_then(|r| r.pem())
-        .expect("csr");
-    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    let request = csr_request("alice", &[]);
     format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: req1}}\nspec:\n  request: {request}\n  signerName: example.com/signer\n  expirationSeconds: 5400\n  usages: [digital signature]\n"
     )

@@ -4,13 +4,16 @@
 //! share the core Event printer) — what real kubectl prints, and the raw
 //! Table's column definitions.
 
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::harness::TestServer;
 use crate::support::tables::{raw_table, table};
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(30);
 
 const FLOWCONTROL: &str = r#"
 apiVersion: flowcontrol.apiserver.k8s.io/v1
@@ -217,14 +220,6 @@ fn assert_row(row: &[String], age: usize, want: &[&str]) {
     assert_eq!(rest, want, "row {row:?}");
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        sleep(Duration::from_millis(200));
-    }
-}
-
 /// `(name, type, format, priority)` of each column definition.
 fn definitions(table: &Value) -> Vec<(String, String, String, u64)> {
     table["columnDefinitions"]
@@ -253,7 +248,7 @@ fn flowcontrol_kinds_print_upstreams_columns() {
     s.apply_yaml(FLOWCONTROL);
 
     // The configuration consumer marks the schema's level as found.
-    wait_for("the Dangling condition", || {
+    eventually("the Dangling condition", WAIT, || {
         table(&s, &["flowschemas", "fs-users"])
             .1
             .last()
@@ -438,7 +433,7 @@ fn crds_print_upstreams_columns() {
     let s = TestServer::start();
     s.apply_yaml(CRD);
 
-    wait_for("the CRD to be established", || {
+    eventually("the CRD to be established", WAIT, || {
         table(&s, &["crds", "widgets.example.com", "-o", "wide"])
             .1
             .last()
@@ -509,7 +504,7 @@ fn api_service_and_event_kinds_print_upstreams_columns() {
     // The Available condition carries its reason unless it is True: the
     // aggregator finds no Service behind this one.
     let mut row = Vec::new();
-    wait_for("the APIService's condition", || {
+    eventually("the APIService's condition", WAIT, || {
         row = table(&s, &["apiservices", "v1beta1.metrics.example.com"]).1;
         row.get(2).is_some_and(|c| c == "False (ServiceNotFound)")
     });

@@ -4,11 +4,15 @@
 //! other ServiceCIDRs, and allocations that survive a restart.
 
 use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::harness::{Backend, TestServer};
+use crate::support::wait::eventually;
+
+/// How long the server's background work may take here.
+const WAIT: Duration = Duration::from_secs(10);
 
 const SERVICES: &str = r#"
 apiVersion: v1
@@ -31,14 +35,6 @@ spec:
   clusterIP: 10.0.0.200
   ports: [{port: 80}]
 "#;
-
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn json(s: &TestServer, args: &[&str]) -> Value {
     let mut all = args.to_vec();
@@ -64,7 +60,7 @@ fn in_default_range(ip: &str) -> bool {
 }
 
 fn default_service_cidr_is_ready(s: &TestServer) {
-    eventually("the default ServiceCIDR", || {
+    eventually("the default ServiceCIDR", WAIT, || {
         s.kubectl(&["get", "servicecidr", "kubernetes"])
             .status
             .success()
@@ -90,7 +86,7 @@ fn default_service_cidr_is_ready(s: &TestServer) {
     );
     assert_eq!(ready["message"], "Kubernetes default Service CIDR is ready");
     // The `kubernetes` Service's address is recorded too.
-    eventually("the kubernetes Service's IPAddress", || {
+    eventually("the kubernetes Service's IPAddress", WAIT, || {
         ip_address(s, "10.0.0.1").is_some()
     });
 }
@@ -121,7 +117,7 @@ fn ip_addresses_follow_services(s: &TestServer) {
         (&nodes, "nodes"),
         (&"10.0.0.200".to_owned(), "fixed"),
     ] {
-        eventually("the IPAddress", || ip_address(s, ip).is_some());
+        eventually("the IPAddress", WAIT, || ip_address(s, ip).is_some());
         let obj = ip_address(s, ip).unwrap_or_default();
         assert_eq!(
             obj["spec"]["parentRef"],
@@ -157,7 +153,9 @@ fn ip_addresses_follow_services(s: &TestServer) {
     );
     // Deleting a Service releases its address.
     s.ok(&["delete", "service", "web"]);
-    eventually("the released IPAddress", || ip_address(s, &web).is_none());
+    eventually("the released IPAddress", WAIT, || {
+        ip_address(s, &web).is_none()
+    });
     let again = taken.replace("10.0.0.200", &web);
     let out = s.kubectl_stdin(&["create", "-f", "-"], &again);
     assert!(
@@ -167,7 +165,7 @@ fn ip_addresses_follow_services(s: &TestServer) {
     );
     // A deleted IPAddress of a live Service is put back.
     s.ok(&["delete", "ipaddress", "10.0.0.200"]);
-    eventually("the repaired IPAddress", || {
+    eventually("the repaired IPAddress", WAIT, || {
         ip_address(s, "10.0.0.200").is_some()
     });
 }
@@ -178,12 +176,14 @@ fn other_service_cidrs_extend_the_ranges(s: &TestServer) {
     );
     let svc = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "extra"},
         "spec": {"clusterIP": "10.1.0.5", "ports": [{"port": 80}]}}"#;
-    eventually("a ClusterIP from the new range", || {
+    eventually("a ClusterIP from the new range", WAIT, || {
         s.kubectl_stdin(&["create", "-f", "-"], svc)
             .status
             .success()
     });
-    eventually("its IPAddress", || ip_address(s, "10.1.0.5").is_some());
+    eventually("its IPAddress", WAIT, || {
+        ip_address(s, "10.1.0.5").is_some()
+    });
 }
 
 fn restart_keeps_allocations(backend: Backend) {
@@ -197,7 +197,9 @@ fn restart_keeps_allocations(backend: Backend) {
         "-o",
         "jsonpath={.spec.ports[0].nodePort}",
     ]);
-    eventually("the IPAddress", || ip_address(&served, &web).is_some());
+    eventually("the IPAddress", WAIT, || {
+        ip_address(&served, &web).is_some()
+    });
     served.server.restart();
     let s = &served.server;
     for ip in [web.as_str(), "10.0.0.200", "10.0.0.1"] {

@@ -16,6 +16,27 @@ pub fn new_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
     (pem, rcgen::Issuer::new(params, key))
 }
 
+/// A certificate request for `CN=<cn>` in the organizations `orgs`, as a
+/// CertificateSigningRequest's `spec.request` holds it (base64 of the PEM).
+pub fn csr_request(cn: &str, orgs: &[&str]) -> String {
+    use base64::Engine as _;
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    for org in orgs {
+        params
+            .distinguished_name
+            .push(rcgen::DnType::OrganizationName, *org);
+    }
+    let pem = params
+        .serialize_request(&key)
+        .and_then(|r| r.pem())
+        .expect("csr");
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
 /// A client certificate for `cn` issued by `issuer`, written into `dir`.
 pub fn client_cert(
     dir: &Path,
