@@ -161,9 +161,9 @@ pub const IMPLEMENTED: &[&str] = &[
 
 /// Flags accepted at any value that do nothing, as `--help` says.
 pub const NO_OPS: &[&str] = &[
-    "contention-profiling",     // Go's block profile; a Rust process has none
+    "contention-profiling", // Go's block profile rate; block and mutex stay empty
     "default-watch-cache-size", // a no-op upstream too
-    "kubelet-read-only-port",   // a no-op upstream too
+    "kubelet-read-only-port", // a no-op upstream too
 ];
 
 /// Flags not implemented whose (non-zero) default is what this server does

@@ -1,6 +1,8 @@
 //! Profiling as upstream's `--profiling` and `--debug-socket-path`: a CPU
 //! profile taken under load is a gzip'd pprof `Profile` with samples and
-//! function names; `/debug/pprof/*` is authorized as a non-resource URL
+//! function names; block and mutex are Go's empty contention profiles
+//! and heap an unknown profile; `/debug/pprof/*` is authorized as a
+//! non-resource URL
 //! (anonymous refused, `system:masters` and RBAC grants allowed); with
 //! `--profiling=false` it is 404; the debug socket serves the same
 //! handlers with no authentication.
@@ -74,15 +76,27 @@ fn get(s: &TestServer, path: &str, who: Who) -> Got {
     fetch(cmd, s.dir.path(), &url)
 }
 
-/// Gunzips and decodes a profile; asserts it has samples and names the
-/// functions they were taken in.
-fn decode_cpu_profile(got: &Got) -> Profile {
+/// Gunzips and decodes a profile answered 200; also returns the names of
+/// its sample types.
+fn decode(got: &Got) -> (Profile, Vec<String>) {
     assert_eq!(got.code, 200, "{}", got.text());
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(got.body.as_slice())
         .read_to_end(&mut raw)
         .expect("the profile is gzip'd");
     let profile = Profile::decode(raw.as_slice()).expect("a pprof Profile");
+    let types = profile
+        .sample_type
+        .iter()
+        .map(|t| profile.string_table[t.ty as usize].clone())
+        .collect();
+    (profile, types)
+}
+
+/// Decodes a CPU profile; asserts it has samples and names the functions
+/// they were taken in.
+fn decode_cpu_profile(got: &Got) -> Profile {
+    let (profile, sample_types) = decode(got);
     assert!(!profile.sample.is_empty(), "no samples");
     let names: Vec<&str> = profile
         .function
@@ -95,12 +109,7 @@ fn decode_cpu_profile(got: &Got) -> Profile {
         names.len(),
         &names[..names.len().min(20)]
     );
-    let sample_types: Vec<&str> = profile
-        .sample_type
-        .iter()
-        .map(|t| profile.string_table[t.ty as usize].as_str())
-        .collect();
-    assert!(sample_types.contains(&"cpu"), "{sample_types:?}");
+    assert!(sample_types.iter().any(|t| t == "cpu"), "{sample_types:?}");
     profile
 }
 
@@ -148,6 +157,11 @@ fn profiles_behind_authorization_and_on_the_debug_socket() {
         "{}",
         index.text()
     );
+    for name in ["block", "mutex"] {
+        let (profile, types) = decode(&get(&s, &format!("/debug/pprof/{name}"), Who::Admin));
+        assert_eq!(types, ["contentions", "delay"], "{name}");
+        assert!(profile.sample.is_empty(), "{name} has samples");
+    }
     let heap = get(&s, "/debug/pprof/heap", Who::Admin);
     assert_eq!(
         (heap.code, heap.text().as_str()),

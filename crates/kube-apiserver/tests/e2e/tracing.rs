@@ -298,15 +298,12 @@ fn spans_reach_the_collector_with_upstreams_names() {
 fn reads_and_watches(s: &TestServer, collector: &Collector) {
     const LIST_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
     const WATCH_TRACE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
-    let traceparent = |trace: &str| format!("traceparent: 00-{trace}-{PARENT_ID}-01");
-    let listed = request(
-        s,
-        "GET",
-        "/api/v1/namespaces/default/configmaps",
-        &[&traceparent(LIST_TRACE)],
-        None,
-    );
-    assert_eq!(listed.code, 200, "{}", listed.body);
+    let get_traced = |path: &str, trace: &str| {
+        let traceparent = format!("traceparent: 00-{trace}-{PARENT_ID}-01");
+        let got = request(s, "GET", path, &[&traceparent], None);
+        assert_eq!(got.code, 200, "{path}: {}", got.body);
+    };
+    get_traced("/api/v1/namespaces/default/configmaps", LIST_TRACE);
     let list = collector.wait_for("List", |s| s.name == "List" && s.trace_id == LIST_TRACE);
     assert_eq!(list.attr("verb"), "list");
     let cached = collector.wait_for("cacher.GetList", |s| {
@@ -320,14 +317,10 @@ fn reads_and_watches(s: &TestServer, collector: &Collector) {
         "{cached:#?}"
     );
 
-    let watched = request(
-        s,
-        "GET",
+    get_traced(
         "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
-        &[&traceparent(WATCH_TRACE)],
-        None,
+        WATCH_TRACE,
     );
-    assert_eq!(watched.code, 200, "{}", watched.body);
     let watch = collector.wait_for("WatchServer.HandleHTTP", |s| {
         s.name == "WatchServer.HandleHTTP" && s.trace_id == WATCH_TRACE
     });

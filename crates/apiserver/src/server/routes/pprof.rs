@@ -1,9 +1,10 @@
 //! The profiling handlers behind `/debug/pprof/` (what upstream takes from
 //! Go's `net/http/pprof`): a CPU profile in pprof's gzip'd protobuf format,
-//! symbol lookup, the command line and the index. Go's runtime profiles
-//! (heap, goroutine, block, mutex, threadcreate, allocs, trace) have no
-//! counterpart here and are answered "Unknown profile", as Go answers a
-//! name it does not know.
+//! symbol lookup, the command line and the index. The block and mutex
+//! profiles are Go's with their sampling off (valid and empty: nothing
+//! samples blocking in a Rust process). Go's other runtime profiles (heap,
+//! goroutine, threadcreate, allocs, trace) have no counterpart here and are
+//! answered "Unknown profile", as Go answers a name it does not know.
 
 use std::io::Write;
 use std::sync::mpsc;
@@ -13,7 +14,7 @@ use axum::body::Body;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use pprof::protos::Message;
+use pprof::protos::{Message, Profile, ValueType};
 
 pub const ROOT: &str = "/debug/pprof";
 pub const INDEX: &str = "/debug/pprof/";
@@ -33,11 +34,19 @@ const SYMBOLS: Listed = (
     "Function names of program counters (`0x…+0x…`, in the query or a POST body).",
 );
 const COMMAND_LINE: Listed = ("cmdline", "The command line of the process.");
+const BLOCK: Listed = (
+    "block",
+    "Go's blocking profile, empty: nothing samples blocking here (upstream fills it with --contention-profiling).",
+);
+const MUTEX: Listed = (
+    "mutex",
+    "Go's mutex contention profile, empty as upstream's (its sampling is off).",
+);
 
-/// What the index lists on the secure port.
-pub const SECURE_PORT_PROFILES: &[Listed] = &[CPU, SYMBOLS];
+/// What the index lists on the secure port, in Go's (alphabetical) order.
+pub const SECURE_PORT_PROFILES: &[Listed] = &[BLOCK, MUTEX, CPU, SYMBOLS];
 /// What the index lists on the debug socket.
-pub const SOCKET_PROFILES: &[Listed] = &[COMMAND_LINE, CPU, SYMBOLS];
+pub const SOCKET_PROFILES: &[Listed] = &[BLOCK, COMMAND_LINE, MUTEX, CPU, SYMBOLS];
 
 /// Go's default CPU profile length.
 const DEFAULT_SECONDS: u64 = 30;
@@ -59,12 +68,19 @@ pub async fn redirect_to_index() -> Response<Body> {
     resp
 }
 
-/// `/debug/pprof/`: the list of profiles; any other name below it is a
-/// profile this process does not have.
+/// `/debug/pprof/`: the list of profiles; below it the block and mutex
+/// profiles, and any other name is a profile this process does not have.
 pub async fn index(req: Request<Body>, profiles: &'static [Listed]) -> Response<Body> {
     let name = req.uri().path().strip_prefix(INDEX).unwrap_or_default();
-    if !name.is_empty() {
-        return error(StatusCode::NOT_FOUND, "Unknown profile");
+    match name {
+        "" => {}
+        "block" | "mutex" => {
+            return match empty_contention_profile() {
+                Ok(bytes) => named_profile(name, bytes),
+                Err(message) => error(StatusCode::INTERNAL_SERVER_ERROR, &message),
+            }
+        }
+        _ => return error(StatusCode::NOT_FOUND, "Unknown profile"),
     }
     let mut html = String::from(
         "<html>\n<head><title>/debug/pprof/</title></head>\n<body>\n/debug/pprof/\n<ul>\n",
@@ -130,10 +146,51 @@ fn cpu_profile(duration: Duration, cancelled: &mpsc::Receiver<()>) -> Result<Vec
         .and_then(|report| report.pprof())
         .map_err(|e| format!("Could not build the CPU profile: {e}"))?;
     drop(guard);
+    gzip(&profile.encode_to_vec())
+}
+
+/// Gzips an encoded profile, as Go's profile writer does.
+fn gzip(encoded: &[u8]) -> Result<Vec<u8>, String> {
     let mut gzip = GzEncoder::new(Vec::new(), Compression::default());
-    gzip.write_all(&profile.encode_to_vec())
+    gzip.write_all(encoded)
         .and_then(|()| gzip.finish())
-        .map_err(|e| format!("Could not compress the CPU profile: {e}"))
+        .map_err(|e| format!("Could not compress the profile: {e}"))
+}
+
+/// Go's block and mutex profiles as Go writes them while their sampling
+/// rates are zero (upstream's without `--contention-profiling`, and its
+/// mutex profile always): a gzip'd `Profile` whose samples are
+/// `contentions`/`count` and `delay`/`nanoseconds`, with none taken. Rust
+/// code has no Go runtime to sample blocking in.
+fn empty_contention_profile() -> Result<Vec<u8>, String> {
+    let strings = ["", "contentions", "count", "delay", "nanoseconds"];
+    let value_type = |ty: i64, unit: i64| ValueType { ty, unit };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let profile = Profile {
+        sample_type: vec![value_type(1, 2), value_type(3, 4)],
+        period_type: Some(value_type(1, 2)),
+        period: 1,
+        time_nanos: now,
+        string_table: strings.iter().map(|s| (*s).to_owned()).collect(),
+        ..Profile::default()
+    };
+    gzip(&profile.encode_to_vec())
+}
+
+/// A named profile as Go's `pprof.Handler` answers it (`debug=0`).
+fn named_profile(name: &str, bytes: Vec<u8>) -> Response<Body> {
+    let mut resp = Response::new(Body::from(bytes));
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    nosniff(resp)
 }
 
 /// `/debug/pprof/symbol`: `num_symbols: 1` (symbols can be looked up),
@@ -271,6 +328,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn block_and_mutex_are_gos_empty_contention_profiles() {
+        for name in ["block", "mutex"] {
+            let req = Request::get(format!("{INDEX}{name}"))
+                .body(Body::empty())
+                .unwrap();
+            let resp = index(req, SECURE_PORT_PROFILES).await;
+            assert_eq!(resp.status(), StatusCode::OK);
+            assert_eq!(
+                resp.headers()[header::CONTENT_DISPOSITION],
+                format!("attachment; filename=\"{name}\"").as_str()
+            );
+            let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            let mut raw = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut raw)
+                .unwrap();
+            let profile = Profile::decode(raw.as_slice()).unwrap();
+            let names: Vec<&str> = profile
+                .sample_type
+                .iter()
+                .map(|t| profile.string_table[t.ty as usize].as_str())
+                .collect();
+            assert_eq!(names, ["contentions", "delay"]);
+            assert!(profile.sample.is_empty());
+        }
+    }
+
+    #[tokio::test]
     async fn the_index_lists_what_is_served() {
         let req = Request::get(INDEX).body(Body::empty()).unwrap();
         let resp = index(req, SOCKET_PROFILES).await;
@@ -279,7 +365,7 @@ mod tests {
             .await
             .unwrap();
         let body = String::from_utf8(body.to_vec()).unwrap();
-        for name in ["cmdline", "profile", "symbol"] {
+        for name in ["block", "cmdline", "mutex", "profile", "symbol"] {
             assert!(body.contains(&format!("href=\"{name}\"")), "{body}");
         }
     }

@@ -5,17 +5,17 @@
 //! then authorization of the non-resource URL `/debug/pprof/*`.
 //!
 //! `--contention-profiling` (upstream: Go's block profile rate) has no
-//! counterpart in a Rust process; `/debug/pprof/block` answers "Unknown
-//! profile" with or without it.
+//! counterpart in a Rust process: `/debug/pprof/block` and `mutex` answer
+//! Go's empty profiles with or without it.
 
 use std::sync::Arc;
 
 use super::{pprof, PathRecorder};
 
-/// Installs the profiling endpoints of the secure port: the index (every
-/// name below `/debug/pprof/` not served otherwise is answered "Unknown
-/// profile", as upstream's index handler does), the CPU profile and symbol
-/// lookup. `/debug/pprof/cmdline` is only on the debug socket, as upstream.
+/// Installs the profiling endpoints of the secure port: the index (with
+/// the empty block and mutex profiles below it; every other name below
+/// `/debug/pprof/` not served otherwise is answered "Unknown profile", as
+/// upstream's index handler does), the CPU profile and symbol lookup. `/debug/pprof/cmdline` is only on the debug socket, as upstream.
 pub fn install(mux: &mut impl PathRecorder) {
     mux.unlisted_handle(
         pprof::ROOT,

@@ -4,7 +4,7 @@ use super::spec::{FlagSpec, Kind};
 
 pub const FLAGS: &[FlagSpec] = &[
     FlagSpec::new("contention-profiling", Kind::Bool, "",
-        "Upstream: also collect Go's block (lock contention) profile when profiling is on; a Rust process has no block profile, so /debug/pprof/block is an unknown profile either way."),
+        "Upstream: enable Go's block profiling when profiling is on. A Rust process has no Go runtime to sample blocking in: /debug/pprof/block and /debug/pprof/mutex serve Go's empty profiles either way."),
     FlagSpec::new("debug-socket-path", Kind::Str, "",
         "Serve the profiling endpoints (/debug/pprof/, with cmdline) on this unix socket, without authentication or authorization."),
     FlagSpec::new("enable-priority-and-fairness", Kind::Bool, "true",
