@@ -63,3 +63,30 @@ pub trait SpecSource: Send + Sync + 'static {
     /// The v3 documents of `state`, by path (`apis/<group>/<version>`).
     fn v3_documents(state: &Self::State) -> BTreeMap<String, Value>;
 }
+
+/// Two sources joined (the custom resources, then the aggregated API
+/// servers' documents): the first's names and paths win.
+impl<A: SpecSource, B: SpecSource> SpecSource for (A, B) {
+    type State = (A::State, B::State);
+
+    fn state(&self) -> Self::State {
+        (self.0.state(), self.1.state())
+    }
+
+    fn unchanged(built: &Self::State, now: &Self::State) -> bool {
+        A::unchanged(&built.0, &now.0) && B::unchanged(&built.1, &now.1)
+    }
+
+    fn add_v2(state: &Self::State, definitions: &mut Parts, paths: &mut Parts) {
+        A::add_v2(&state.0, definitions, paths);
+        B::add_v2(&state.1, definitions, paths);
+    }
+
+    fn v3_documents(state: &Self::State) -> BTreeMap<String, Value> {
+        let mut documents = A::v3_documents(&state.0);
+        for (path, document) in B::v3_documents(&state.1) {
+            documents.entry(path).or_insert(document);
+        }
+        documents
+    }
+}

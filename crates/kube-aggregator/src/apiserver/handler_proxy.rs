@@ -19,6 +19,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
 use serde_json::Value;
 
+use crate::controllers::openapi::downloader::{Handler, Handlers};
 use crate::controllers::status::remote::transport_for;
 use crate::resolvers::ServiceResolver;
 
@@ -235,6 +236,22 @@ impl ProxyHandler {
         Ok(self.proxy(&target, req).await)
     }
 
+    /// The handlers of the routed APIServices, for the controllers that
+    /// read their servers (OpenAPI, discovery).
+    pub fn handlers(&self) -> Handlers {
+        let this = self.clone();
+        Arc::new(move |group: &str, version: &str| {
+            let target = this.table.get(group, version)?;
+            let proxy = this.clone();
+            let handler: Handler = Arc::new(move |req| {
+                let (proxy, target) = (proxy.clone(), target.clone());
+                Box::pin(async move { proxy.proxy(&target, req).await })
+            });
+            Some(handler)
+        })
+    }
+
+    /// Sends `req` to `target` (503 while it is unavailable).
     async fn proxy(&self, target: &ProxyTarget, req: Request<Body>) -> Response<Body> {
         if !target.available {
             return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");

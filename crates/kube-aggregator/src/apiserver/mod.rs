@@ -25,6 +25,7 @@ use http::Request;
 use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
+use crate::controllers::openapi::{self, aggregator::Specs};
 use crate::controllers::status::{local, remote};
 use crate::resolvers::{self, ServiceResolver};
 use handler_proxy::{ProxyHandler, ProxyTable};
@@ -51,6 +52,7 @@ pub struct Aggregation {
     client: Option<Arc<ClientAuth>>,
     services: Arc<SharedInformer>,
     endpoint_slices: Arc<SharedInformer>,
+    openapi: Specs,
 }
 
 impl Aggregation {
@@ -80,7 +82,14 @@ impl Aggregation {
             client: config.proxy_client.map(Arc::new),
             services,
             endpoint_slices,
+            openapi: Specs::default(),
         })
+    }
+
+    /// The remote APIServices' OpenAPI documents, to join the chain's
+    /// (`SpecSource`).
+    pub fn openapi_specs(&self) -> Specs {
+        self.openapi.clone()
     }
 
     /// `inner` with the remote APIServices' requests taken out: what the
@@ -103,6 +112,18 @@ impl Aggregation {
             return;
         };
         let metrics = local::install(aggregator, informers);
+        if let Some(shared) = informers.informer_for("apiregistration.k8s.io", "apiservices") {
+            let specs = openapi::Controller {
+                handlers: self.proxy.handlers(),
+                specs: self.openapi.clone(),
+            };
+            aggregator.add_post_start_hook(
+                "apiservice-openapi-controller",
+                hook(move |stop| {
+                    tokio::spawn(specs.clone().run(shared.clone(), stop));
+                }),
+            );
+        }
         let informer = SharedInformer::new(api_services.clone(), Some(remote::RESYNC));
         let started = informer.clone();
         aggregator.add_post_start_hook(

@@ -409,14 +409,16 @@ pub fn create_server_chain(
     let discovery = config.discovery.clone();
     autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
     add_informer_sources(&informers, aggregator.stores());
+    let remote_specs = aggregation.as_ref().map(Aggregation::openapi_specs);
     match aggregation {
         Some(a) => a.install(&mut aggregator, &informers),
         None => {
             kube_aggregator::controllers::status::local::install(&mut aggregator, &informers);
         }
     }
-    let crds = Arc::new(CrdSpecs(custom_resources.snapshots()));
-    openapi::install(&mut aggregator, openapi_groups, crds);
+    let crds = CrdSpecs(custom_resources.snapshots());
+    let specs = Arc::new((crds, remote_specs.unwrap_or_default()));
+    openapi::install(&mut aggregator, openapi_groups, specs);
     let mut stores = extensions.stores();
     stores.extend(kube.stores());
     stores.extend(aggregator.stores());

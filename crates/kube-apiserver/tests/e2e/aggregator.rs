@@ -141,6 +141,19 @@ fn a_remote_api_service_is_proxied_once_available(backend_kind: Backend) {
             .ok(&["api-resources", "--api-group=example.com"])
             .contains("Widget")
     });
+    // The backend's OpenAPI joins the aggregator's: v3 for kubectl explain,
+    // v2 for older clients.
+    eventually("kubectl explain reads the remote kind", || {
+        let out = front.kubectl(&["explain", "widgets"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        out.status.success() && text.contains("Widget") && text.contains("example.com")
+    });
+    let (_, v2) = get(&front, "/openapi/v2");
+    assert!(
+        v2.contains(r#""/apis/example.com/v1/namespaces/{namespace}/widgets""#)
+            && v2.contains(r#""com.example.v1.Widget""#),
+        "/openapi/v2 lacks the remote kind"
+    );
     let listed = front.ok(&["get", "widgets", "-o", "name"]);
     assert_eq!(listed.trim(), "widget.example.com/w1");
     let (code, events) = get(
