@@ -40,6 +40,9 @@ pub struct GroupVersionDiscovery {
     /// Subresources beyond `status` and `scale` (which the resources'
     /// infos declare), e.g. `pods/binding`.
     pub subresources: Vec<SubresourceDiscovery>,
+    /// Aggregated discovery's `freshness: Stale`: the server of this
+    /// group version (an aggregated API server) could not be read.
+    pub stale: bool,
 }
 
 /// One subresource as discovery lists it: its path below the group
@@ -368,7 +371,13 @@ fn aggregated_version(gv: &GroupVersionDiscovery) -> Value {
             doc
         })
         .collect();
-    json!({"version": gv.version, "resources": resources, "freshness": "Current"})
+    let freshness = if gv.stale { "Stale" } else { "Current" };
+    let mut doc = json!({"version": gv.version, "freshness": freshness});
+    // `resources` is omitted when empty, as upstream's `omitempty`.
+    if !resources.is_empty() {
+        doc["resources"] = json!(resources);
+    }
+    doc
 }
 
 /// The encoding of aggregated discovery the Accept header asks for
@@ -493,12 +502,14 @@ mod tests {
             version: "v1".into(),
             resources: vec![info("", "pods", "Pod")],
             subresources: Vec::new(),
+            stale: false,
         });
         reg.add(GroupVersionDiscovery {
             group: "apps".into(),
             version: "v1".into(),
             resources: vec![info("apps", "deployments", "Deployment")],
             subresources: Vec::new(),
+            stale: false,
         });
         let list = reg.api_group_list();
         assert_eq!(list["groups"][0]["name"], "apps");
@@ -529,6 +540,7 @@ mod tests {
                 kind: "Eviction".into(),
                 verbs: vec!["create".into()],
             }],
+            stale: false,
         };
         let doc = resource_list(&gv);
         assert_eq!(doc["resources"][1]["name"], "pods/status");
@@ -585,6 +597,7 @@ mod tests {
             version: "v1".into(),
             resources: vec![info("apps", "deployments", "Deployment")],
             subresources: Vec::new(),
+            stale: false,
         });
         let doc = reg.aggregated(false);
         let resp = aggregated_response(&accept(kubectl), &doc, Encoding::Cbor);
@@ -624,6 +637,7 @@ mod tests {
             version: "v1".into(),
             resources: vec![info("", "pods", "Pod")],
             subresources: Vec::new(),
+            stale: false,
         });
         let versions = reg.api_versions("10.0.0.1:6443");
         let resp = document_response(&accept("application/yaml"), &versions);

@@ -59,6 +59,7 @@ impl DynamicGroups {
                 version: v.version.clone(),
                 resources: infos,
                 subresources: Vec::new(),
+                stale: false,
             });
             let by_name = v
                 .resources

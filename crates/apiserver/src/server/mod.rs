@@ -192,6 +192,7 @@ impl GenericApiServer {
             version: version.to_owned(),
             resources,
             subresources,
+            stale: false,
         });
         let key = (group.to_owned(), version.to_owned());
         let map = stores

@@ -1,18 +1,37 @@
-//! Discovery of remote APIServices (upstream's `handler_discovery.go` and
-//! `handler_apis.go`): the APIResourceList each passing availability check
-//! fetched is published in the chain's discovery registry, so `/apis` and
-//! aggregated discovery (`apidiscovery.k8s.io/v2`) list the remote group
-//! versions and their resources; `/apis/<group>` of a remote group is
-//! answered here. A group version stays published (stale) while its server
-//! is down, and goes with its APIService.
+//! Discovery of remote APIServices (upstream's `handler_discovery.go`, the
+//! discovery manager, and `handler_apis.go`): a remote APIService's group
+//! version is read from its server's aggregated discovery (`/apis` as
+//! `apidiscovery.k8s.io/v2`, or its `/apis/<group>/<version>`
+//! APIResourceList when the server answers 406 or with no aggregated
+//! document) as `system:kube-aggregator` in `system:masters`, within 5
+//! seconds, when the APIService is added or changes and every minute, and
+//! published in the chain's discovery registry, so `/apis`, `/apis/<group>`
+//! (answered here) and aggregated discovery list it. When the read fails
+//! the group version is published without resources and `Stale`, as
+//! upstream's; it goes with its APIService.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::authentication::user::UserInfo;
 use apiserver::registry::ResourceInfo;
 use apiserver::server::{
     discovery, DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery,
 };
 use axum::body::Body;
-use http::{Request, Response};
+use client_go::tools::cache::{Lister, SharedInformer};
+use client_go::util::workqueue::{run_workers, RateLimitingQueue};
+use client_go::CancellationToken;
+use http::{Request, Response, StatusCode};
 use serde_json::Value;
+
+use crate::controllers::openapi::downloader::{self, Handler, Handlers};
+use crate::controllers::{follow_remote, is_remote};
+
+/// How long one read of a server's discovery may take.
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// Every remote APIService is read again this often.
+const REFRESH: Duration = Duration::from_secs(60);
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
@@ -72,18 +91,55 @@ pub fn from_resource_list(group: &str, version: &str, list: &Value) -> GroupVers
         version: version.to_owned(),
         resources,
         subresources,
+        stale: false,
     }
 }
 
-/// Publishes what a backend's `/apis/<group>/<version>` answered (a body
-/// that is no APIResourceList leaves discovery as it was).
-pub fn publish(registry: &DiscoveryRegistry, group: &str, version: &str, body: &[u8]) {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(list) if list["kind"] == "APIResourceList" => {
-            registry.add(from_resource_list(group, version, &list));
+/// The group version of an aggregated discovery entry
+/// (`APIVersionDiscovery`).
+pub fn from_aggregated(group: &str, version: &str, entry: &Value) -> GroupVersionDiscovery {
+    let text = |e: &Value, k: &str| e[k].as_str().unwrap_or_default().to_owned();
+    let mut gv = GroupVersionDiscovery {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        resources: Vec::new(),
+        subresources: Vec::new(),
+        stale: false,
+    };
+    for r in entry["resources"].as_array().map_or(&[][..], Vec::as_slice) {
+        let kind = text(&r["responseKind"], "kind");
+        let subs = r["subresources"].as_array().map_or(&[][..], Vec::as_slice);
+        let has = |name: &str| subs.iter().any(|s| s["subresource"] == name);
+        gv.resources.push(ResourceInfo {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: text(r, "resource"),
+            singular: text(r, "singularResource"),
+            list_kind: format!("{kind}List"),
+            kind,
+            namespaced: r["scope"] == "Namespaced",
+            short_names: strings(&r["shortNames"]),
+            categories: strings(&r["categories"]),
+            verbs: strings(&r["verbs"]),
+            has_status: has("status"),
+            has_scale: has("scale"),
+            storage_root: String::new(),
+        });
+        for s in subs
+            .iter()
+            .filter(|s| s["subresource"] != "status" && s["subresource"] != "scale")
+        {
+            let response = &s["responseKind"];
+            gv.subresources.push(SubresourceDiscovery {
+                path: format!("{}/{}", text(r, "resource"), text(s, "subresource")),
+                group: response["group"].as_str().unwrap_or(group).to_owned(),
+                version: response["version"].as_str().unwrap_or(version).to_owned(),
+                kind: text(response, "kind"),
+                verbs: strings(&s["verbs"]),
+            });
         }
-        _ => tracing::debug!(group, version, "the discovery answer is no APIResourceList"),
     }
+    gv
 }
 
 /// `/apis/<group>` (with or without a trailing slash) of a published group.
@@ -92,6 +148,118 @@ pub fn serve_group(registry: &DiscoveryRegistry, req: &Request<Body>) -> Option<
     let group = path.strip_prefix("/apis/").filter(|g| !g.contains('/'))?;
     let doc = registry.api_group(group)?;
     Some(discovery::document_response(req.headers(), &doc))
+}
+
+/// Keeps the discovery of remote APIServices (upstream's
+/// `discoveryManager`).
+#[derive(Clone)]
+pub struct Manager {
+    pub handlers: Handlers,
+    pub registry: DiscoveryRegistry,
+}
+
+fn kube_aggregator() -> UserInfo {
+    UserInfo {
+        name: "system:kube-aggregator".into(),
+        groups: vec!["system:masters".into()],
+        ..UserInfo::default()
+    }
+}
+
+impl Manager {
+    /// Follows the APIServices of `informer` with two workers until `stop`.
+    pub async fn run(self, informer: Arc<SharedInformer>, stop: CancellationToken) {
+        let queue = RateLimitingQueue::with_default_limiter();
+        follow_remote(&informer, &queue, Duration::ZERO, REFRESH, stop.clone());
+        informer.wait_for_sync().await;
+        let lister = informer.lister();
+        run_workers(queue, 2, stop, move |name: String| {
+            let (this, lister) = (self.clone(), lister.clone());
+            async move { this.sync(&lister, &name).await }
+        })
+        .await;
+    }
+
+    /// Reads and publishes the group version of the APIService `name`.
+    async fn sync(&self, lister: &Lister, name: &str) -> Result<(), String> {
+        let Some(api_service) = lister.get(None, name).filter(|s| is_remote(s)) else {
+            return Ok(());
+        };
+        let spec = &api_service["spec"];
+        let group = spec["group"].as_str().unwrap_or_default();
+        let version = spec["version"].as_str().unwrap_or_default();
+        let service = &spec["service"];
+        let service = format!(
+            "{}/{}:{}",
+            service["namespace"].as_str().unwrap_or_default(),
+            service["name"].as_str().unwrap_or_default(),
+            service["port"].as_i64().unwrap_or(443)
+        );
+        let read = match (self.handlers)(group, version) {
+            Some(handler) => {
+                tokio::time::timeout(TIMEOUT, read(&handler, &service, group, version))
+                    .await
+                    .unwrap_or_else(|_| Err("request timed out".to_owned()))
+            }
+            None => Err(format!("no route to APIService {name} yet")),
+        };
+        let (published, result) = match read {
+            Ok(gv) => (gv, Ok(())),
+            Err(e) => {
+                let mut stale = from_aggregated(group, version, &Value::Null);
+                stale.stale = true;
+                (stale, Err(e))
+            }
+        };
+        self.registry.add(published);
+        result
+    }
+}
+
+/// The discovery of `group`/`version` by the server `handler` reaches
+/// (the Service `service` names, for errors).
+async fn read(
+    handler: &Handler,
+    service: &str,
+    group: &str,
+    version: &str,
+) -> Result<GroupVersionDiscovery, String> {
+    let accept = discovery::AGGREGATED_V2;
+    let got = downloader::get(handler, "/apis", accept, None, kube_aggregator()).await?;
+    let failed = |status: StatusCode| {
+        format!(
+            "service {service} returned non-success response code: {}",
+            status.as_u16()
+        )
+    };
+    let list: Value = match got.status {
+        StatusCode::OK | StatusCode::NOT_ACCEPTABLE => {
+            serde_json::from_slice(&got.body).unwrap_or_default()
+        }
+        status => return Err(failed(status)),
+    };
+    if list["kind"] == "APIGroupDiscoveryList" {
+        let items = list["items"].as_array().map_or(&[][..], Vec::as_slice);
+        let entry = items
+            .iter()
+            .filter(|g| g["metadata"]["name"] == group)
+            .flat_map(|g| g["versions"].as_array().into_iter().flatten())
+            .find(|v| v["version"] == version);
+        return Ok(from_aggregated(
+            group,
+            version,
+            entry.unwrap_or(&Value::Null),
+        ));
+    }
+    // A server without aggregated discovery: its APIResourceList.
+    let path = format!("/apis/{group}/{version}");
+    let accept = "application/json";
+    let got = downloader::get(handler, &path, accept, None, kube_aggregator()).await?;
+    if got.status != StatusCode::OK {
+        return Err(failed(got.status));
+    }
+    let list: Value = serde_json::from_slice(&got.body).map_err(|e| e.to_string())?;
+    Ok(from_resource_list(group, version, &list))
 }
 
 #[cfg(test)]
@@ -116,8 +284,34 @@ mod tests {
             ("Widget", vec!["wd".to_owned()])
         );
         assert_eq!(gv.subresources[0].path, "widgets/log");
+    }
+
+    #[test]
+    fn aggregated_entries_become_discovery_entries() {
+        let entry = json!({"version": "v1", "freshness": "Current", "resources": [
+            {"resource": "widgets", "singularResource": "widget", "scope": "Namespaced",
+             "responseKind": {"group": "m.io", "version": "v1", "kind": "Widget"},
+             "verbs": ["get", "list"], "shortNames": ["wd"], "subresources": [
+                {"subresource": "status", "responseKind": {"group": "m.io", "version": "v1", "kind": "Widget"}, "verbs": ["get"]},
+                {"subresource": "log", "responseKind": {"group": "", "version": "v1", "kind": "Log"}, "verbs": ["get"]}]}]});
+        let gv = from_aggregated("m.io", "v1", &entry);
+        let r = &gv.resources[0];
+        assert!(r.has_status && !r.has_scale && r.namespaced && !gv.stale);
+        assert_eq!(
+            (r.kind.as_str(), r.list_kind.as_str()),
+            ("Widget", "WidgetList")
+        );
+        assert_eq!(r.short_names, ["wd"]);
+        assert_eq!(gv.subresources.len(), 1);
+        assert_eq!(
+            (
+                gv.subresources[0].path.as_str(),
+                gv.subresources[0].group.as_str()
+            ),
+            ("widgets/log", "")
+        );
         let registry = DiscoveryRegistry::default();
-        publish(&registry, "m.io", "v1", list.to_string().as_bytes());
+        registry.add(gv);
         assert_eq!(
             registry.api_group("m.io").unwrap()["preferredVersion"]["version"],
             "v1"

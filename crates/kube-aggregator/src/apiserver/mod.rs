@@ -145,14 +145,23 @@ impl Aggregation {
                 }
             }),
         );
-        let registry = self.discovery.clone();
+        let manager = handler_discovery::Manager {
+            handlers: self.proxy.handlers(),
+            registry: self.discovery.clone(),
+        };
+        let followed = informers.informer_for("apiregistration.k8s.io", "apiservices");
+        if let Some(followed) = followed {
+            aggregator.add_post_start_hook(
+                "apiservice-discovery-controller",
+                hook(move |stop| {
+                    tokio::spawn(manager.clone().run(followed.clone(), stop));
+                }),
+            );
+        }
         let available = remote::Controller {
             api_services,
             resolver: self.proxy.resolver.clone(),
             client: self.client.clone(),
-            on_discovered: Arc::new(move |g, v, body| {
-                handler_discovery::publish(&registry, g, v, body)
-            }),
             metrics,
         };
         let (services, slices) = (self.services.clone(), self.endpoint_slices.clone());

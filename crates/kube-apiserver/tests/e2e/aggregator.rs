@@ -43,6 +43,23 @@ fn get(s: &TestServer, path: &str) -> (u16, String) {
     (code.trim().parse().unwrap_or(0), body.to_owned())
 }
 
+/// The `example.com/v1` entry of the aggregator's aggregated discovery.
+fn aggregated_entry(s: &TestServer) -> Option<serde_json::Value> {
+    let accept = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let out = admin_curl(s)
+        .args(["--max-time", "10", "-H", accept])
+        .arg(format!("https://127.0.0.1:{}/apis", s.port))
+        .output()
+        .ok()?;
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let group = list["items"]
+        .as_array()?
+        .iter()
+        .find(|g| g["metadata"]["name"] == "example.com")?;
+    let versions = group["versions"].as_array()?;
+    versions.iter().find(|v| v["version"] == "v1").cloned()
+}
+
 /// Whether the aggregator's `/metrics` has `line`.
 fn has_metric(s: &TestServer, line: &str) -> bool {
     get(s, "/metrics").1.lines().any(|l| l == line)
@@ -154,6 +171,11 @@ fn a_remote_api_service_is_proxied_once_available(backend_kind: Backend) {
             && v2.contains(r#""com.example.v1.Widget""#),
         "/openapi/v2 lacks the remote kind"
     );
+    eventually("aggregated discovery has the backend's widgets", || {
+        aggregated_entry(&front).is_some_and(|v| {
+            v["freshness"] == "Current" && v["resources"][0]["resource"] == "widgets"
+        })
+    });
     let listed = front.ok(&["get", "widgets", "-o", "name"]);
     assert_eq!(listed.trim(), "widget.example.com/w1");
     let (code, events) = get(
@@ -200,6 +222,11 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
     front.ok(&["annotate", "service", "ext", "checked=again"]);
     eventually("the APIService becomes unavailable", || {
         available(&front).1 == "FailedDiscoveryCheck"
+    });
+    // Discovery keeps the group version, stale and without resources.
+    eventually("aggregated discovery marks it stale", || {
+        aggregated_entry(&front)
+            .is_some_and(|v| v["freshness"] == "Stale" && v.get("resources").is_none())
     });
     // Turning unavailable after being available is counted, by reason.
     eventually("the metrics count it unavailable", || {
