@@ -188,9 +188,13 @@ pub fn generate(
         for j in fields {
             let keep = KEEP_EMPTY.contains(&(msg.name.as_str(), j.json.as_str()));
             let omit_zero = omits_zero(go, msg, &j, &mut report);
+            let always = j.field.shape == Shape::Single
+                && !j.inline
+                && j.field.ty != PbType::Bytes
+                && go.always_written(&msg.module, &msg.name, &j.json);
             let _ = writeln!(
                 code,
-                "        FieldDesc {{ json: {:?}, tag: {}, ty: {}, shape: Shape::{:?}, required: {}, keep_empty: {keep}, omit_zero: {omit_zero}, inline: {} }},",
+                "        FieldDesc {{ json: {:?}, tag: {}, ty: {}, shape: Shape::{:?}, required: {}, keep_empty: {keep}, omit_zero: {omit_zero}, always: {always}, inline: {} }},",
                 j.json,
                 j.field.tag,
                 ty(&j.field.ty, &index),

@@ -1,11 +1,15 @@
-//! Which protobuf fields Go writes although its JSON form leaves them out:
-//! a non-pointer number or bool tagged `omitempty` is always on the wire
-//! (Go's generated marshaller writes every non-pointer field), but its zero
-//! value is absent from upstream's JSON. Decoding must drop that zero to
-//! give the JSON upstream serves; pointer fields (`*int32 replicas`) keep
-//! an explicit zero. Answered from upstream's Go type declarations.
+//! What upstream's Go type declarations say about a message's fields:
+//!
+//! - which fields Go writes although its JSON form leaves them out: Go's
+//!   generated (gogo) marshaller writes every non-pointer scalar and struct
+//!   field whatever its value, so an absent `omitempty` string goes on the
+//!   wire as `""` and an absent struct as its zero message;
+//! - which zeros to drop on decoding: a non-pointer `omitempty` number or
+//!   bool is on the wire as `0`/`false` but absent from upstream's JSON;
+//!   pointer fields (`*int32 replicas`) keep an explicit zero;
+//! - the JSON names of messages k8s-openapi does not model.
 
-use go_types::golang::{tag_value, DeclBody, TypeExpr};
+use go_types::golang::{tag_value, DeclBody, Field, TypeExpr};
 use go_types::source::Loader;
 
 pub struct GoFields {
@@ -17,33 +21,47 @@ impl GoFields {
         GoFields { loader }
     }
 
-    /// Whether field `json` of message `name` in protobuf module `module`
-    /// (`api::apps::v1`) is a Go non-pointer `omitempty` field; `None` when
-    /// the Go declaration is not found.
-    pub fn omits_zero(&mut self, module: &str, name: &str, json: &str) -> Option<bool> {
+    /// The Go field of message `name` in protobuf module `module`
+    /// (`api::apps::v1`) that `pick` selects; `None` when the declaration
+    /// is not found.
+    fn field(&mut self, module: &str, name: &str, pick: impl Fn(&Field) -> bool) -> Option<Field> {
         let package = self.loader.load(&import_path(module)).ok()?;
         let DeclBody::Struct(fields) = &package.types.get(name)?.body else {
             return None;
         };
-        let field = fields
-            .iter()
-            .find(|f| tag_value(&f.tag, "json").and_then(|t| t.split(',').next()) == Some(json))?;
+        fields.iter().find(|f| pick(f)).cloned()
+    }
+
+    fn by_json(&mut self, module: &str, name: &str, json: &str) -> Option<Field> {
+        self.field(module, name, |f| {
+            tag_value(&f.tag, "json").and_then(|t| t.split(',').next()) == Some(json)
+        })
+    }
+
+    /// Whether field `json` is a Go non-pointer `omitempty` field; `None`
+    /// when the Go declaration is not found.
+    pub fn omits_zero(&mut self, module: &str, name: &str, json: &str) -> Option<bool> {
+        let field = self.by_json(module, name, json)?;
         let omitempty = tag_value(&field.tag, "json")
             .is_some_and(|t| t.split(',').skip(1).any(|o| o == "omitempty"));
         Some(omitempty && !matches!(field.ty, TypeExpr::Pointer(_)))
+    }
+
+    /// Whether Go writes single field `json` whatever its value: a
+    /// non-pointer scalar or struct (not a slice, map, pointer or
+    /// interface); `false` when the declaration is not found.
+    pub fn always_written(&mut self, module: &str, name: &str, json: &str) -> bool {
+        self.by_json(module, name, json)
+            .is_some_and(|f| matches!(f.ty, TypeExpr::Ident(_) | TypeExpr::Qualified(..)))
     }
 
     /// The JSON name of the Go field of message `name` whose protobuf tag
     /// is `tag`; `None` when the declaration is not found or the field is
     /// embedded (inline).
     pub fn json_name(&mut self, module: &str, name: &str, tag: u32) -> Option<String> {
-        let package = self.loader.load(&import_path(module)).ok()?;
-        let DeclBody::Struct(fields) = &package.types.get(name)?.body else {
-            return None;
-        };
-        let field = fields.iter().find(|f| {
-            tag_value(&f.tag, "protobuf").and_then(|p| p.split(',').nth(1))
-                == Some(&tag.to_string())
+        let tag = tag.to_string();
+        let field = self.field(module, name, |f| {
+            tag_value(&f.tag, "protobuf").and_then(|p| p.split(',').nth(1)) == Some(tag.as_str())
         })?;
         let json = tag_value(&field.tag, "json")?.split(',').next()?;
         (!json.is_empty() && json != "-").then(|| json.to_owned())
@@ -89,6 +107,11 @@ type DeploymentSpec struct {
             Some("minReadySeconds")
         );
         assert_eq!(go.json_name("api::apps::v1", "DeploymentSpec", 9), None);
+        let always =
+            |go: &mut GoFields, json| go.always_written("api::apps::v1", "DeploymentSpec", json);
+        assert!(always(&mut go, "paused"));
+        assert!(always(&mut go, "port"));
+        assert!(!always(&mut go, "replicas"));
         assert_eq!(
             import_path("apiextensions_apiserver::pkg::apis::apiextensions::v1"),
             "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

@@ -38,10 +38,12 @@ pub(crate) fn encode_object(
             }
             continue;
         }
-        let Some(v) = obj.get(f.json) else { continue };
-        if v.is_null() {
+        let Some(v) = obj.get(f.json).filter(|v| !v.is_null()) else {
+            if f.always {
+                encode_zero(f, buf, depth)?;
+            }
             continue;
-        }
+        };
         match f.shape {
             Shape::Single => encode_value(desc, f, v, buf, depth)?,
             Shape::Repeated => {
@@ -80,6 +82,35 @@ pub(crate) fn encode_object(
     Ok(())
 }
 
+/// Writes the zero value of single field `f`, as Go's marshaller writes
+/// a non-pointer field the JSON form leaves out: `""`, `0`, `false`, a
+/// struct's zero message (its own always-written fields included), an
+/// empty Time, `0` for a Quantity.
+fn encode_zero(f: &FieldDesc, buf: &mut Vec<u8>, depth: usize) -> Result<(), ProtobufError> {
+    match f.ty {
+        Ty::String | Ty::Bytes => put_bytes(buf, f.tag, b""),
+        Ty::Int32 | Ty::Int64 | Ty::Bool => {
+            put_key(buf, f.tag, WIRE_VARINT);
+            put_varint(buf, 0);
+        }
+        Ty::Double => {
+            put_key(buf, f.tag, WIRE_FIXED64);
+            buf.extend_from_slice(&0f64.to_bits().to_le_bytes());
+        }
+        Ty::Message(idx) => {
+            let zero = match MESSAGES[idx].special {
+                Special::None => Value::Object(Map::new()),
+                Special::IntOrString => Value::from(0),
+                Special::Quantity => Value::from("0"),
+                // Zero times, raw JSON and the unions write no fields.
+                _ => return put_nested(buf, f.tag, |_| Ok(())),
+            };
+            put_nested(buf, f.tag, |b| encode_message(idx, &zero, b, depth + 1))?;
+        }
+    }
+    Ok(())
+}
+
 /// Appends the body of list message `idx`: its `metadata` and one `items`
 /// entry per item, in field order, as [`encode_object`] writes a list.
 pub(crate) fn encode_list_body<'a>(
@@ -92,6 +123,7 @@ pub(crate) fn encode_list_body<'a>(
     for f in desc.fields {
         match f.json {
             "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
+            "metadata" if f.always => encode_zero(f, buf, 0)?,
             "items" => {
                 for item in items.clone() {
                     encode_value(desc, f, item, buf, 0)?;

@@ -38,32 +38,67 @@ fn sample_value(f: &FieldDesc, depth: usize) -> Option<Value> {
         Ty::Int64 => json!(1_i64 << 40),
         Ty::Bool => json!(true),
         Ty::Double => json!(1.5),
-        // Decoding fills in required objects, so the sample has them too.
+        // Decoding fills in required objects and reads back the zeros of
+        // always-written ones, so the sample has them too.
         Ty::Message(idx) if depth >= SAMPLE_DEPTH => {
-            return (f.required && MESSAGES[idx].special == Special::None)
-                .then(|| empty_object(idx));
+            return left_out(f, || {
+                (f.required && MESSAGES[idx].special == Special::None).then(|| empty_object(idx))
+            });
         }
         Ty::Message(idx) => sample_message(idx, depth + 1),
     })
 }
 
-/// What decoding an empty message yields: its required members, empty.
+/// What decoding an empty message yields: the zeros of its always-written
+/// members (the encoder writes them) and its required members, empty.
 fn empty_object(idx: usize) -> Value {
     let mut map = Map::new();
-    for f in MESSAGES[idx].fields.iter().filter(|f| f.required) {
-        let v = match (f.shape, f.ty) {
-            (Shape::Repeated, _) => json!([]),
-            (Shape::Map, _) => json!({}),
-            (_, Ty::String | Ty::Bytes) => json!(""),
-            (_, Ty::Int32 | Ty::Int64) => json!(0),
-            (_, Ty::Double) => json!(0.0),
-            (_, Ty::Bool) => json!(false),
-            (_, Ty::Message(m)) if MESSAGES[m].special == Special::None => empty_object(m),
-            (_, Ty::Message(_)) => continue,
+    for f in MESSAGES[idx].fields {
+        if let (true, Ty::Message(inner)) = (f.inline, f.ty) {
+            if let Value::Object(members) = empty_object(inner) {
+                map.extend(members);
+            }
+            continue;
+        }
+        let required = || {
+            Some(match (f.shape, f.ty) {
+                (Shape::Repeated, _) => json!([]),
+                (Shape::Map, _) => json!({}),
+                (_, Ty::String | Ty::Bytes) => json!(""),
+                (_, Ty::Int32 | Ty::Int64) => json!(0),
+                (_, Ty::Double) => json!(0.0),
+                (_, Ty::Bool) => json!(false),
+                (_, Ty::Message(m)) if MESSAGES[m].special == Special::None => empty_object(m),
+                (_, Ty::Message(_)) => return None,
+            })
         };
-        map.insert(f.json.to_owned(), v);
+        if let Some(v) = left_out(f, || f.required.then(required).flatten()) {
+            map.insert(f.json.to_owned(), v);
+        }
     }
     Value::Object(map)
+}
+
+/// What decoding gives for field `f` when the JSON encoded leaves it out:
+/// for an always-written field, its zero read back (empty strings and the
+/// zeros of `omit_zero` fields are dropped unless required); otherwise
+/// `other()`.
+fn left_out(f: &FieldDesc, other: impl FnOnce() -> Option<Value>) -> Option<Value> {
+    if !f.always {
+        return other();
+    }
+    match f.ty {
+        Ty::String | Ty::Bytes => (f.required || f.keep_empty).then(|| json!("")),
+        Ty::Int32 | Ty::Int64 => (!f.omit_zero).then(|| json!(0)),
+        Ty::Bool => (!f.omit_zero).then(|| json!(false)),
+        Ty::Double => Some(json!(0)),
+        Ty::Message(m) => match MESSAGES[m].special {
+            Special::None => Some(empty_object(m)),
+            Special::IntOrString => Some(json!(0)),
+            Special::Quantity => Some(json!("0")),
+            _ => None,
+        },
+    }
 }
 
 fn sample_message(idx: usize, depth: usize) -> Value {
@@ -161,7 +196,7 @@ mod random {
     use rand::{Rng, SeedableRng};
     use serde_json::{json, Map, Value};
 
-    use super::{empty_object, first_difference};
+    use super::{empty_object, first_difference, left_out};
     use crate::generated::{KINDS, MESSAGES};
     use crate::schema::{FieldDesc, Shape, Special, Ty};
     use crate::{decode, encode};
@@ -192,6 +227,9 @@ mod random {
                 continue;
             }
             if !f.required && rng.random_bool(0.5) {
+                if let Some(v) = left_out(f, || None) {
+                    out.insert(f.json.to_owned(), v);
+                }
                 continue;
             }
             let mut one = || value(rng, f, depth);
@@ -239,7 +277,7 @@ mod random {
             Ty::Double => json!(f64::from(rng.random::<i32>()) / 8.0 + 0.0625),
             // Deep enough: only required objects, empty (leaf types go on).
             Ty::Message(idx) if depth >= DEPTH && MESSAGES[idx].special == Special::None => {
-                return f.required.then(|| empty_object(idx));
+                return left_out(f, || f.required.then(|| empty_object(idx)));
             }
             Ty::Message(idx) => message(rng, idx, depth + 1),
         })

@@ -62,6 +62,9 @@ pub(crate) struct FieldDesc {
     /// A Go non-pointer `omitempty` number or bool: Go writes it always,
     /// its JSON form leaves out the zero, so decoding drops a zero.
     pub omit_zero: bool,
+    /// A Go non-pointer scalar or struct: Go's marshaller writes it
+    /// whatever its value, so an absent one is written as its zero.
+    pub always: bool,
     /// A Go embedded struct (always a message field): its fields are
     /// members of the enclosing JSON object rather than a nested object.
     pub inline: bool,

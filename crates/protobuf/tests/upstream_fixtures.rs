@@ -6,12 +6,20 @@
 //! shape, protobuf through this crate.
 //!
 //! - `HEAD`: every GA fixture decodes and encodes back to its own bytes in
-//!   all three formats, and all three decode to the same object.
+//!   all three formats, and the protobuf one decodes to its JSON twin;
+//! - previous releases (`v1.33.0`–`v1.36.0`, only the kinds whose fixtures
+//!   differ from HEAD's): as upstream's `runPreviousVersionTest`, the three
+//!   formats decode to one object and each re-encodes to the release's
+//!   bytes, or to its `.after_roundtrip` file where upstream keeps one.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::PathBuf;
 
 use serde_json::Value;
+
+/// The releases whose fixtures are vendored (as `<version>.tar.gz`).
+const RELEASES: [&str; 4] = ["v1.33.0", "v1.34.0", "v1.35.0", "v1.36.0"];
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kubernetes-api")
@@ -27,6 +35,27 @@ fn head() -> BTreeMap<String, Vec<u8>> {
             (name, std::fs::read(e.path()).expect("readable"))
         })
         .collect()
+}
+
+/// File name → bytes of a release's vendored fixtures.
+fn release(version: &str) -> BTreeMap<String, Vec<u8>> {
+    let file = std::fs::File::open(testdata().join(format!("{version}.tar.gz")))
+        .expect("release fixtures are vendored");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut out = BTreeMap::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("a tar entry");
+        let path = entry.path().expect("a path").into_owned();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        if entry.header().entry_type().is_file() {
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).expect("readable entry");
+            out.insert(name, bytes);
+        }
+    }
+    out
 }
 
 /// The fixtures' names (`<group>.<version>.<Kind>`) among `files`.
@@ -190,4 +219,26 @@ fn head_fixtures_round_trip_in_every_format() {
             .flat_map(|name| check_fixture(&files, name, |_| None))
             .collect(),
     );
+}
+
+#[test]
+fn previous_releases_decode_and_encode_as_head_does() {
+    let mut failures = Vec::new();
+    for version in RELEASES {
+        let files = release(version);
+        assert!(!names(&files).is_empty(), "{version}: no fixtures");
+        for name in names(&files) {
+            let after = |f: Format| {
+                files
+                    .get(&format!("{name}.after_roundtrip.{}", f.ext()))
+                    .cloned()
+            };
+            failures.extend(
+                check_fixture(&files, name, after)
+                    .into_iter()
+                    .map(|e| format!("{version} {e}")),
+            );
+        }
+    }
+    assert_none(failures);
 }

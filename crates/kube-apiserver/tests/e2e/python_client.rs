@@ -1,6 +1,6 @@
 //! The official Python client (`pip install kubernetes`, which
-//! `scripts/test` installs) creates, reads and lists one object of each
-//! common built-in kind: its models raise on a response that lacks a field
+//! `scripts/test` installs) creates, reads and lists one object of every
+//! GA built-in kind the server serves: its models raise on a response that lacks a field
 //! upstream always writes (a DaemonSet's `status.currentNumberScheduled`,
 //! a ReplicationController's `status.replicas`, …).
 
@@ -24,6 +24,15 @@ fn python_client_reads_every_kind(s: &TestServer) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("ok AppsV1Api daemon_set"), "{stdout}");
+    for kind in [
+        "CoreV1Api resource_quota",
+        "ResourceV1Api resource_claim_template",
+        "AdmissionregistrationV1Api mutating_admission_policy_binding",
+        "CertificatesV1Api cluster_trust_bundle",
+        "ApiregistrationV1Api api_service",
+    ] {
+        assert!(stdout.contains(&format!("ok {kind}\n")), "{kind}: {stdout}");
+    }
     assert!(stdout.contains("ok cluster-scoped"), "{stdout}");
 }
 

@@ -1,4 +1,4 @@
-"""Creates, reads and lists one object of each common built-in kind with the
+"""Creates, reads and lists one object of every GA built-in kind with the
 official Python client (`pip install kubernetes`), whose models refuse a
 response that lacks a field upstream always sends (e.g. a DaemonSet's
 `status.currentNumberScheduled`). Usage: client_shapes.py KUBECONFIG.
@@ -28,6 +28,16 @@ def csr_request():
              "-subj", "/CN=py-client"],
             check=True, capture_output=True).stdout
     return base64.b64encode(pem).decode()
+
+
+def ca_pem():
+    """A self-signed PEM certificate, for a ClusterTrustBundle."""
+    with tempfile.TemporaryDirectory() as d:
+        return subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", f"{d}/k",
+             "-subj", "/CN=py-ca", "-days", "1"],
+            check=True, capture_output=True).stdout.decode()
 
 
 def meta(name):
@@ -110,14 +120,112 @@ def main():
         "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
         "regarding": dict(involved, namespace=EVENTS_NS)}, EVENTS_NS)
     print("ok EventsV1Api event", flush=True)
-    storage, scheduling = client.StorageV1Api(), client.SchedulingV1Api()
-    cluster(storage, "storage_class", {"metadata": meta("sc"), "provisioner": "x.io/p"})
-    cluster(scheduling, "priority_class", {"metadata": meta("pc"), "value": 10})
-    cluster(client.CertificatesV1Api(), "certificate_signing_request", {
-        "metadata": meta("csr"),
-        "spec": {"request": csr_request(), "signerName": "example.com/signer",
-                 "usages": ["client auth"]}})
+    for i, (api, kind, body) in enumerate(more_namespaced()):
+        body["metadata"] = meta(f"{kind.replace('_', '-')}-m{i}")
+        namespaced(api, kind, body)
+        print(f"ok {type(api).__name__} {kind}", flush=True)
+    for api, kind, body in cluster_scoped():
+        cluster(api, kind, body)
+        print(f"ok {type(api).__name__} {kind}", flush=True)
     print("ok cluster-scoped", flush=True)
+
+
+def more_namespaced():
+    """The other namespaced GA kinds."""
+    core, storage = client.CoreV1Api(), client.StorageV1Api()
+    res = client.ResourceV1Api()
+    claim_spec = {"devices": {"requests": [{"name": "r", "exactly": {
+        "deviceClassName": "dc"}}]}}
+    return [
+        (core, "endpoints", {"subsets": [{"addresses": [{"ip": "10.0.0.2"}],
+                                          "ports": [{"port": 80}]}]}),
+        (core, "limit_range", {"spec": {"limits": [{"type": "Container",
+                                                    "max": {"cpu": "1"}}]}}),
+        (core, "resource_quota", {"spec": {"hard": {"pods": "10"}}}),
+        (core, "pod_template", {"template": TEMPLATE}),
+        (core, "service_account", {}),
+        (client.AppsV1Api(), "controller_revision", {"revision": 1, "data": {"a": 1}}),
+        (storage, "csi_storage_capacity", {"storageClassName": "sc"}),
+        (res, "resource_claim", {"spec": claim_spec}),
+        (res, "resource_claim_template", {"spec": {"spec": claim_spec}}),
+    ]
+
+
+def cluster_scoped():
+    """Every cluster-scoped GA kind, with the smallest valid body."""
+    storage, adm = client.StorageV1Api(), client.AdmissionregistrationV1Api()
+    net, rbac = client.NetworkingV1Api(), client.RbacAuthorizationV1Api()
+    flow, res = client.FlowcontrolApiserverV1Api(), client.ResourceV1Api()
+    webhook = {"name": "w.example.com", "clientConfig": {"url": "https://w.example.com/"},
+               "sideEffects": "None", "admissionReviewVersions": ["v1"]}
+    pod_rule = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["pods"]}]
+    with_meta = lambda name, body: dict(body, metadata=meta(name))
+    return [
+        (client.CoreV1Api(), "persistent_volume", with_meta("pv", {"spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/pv"}}})),
+        (client.CoreV1Api(), "node", with_meta("py-node", {})),
+        (storage, "storage_class", with_meta("sc", {"provisioner": "x.io/p"})),
+        (storage, "csi_driver", with_meta("x.example.com", {"spec": {}})),
+        (storage, "csi_node", with_meta("py-node", {"spec": {"drivers": []}})),
+        (storage, "volume_attachment", with_meta("va", {"spec": {
+            "attacher": "x.example.com", "nodeName": "py-node",
+            "source": {"persistentVolumeName": "pv"}}})),
+        (storage, "volume_attributes_class", with_meta("vac", {"driverName": "x.example.com"})),
+        (client.SchedulingV1Api(), "priority_class", with_meta("pc", {"value": 10})),
+        (client.CertificatesV1Api(), "certificate_signing_request", with_meta("csr", {
+            "spec": {"request": csr_request(), "signerName": "example.com/signer",
+                     "usages": ["client auth"]}})),
+        (client.NodeV1Api(), "runtime_class", with_meta("rc", {"handler": "runc"})),
+        (net, "ingress_class", with_meta("ic", {"spec": {"controller": "x.io/c"}})),
+        (net, "service_cidr", with_meta("cidr", {"spec": {"cidrs": ["10.200.0.0/16"]}})),
+        (net, "ip_address", with_meta("10.200.0.9", {"spec": {"parentRef": {
+            "resource": "services", "namespace": NS, "name": "s"}}})),
+        (rbac, "cluster_role", with_meta("cr", {"rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})),
+        (rbac, "cluster_role_binding", with_meta("crb", {
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "cr"},
+            "subjects": [{"kind": "User", "name": "u",
+                          "apiGroup": "rbac.authorization.k8s.io"}]})),
+        (adm, "validating_webhook_configuration", with_meta("vwc", {"webhooks": [
+            dict(webhook, rules=pod_rule, failurePolicy="Ignore")]})),
+        (adm, "mutating_webhook_configuration", with_meta("mwc", {"webhooks": [
+            dict(webhook, rules=pod_rule, failurePolicy="Ignore")]})),
+        (adm, "validating_admission_policy", with_meta("vap", {"spec": {
+            "matchConstraints": {"resourceRules": pod_rule},
+            "validations": [{"expression": "true"}]}})),
+        (adm, "validating_admission_policy_binding", with_meta("vapb", {"spec": {
+            "policyName": "vap", "validationActions": ["Deny"]}})),
+        (adm, "mutating_admission_policy", with_meta("map", {"spec": {
+            "matchConstraints": {"resourceRules": pod_rule}, "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": "Object{}"}}]}})),
+        (adm, "mutating_admission_policy_binding", with_meta("mapb", {"spec": {
+            "policyName": "map"}})),
+        (client.CertificatesV1Api(), "cluster_trust_bundle", with_meta("ctb", {"spec": {
+            "trustBundle": ca_pem()}})),
+        (flow, "priority_level_configuration", with_meta("plc", {"spec": {
+            "type": "Limited", "limited": {"nominalConcurrencyShares": 5,
+                                           "limitResponse": {"type": "Reject"}}}})),
+        (flow, "flow_schema", with_meta("fs", {"spec": {
+            "priorityLevelConfiguration": {"name": "plc"}, "matchingPrecedence": 5000}})),
+        (res, "device_class", with_meta("dc", {"spec": {}})),
+        (res, "resource_slice", with_meta("rs", {"spec": {
+            "driver": "x.example.com", "pool": {"name": "p", "generation": 1,
+                                               "resourceSliceCount": 1},
+            "allNodes": True, "devices": [{"name": "d"}]}})),
+        (client.ApiextensionsV1Api(), "custom_resource_definition", with_meta(
+            "widgets.py.example.com", {"spec": {
+                "group": "py.example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                    "openAPIV3Schema": {"type": "object"}}}]}})),
+        (client.ApiregistrationV1Api(), "api_service", with_meta("v1.other.example.com", {
+            "spec": {"group": "other.example.com", "version": "v1", "groupPriorityMinimum": 100,
+                     "versionPriority": 10}})),
+    ]
 
 
 if __name__ == "__main__":
