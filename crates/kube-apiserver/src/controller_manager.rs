@@ -15,9 +15,9 @@
 //! Upstream's kube-controller-manager exits when it loses the Lease; an
 //! API server cannot, so here the controllers of the lost term are stopped
 //! (their tokens cancelled) and the server campaigns again. On shutdown
-//! (a pre-shutdown hook, after `--shutdown-delay-duration`) the controllers
-//! are stopped and then the Lease released, so another server takes over
-//! at its next try rather than after the lease runs out.
+//! (a pre-shutdown hook, run as soon as it begins, as upstream runs them)
+//! the controllers are stopped and then the Lease released, so another
+//! server takes over at its next try rather than after the lease runs out.
 //!
 //! On the embedded store no other server can share the data, so there is
 //! nothing to elect: every term starts at once and lasts until shutdown,

@@ -1,9 +1,9 @@
 //! PrepareRun and Run (upstream's `preparedGenericAPIServer`): health
 //! endpoints, `/version`, `/metrics` and the path index are installed, the
 //! handler chain wraps the server, then it serves TLS until shutdown, which it carries out
-//! in upstream's order: /readyz fails at once, serving continues for
-//! `--shutdown-delay-duration`, pre-shutdown hooks run, then in-flight
-//! requests drain.
+//! in upstream's order: /readyz fails and the pre-shutdown hooks run at
+//! once, serving continues for `--shutdown-delay-duration`, then, both
+//! done, in-flight requests drain.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -201,10 +201,12 @@ impl PreparedServer {
 }
 
 /// What happens once shutdown is asked for, before in-flight requests
-/// drain, in upstream's order: /readyz fails, the shutdown delay passes,
-/// the pre-shutdown hooks run, then new requests are refused and the post-start
-/// hooks' stop token is cancelled (upstream's `NotAcceptingNewRequest`,
-/// which ends the hooks' context).
+/// drain, in upstream's order (`RunWithContext`'s lifecycle signals): /readyz
+/// fails (`ShutdownInitiated`) while the pre-shutdown hooks run
+/// (`PreShutdownHooksStopped` once done) and the shutdown delay passes
+/// (`AfterShutdownDelayDuration`); when both are over, new requests are
+/// refused and the post-start hooks' stop token is cancelled
+/// (`NotAcceptingNewRequest`, which ends the hooks' context).
 struct Shutdown {
     readyz_fails: Arc<AtomicBool>,
     delay: std::time::Duration,
@@ -218,12 +220,14 @@ impl Shutdown {
         shutdown.await;
         tracing::info!(uptime = ?started.elapsed(), "shutdown requested; /readyz now fails");
         self.readyz_fails.store(true, Ordering::SeqCst);
-        tokio::time::sleep(self.delay).await;
-        for hook in self.pre_shutdown_hooks {
-            if let Err(e) = (hook.run)().await {
-                tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
+        let hooks = async {
+            for hook in self.pre_shutdown_hooks {
+                if let Err(e) = (hook.run)().await {
+                    tracing::warn!(hook = %hook.name, error = %e, "pre-shutdown hook failed");
+                }
             }
-        }
+        };
+        tokio::join!(tokio::time::sleep(self.delay), hooks);
         self.stop.cancel();
     }
 }
@@ -235,14 +239,16 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn the_stop_token_is_cancelled_after_the_delay_and_the_pre_shutdown_hooks() {
+    async fn hooks_run_at_once_and_the_stop_token_is_cancelled_after_them_and_the_delay() {
         let (readyz_fails, stop) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
         let seen_by_hook = Arc::new(AtomicBool::new(true));
-        let (hook_stop, hook_seen) = (stop.clone(), seen_by_hook.clone());
+        let hook_ran = Arc::new(AtomicBool::new(false));
+        let (hook_stop, hook_seen, ran) = (stop.clone(), seen_by_hook.clone(), hook_ran.clone());
         let hook = PreShutdownHook {
             name: "probe".to_owned(),
             run: Arc::new(move || {
                 hook_seen.store(hook_stop.is_cancelled(), Ordering::SeqCst);
+                ran.store(true, Ordering::SeqCst);
                 Box::pin(async { Ok(()) })
             }),
         };
@@ -263,6 +269,10 @@ mod tests {
         asked.send(()).unwrap();
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(readyz_fails.load(Ordering::SeqCst));
+        assert!(
+            hook_ran.load(Ordering::SeqCst),
+            "the hook waited for the delay"
+        );
         assert!(!stop.is_cancelled(), "cancelled before the shutdown delay");
         sequence.await.unwrap();
         assert!(stop.is_cancelled());

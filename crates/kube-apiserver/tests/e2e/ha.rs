@@ -18,7 +18,7 @@ use storage_etcd::testing::EtcdCluster;
 use crate::harness::TestServer;
 use crate::support::http::{admin_curl, request, Answer};
 
-const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+pub(crate) const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 const ENDPOINTS: &str = "/api/v1/namespaces/default/endpoints/kubernetes";
 const SLICE: &str = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes";
 
@@ -72,7 +72,7 @@ fn wait_for_endpoints(s: &TestServer, want: &[&str], within: Duration) -> Durati
     }
 }
 
-fn create(s: &TestServer, name: &str, value: &str) -> Answer {
+pub(crate) fn create(s: &TestServer, name: &str, value: &str) -> Answer {
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name}, "data": {"v": value}});
     let headers = ["Content-Type: application/json"];
@@ -167,41 +167,49 @@ fn two_servers_on_one_etcd_cluster_agree_and_list_each_other() {
 
 /// What the writers saw.
 #[derive(Default)]
-struct Record {
+pub(crate) struct Record {
     /// Acknowledged writes: name → value.
-    acked: BTreeMap<String, String>,
-    /// Answers that were not a success, by code and reason.
-    errors: BTreeMap<String, usize>,
+    pub acked: BTreeMap<String, String>,
+    /// When each write was acknowledged, in order.
+    pub acked_at: Vec<Instant>,
+    /// Answers that were not a success, by code and reason (code 0: no
+    /// answer, the connection failed).
+    pub errors: BTreeMap<String, usize>,
 }
 
-/// Creates `name` through `s`, retrying as client-go does on upstream's
-/// retriable answers (429, and 5xx with `Retry-After`: ServerTimeout); a
-/// 409 after such an answer means the earlier attempt was stored.
-fn write_retrying(s: &TestServer, name: &str, value: &str, record: &Mutex<Record>) {
+impl Record {
+    fn ack(&mut self, name: &str, value: &str) {
+        self.acked.insert(name.to_owned(), value.to_owned());
+        self.acked_at.push(Instant::now());
+    }
+
+    /// The longest time without an acknowledged write.
+    pub fn longest_gap(&self) -> Duration {
+        let gaps = self.acked_at.windows(2).map(|w| w[1] - w[0]);
+        gaps.max().unwrap_or_default()
+    }
+}
+
+/// Creates `name` through the server `pick` names at each attempt,
+/// retrying as client-go does on upstream's retriable answers (429, and
+/// 5xx with `Retry-After`: ServerTimeout) and on failed connections; a 409
+/// after such an answer means the earlier attempt was stored.
+pub(crate) fn write_retrying<'a>(
+    pick: &dyn Fn() -> &'a TestServer,
+    name: &str,
+    value: &str,
+    record: &Mutex<Record>,
+) {
     let mut retried = false;
     for _ in 0..60 {
-        let answer = create(s, name, value);
+        let answer = create(pick(), name, value);
         let reason = answer.body["reason"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         match answer.code {
-            201 => {
-                record
-                    .lock()
-                    .unwrap()
-                    .acked
-                    .insert(name.to_owned(), value.to_owned());
-                return;
-            }
-            409 if retried => {
-                record
-                    .lock()
-                    .unwrap()
-                    .acked
-                    .insert(name.to_owned(), value.to_owned());
-                return;
-            }
+            201 => return record.lock().unwrap().ack(name, value),
+            409 if retried => return record.lock().unwrap().ack(name, value),
             _ => {
                 let key = format!("{} {reason}", answer.code);
                 *record.lock().unwrap().errors.entry(key).or_default() += 1;
@@ -215,7 +223,7 @@ fn write_retrying(s: &TestServer, name: &str, value: &str, record: &Mutex<Record
                     answer.code, answer.body
                 );
                 retried = true;
-                std::thread::sleep(Duration::from_millis(200));
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
     }
@@ -238,7 +246,8 @@ fn etcd_leader_kill_and_a_stopped_member_lose_no_acknowledged_write() {
             scope.spawn(move || {
                 let mut i = 0;
                 while !done.load(Ordering::SeqCst) {
-                    write_retrying(s, &format!("w{w}-{i}"), &format!("{w}.{i}"), record);
+                    let (name, value) = (format!("w{w}-{i}"), format!("{w}.{i}"));
+                    write_retrying(&|| s, &name, &value, record);
                     i += 1;
                 }
             });
@@ -269,19 +278,25 @@ fn etcd_leader_kill_and_a_stopped_member_lose_no_acknowledged_write() {
         record.acked.len()
     );
     for s in [&a, &b] {
-        let list = request(s, "GET", CONFIGMAPS, &[], None);
-        assert_eq!(list.code, 200, "{}", list.body);
-        let stored: BTreeMap<String, String> = list.body["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .filter_map(|cm| {
-                let name = cm["metadata"]["name"].as_str()?.to_owned();
-                Some((name, cm["data"]["v"].as_str()?.to_owned()))
-            })
-            .collect();
-        for (name, value) in &record.acked {
-            assert_eq!(stored.get(name), Some(value), "acknowledged {name} lost");
-        }
+        assert_all_stored(s, &record);
+    }
+}
+
+/// Checks that every acknowledged write is stored with its value, read
+/// through `s`.
+pub(crate) fn assert_all_stored(s: &TestServer, record: &Record) {
+    let list = request(s, "GET", CONFIGMAPS, &[], None);
+    assert_eq!(list.code, 200, "{}", list.body);
+    let stored: BTreeMap<String, String> = list.body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|cm| {
+            let name = cm["metadata"]["name"].as_str()?.to_owned();
+            Some((name, cm["data"]["v"].as_str()?.to_owned()))
+        })
+        .collect();
+    for (name, value) in &record.acked {
+        assert_eq!(stored.get(name), Some(value), "acknowledged {name} lost");
     }
 }

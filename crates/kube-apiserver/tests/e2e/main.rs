@@ -35,6 +35,7 @@ mod etcd_backend;
 mod flowcontrol;
 mod go_json_shape;
 mod ha;
+mod ha_faults;
 mod harness;
 mod help;
 mod hostile_bodies;
