@@ -47,6 +47,8 @@ pub struct HandlerConfig {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Whether the WatchList gate allows `sendInitialEvents`.
     pub watch_list: bool,
+    /// The APIResponseCompression gate: large responses are gzipped.
+    pub response_compression: bool,
 }
 
 pub async fn serve(
@@ -107,7 +109,7 @@ pub async fn serve(
         Err(e) => response::error(&e, neg.encoding),
     };
     warnings.apply(resp.headers_mut());
-    resp
+    super::compression::maybe_gzip(resp, &parts.headers, config.response_compression).await
 }
 
 fn with_include_object(mut neg: Negotiated, query: &Query) -> Negotiated {

@@ -1,8 +1,9 @@
 //! The REST endpoints: one generic handler for every resource, content
-//! negotiation, watch streams, patches and response encoding.
+//! negotiation, watch streams, patches, response encoding and compression.
 
 pub mod apply;
 pub mod body;
+pub mod compression;
 pub mod computed_read;
 pub mod connect;
 pub mod handlers;

@@ -57,6 +57,9 @@ pub struct Config {
     /// The WatchList feature gate: watches may be streaming lists
     /// (`sendInitialEvents`).
     pub watch_list: bool,
+    /// The APIResponseCompression feature gate: responses over 128 KiB are
+    /// gzipped for clients that accept it.
+    pub response_compression: bool,
     /// `--profiling`: serve `/debug/pprof/` (behind authorization).
     pub enable_profiling: bool,
     /// `--debug-socket-path`: also serve the profiling endpoints on this

@@ -55,6 +55,7 @@ impl Mux {
             min_request_timeout: config.min_request_timeout.max(Duration::from_secs(1)),
             metrics: config.metrics.clone(),
             watch_list: config.watch_list,
+            response_compression: config.response_compression,
         };
         Mux {
             groups,

@@ -158,6 +158,7 @@ pub fn generic_config(
         cors_allowed_origins: o.generic.cors_allowed_origins.clone(),
         hsts_directives: o.generic.strict_transport_security_directives.clone(),
         watch_list: opts.feature_gates.get("WatchList") != Some(&false),
+        response_compression: opts.feature_gates.get("APIResponseCompression") != Some(&false),
         enable_profiling: o.flags.bool("profiling").unwrap_or(true),
         debug_socket_path: o.flags.path("debug-socket-path").ok().flatten(),
         audit: super::audit::auditor(opts)?,

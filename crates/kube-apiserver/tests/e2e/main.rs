@@ -74,6 +74,7 @@ mod rbac;
 mod rbac_bootstrap;
 mod rbac_controller_roles;
 mod resource_quota;
+mod response_compression;
 mod runtime_config;
 mod scale_admission;
 mod secure_defaults;

@@ -387,6 +387,7 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         enable_profiling: false,
         debug_socket_path: None,
         watch_list: true,
+        response_compression: true,
         audit: None,
     }
     .complete()
