@@ -12,8 +12,11 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use rustls::pki_types::CertificateDer;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::x509::X509Name;
+
+use super::x509::VerifiedChain;
 
 /// Arcs of upstream's subject attribute carrying the user's UID
 /// (1.3.6.1.4.1.57683.2, under the Kubernetes enterprise number).
@@ -49,9 +52,26 @@ pub enum ClientCertError {
 
 /// Request extension: the certificate chain the client presented (leaf
 /// first), not verified by the TLS layer: authenticators check it against
-/// the CA they trust.
+/// the CA they trust, once per connection and CA bundle. Cloning shares it.
 #[derive(Debug, Clone)]
-pub struct PeerCertificates(pub Arc<Vec<rustls::pki_types::CertificateDer<'static>>>);
+pub struct PeerCertificates(Arc<(Vec<CertificateDer<'static>>, VerifiedChain)>);
+
+impl PeerCertificates {
+    /// The chain of one connection, not verified yet.
+    pub fn new(chain: Vec<CertificateDer<'static>>) -> Self {
+        Self(Arc::new((chain, VerifiedChain::default())))
+    }
+
+    /// The chain, leaf first.
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.0 .0
+    }
+
+    /// What the chain verified against so far.
+    pub(super) fn memo(&self) -> &VerifiedChain {
+        &self.0 .1
+    }
+}
 
 /// Request extension: the outcome of converting the connection's client
 /// certificate (valid only once its chain verifies). Absent when no certificate was presented or its

@@ -215,12 +215,11 @@ impl Authentication {
         path: &str,
     ) -> Result<UserInfo, AuthError> {
         let mut errors = Vec::new();
-        let chain = peer.map(|p| p.0.as_slice());
         if let Some(rh) = &self.request_header {
             let cn = client_cert
                 .and_then(|c| c.user().ok())
                 .map(|u| u.name.as_str());
-            match rh.authenticate(headers, chain, cn) {
+            match rh.authenticate(headers, peer, cn) {
                 Ok(Some(user)) => {
                     rh.strip(headers);
                     return Ok(user.with_authenticated_group());
@@ -229,8 +228,8 @@ impl Authentication {
                 Err(e) => errors.push(e),
             }
         }
-        if client_cert.is_some() || chain.is_some() {
-            match self.certificate_user(client_cert, chain.unwrap_or_default()) {
+        if client_cert.is_some() || peer.is_some() {
+            match self.certificate_user(client_cert, peer) {
                 Some(Ok(user)) => return Ok(user),
                 Some(Err(e)) => errors.push(e),
                 None => {}
@@ -261,11 +260,14 @@ impl Authentication {
     fn certificate_user(
         &self,
         cert: Option<&ClientCert>,
-        chain: &[rustls::pki_types::CertificateDer<'static>],
+        peer: Option<&PeerCertificates>,
     ) -> Option<Result<UserInfo, AuthError>> {
         let verified = match &self.client_certs {
             ClientCerts::Ignored => return None,
-            ClientCerts::IssuedBy(ca) => ca.verify(chain),
+            ClientCerts::IssuedBy(ca) => match peer {
+                Some(peer) => ca.verify_peer(peer),
+                None => Err("no certificate".to_owned()),
+            },
             ClientCerts::Refused => cert.map(|_| Err("no client CA is configured".to_owned()))?,
         };
         if let Err(e) = verified {

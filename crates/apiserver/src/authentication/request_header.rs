@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use super::client_cert::PeerCertificates;
 use http::HeaderMap;
-use rustls::pki_types::CertificateDer;
 
 use super::x509::ClientCa;
 use super::{AuthError, UserInfo};
@@ -70,17 +70,17 @@ impl RequestHeader {
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
-        chain: Option<&[CertificateDer<'static>]>,
+        peer: Option<&PeerCertificates>,
         common_name: Option<&str>,
     ) -> Result<Option<UserInfo>, AuthError> {
         let Some(name) = first_value(headers, &self.username_headers) else {
             return Ok(None);
         };
-        let Some(chain) = chain else {
+        let Some(peer) = peer else {
             return Ok(None);
         };
         self.ca
-            .verify(chain)
+            .verify_peer(peer)
             .map_err(|e| AuthError::ClientCert(format!("front proxy certificate: {e}")))?;
         let cn = common_name.unwrap_or("");
         if !self.allowed_names.is_empty() && !self.allowed_names.iter().any(|n| n == cn) {

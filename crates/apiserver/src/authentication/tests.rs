@@ -240,7 +240,7 @@ async fn client_certificates_are_verified_per_request() {
     let authn = Authentication::new(true, api()).with_client_ca(ca);
     let ask = |chain: &Vec<rustls::pki_types::CertificateDer<'static>>| {
         let cert = ClientCert::from_der(&chain[0]).unwrap();
-        let peer = PeerCertificates(Arc::new(chain.clone()));
+        let peer = PeerCertificates::new(chain.clone());
         let authn = &authn;
         async move {
             authn
@@ -253,12 +253,12 @@ async fn client_certificates_are_verified_per_request() {
     assert!(matches!(ask(&foreign).await, Err(AuthError::ClientCert(_))));
     assert!(matches!(ask(&expired).await, Err(AuthError::ClientCert(_))));
     // A chain without a named user (no common name) is still verified.
-    let peer = PeerCertificates(Arc::new(foreign.clone()));
+    let peer = PeerCertificates::new(foreign.clone());
     let nameless = authn
         .authenticate_request(&mut HeaderMap::new(), None, Some(&peer), "/api")
         .await;
     assert!(matches!(nameless, Err(AuthError::ClientCert(_))));
-    let peer = PeerCertificates(Arc::new(good.clone()));
+    let peer = PeerCertificates::new(good.clone());
     let anonymous = authn
         .authenticate_request(&mut HeaderMap::new(), None, Some(&peer), "/api")
         .await;

@@ -5,6 +5,12 @@
 //! expired, not-yet-valid or foreign certificate fails authentication (401)
 //! instead of the handshake.
 //!
+//! A connection's chain is verified once per bundle
+//! ([`PeerCertificates`] keeps what it verified against): later requests on
+//! the connection reuse the result while the current time lies within every
+//! certificate's validity, which is what makes the answer the same as
+//! verifying again (the bundle has no revocation lists).
+//!
 //! The bundle is re-read when the file changes: its size and modification
 //! time are checked every [`CHANGE_CHECK_INTERVAL`] (standing in for
 //! upstream's file-change notification) and its content re-read every
@@ -13,7 +19,7 @@
 //! (`--requestheader-client-ca-file`) is kept current the same way.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
@@ -22,6 +28,8 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{DistinguishedName, RootCertStore};
+
+use super::client_cert::PeerCertificates;
 
 /// How often the file's size and modification time are compared.
 pub const CHANGE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -126,6 +134,24 @@ impl ClientCa {
             .map_err(|e| e.to_string())
     }
 
+    /// [`Self::verify`] of a connection's chain, done once per bundle: while
+    /// the bundle stays current and now lies within every certificate's
+    /// validity, the connection's earlier success answers.
+    pub fn verify_peer(&self, peer: &PeerCertificates) -> Result<(), String> {
+        let bundle = self.bundle();
+        let now = UnixTime::now();
+        if peer.memo().holds(&bundle, now.as_secs()) {
+            return Ok(());
+        }
+        let (leaf, intermediates) = peer.chain().split_first().ok_or("no certificate")?;
+        bundle
+            .verifier
+            .verify_client_cert(leaf, intermediates, now)
+            .map_err(|e| e.to_string())?;
+        peer.memo().remember(&bundle, peer.chain());
+        Ok(())
+    }
+
     /// The current bundle as read (PEM), for publishing it.
     pub fn pem(&self) -> String {
         String::from_utf8_lossy(&self.bundle().content).into_owned()
@@ -163,6 +189,59 @@ impl ClientCa {
     pub fn start_reloading(&self) {
         tokio::spawn(keep_current(Arc::downgrade(&self.0)));
     }
+}
+
+/// The bundles a connection's chain verified against (at most a few: the
+/// client CA and the front-proxy CA), each with the span of time, in Unix
+/// seconds, in which every certificate of the chain is valid.
+#[derive(Debug, Default)]
+pub struct VerifiedChain(Mutex<Vec<(Weak<Bundle>, u64, u64)>>);
+
+/// More bundles than a connection meets unless the files keep changing.
+const REMEMBERED_BUNDLES: usize = 4;
+
+impl VerifiedChain {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Bundle>, u64, u64)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether the chain verified against `bundle` and is still valid at
+    /// `now`. A Weak keeps its allocation, so its address is never reused
+    /// by a newer bundle while remembered.
+    fn holds(&self, bundle: &Arc<Bundle>, now: u64) -> bool {
+        self.entries().iter().any(|(seen, from, until)| {
+            std::ptr::eq(seen.as_ptr(), Arc::as_ptr(bundle)) && (*from..=*until).contains(&now)
+        })
+    }
+
+    /// Records a success against `bundle`, unless a certificate's validity
+    /// cannot be read (then every request verifies again).
+    fn remember(&self, bundle: &Arc<Bundle>, chain: &[CertificateDer<'static>]) {
+        let Some((from, until)) = validity(chain) else {
+            return;
+        };
+        let mut entries = self.entries();
+        if entries.len() >= REMEMBERED_BUNDLES {
+            entries.remove(0);
+        }
+        entries.push((Arc::downgrade(bundle), from, until));
+    }
+}
+
+/// The latest notBefore and the earliest notAfter of the chain, in Unix
+/// seconds: the span in which webpki finds every certificate valid.
+fn validity(chain: &[CertificateDer<'static>]) -> Option<(u64, u64)> {
+    let mut span = (0u64, u64::MAX);
+    for der in chain {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+        let validity = cert.validity();
+        let from = u64::try_from(validity.not_before.timestamp()).unwrap_or(0);
+        let until = u64::try_from(validity.not_after.timestamp()).ok()?;
+        span = (span.0.max(from), span.1.min(until));
+    }
+    Some(span)
 }
 
 /// Size and modification time, the cheap change signal.
@@ -259,10 +338,46 @@ mod tests {
         assert!(client_ca.verify(&leaf(&new)).is_ok());
         assert_eq!(client_ca.subjects().len(), 2);
 
+        // A connection verifies once per bundle; a new bundle verifies again.
+        let peer = PeerCertificates::new(leaf(&old));
+        assert!(client_ca.verify_peer(&peer).is_ok());
+        assert!(client_ca.verify_peer(&peer).is_ok());
+        std::fs::write(&path, &new_pem).unwrap();
+        assert!(client_ca.reload().unwrap());
+        changes.mark_unchanged();
+        assert!(client_ca.verify_peer(&peer).is_err());
+        let peer = PeerCertificates::new(leaf(&new));
+        assert!(client_ca.verify_peer(&peer).is_ok());
+
         // A broken file keeps the previous bundle.
         std::fs::write(&path, "garbage").unwrap();
         assert!(client_ca.reload().is_err());
         assert!(client_ca.verify(&leaf(&new)).is_ok());
         assert!(!changes.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_verified_chain_holds_only_within_its_validity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.crt");
+        let (pem, issuer) = ca("ca");
+        std::fs::write(&path, &pem).unwrap();
+        let client_ca = ClientCa::load(&path).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, "bob");
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2090, 1, 1);
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        let peer = PeerCertificates::new(vec![cert.der().clone()]);
+        assert!(client_ca.verify_peer(&peer).is_ok());
+
+        let bundle = client_ca.bundle();
+        let (from, until) = validity(peer.chain()).unwrap();
+        assert_eq!(from, 1_577_836_800);
+        assert!(peer.memo().holds(&bundle, from));
+        assert!(peer.memo().holds(&bundle, until));
+        assert!(!peer.memo().holds(&bundle, from - 1));
+        assert!(!peer.memo().holds(&bundle, until + 1));
     }
 }

@@ -237,10 +237,10 @@ async fn serve_connection<S, B>(
         .1
         .peer_certificates()
         .filter(|chain| !chain.is_empty())
-        .map(|chain| PeerCertificates(Arc::new(chain.to_vec())));
+        .map(|chain| PeerCertificates::new(chain.to_vec()));
     let client_cert = peer_chain
         .as_ref()
-        .and_then(|chain| chain.0.first())
+        .and_then(|chain| chain.chain().first())
         .and_then(|leaf| ClientCert::from_der(leaf));
 
     let activity = Activity::new();
