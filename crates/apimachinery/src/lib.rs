@@ -17,6 +17,7 @@ pub mod serializer;
 pub mod status;
 pub mod util;
 pub mod validation;
+pub mod version;
 
 pub use field_errors::{ErrorList, ErrorType, FieldError, Path};
 pub use fields::FieldSelector;

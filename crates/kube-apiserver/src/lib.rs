@@ -9,7 +9,6 @@
 
 pub mod admission;
 pub mod api;
-pub mod apiextensions;
 pub mod app;
 pub mod authenticator;
 pub mod authorization;

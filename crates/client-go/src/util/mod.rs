@@ -1,3 +1,4 @@
-//! Upstream's `k8s.io/client-go/util`: the work queue.
+//! Upstream's `k8s.io/client-go/util`: JSONPath and the work queue.
 
+pub mod jsonpath;
 pub mod workqueue;

@@ -20,8 +20,6 @@ use storage::Kv;
 use super::authentication::{self, AuthenticationSetup};
 use super::runtime_config::{ApiEnablement, RuntimeConfigError};
 use super::{bootstrap, rbac_bootstrap};
-use crate::apiextensions;
-use crate::apiextensions::openapi::CrdSpecs;
 use crate::controller_manager::ControllerManager;
 use crate::controlplane::builtin::{self, Builtin};
 use crate::controlplane::controller::defaultservicecidr;
@@ -31,6 +29,7 @@ use crate::controlplane::{autoscaling_v1, events_v1, reviews};
 use crate::options::{CompletedOptions, StorageBackend};
 use crate::registry::services::ipallocator::controller as ip_repair;
 use crate::registry::services::ServiceAllocator;
+use apiextensions_apiserver::controller::openapi::CrdSpecs;
 use client_go::transport::ClientAuth;
 use kube_aggregator::apiserver::{Aggregation, AggregatorConfig};
 use kube_aggregator::controllers::autoregister;
@@ -193,19 +192,13 @@ fn go_arch() -> &'static str {
     }
 }
 
-/// Serves one group version's resources that `--runtime-config` leaves
-/// enabled; returns what OpenAPI needs of them.
-fn install(
-    server: &mut GenericApiServer,
-    factory: &StorageFactory,
+/// The resources of one group version that `--runtime-config` leaves
+/// enabled, and what OpenAPI needs of them.
+fn enabled_resources(
     mut builtins: Vec<Builtin>,
     enabled: &ApiEnablement,
-) -> Vec<ResourceSchema> {
+) -> (Vec<Builtin>, Vec<ResourceSchema>) {
     builtins.retain(|b| enabled.resource_enabled(&b.info.group, &b.info.version, &b.info.resource));
-    let Some(first) = builtins.first() else {
-        return Vec::new();
-    };
-    let (group, version) = (first.info.group.clone(), first.info.version.clone());
     let schemas = builtins
         .iter()
         .map(|b| ResourceSchema {
@@ -214,6 +207,22 @@ fn install(
             returns_deleted: b.strategies.return_deleted_object,
         })
         .collect();
+    (builtins, schemas)
+}
+
+/// Serves one group version's resources that `--runtime-config` leaves
+/// enabled; returns what OpenAPI needs of them.
+fn install(
+    server: &mut GenericApiServer,
+    factory: &StorageFactory,
+    builtins: Vec<Builtin>,
+    enabled: &ApiEnablement,
+) -> Vec<ResourceSchema> {
+    let (builtins, schemas) = enabled_resources(builtins, enabled);
+    let Some(first) = builtins.first() else {
+        return Vec::new();
+    };
+    let (group, version) = (first.info.group.clone(), first.info.version.clone());
     let stores = builtins.into_iter().map(|b| factory.store(b)).collect();
     server.install_group_version(&group, &version, stores, Vec::new());
     schemas
@@ -299,7 +308,7 @@ pub fn create_server_chain(
         Some(opts.service_ip_ranges.api_server_service_ip),
     );
     let (crd, core, named, api_service) = (
-        vec![apiextensions::crd::builtin()],
+        vec![builtin::crd()],
         builtin::core_v1(allocator.clone()),
         builtin::named_groups(),
         vec![builtin::api_service()],
@@ -313,20 +322,28 @@ pub fn create_server_chain(
         .chain([autoscaling_v1::GROUP_VERSION, events_v1::GROUP_VERSION]);
     let enabled = ApiEnablement::resolve(&opts.runtime_config, served)?;
     let mut openapi_groups = Vec::new();
-    let mut extensions = config.new_server("apiextensions-apiserver", &NotFoundDelegate);
-    openapi_groups.push(install(&mut extensions, factory, crd, &enabled));
     let informers = SharedInformerFactory::new(None);
-    add_informer_sources(&informers, extensions.stores());
-    let custom_resources = apiextensions::install(
-        &mut extensions,
-        &informers,
-        apiextensions::serving::StoreFactory {
-            kv: factory.kv.clone(),
-            prefix: factory.prefix.clone(),
-            watch_cache: factory.watch_cache,
-            admission: Default::default(),
+    let (crd, crd_schemas) = enabled_resources(crd, &enabled);
+    openapi_groups.push(crd_schemas);
+    let apiextensions_apiserver::CustomResourceDefinitions {
+        generic_api_server: extensions,
+        custom_resources,
+    } = apiextensions_apiserver::Config {
+        generic: config,
+        extra: apiextensions_apiserver::ExtraConfig {
+            crd: crd.into_iter().next().map(|b| (b.info, b.strategies)),
+            rest_options_getter: &|info, strategies| factory.store_for(info, strategies),
+            crd_rest_options:
+                apiextensions_apiserver::apiserver::customresource_handler::StoreFactory {
+                    kv: factory.kv.clone(),
+                    prefix: factory.prefix.clone(),
+                    watch_cache: factory.watch_cache,
+                    admission: Default::default(),
+                },
+            informers: &informers,
         },
-    );
+    }
+    .new_server(&NotFoundDelegate);
 
     let mut kube = config.new_server("kube-apiserver", &extensions);
     openapi_groups.push(install(&mut kube, factory, core, &enabled));

@@ -16,7 +16,8 @@ pub mod typed;
 
 use std::sync::Arc;
 
-use apiserver::registry::store::Store;
+use apiserver::registry::store::{Store, Strategies};
+use apiserver::registry::ResourceInfo;
 use storage::cacher::{Cacher, CacherConfig};
 use storage::{Kv, Storage};
 
@@ -38,24 +39,24 @@ pub struct StorageFactory {
 
 impl StorageFactory {
     pub fn store(&self, builtin: Builtin) -> Arc<Store> {
+        self.store_for(builtin.info, builtin.strategies)
+    }
+
+    /// The store of a resource described by `info` with `strategies`
+    /// (upstream's `RESTOptionsGetter`, handed to the apiextensions server).
+    pub fn store_for(&self, info: ResourceInfo, strategies: Strategies) -> Arc<Store> {
         let prefix = self.prefix.trim_end_matches('/');
         let raw: Arc<dyn Storage> = Arc::new(
             storage::store::Store::new(self.kv.clone(), Arc::new(self.codec))
-                .with_resource(&builtin.info.group, &builtin.info.resource),
+                .with_resource(&info.group, &info.resource),
         );
         let storage: Arc<dyn Storage> = if self.watch_cache {
-            let root = format!("{prefix}/{}/", builtin.info.storage_root);
-            let config = CacherConfig::new(root)
-                .with_group_resource(&builtin.info.group, &builtin.info.resource);
+            let root = format!("{prefix}/{}/", info.storage_root);
+            let config = CacherConfig::new(root).with_group_resource(&info.group, &info.resource);
             Arc::new(Cacher::new(raw, config))
         } else {
             raw
         };
-        Arc::new(Store::new(
-            builtin.info,
-            builtin.strategies,
-            storage,
-            prefix,
-        ))
+        Arc::new(Store::new(info, strategies, storage, prefix))
     }
 }

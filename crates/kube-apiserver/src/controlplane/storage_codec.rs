@@ -2,9 +2,8 @@
 //! storage factory does: protobuf (the default) with the `k8s\0` prefix and
 //! `runtime.Unknown` envelope for every kind that has a protobuf encoding,
 //! JSON for the rest, YAML when asked (both as upstream's serializers write
-//! them, `go_json::encode`). Custom resources are stored as JSON,
-//! or as CBOR while the `CBORServingAndStorage` gate is on
-//! ([`CustomResourceCodec`], upstream's CRD storage codec).
+//! them, `go_json::encode`). Custom resources have their own codec
+//! (`apiextensions_apiserver::registry::customresource::codec`).
 //!
 //! Reads never depend on the flag or the gate: the stored bytes say what
 //! they are (protobuf's `k8s\0` prefix, CBOR's self-described tag), so a
@@ -63,37 +62,6 @@ impl Codec for StorageCodec {
         let mut obj = decode_any(key, data)?;
         go_json::normalize(&mut obj);
         Ok(obj)
-    }
-}
-
-/// The codec of custom resources' stores: CBOR while the
-/// `CBORServingAndStorage` gate is on, JSON otherwise.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CustomResourceCodec {
-    pub cbor: bool,
-}
-
-impl CustomResourceCodec {
-    /// The codec the gate asks for (read once, when a CRD's store is built).
-    pub fn from_gate() -> Self {
-        CustomResourceCodec {
-            cbor: apiserver::endpoints::negotiation::cbor_enabled(),
-        }
-    }
-}
-
-impl Codec for CustomResourceCodec {
-    fn encode(&self, obj: &Value) -> storage::error::Result<Bytes> {
-        if self.cbor {
-            return Ok(Bytes::from(kube_cbor::encode(obj)));
-        }
-        serde_json::to_vec(obj)
-            .map(Bytes::from)
-            .map_err(StorageError::internal)
-    }
-
-    fn decode(&self, key: &str, data: &[u8]) -> storage::error::Result<Value> {
-        decode_any(key, data)
     }
 }
 
@@ -203,23 +171,12 @@ mod tests {
     }
 
     #[test]
-    fn custom_resources_are_cbor_with_the_gate_and_read_either_way() {
+    fn built_in_stores_read_cbor_too() {
         let custom = json!({
             "apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w"}, "spec": {"size": 3, "ratio": 0.5, "on": true},
         });
-        let cbor = CustomResourceCodec { cbor: true }.encode(&custom).unwrap();
-        assert!(cbor.starts_with(&kube_cbor::SELF_DESCRIBED));
-        let json = CustomResourceCodec { cbor: false }.encode(&custom).unwrap();
-        assert_eq!(json.first(), Some(&b'{'));
-        for reader in [
-            CustomResourceCodec { cbor: false },
-            CustomResourceCodec { cbor: true },
-        ] {
-            assert_eq!(reader.decode("/k", &cbor).unwrap(), custom);
-            assert_eq!(reader.decode("/k", &json).unwrap(), custom);
-        }
-        // Built-in stores read CBOR too.
+        let cbor = kube_cbor::encode(&custom);
         assert_eq!(StorageCodec::default().decode("/k", &cbor).unwrap(), custom);
         let mut damaged = cbor.to_vec();
         damaged.truncate(damaged.len() - 2);

@@ -26,9 +26,9 @@ use client_go::CancellationToken;
 use storage::Object;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::apiextensions::controller::Snapshot;
-use crate::apiextensions::CustomResources;
 use crate::controller_manager::ControllerManager;
+use apiextensions_apiserver::controller::Snapshot;
+use apiextensions_apiserver::CustomResources;
 use graph::Graph;
 use worker::{GcError, Mapper, Workers};
 

@@ -16,7 +16,7 @@ use storage::{GetOptions, Object, Preconditions};
 use tokio::sync::watch;
 
 use super::graph::{being_deleted, has_finalizer, owner_refs, Graph, Identity, OwnerRef, Work};
-use crate::apiextensions::controller::Snapshot;
+use apiextensions_apiserver::controller::Snapshot;
 use client_go::util::workqueue::RateLimitingQueue;
 
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@
 use apiserver::registry::rest::table::{self, NAME_COLUMN};
 use serde_json::{json, Value};
 
-use super::jsonpath::JsonPath;
+use client_go::util::jsonpath::JsonPath;
 
 const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 

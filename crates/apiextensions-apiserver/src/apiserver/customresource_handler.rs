@@ -18,14 +18,16 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use storage::cacher::{Cacher, CacherConfig};
 use storage::{Kv, Storage};
 
-use super::conditions::{self, ESTABLISHED, NAMES_ACCEPTED};
+use super::conversion::webhook_converter::WebhookConverter;
 use super::conversion::CrdConverter;
-use super::jsonpath::JsonPath;
-use super::printer::Printer;
-use super::strategy::{CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema};
-use super::version::priority_order;
-use super::webhook::WebhookConverter;
-use crate::controlplane::storage_codec::CustomResourceCodec;
+use crate::apis::helpers::{self, ESTABLISHED, NAMES_ACCEPTED};
+use crate::registry::customresource::codec::CustomResourceCodec;
+use crate::registry::customresource::tableconvertor::Printer;
+use crate::registry::customresource::{
+    CustomResourceStrategy, ScaleFields, ServedKind, VersionSchema,
+};
+use apimachinery::version::priority_order;
+use client_go::util::jsonpath::JsonPath;
 
 /// Builds custom resource stores over the server's KV backend.
 #[derive(Clone)]
@@ -44,7 +46,7 @@ pub struct StoreFactory {
 /// Whether the CRD's resources are served (upstream serves once the names
 /// are accepted, and keeps serving an established CRD).
 pub fn is_served(crd: &CustomResourceDefinition) -> bool {
-    conditions::is_true(crd, NAMES_ACCEPTED) || conditions::is_true(crd, ESTABLISHED)
+    helpers::is_true(crd, NAMES_ACCEPTED) || helpers::is_true(crd, ESTABLISHED)
 }
 
 fn accepted_names(crd: &CustomResourceDefinition) -> CustomResourceDefinitionNames {
@@ -166,7 +168,7 @@ pub(crate) fn resource_info(
 ) -> ResourceInfo {
     let names = accepted_names(crd);
     let group = crd.spec.group.clone();
-    let terminating = conditions::is_terminating(crd);
+    let terminating = helpers::is_terminating(crd);
     let verbs = ALL_VERBS
         .iter()
         // A CRD being deleted takes no new objects.

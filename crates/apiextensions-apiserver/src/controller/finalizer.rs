@@ -17,9 +17,9 @@ use client_go::CancellationToken;
 use serde_json::{json, Value};
 use storage::ListOptions;
 
-use super::conditions::{self, Condition, TERMINATING};
-use super::crd::CLEANUP_FINALIZER;
 use super::status;
+use crate::apis::helpers::{self, Condition, TERMINATING};
+use crate::registry::customresourcedefinition::CLEANUP_FINALIZER;
 
 /// How often the remaining resources are counted while they go.
 const POLL: Duration = Duration::from_millis(200);
@@ -106,7 +106,7 @@ async fn finalize(
         "True",
     );
     status::update(&crds, &name, move |obj| {
-        conditions::set(obj, &in_progress);
+        helpers::set(obj, &in_progress);
     })
     .await?;
     let done = match &store {
@@ -124,7 +124,7 @@ async fn finalize(
             Err(condition) => {
                 let message = condition.message.clone();
                 status::update(&crds, &name, move |obj| {
-                    conditions::set(obj, &condition);
+                    helpers::set(obj, &condition);
                 })
                 .await?;
                 return Err(ApiError::internal_error(message));
@@ -132,7 +132,7 @@ async fn finalize(
         },
     };
     status::update(&crds, &name, move |obj| {
-        conditions::set(obj, &done);
+        helpers::set(obj, &done);
     })
     .await?;
     // Removing the last finalizer of a deleted CRD deletes it.

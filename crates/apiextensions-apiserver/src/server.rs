@@ -1,36 +1,83 @@
-//! The apiextensions server's custom resources (upstream's
-//! apiextensions-apiserver): CRDs turn into REST endpoints served by the
-//! generic registry, kept in step with the CRDs by the controllers in
-//! [`controller`], and published to the aggregator (APIServices) and to
-//! OpenAPI.
-
-mod conditions;
-pub mod controller;
-pub mod conversion;
-pub mod crd;
-mod finalizer;
-mod jsonpath;
-pub mod openapi;
-mod printer;
-mod registration;
-pub mod serving;
-mod status;
-mod strategy;
-mod version;
-mod webhook;
+//! The apiextensions server (upstream's `pkg/apiserver/apiserver.go`): its
+//! [`Config`] (the generic config shared by the chain plus what only this
+//! server needs) and `New(delegate)`: a generic server named
+//! `apiextensions-apiserver` serving `apiextensions.k8s.io/v1`
+//! CustomResourceDefinitions, whose custom resources turn into REST
+//! endpoints served by the generic registry, kept in step with the CRDs by
+//! the controllers in [`crate::controller`] and published to the aggregator
+//! (APIServices) and to OpenAPI.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use apiserver::admission::Chain;
-use apiserver::registry::store::Store;
-use apiserver::server::{GenericApiServer, PostStartHookFn};
+use apiserver::registry::store::{Store, Strategies};
+use apiserver::registry::ResourceInfo;
+use apiserver::server::{CompletedConfig, DelegationTarget, GenericApiServer, PostStartHookFn};
 use client_go::informers::SharedInformerFactory;
 use tokio::sync::watch;
 
-use controller::{CrdController, Snapshot};
-use serving::StoreFactory;
+use crate::apiserver::customresource_handler::StoreFactory;
+use crate::controller::registration;
+use crate::controller::{CrdController, Snapshot};
+use crate::registry::customresourcedefinition;
+
+/// Builds the store of a resource over the chain's storage (upstream's
+/// `RESTOptionsGetter` from the kube-apiserver's storage factory).
+pub type RestOptionsGetter<'a> = &'a dyn Fn(ResourceInfo, Strategies) -> Arc<Store>;
+
+/// What the apiextensions server needs beyond the generic config
+/// (upstream's `ExtraConfig`).
+pub struct ExtraConfig<'a> {
+    /// The CRD resource as the built-in catalogue types it (names,
+    /// decoding, table, field selectors); `None` when `--runtime-config`
+    /// disables it.
+    pub crd: Option<(ResourceInfo, Strategies)>,
+    pub rest_options_getter: RestOptionsGetter<'a>,
+    /// Builds custom resources' stores (upstream's `CRDRESTOptionsGetter`).
+    pub crd_rest_options: StoreFactory,
+    /// The chain's shared informers: the CRD informer is added here.
+    pub informers: &'a SharedInformerFactory,
+}
+
+/// The apiextensions server's configuration.
+pub struct Config<'a> {
+    pub generic: &'a CompletedConfig,
+    pub extra: ExtraConfig<'a>,
+}
+
+/// The built apiextensions server (upstream's `CustomResourceDefinitions`).
+pub struct CustomResourceDefinitions {
+    pub generic_api_server: GenericApiServer,
+    pub custom_resources: CustomResources,
+}
+
+impl Config<'_> {
+    /// Upstream's `New(delegationTarget)`: the CRD resource with its
+    /// strategy over the typed one, the CRD informer, and the controllers
+    /// as post-start hooks.
+    pub fn new_server(self, delegate: &dyn DelegationTarget) -> CustomResourceDefinitions {
+        let ExtraConfig {
+            crd,
+            rest_options_getter,
+            crd_rest_options,
+            informers,
+        } = self.extra;
+        let mut server = self.generic.new_server("apiextensions-apiserver", delegate);
+        if let Some((info, typed)) = crd {
+            let (group, version) = (info.group.clone(), info.version.clone());
+            let store = rest_options_getter(info, customresourcedefinition::strategies(typed));
+            informers.add_source(&group, &store.info.resource.clone(), store.clone());
+            server.install_group_version(&group, &version, vec![store], Vec::new());
+        }
+        let custom_resources = start_controllers(&mut server, informers, crd_rest_options);
+        CustomResourceDefinitions {
+            generic_api_server: server,
+            custom_resources,
+        }
+    }
+}
 
 /// What the rest of the chain needs from the custom resource machinery.
 #[derive(Clone)]
@@ -73,7 +120,7 @@ where
 /// Starts serving custom resources from the apiextensions server: the CRD
 /// controllers run as its post-start hooks (`start-apiextensions-controllers`,
 /// with readiness `crd-informer-synced` once every CRD has been handled).
-pub fn install(
+fn start_controllers(
     server: &mut GenericApiServer,
     informers: &SharedInformerFactory,
     factory: StoreFactory,

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use apiserver::endpoints::openapi::v3::{strip_v3, V3_PREFIX};
 use apiserver::endpoints::openapi::{paths, roots, PREFIX};
 
-use crate::apiextensions::controller::Snapshot;
-use crate::apiextensions::serving;
+use crate::apiserver::customresource_handler as serving;
+use crate::controller::Snapshot;
 
 /// Adds the custom resources of `crds` to `definitions` and `paths`
 /// (built-in definitions keep their place).

@@ -15,26 +15,24 @@ use apiserver::registry::rest::{CreateStrategy, Decoded, DeleteStrategy, Scheme,
 use apiserver::registry::store::Strategies;
 use serde_json::{json, Value};
 
-use super::conditions::{self, Condition, TERMINATING};
-use crate::controlplane::builtin::{self, Builtin};
+use crate::apis::helpers::{self, Condition, TERMINATING};
 
 /// The finalizer that holds a deleted CRD until its resources are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
-/// The CRD resource as the apiextensions server serves it.
-pub fn builtin() -> Builtin {
-    let mut crd = builtin::crd();
+/// The CRD's strategies as the apiextensions server serves it, over the
+/// typed built-in ones (`inner`: decoding, table, field selectors).
+pub fn strategies(inner: Strategies) -> Strategies {
     let s = Arc::new(CrdStrategy {
-        inner: crd.strategies.clone(),
+        inner: inner.clone(),
     });
-    crd.strategies = Strategies {
+    Strategies {
         scheme: s.clone(),
         create: s.clone(),
         update: s.clone(),
         delete: s,
-        ..crd.strategies
-    };
-    crd
+        ..inner
+    }
 }
 
 /// The CRD's scheme, create, update and delete strategies over the
@@ -169,7 +167,7 @@ impl DeleteStrategy for CrdStrategy {
                 list.push(json!(CLEANUP_FINALIZER));
             }
         }
-        conditions::set(
+        helpers::set(
             obj,
             &Condition::new(
                 TERMINATING,
@@ -188,7 +186,7 @@ mod tests {
 
     #[test]
     fn invalid_crds_and_rules_are_refused() {
-        let s = builtin().strategies;
+        let s = strategies(Strategies::default());
         let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "widgets.example.com"},
             "spec": {"group": "example.com", "scope": "Namespaced",
@@ -217,7 +215,7 @@ mod tests {
 
     #[test]
     fn storage_versions_are_recorded_and_delete_adds_the_finalizer() {
-        let s = builtin().strategies;
+        let s = strategies(Strategies::default());
         let mut crd = json!({"metadata": {"name": "widgets.example.com"},
             "spec": {"versions": [{"name": "v1", "storage": true}]}});
         s.create.prepare_for_create(&mut crd);

@@ -1,9 +1,11 @@
 //! The conversion strategies of a CRD (upstream's
 //! `k8s.io/apiextensions-apiserver/pkg/apiserver/conversion`): `None`
 //! rewrites `apiVersion`; `Webhook` asks the CRD's conversion webhook (see
-//! [`super::webhook`]); a failed conversion is a 500 naming the webhook.
+//! [`webhook_converter`]); a failed conversion is a 500 naming the webhook.
 //! The storage that converts every object on its way in and out is
 //! `apiserver::registry::converting`.
+
+pub mod webhook_converter;
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
@@ -11,8 +13,8 @@ use serde_json::Value;
 
 use apiserver::registry::converting::{ReadDefaults, VersionConverter};
 
-use super::strategy::VersionSchema;
-use super::webhook::WebhookConverter;
+use crate::registry::customresource::VersionSchema;
+use webhook_converter::WebhookConverter;
 
 /// How a CRD's objects change version.
 pub enum CrdConverter {

@@ -3,6 +3,9 @@
 //! generation bumps, selectable fields and printer columns, with the
 //! version's schema deciding pruning, defaulting and validation.
 
+pub mod codec;
+pub mod tableconvertor;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -16,9 +19,9 @@ use kube_cel::RuleSet;
 use serde_json::{json, Value};
 use structured_merge::schema::Schema;
 
-use super::crd::warn;
-use super::jsonpath::JsonPath;
-use super::printer::Printer;
+use crate::registry::customresourcedefinition::warn;
+use client_go::util::jsonpath::JsonPath;
+use tableconvertor::Printer;
 
 /// A version's schema: OpenAPI validation, pruning and defaulting, and
 /// its `x-kubernetes-validations` rules.

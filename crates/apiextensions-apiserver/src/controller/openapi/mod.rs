@@ -19,9 +19,9 @@ use serde_json::{json, Map, Value};
 use apiserver::endpoints::openapi::{paths, Parts, SpecSource};
 use tokio::sync::watch;
 
-use super::conditions;
-use super::controller::Snapshot;
-use super::serving;
+use crate::apis::helpers;
+use crate::apiserver::customresource_handler as serving;
+use crate::controller::Snapshot;
 
 /// The custom resources of the CRDs a watch follows, for the documents.
 pub struct CrdSpecs(pub watch::Receiver<Snapshot>);
@@ -60,7 +60,7 @@ fn documents(crds: &Snapshot) -> BTreeMap<String, Value> {
     let mut docs: BTreeMap<String, DocumentParts> = BTreeMap::new();
     let served = crds
         .iter()
-        .filter(|c| serving::is_served(c) && !conditions::is_terminating(c));
+        .filter(|c| serving::is_served(c) && !helpers::is_terminating(c));
     for crd in served {
         let Ok(raw) = serde_json::to_value(crd) else {
             continue;

@@ -6,6 +6,11 @@
 //! finalizer's work queue (`finalizer`). Every change publishes a snapshot
 //! of all CRDs for OpenAPI and APIService registration.
 
+mod finalizer;
+pub mod openapi;
+pub mod registration;
+mod status;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,11 +24,9 @@ use serde_json::{json, Value};
 use storage::Object;
 use tokio::sync::{mpsc, watch};
 
-use super::conditions::{self, UsedNames, ESTABLISHED};
-use super::crd::CLEANUP_FINALIZER;
-use super::finalizer;
-use super::serving::{self, StoreFactory};
-use super::status;
+use crate::apis::helpers::{self, UsedNames, ESTABLISHED};
+use crate::apiserver::customresource_handler::{self as serving, StoreFactory};
+use crate::registry::customresourcedefinition::CLEANUP_FINALIZER;
 
 /// Every CRD as last seen, published after each change.
 pub type Snapshot = Arc<Vec<CustomResourceDefinition>>;
@@ -63,7 +66,7 @@ fn serving_fingerprint(crds: &[&CustomResourceDefinition]) -> Value {
                 "spec": serde_json::to_value(&c.spec).unwrap_or_default(),
                 "names": c.status.as_ref().map(|s| &s.accepted_names),
                 "served": serving::is_served(c),
-                "terminating": conditions::is_terminating(c),
+                "terminating": helpers::is_terminating(c),
             })
         })
         .collect();
@@ -199,8 +202,7 @@ impl CrdController {
             return;
         };
         let accepted = crd.status.as_ref().and_then(|s| s.accepted_names.as_ref());
-        if accepted == Some(&crd.spec.names) && conditions::is_true(crd, conditions::NAMES_ACCEPTED)
-        {
+        if accepted == Some(&crd.spec.names) && helpers::is_true(crd, helpers::NAMES_ACCEPTED) {
             return;
         }
         let used = UsedNames::of(
@@ -208,7 +210,7 @@ impl CrdController {
                 .values()
                 .filter(|c| c.spec.group == group && c.metadata.name.as_deref() != Some(name)),
         );
-        let (names, accepted, established) = conditions::names(crd, &used);
+        let (names, accepted, established) = helpers::names(crd, &used);
         let names = serde_json::to_value(names).unwrap_or_default();
         self.set_status(name, move |obj| {
             let mut changed = obj.pointer("/status/acceptedNames") != Some(&names);
@@ -218,8 +220,8 @@ impl CrdController {
                     status["acceptedNames"] = names.clone();
                 }
             }
-            changed |= conditions::set(obj, &accepted);
-            changed |= conditions::set(obj, &established);
+            changed |= helpers::set(obj, &accepted);
+            changed |= helpers::set(obj, &established);
             changed
         })
         .await;
@@ -228,19 +230,19 @@ impl CrdController {
     async fn reconcile_group(&mut self, group: &str) {
         for name in self.group_names(group) {
             self.name_crd(group, &name).await;
-            if let Some(approval) = self.state.get(&name).and_then(conditions::api_approval) {
-                self.set_status(&name, move |obj| conditions::set(obj, &approval))
+            if let Some(approval) = self.state.get(&name).and_then(helpers::api_approval) {
+                self.set_status(&name, move |obj| helpers::set(obj, &approval))
                     .await;
             }
-            let structural = self.state.get(&name).map(conditions::non_structural);
+            let structural = self.state.get(&name).map(helpers::non_structural);
             match structural {
                 Some(Some(violations)) => {
-                    self.set_status(&name, move |obj| conditions::set(obj, &violations))
+                    self.set_status(&name, move |obj| helpers::set(obj, &violations))
                         .await;
                 }
                 Some(None) => {
                     self.set_status(&name, |obj| {
-                        conditions::remove(obj, conditions::NON_STRUCTURAL_SCHEMA)
+                        helpers::remove(obj, helpers::NON_STRUCTURAL_SCHEMA)
                     })
                     .await;
                 }
@@ -253,9 +255,9 @@ impl CrdController {
                 continue;
             };
             let terminating = crd.metadata.deletion_timestamp.is_some();
-            if serving::is_served(crd) && !terminating && !conditions::is_true(crd, ESTABLISHED) {
-                let established = conditions::established();
-                self.set_status(&name, move |obj| conditions::set(obj, &established))
+            if serving::is_served(crd) && !terminating && !helpers::is_true(crd, ESTABLISHED) {
+                let established = helpers::established();
+                self.set_status(&name, move |obj| helpers::set(obj, &established))
                     .await;
             }
             if terminating {

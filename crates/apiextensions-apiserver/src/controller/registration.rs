@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use storage::ListOptions;
 use tokio::sync::watch;
 
-use super::controller::Snapshot;
+use crate::controller::Snapshot;
 
 const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
 
