@@ -25,7 +25,7 @@ use crate::registry::customresourcedefinition;
 
 /// Builds the store of a resource over the chain's storage (upstream's
 /// `RESTOptionsGetter` from the kube-apiserver's storage factory).
-pub type RestOptionsGetter<'a> = &'a dyn Fn(ResourceInfo, Strategies) -> Arc<Store>;
+pub type RestOptionsGetter<'a> = Box<dyn Fn(ResourceInfo, Strategies) -> Arc<Store> + 'a>;
 
 /// What the apiextensions server needs beyond the generic config
 /// (upstream's `ExtraConfig`).

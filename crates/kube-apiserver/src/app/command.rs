@@ -31,7 +31,7 @@ where
             return ExitCode::SUCCESS;
         }
         VersionFlag::Raw => {
-            println!("{:#}", super::server::version_info());
+            println!("{:#}", super::config::version_info());
             return ExitCode::SUCCESS;
         }
     }

@@ -2,13 +2,17 @@
 //! storage, the server chain, and running it.
 
 pub mod admission;
+mod aggregator;
+mod apiextensions;
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod bootstrap;
 pub mod command;
+pub mod config;
 pub mod encryption;
 mod flowcontrol;
+mod instance;
 mod kubernetes_service;
 mod namespaces;
 pub mod rbac_bootstrap;

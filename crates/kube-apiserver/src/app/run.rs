@@ -12,10 +12,9 @@ use storage_embedded::EmbeddedKv;
 use storage_etcd::{wait_for_etcd, EtcdConfig};
 
 use super::authentication::{self, DefaultKeys};
+use super::config::{external_address, generic_config};
 use super::security_summary::{Authorizers, SecuritySummary};
-use super::server::{
-    create_server_chain, external_address, generic_config, repair_service_addresses,
-};
+use super::server::{create_server_chain, repair_service_addresses};
 use crate::controlplane::storage_codec::{StorageCodec, StorageMediaType};
 use crate::controlplane::StorageFactory;
 use crate::options::Value;

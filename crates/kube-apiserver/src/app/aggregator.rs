@@ -1,0 +1,100 @@
+//! The aggregator's configuration and server (upstream's
+//! `CreateAggregatorConfig` and `CreateAggregatorServer`,
+//! `pkg/controlplane/apiserver/aggregator.go`): the proxy client
+//! certificate and routing flags, the APIService resource, the
+//! autoregistration of the delegates' group versions with upstream's
+//! priorities, the CRD group versions' APIServices, and the availability
+//! controllers.
+
+use apiextensions_apiserver::CustomResources;
+use apiserver::server::{CompletedConfig, GenericApiServer};
+use client_go::informers::SharedInformerFactory;
+use client_go::transport::ClientAuth;
+use kube_aggregator::apiserver::{Aggregation, AggregatorConfig};
+use kube_aggregator::controllers::autoregister;
+use kube_aggregator::controllers::openapi::aggregator::Specs;
+
+use super::bootstrap;
+use super::instance::{add_informer_sources, install};
+use super::server::{ChainConfig, ChainError};
+use crate::controlplane::builtin;
+use crate::controlplane::openapi::ResourceSchema;
+use crate::options::CompletedOptions;
+
+/// The aggregator's proxy client certificate and key, when both are set.
+fn proxy_client(opts: &CompletedOptions) -> Result<Option<ClientAuth>, ChainError> {
+    let flags = &opts.options.flags;
+    let paths = ["proxy-client-cert-file", "proxy-client-key-file"].map(|f| flags.path(f));
+    let e = |m: String| ChainError::ProxyClient(m);
+    let (cert, key) = match paths {
+        [Ok(None), Ok(None)] => return Ok(None),
+        [Ok(Some(cert)), Ok(Some(key))] => (cert, key),
+        [Ok(_), Ok(_)] => return Err(e("both must be set, or neither".into())),
+        [Err(x), _] | [_, Err(x)] => return Err(e(x.to_string())),
+    };
+    let read =
+        |p: &std::path::Path| std::fs::read(p).map_err(|x| e(format!("{}: {x}", p.display())));
+    let certs: Vec<_> = rustls_pemfile::certs(&mut read(&cert)?.as_slice())
+        .filter_map(Result::ok)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut read(&key)?.as_slice())
+        .ok()
+        .flatten()
+        .ok_or_else(|| e(format!("{}: no PEM private key", key.display())))?;
+    if certs.is_empty() {
+        return Err(e(format!("{}: no PEM certificate", cert.display())));
+    }
+    Ok(Some((certs, key)))
+}
+
+/// The aggregator's proxy and controllers over the kube-apiserver's
+/// Services and EndpointSlices (None when `--runtime-config` disables them).
+fn aggregation(
+    opts: &CompletedOptions,
+    config: &CompletedConfig,
+    informers: &SharedInformerFactory,
+) -> Result<Option<Aggregation>, ChainError> {
+    let flags = &opts.options.flags;
+    let aggregator_config = AggregatorConfig {
+        proxy_client: proxy_client(opts)?,
+        enable_aggregator_routing: flags.bool("enable-aggregator-routing").unwrap_or(false),
+        reject_forwarding_redirects: flags
+            .bool("aggregator-reject-forwarding-redirect")
+            .unwrap_or(true),
+        remote_request_header_uid: opts.feature_gates.get("RemoteRequestHeaderUID") != Some(&false),
+    };
+    let discovery = config.discovery.clone();
+    Ok(Aggregation::new(aggregator_config, discovery, informers))
+}
+
+/// The aggregator in front of `kube` (upstream's `CreateAggregatorServer`);
+/// returns what OpenAPI needs of the APIService resource, and the remote
+/// APIServices' documents (when the proxy is on).
+pub fn create_aggregator_server(
+    chain: &ChainConfig,
+    kube: &GenericApiServer,
+    custom_resources: &CustomResources,
+) -> Result<(GenericApiServer, Vec<ResourceSchema>, Specs), ChainError> {
+    let (config, informers) = (chain.generic, chain.informers);
+    let aggregation = aggregation(chain.opts, config, informers)?;
+    let mut aggregator = match &aggregation {
+        Some(a) => config.new_server("kube-aggregator", &a.delegate(kube)),
+        None => config.new_server("kube-aggregator", kube),
+    };
+    let api_service = vec![builtin::api_service()];
+    let schemas = install(&mut aggregator, chain.factory, api_service, chain.enabled);
+    if let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices") {
+        custom_resources.register_api_services(api_services);
+    }
+    let discovery = config.discovery.clone();
+    autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
+    add_informer_sources(informers, aggregator.stores());
+    let remote_specs = aggregation.as_ref().map(Aggregation::openapi_specs);
+    match aggregation {
+        Some(a) => a.install(&mut aggregator, informers),
+        None => {
+            kube_aggregator::controllers::status::local::install(&mut aggregator, informers);
+        }
+    }
+    Ok((aggregator, schemas, remote_specs.unwrap_or_default()))
+}
