@@ -95,7 +95,8 @@ fn configmap_body(name: &str, labels: Value, data: &str) -> Bytes {
     Bytes::from(object.to_string())
 }
 
-/// A 100 KB label selector answers 200 over both HTTP versions; a request
+/// A 100 KB label selector, and headers of 960 KiB, answer 200 over both
+/// HTTP versions (HTTP/2 sending at once, in 16 KiB frames); a request
 /// target over the 1 MiB header limit answers 431 on both.
 fn long_request_targets(s: &TestServer) {
     let client = Client::admin(s);
@@ -131,6 +132,8 @@ fn long_request_targets(s: &TestServer) {
             );
         }
 
+        nearly_full_headers(&client).await;
+
         let huge = format!(
             "{CONFIGMAPS}?labelSelector=a%3D{}",
             "x".repeat(OVER_HEADER_LIMIT)
@@ -142,6 +145,32 @@ fn long_request_targets(s: &TestServer) {
         assert_eq!(status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         client.timed_ok("/readyz").await;
     });
+}
+
+/// A request whose headers fill nearly all of the 1 MiB limit is served
+/// on both HTTP versions (on HTTP/2 in 16 KiB frames: a HEADERS and some
+/// 60 CONTINUATION frames, see `Client::conn`).
+async fn nearly_full_headers(client: &Client) {
+    let fill = "x".repeat((1 << 20) - 64 * 1024);
+    for http2 in [false, true] {
+        let started = Instant::now();
+        let mut conn = client.conn(http2).await;
+        let headers = [("x-big", fill.as_str())];
+        let (status, body) = read(
+            conn.send_with("GET", "/readyz", &headers, Bytes::new())
+                .await,
+        )
+        .await;
+        assert_eq!(
+            (status, &body[..]),
+            (StatusCode::OK, &b"ok"[..]),
+            "HTTP/2 {http2}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "HTTP/2 {http2}"
+        );
+    }
 }
 
 /// Headers over 1 MiB answer 431, bodies over 3 MiB 413 with upstream's
