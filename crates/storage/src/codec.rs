@@ -24,7 +24,7 @@ impl Codec for JsonCodec {
     }
 
     fn decode(&self, key: &str, data: &[u8]) -> Result<Value> {
-        serde_json::from_slice(data).map_err(|e| StorageError::Corrupt {
+        apimachinery::serializer::json::decode_stored(data).map_err(|e| StorageError::Corrupt {
             key: key.to_string(),
             message: e.to_string(),
         })

@@ -526,27 +526,6 @@ impl Set {
     }
 }
 
-/// Paths gathered in any order (e.g. an object's keys in the order the
-/// client sent them), made into a [`Set`] once: sorted first, every
-/// insertion appends, where inserting each in place would be quadratic.
-#[derive(Debug, Default)]
-pub(crate) struct PathList(Vec<Vec<PathElement>>);
-
-impl PathList {
-    pub(crate) fn insert(&mut self, path: &[PathElement]) {
-        self.0.push(path.to_vec());
-    }
-
-    pub(crate) fn into_set(mut self) -> Set {
-        self.0.sort_unstable();
-        let mut set = Set::new();
-        for path in &self.0 {
-            set.insert(path);
-        }
-        set
-    }
-}
-
 /// A node's subtree (None when it has no valid children) and whether the
 /// node itself is a member. Members and children are collected, then
 /// sorted once: keys come in the order the client sent them, and inserting
@@ -634,5 +613,8 @@ impl fmt::Display for Set {
     }
 }
 
+mod builder;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use builder::SetBuilder;

@@ -1,6 +1,12 @@
 //! JSON bodies (upstream: `runtime/serializer/json` over `sigs.k8s.io/json`,
 //! whose scanner is Go's `encoding/json`: more than 10000 nested arrays and
 //! objects are "exceeded max depth").
+//!
+//! serde_json stops at 128 levels unless told otherwise; here its limit is
+//! off and the linear depth scan bounds the recursion instead, so every
+//! depth upstream decodes is decoded. What recurses over such a tree later
+//! (encoding, merging, dropping) runs on the server's threads, whose stacks
+//! are [`THREAD_STACK_BYTES`](super::THREAD_STACK_BYTES).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -15,7 +21,22 @@ pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
 /// Decodes JSON into `T` after the depth check.
 pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     check_depth(bytes)?;
-    serde_json::from_slice(bytes).map_err(|e| DecodeError::Syntax(e.to_string()))
+    decode_unbounded(bytes).map_err(|e| DecodeError::Syntax(e.to_string()))
+}
+
+/// Decodes JSON this server wrote itself (stored objects), whatever their
+/// depth: an object accepted at upstream's limit is stored a few levels
+/// deeper (its managed fields mirror it), and must still read back.
+pub fn decode_stored(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    decode_unbounded(bytes)
+}
+
+fn decode_unbounded<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
 }
 
 /// Refuses nesting deeper than upstream's limit, in one pass that skips
@@ -73,16 +94,50 @@ mod tests {
         assert_eq!(v["a"].as_str().map(str::len), Some(40_001));
     }
 
+    /// Runs `f` on a thread with the stack the server's threads get.
+    fn on_server_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(crate::serializer::THREAD_STACK_BYTES)
+            .spawn(f)
+            .expect("thread")
+            .join()
+            .expect("no overflow");
+    }
+
+    fn nested(open: &str, inner: &str, close: &str, depth: usize) -> String {
+        format!("{}{inner}{}", open.repeat(depth), close.repeat(depth))
+    }
+
     #[test]
-    fn depth_between_the_limits_is_the_decoder_error() {
-        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        let err = decode(deep.as_bytes()).unwrap_err();
-        assert!(
-            matches!(&err, DecodeError::Syntax(m) if m.contains("recursion limit")),
-            "{err}"
-        );
-        let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        assert!(decode(ok.as_bytes()).is_ok());
+    fn every_depth_upstream_decodes_is_decoded_and_walked() {
+        on_server_stack(|| {
+            let deep = nested("[", "1", "]", UPSTREAM_MAX_DEPTH);
+            let v = decode(deep.as_bytes()).expect("10000 levels decode");
+            let copy = v.clone();
+            assert!(v == copy);
+            assert_eq!(serde_json::to_string(&copy).expect("encodes"), deep);
+            let mut levels = 0;
+            let mut inner = v;
+            while let Value::Array(mut items) = inner {
+                levels += 1;
+                inner = items.pop().expect("one item");
+            }
+            assert_eq!((levels, inner), (UPSTREAM_MAX_DEPTH, Value::from(1)));
+            let objects = nested(r#"{"a":"#, "{}", "}", UPSTREAM_MAX_DEPTH - 1);
+            let v: Value = decode(objects.as_bytes()).expect("10000 levels decode");
+            drop(v);
+        });
+    }
+
+    #[test]
+    fn stored_objects_read_back_past_the_limit() {
+        on_server_stack(|| {
+            let deep = nested("[", "", "]", UPSTREAM_MAX_DEPTH + 10);
+            assert!(decode(deep.as_bytes()).is_err());
+            assert!(decode_stored(deep.as_bytes()).is_ok());
+        });
+        assert!(decode_stored(b"[1] x").is_err(), "trailing text");
+        assert!(decode_as::<Value>(b"{} {}").is_err(), "trailing value");
     }
 
     #[test]

@@ -8,10 +8,11 @@
 //! it, so no input costs more than time linear in its size.
 //!
 //! Upstream accepts nesting up to 10000 levels; deeper input gets
-//! upstream's messages here. The decoders behind these functions
-//! (serde_json, serde_yaml) stop at 128 levels, and everything that later
-//! walks a decoded tree recurses, so this server refuses 129 to 10000
-//! levels too, with those decoders' "recursion limit exceeded".
+//! upstream's messages here. JSON is decoded at every depth upstream
+//! decodes; serde_yaml stops at 128 levels, so YAML nested 129 to 10000
+//! levels is refused with its "recursion limit exceeded". Everything that
+//! walks a decoded tree recurses: the server's threads get
+//! [`THREAD_STACK_BYTES`] of stack for it.
 
 pub mod json;
 pub mod yaml;
@@ -20,9 +21,15 @@ pub mod yaml;
 /// (go-yaml's `max_flow_level` and `max_indents`).
 pub const UPSTREAM_MAX_DEPTH: usize = 10_000;
 
-/// The deepest nesting decoded here (serde_json's and serde_yaml's
-/// recursion limit).
+/// The deepest YAML nesting decoded here (serde_yaml's fixed recursion
+/// limit).
 pub const MAX_DEPTH: usize = 128;
+
+/// Stack for a thread that decodes, encodes, copies, compares, merges and
+/// drops trees [`UPSTREAM_MAX_DEPTH`] deep (an unoptimized build takes
+/// about 2 KiB per level to decode; the rest of a request's walks more).
+/// Only the pages a deep request touches are ever committed.
+pub const THREAD_STACK_BYTES: usize = 256 << 20;
 
 /// Why a body could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +47,7 @@ pub enum DecodeError {
     /// YAML whose aliases expand beyond go-yaml's allowed ratio.
     #[error("yaml: document contains excessive aliasing")]
     ExcessiveAliasing,
-    /// Nested deeper than [`MAX_DEPTH`] (and at most upstream's limit).
+    /// YAML nested deeper than [`MAX_DEPTH`] (and at most upstream's limit).
     #[error("recursion limit exceeded at line {line} column {column}")]
     RecursionLimit { line: usize, column: usize },
 }

@@ -7,6 +7,11 @@
 //! libyaml, under serde_yaml, scans nested flow collections in time
 //! quadratic in their depth and expands aliases up to a hundred times the
 //! document's events; both checks here run first, in linear time.
+//!
+//! serde_yaml cannot go deeper than 128 levels. A document nested deeper
+//! (and within upstream's limit) that is JSON, as kubectl sends its bodies
+//! and apply configurations, is decoded as JSON: JSON is YAML, and
+//! upstream's YAML decoding gives the same tree for it.
 
 mod aliases;
 mod depth;
@@ -23,8 +28,20 @@ pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
 
 /// Decodes YAML into `T` after the depth and alias checks.
 pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
-    check(bytes)?;
-    serde_yaml::from_slice(bytes).map_err(|e| DecodeError::Syntax(e.to_string()))
+    match check(bytes) {
+        Ok(()) => serde_yaml::from_slice(bytes).map_err(|e| DecodeError::Syntax(e.to_string())),
+        Err(too_deep @ DecodeError::RecursionLimit { .. }) => as_json(bytes).ok_or(too_deep),
+        Err(err) => Err(err),
+    }
+}
+
+/// A document that is a JSON object or array, decoded as JSON.
+fn as_json<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    if !matches!(first, b'{' | b'[') {
+        return None;
+    }
+    super::json::decode_as(bytes).ok()
 }
 
 /// The checks [`decode_as`] makes before decoding: nesting depth, then

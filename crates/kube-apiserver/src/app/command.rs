@@ -6,6 +6,8 @@
 
 use std::process::ExitCode;
 
+use apimachinery::serializer;
+
 use crate::options::{Options, VersionFlag};
 
 /// Parses `args` (the program name first), then runs the server until it
@@ -56,6 +58,7 @@ where
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(serializer::THREAD_STACK_BYTES)
         .build()
     {
         Ok(rt) => rt,

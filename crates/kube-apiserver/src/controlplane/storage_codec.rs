@@ -11,6 +11,7 @@
 //! the encoding can be changed on a live store (objects are rewritten in the
 //! new one as they are updated, as upstream).
 
+use apimachinery::serializer::json;
 use bytes::Bytes;
 use serde_json::Value;
 use storage::{Codec, StorageError};
@@ -78,7 +79,7 @@ fn decode_any(key: &str, data: &[u8]) -> storage::error::Result<Value> {
         return kube_cbor::decode(data).map_err(|e| corrupt(e.to_string()));
     }
     match data.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => serde_json::from_slice(data).map_err(|e| corrupt(e.to_string())),
+        Some(b'{') => json::decode_stored(data).map_err(|e| corrupt(e.to_string())),
         _ => serde_yaml::from_slice(data).map_err(|e| corrupt(e.to_string())),
     }
 }

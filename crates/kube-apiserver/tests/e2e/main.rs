@@ -28,6 +28,7 @@ mod crd;
 mod crd_apply;
 mod crd_conversion;
 mod csr_validation;
+mod deep_bodies;
 mod deletion;
 mod disk_faults;
 mod encryption_kms;

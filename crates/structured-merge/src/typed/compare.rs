@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::{Node, Ty, Typer};
-use crate::fieldpath::{PathElement, PathList, Set};
+use crate::fieldpath::{PathElement, Set, SetBuilder};
 
 /// What changed from an old object to a new one.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,39 +31,30 @@ impl Comparison {
     }
 }
 
-/// The changed paths, gathered in the objects' order.
-#[derive(Default)]
-struct Changes {
-    removed: PathList,
-    modified: PathList,
-    added: PathList,
-}
+/// The changed paths, gathered in the objects' order: the walk's sets.
+type Changes = SetBuilder;
+const REMOVED: u8 = 0;
+const MODIFIED: u8 = 1;
+const ADDED: u8 = 2;
 
 impl<'a> Typer<'a> {
     /// How `rhs` differs from `lhs`.
     pub fn compare(&self, ty: Ty<'a>, lhs: &Value, rhs: &Value) -> Comparison {
         let mut c = Changes::default();
-        self.compare_node(ty, Some(lhs), Some(rhs), &mut Vec::new(), &mut c);
+        self.compare_node(ty, Some(lhs), Some(rhs), &mut c);
         Comparison {
-            removed: c.removed.into_set(),
-            modified: c.modified.into_set(),
-            added: c.added.into_set(),
+            removed: c.build(REMOVED),
+            modified: c.build(MODIFIED),
+            added: c.build(ADDED),
         }
     }
 
-    fn compare_node(
-        &self,
-        ty: Ty<'a>,
-        lhs: Option<&Value>,
-        rhs: Option<&Value>,
-        path: &mut Vec<PathElement>,
-        c: &mut Changes,
-    ) {
+    fn compare_node(&self, ty: Ty<'a>, lhs: Option<&Value>, rhs: Option<&Value>, c: &mut Changes) {
         let node = self.node2(ty, lhs, rhs);
         let leaf = |c: &mut Changes| match (lhs, rhs) {
-            (None, _) => c.added.insert(path),
-            (_, None) => c.removed.insert(path),
-            (Some(l), Some(r)) if l != r => c.modified.insert(path),
+            (None, _) => c.mark(ADDED),
+            (_, None) => c.mark(REMOVED),
+            (Some(l), Some(r)) if l != r => c.mark(MODIFIED),
             _ => {}
         };
         match node {
@@ -80,9 +71,9 @@ impl<'a> Typer<'a> {
                 let (l, r) = (l.unwrap_or(&empty), r.unwrap_or(&empty));
                 for key in l.keys().chain(r.keys().filter(|k| !l.contains_key(*k))) {
                     let child_ty = fields.field_ty(key).unwrap_or(Ty::Untyped);
-                    path.push(PathElement::field(key.as_str()));
-                    self.compare_node(child_ty, l.get(key), r.get(key), path, c);
-                    path.pop();
+                    c.push(PathElement::field(key.as_str()));
+                    self.compare_node(child_ty, l.get(key), r.get(key), c);
+                    c.pop();
                 }
             }
             Node::Items { elem, keys } => {
@@ -92,12 +83,12 @@ impl<'a> Typer<'a> {
                 }
                 let empty = Vec::new();
                 let (l, r) = (l.unwrap_or(&empty), r.unwrap_or(&empty));
-                self.compare_items(elem, keys, l, r, path, c);
+                self.compare_items(elem, keys, l, r, c);
             }
         }
         match (lhs, rhs) {
-            (None, Some(_)) => c.added.insert(path),
-            (Some(_), None) => c.removed.insert(path),
+            (None, Some(_)) => c.mark(ADDED),
+            (Some(_), None) => c.mark(REMOVED),
             _ => {}
         }
     }
@@ -108,7 +99,6 @@ impl<'a> Typer<'a> {
         keys: Option<&[String]>,
         lhs: &[Value],
         rhs: &[Value],
-        path: &mut Vec<PathElement>,
         c: &mut Changes,
     ) {
         // Elements grouped by key, keys in order of first appearance (lhs
@@ -135,30 +125,30 @@ impl<'a> Typer<'a> {
             let Some((l, r)) = groups.get(&pe.serialize()) else {
                 continue;
             };
-            path.push(pe);
+            c.push(pe);
             match (l.len(), r.len()) {
                 (0..=1, 0..=1) => {
-                    self.compare_node(elem, l.first().copied(), r.first().copied(), path, c);
+                    self.compare_node(elem, l.first().copied(), r.first().copied(), c);
                 }
                 (2.., 2..) => {
                     if l != r {
-                        c.modified.insert(path);
+                        c.mark(MODIFIED);
                     }
                 }
                 (2.., _) => {
                     if let Some(first) = r.first() {
-                        self.compare_node(elem, None, Some(first), path, c);
+                        self.compare_node(elem, None, Some(first), c);
                     }
-                    c.removed.insert(path);
+                    c.mark(REMOVED);
                 }
                 (_, _) => {
                     if let Some(first) = l.first() {
-                        self.compare_node(elem, Some(first), None, path, c);
+                        self.compare_node(elem, Some(first), None, c);
                     }
-                    c.added.insert(path);
+                    c.mark(ADDED);
                 }
             }
-            path.pop();
+            c.pop();
         }
     }
 

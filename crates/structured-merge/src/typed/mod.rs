@@ -13,7 +13,7 @@ mod merge;
 
 use serde_json::Value;
 
-use crate::fieldpath::{PathElement, PathList, Set};
+use crate::fieldpath::{PathElement, Set, SetBuilder};
 use crate::schema::{FieldDef, ListKind, Schema, StructDef, TypeDef, TypeRef};
 
 pub use compare::Comparison;
@@ -210,25 +210,25 @@ impl<'a> Typer<'a> {
     /// elements, fields of a map that a struct does not declare, and
     /// declared fields set to null or `{}`.
     pub fn field_set(&self, ty: Ty<'a>, value: &Value) -> Set {
-        let mut paths = PathList::default();
-        self.collect(ty, value, &mut Vec::new(), &mut paths);
-        paths.into_set()
+        let mut set = SetBuilder::default();
+        self.collect(ty, value, &mut set);
+        set.build(0)
     }
 
-    fn collect(&self, ty: Ty<'a>, value: &Value, path: &mut Vec<PathElement>, set: &mut PathList) {
+    fn collect(&self, ty: Ty<'a>, value: &Value, set: &mut SetBuilder) {
         match self.node(ty, Some(value)) {
-            Node::Leaf => set.insert(path),
+            Node::Leaf => set.mark(0),
             Node::Fields(fields) => {
                 let Value::Object(map) = value else { return };
                 for (key, child) in map {
-                    path.push(PathElement::field(key.as_str()));
+                    set.push(PathElement::field(key.as_str()));
                     let child_ty = fields.field_ty(key).unwrap_or(Ty::Untyped);
-                    self.collect(child_ty, child, path, set);
+                    self.collect(child_ty, child, set);
                     let empty = child.is_null() || child.as_object().is_some_and(|m| m.is_empty());
                     if empty || !fields.declares(key) {
-                        set.insert(path);
+                        set.mark(0);
                     }
-                    path.pop();
+                    set.pop();
                 }
             }
             Node::Items { elem, keys } => {
@@ -240,15 +240,13 @@ impl<'a> Typer<'a> {
                 let duplicated = duplicated(&pes);
                 for ((item, pe), duplicated) in items.iter().zip(&pes).zip(duplicated) {
                     let Some(pe) = pe else { continue };
-                    path.push(pe.clone());
+                    set.push(pe.clone());
                     // Duplicated elements are owned as a whole.
-                    if duplicated {
-                        set.insert(path);
-                    } else {
-                        self.collect(elem, item, path, set);
-                        set.insert(path);
+                    if !duplicated {
+                        self.collect(elem, item, set);
                     }
-                    path.pop();
+                    set.mark(0);
+                    set.pop();
                 }
             }
         }

@@ -64,13 +64,13 @@ fn deep_block_collections_get_upstream_error_at_once() {
 
 #[test]
 fn depth_between_the_limits_is_refused_before_parsing() {
-    let text = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
+    let text = format!("{}{}", "[x, ".repeat(5_000), "]".repeat(5_000));
     let (result, took) = timed(&text);
     assert_eq!(
         result,
         Err(DecodeError::RecursionLimit {
             line: 1,
-            column: MAX_DEPTH + 1
+            column: MAX_DEPTH * 4 + 1
         })
     );
     assert!(took < Duration::from_millis(500), "took {took:?}");
@@ -140,4 +140,32 @@ fn moderate_aliasing_decodes() {
     let merge = "base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n";
     let v = decode(merge.as_bytes()).expect("merge keys decode");
     assert_eq!(v["derived"]["<<"]["x"], 1);
+}
+
+#[test]
+fn deep_json_documents_decode_as_json() {
+    let depth = UPSTREAM_MAX_DEPTH - 2;
+    let text = format!(
+        "{{\"spec\": {{\"x\": {}1{}}}}}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let deep = std::thread::Builder::new()
+        .stack_size(crate::serializer::THREAD_STACK_BYTES)
+        .spawn(move || {
+            let (result, took) = timed(&text);
+            assert!(took < Duration::from_secs(1), "took {took:?}");
+            let value = result.expect("JSON at upstream's depth decodes");
+            serde_json::to_string(&value).expect("encodes") == text.trim_end().replace(' ', "")
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    assert!(deep, "the tree is the JSON document's");
+    // Flow YAML that is not JSON still gets serde_yaml's limit.
+    let flow = format!("{{a: {}1{}}}", "[".repeat(200), "]".repeat(200));
+    assert!(matches!(
+        decode(flow.as_bytes()),
+        Err(DecodeError::RecursionLimit { .. })
+    ));
 }
