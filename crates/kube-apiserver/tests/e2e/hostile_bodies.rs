@@ -1,5 +1,6 @@
 //! Hostile request bodies (deep nesting in JSON, YAML and CBOR, YAML alias
-//! bombs, oversized JSON patches) answered with upstream's 4xx Status
+//! bombs, protobuf with impossible lengths or endless groups, oversized
+//! JSON patches) answered with upstream's 4xx Status
 //! within a bound, while a concurrent GET keeps being answered and the
 //! server serves normally afterwards.
 
@@ -15,6 +16,7 @@ use crate::harness::{on_both_backends, Backend, TestServer};
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 const BOUND: Duration = Duration::from_secs(2);
 const GATE: &str = "--feature-gates=CBORServingAndStorage=true";
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 struct Answer {
     code: u16,
@@ -113,6 +115,27 @@ fn laughs() -> String {
     text + &format!("pad: [{}1]\n", "1, ".repeat(100_000))
 }
 
+/// A protobuf body: upstream's `k8s\0` prefix and an Unknown envelope of a
+/// v1 ConfigMap whose raw message is `raw`.
+fn protobuf(raw: &[u8]) -> Vec<u8> {
+    fn varint(mut n: usize, out: &mut Vec<u8>) {
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    let mut type_meta = vec![0x0a, 2];
+    type_meta.extend(b"v1\x12\x09ConfigMap");
+    let mut body = b"k8s\0\x0a".to_vec();
+    varint(type_meta.len(), &mut body);
+    body.extend(type_meta);
+    body.push(0x12);
+    varint(raw.len(), &mut body);
+    body.extend(raw);
+    body
+}
+
 fn unrecognized(detail: &str) -> String {
     format!("the object provided is unrecognized (must be of type ConfigMap): {detail}")
 }
@@ -145,6 +168,14 @@ fn cases() -> Vec<Case> {
         Case {
             message: unrecognized("unable to determine group/version/kind: cbor: exceeded max nested level 64"),
             ..case("cbor", "application/cbor", cbor)
+        },
+        Case {
+            message: "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: ".into(),
+            ..case("protobuf length", PROTOBUF, protobuf(&[0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]))
+        },
+        Case {
+            message: "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: ".into(),
+            ..case("protobuf groups", PROTOBUF, protobuf(&[0x0b; 1_000_000]))
         },
         Case {
             method: "PATCH",
