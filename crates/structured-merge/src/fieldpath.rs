@@ -474,6 +474,29 @@ impl Set {
         }
     }
 
+    /// Builds a set from parts gathered in any order: sorted once, an
+    /// element met twice among the children (two spellings of one `k:`
+    /// element, or one reached twice in a walk) holds the union.
+    pub(crate) fn from_unsorted(
+        mut members: Vec<PathElement>,
+        mut children: Vec<(PathElement, Set)>,
+    ) -> Set {
+        members.sort_unstable();
+        members.dedup();
+        children.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut merged: Vec<(PathElement, Set)> = Vec::with_capacity(children.len());
+        for (pe, set) in children {
+            match merged.last_mut() {
+                Some((last, existing)) if *last == pe => *existing = existing.union(&set),
+                _ => merged.push((pe, set)),
+            }
+        }
+        Set {
+            members,
+            children: merged,
+        }
+    }
+
     /// Builds a set from its parts; both must be sorted.
     pub(crate) fn from_parts(members: Vec<PathElement>, children: Vec<(PathElement, Set)>) -> Set {
         Set { members, children }
@@ -561,18 +584,7 @@ fn read_node(map: &Map<String, Value>) -> Result<(Option<Set>, bool), FieldsErro
     if !any_child {
         return Ok((None, true));
     }
-    members.sort_unstable();
-    members.dedup();
-    children.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut merged: Vec<(PathElement, Set)> = Vec::with_capacity(children.len());
-    for (pe, set) in children {
-        match merged.last_mut() {
-            // Two spellings of one element (`k:` fields in another order).
-            Some((last, existing)) if *last == pe => *existing = existing.union(&set),
-            _ => merged.push((pe, set)),
-        }
-    }
-    Ok((Some(Set::from_parts(members, merged)), is_member))
+    Ok((Some(Set::from_unsorted(members, children)), is_member))
 }
 
 /// The union of two sorted, deduplicated slices.

@@ -78,18 +78,7 @@ impl SetBuilder {
         if members.is_empty() && children.is_empty() {
             return None;
         }
-        members.sort_unstable();
-        members.dedup();
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut merged: Vec<(PathElement, Set)> = Vec::with_capacity(children.len());
-        for (pe, sub) in children {
-            match merged.last_mut() {
-                // One element reached twice in the walk.
-                Some((last, existing)) if *last == pe => *existing = existing.union(&sub),
-                _ => merged.push((pe, sub)),
-            }
-        }
-        Some(Set::from_parts(members, merged))
+        Some(Set::from_unsorted(members, children))
     }
 }
 
