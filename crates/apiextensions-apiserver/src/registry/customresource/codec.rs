@@ -4,6 +4,7 @@
 //! CBOR's self-described tag says what the stored bytes are, so the
 //! encoding can change on a live store.
 
+use apimachinery::serializer::json;
 use bytes::Bytes;
 use serde_json::Value;
 use storage::{Codec, StorageError};
@@ -42,7 +43,7 @@ impl Codec for CustomResourceCodec {
         if kube_cbor::is_cbor(data) {
             return kube_cbor::decode(data).map_err(|e| corrupt(e.to_string()));
         }
-        serde_json::from_slice(data).map_err(|e| corrupt(e.to_string()))
+        json::decode_stored(data).map_err(|e| corrupt(e.to_string()))
     }
 }
 
