@@ -42,6 +42,14 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
         || (!info.is_resource_request && info.path.starts_with("/debug/pprof/"))
 }
 
+/// Whether `req`'s request info (set by the request-info filter) is that
+/// of a long-running request.
+pub fn is_long_running_request<B>(req: &Request<B>) -> bool {
+    req.extensions()
+        .get::<Arc<RequestInfo>>()
+        .is_some_and(|info| is_long_running(info))
+}
+
 fn is_mutating(verb: &str) -> bool {
     matches!(
         verb,

@@ -19,3 +19,5 @@ pub mod priority_and_fairness;
 pub mod request_info;
 pub mod timeout;
 pub mod traces;
+pub mod waitgroup;
+pub mod with_retry_after;

@@ -2,17 +2,15 @@
 //! (upstream's `WithTimeoutForNonLongRunningRequests`); watches are bounded
 //! by their own timeout instead.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
 use axum::middleware::Next;
 use http::{Request, Response};
 
-use super::max_in_flight::is_long_running;
+use super::max_in_flight::is_long_running_request;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 
@@ -21,10 +19,7 @@ pub async fn filter(
     req: Request<Body>,
     next: Next,
 ) -> Response<Body> {
-    let long_running = req
-        .extensions()
-        .get::<Arc<RequestInfo>>()
-        .is_some_and(|i| is_long_running(i));
+    let long_running = is_long_running_request(&req);
     if long_running || timeout.is_zero() {
         return next.run(req).await;
     }

@@ -35,6 +35,9 @@ pub struct Config {
     pub livez_grace_period: Duration,
     /// `--shutdown-delay-duration`.
     pub shutdown_delay: Duration,
+    /// `--shutdown-send-retry-after`: once the delay passed, keep listening
+    /// and answer new requests 429 until in-flight requests drained.
+    pub shutdown_send_retry_after: bool,
     /// host:port clients should use, published by `/api`.
     pub external_address: String,
     /// Checks for /healthz, /livez and /readyz beyond ping (e.g. etcd).

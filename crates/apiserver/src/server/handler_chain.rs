@@ -7,22 +7,28 @@ use std::sync::Arc;
 use axum::middleware::from_fn_with_state;
 use axum::Router;
 
+use super::lifecycle_signals::LifecycleSignals;
 use super::CompletedConfig;
 use crate::filters::{
     audit, authentication, authorization, cache_control, cors, filterlatency, hsts, httplog,
     impersonation, max_in_flight, metrics, panic_recovery, priority_and_fairness, request_info,
-    timeout, traces,
+    timeout, traces, waitgroup, with_retry_after,
 };
 
 /// Wraps the API handler in the filters, listed here from the outermost
 /// (first to see a request) to the innermost, as upstream's
 /// `DefaultBuildHandlerChain`: panic recovery → request info → audit ID →
-/// HTTP logging → HSTS → cache control → metrics → max in flight (when priority and fairness is
+/// HTTP logging → retry-after while shutting down (`--shutdown-send-retry-after`) → HSTS →
+/// cache control → in-flight count → metrics → max in flight (when priority and fairness is
 /// off) → timeout → CORS → authentication → tracing → audit → impersonation →
 /// priority and fairness → authorization → (admission, in the REST handler) → handler,
 /// with upstream's `filterlatency` tracking around authentication, audit,
 /// impersonation, priority and fairness and authorization.
-pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router {
+pub fn build_handler_chain(
+    handler: Router,
+    config: &CompletedConfig,
+    signals: &LifecycleSignals,
+) -> Router {
     // Upstream's filterlatency tracking around the tracked filters: started
     // just outside each, completed just inside.
     let started = |name: &'static str| from_fn_with_state(name, filterlatency::started);
@@ -83,10 +89,23 @@ pub fn build_handler_chain(handler: Router, config: &CompletedConfig) -> Router 
         Some(limits) => handler.layer(from_fn_with_state(limits, max_in_flight::filter)),
         None => handler,
     };
-    handler
+    let handler = handler
         .layer(from_fn_with_state(config.metrics.clone(), metrics::filter))
+        .layer(from_fn_with_state(
+            signals.in_flight.clone(),
+            waitgroup::filter,
+        ))
         .layer(axum::middleware::from_fn(cache_control::filter))
-        .layer(from_fn_with_state(config.hsts.clone(), hsts::filter))
+        .layer(from_fn_with_state(config.hsts.clone(), hsts::filter));
+    let handler = if config.shutdown_send_retry_after {
+        handler.layer(from_fn_with_state(
+            signals.not_accepting_new_request.clone(),
+            with_retry_after::filter,
+        ))
+    } else {
+        handler
+    };
+    handler
         .layer(axum::middleware::from_fn(httplog::filter))
         .layer(from_fn_with_state(config.audit.clone(), audit::init))
         .layer(from_fn_with_state(

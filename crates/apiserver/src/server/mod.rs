@@ -10,6 +10,7 @@ pub mod dynamic;
 pub mod handler_chain;
 pub mod healthz;
 pub mod hooks;
+mod lifecycle_signals;
 mod metrics_route;
 mod mux;
 pub mod options;

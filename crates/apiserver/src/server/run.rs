@@ -3,12 +3,14 @@
 //! handler chain wraps the server, then it serves TLS until shutdown, which it carries out
 //! in upstream's order: /readyz fails and the pre-shutdown hooks run at
 //! once, serving continues for `--shutdown-delay-duration`, then, both
-//! done, in-flight requests drain.
+//! done, in-flight requests drain: with the listener closed, or, with
+//! `--shutdown-send-retry-after`, still listening and answering new
+//! requests 429 until the non-long-running ones in flight have finished.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::Router;
@@ -19,6 +21,7 @@ use tokio::net::TcpListener;
 
 use super::handler_chain::build_handler_chain;
 use super::healthz::{self, FnCheck, HealthCheck};
+use super::lifecycle_signals::LifecycleSignals;
 use super::routes::debugsocket::DebugSocket;
 use super::routes::profiling;
 use super::{
@@ -32,7 +35,7 @@ pub struct PreparedServer {
     router: Router,
     post_start_hooks: Vec<PostStartHook>,
     pre_shutdown_hooks: Vec<PreShutdownHook>,
-    shutting_down: Arc<AtomicBool>,
+    signals: LifecycleSignals,
     config: super::CompletedConfig,
     /// `--debug-socket-path`, served while the server runs.
     debug_socket: Option<DebugSocket>,
@@ -43,7 +46,7 @@ impl GenericApiServer {
     /// endpoints (`--profiling`) and `/`, and wraps the server in the
     /// handler chain.
     pub fn prepare_run(mut self) -> PreparedServer {
-        let shutting_down = Arc::new(AtomicBool::new(false));
+        let signals = LifecycleSignals::default();
         let hooks = self.post_start_hooks.clone();
         let hook_checks: Vec<Arc<dyn HealthCheck>> = hooks.iter().map(|h| h.check()).collect();
         let mut readyz_checks = vec![healthz::ping(), log_check()];
@@ -59,7 +62,7 @@ impl GenericApiServer {
             .filter(|c| c.livez())
             .cloned()
             .collect();
-        readyz_checks.push(shutdown_check(shutting_down.clone()));
+        readyz_checks.push(shutdown_check(signals.shutdown_initiated.clone()));
         for (endpoint, checks) in [
             ("healthz", healthz_checks),
             ("livez", livez_checks),
@@ -85,12 +88,16 @@ impl GenericApiServer {
         }
         self.install_index();
         let handler = self.unprotected_handler();
-        let router = build_handler_chain(Router::new().fallback_service(handler), &self.config);
+        let router = build_handler_chain(
+            Router::new().fallback_service(handler),
+            &self.config,
+            &signals,
+        );
         PreparedServer {
             router,
             post_start_hooks: self.post_start_hooks.clone(),
             pre_shutdown_hooks: self.pre_shutdown_hooks.clone(),
-            shutting_down,
+            signals,
             debug_socket: self
                 .config
                 .debug_socket_path
@@ -170,14 +177,16 @@ impl PreparedServer {
     }
 
     /// Serves on `listener` until `shutdown` resolves, then shuts down
-    /// gracefully.
+    /// gracefully. Connections still open when `options.shutdown_timeout`
+    /// (2 s with `--shutdown-send-retry-after`, as upstream's) ends are
+    /// cut and logged, as upstream's server does.
     pub async fn run(
         self,
         listener: TcpListener,
         tls: impl Into<serving::ServerTls>,
-        options: ServeOptions,
+        mut options: ServeOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), serving::ServeError> {
+    ) {
         let context = PostStartHookContext {
             stop: CancellationToken::new(),
         };
@@ -185,18 +194,25 @@ impl PreparedServer {
             hook.spawn(context.clone());
         }
         let debug_socket = self.debug_socket.map(|socket| tokio::spawn(socket.run()));
+        let send_retry_after = self.config.shutdown_send_retry_after;
+        if send_retry_after {
+            options.shutdown_timeout = RETRY_AFTER_SHUTDOWN_TIMEOUT;
+        }
         let drain = Shutdown {
-            readyz_fails: self.shutting_down.clone(),
+            signals: self.signals.clone(),
             delay: self.config.shutdown_delay,
             pre_shutdown_hooks: self.pre_shutdown_hooks.clone(),
             stop: context.stop,
+            send_retry_after,
         }
         .after(shutdown);
         let served = serving::serve(listener, tls, self.router, drain, &options).await;
         if let Some(task) = debug_socket {
             task.abort();
         }
-        served
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "graceful shutdown cut connections");
+        }
     }
 }
 
@@ -206,20 +222,28 @@ impl PreparedServer {
 /// (`PreShutdownHooksStopped` once done) and the shutdown delay passes
 /// (`AfterShutdownDelayDuration`); when both are over, new requests are
 /// refused and the post-start hooks' stop token is cancelled
-/// (`NotAcceptingNewRequest`, which ends the hooks' context).
+/// (`NotAcceptingNewRequest`, which ends the hooks' context). With
+/// `send_retry_after` the listener stays open (new requests get 429) until
+/// the in-flight requests drained (`InFlightRequestsDrained`).
 struct Shutdown {
-    readyz_fails: Arc<AtomicBool>,
-    delay: std::time::Duration,
+    signals: LifecycleSignals,
+    delay: Duration,
     pre_shutdown_hooks: Vec<PreShutdownHook>,
     stop: CancellationToken,
+    send_retry_after: bool,
 }
+
+/// Upstream's HTTP server shutdown timeout with `--shutdown-send-retry-after`
+/// (time for a GOAWAY's answer once the requests have drained).
+const RETRY_AFTER_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Shutdown {
     async fn after(self, shutdown: impl Future<Output = ()>) {
         let started = Instant::now();
         shutdown.await;
         tracing::info!(uptime = ?started.elapsed(), "shutdown requested; /readyz now fails");
-        self.readyz_fails.store(true, Ordering::SeqCst);
+        let signals = self.signals;
+        signals.shutdown_initiated.store(true, Ordering::SeqCst);
         let hooks = async {
             for hook in self.pre_shutdown_hooks {
                 if let Err(e) = (hook.run)().await {
@@ -228,19 +252,25 @@ impl Shutdown {
             }
         };
         tokio::join!(tokio::time::sleep(self.delay), hooks);
+        signals
+            .not_accepting_new_request
+            .store(true, Ordering::SeqCst);
         self.stop.cancel();
+        if self.send_retry_after {
+            tracing::info!("answering new requests 429 until those in flight drain");
+            signals.in_flight.drained().await;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[tokio::test(start_paused = true)]
     async fn hooks_run_at_once_and_the_stop_token_is_cancelled_after_them_and_the_delay() {
-        let (readyz_fails, stop) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
+        let (signals, stop) = (LifecycleSignals::default(), CancellationToken::new());
+        let readyz_fails = signals.shutdown_initiated.clone();
         let seen_by_hook = Arc::new(AtomicBool::new(true));
         let hook_ran = Arc::new(AtomicBool::new(false));
         let (hook_stop, hook_seen, ran) = (stop.clone(), seen_by_hook.clone(), hook_ran.clone());
@@ -255,10 +285,11 @@ mod tests {
         let (asked, shutdown) = tokio::sync::oneshot::channel::<()>();
         let sequence = tokio::spawn(
             Shutdown {
-                readyz_fails: readyz_fails.clone(),
+                signals: signals.clone(),
                 delay: Duration::from_secs(5),
                 pre_shutdown_hooks: vec![hook],
                 stop: stop.clone(),
+                send_retry_after: false,
             }
             .after(async move {
                 let _ = shutdown.await;

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
+use http::header::CONNECTION;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -245,6 +246,8 @@ async fn serve_connection<S, B>(
 
     let activity = Activity::new();
     let tracker = activity.clone();
+    let close_asked = Arc::new(Notify::new());
+    let asks_close = close_asked.clone();
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let guard = tracker.begin();
         let extensions = request.extensions_mut();
@@ -256,8 +259,16 @@ async fn serve_connection<S, B>(
             extensions.insert(chain.clone());
         }
         let response = service.clone().oneshot(request);
+        let asks_close = asks_close.clone();
         async move {
             let response = response.await?;
+            if response
+                .headers()
+                .get(CONNECTION)
+                .is_some_and(|v| v == "close")
+            {
+                asks_close.notify_one();
+            }
             Ok::<_, Infallible>(response.map(|body| TrackedBody::new(body, guard)))
         }
     });
@@ -272,6 +283,13 @@ async fn serve_connection<S, B>(
             connection.await
         }
         () = activity.idle_for(context.idle_timeout) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+        // A handler's `Connection: close`: HTTP/1.1 closes after the
+        // response anyway; HTTP/2 (which drops the header) is sent GOAWAY,
+        // as Go's server does.
+        () = close_asked.notified() => {
             connection.as_mut().graceful_shutdown();
             connection.await
         }

@@ -57,6 +57,7 @@ pub fn generic_config(
         enable_priority_and_fairness: o.flags.bool("enable-priority-and-fairness").unwrap_or(true),
         livez_grace_period: o.generic.livez_grace_period.to_std(),
         shutdown_delay: o.generic.shutdown_delay_duration.to_std(),
+        shutdown_send_retry_after: o.flags.bool("shutdown-send-retry-after").unwrap_or(false),
         external_address: external_address(opts),
         health_checks: vec![etcd_check, etcd_readiness],
         authentication,

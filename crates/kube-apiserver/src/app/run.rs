@@ -249,7 +249,7 @@ async fn serve(mut opts: CompletedOptions) -> Result<(), RunError> {
     };
     prepared
         .run(listener, tls_config, serve_options, shutdown_signal())
-        .await?;
+        .await;
     tracing::info!("server stopped");
     Ok(())
 }

@@ -33,6 +33,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "min-request-timeout",
     "request-timeout",
     "shutdown-delay-duration",
+    "shutdown-send-retry-after",
     "strict-transport-security-directives",
     // Auditing (only the audit.k8s.io/v1 event version is served, as upstream).
     "audit-log-batch-buffer-size",

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::harness::TestServer;
+use crate::support::http::split_response;
 use crate::support::wait::eventually;
 
 /// How long the server's background work may take here.
@@ -29,15 +30,7 @@ fn request_as(s: &TestServer, user: Option<&str>, path: &str) -> (u16, String, S
         cmd.args(["-H", "Impersonate-Group: system:authenticated"]);
     }
     cmd.arg(format!("https://127.0.0.1:{}{path}", s.port));
-    let out = cmd.output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
-    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, head.to_ascii_lowercase(), body.to_owned())
+    split_response(&cmd.output().expect("curl runs").stdout)
 }
 
 /// `count` concurrent GETs of `path` as `user`, multiplexed over one

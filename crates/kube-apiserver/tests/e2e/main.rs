@@ -81,6 +81,7 @@ mod scale_admission;
 mod secure_defaults;
 mod service_accounts;
 mod service_allocation;
+mod shutdown_retry_after;
 mod spec_validation;
 mod storage_encoding;
 mod support;

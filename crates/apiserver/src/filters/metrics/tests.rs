@@ -376,6 +376,7 @@ async fn metrics_endpoint_serves_the_chain_metrics() {
         enable_priority_and_fairness: true,
         livez_grace_period: Duration::ZERO,
         shutdown_delay: Duration::ZERO,
+        shutdown_send_retry_after: false,
         external_address: "127.0.0.1:6443".to_owned(),
         health_checks: Vec::new(),
         authentication: Default::default(),

@@ -51,3 +51,15 @@ pub fn request(
         body: serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
     }
 }
+
+/// Status code, headers (lower-cased) and body of curl's `-i` output.
+pub fn split_response(stdout: &[u8]) -> (u16, String, String) {
+    let text = String::from_utf8_lossy(stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, head.to_ascii_lowercase(), body.to_owned())
+}
