@@ -201,7 +201,8 @@ pub(crate) fn write_retrying<'a>(
     record: &Mutex<Record>,
 ) {
     let mut retried = false;
-    for _ in 0..60 {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(90) {
         let answer = create(pick(), name, value);
         let reason = answer.body["reason"]
             .as_str()

@@ -230,10 +230,10 @@ fn check_watch(seen: &Watched, record: &Record) {
     }
 }
 
-/// Runs writers, a watcher and the balancer's probe through `rig`'s
-/// servers while `faults` runs; returns what the clients saw.
-fn under_load(rig: &Rig, faults: impl FnOnce(&Balancer) + Send) -> (Record, Watched) {
-    let lb = Balancer::new(&rig.servers);
+/// Runs writers, a watcher and the balancer's probe through `servers`
+/// while `faults` runs; returns what the clients saw.
+fn under_load(servers: &[TestServer], faults: impl FnOnce(&Balancer) + Send) -> (Record, Watched) {
+    let lb = Balancer::new(servers);
     let record = Mutex::new(Record::default());
     let (done, probing) = (AtomicBool::new(false), AtomicBool::new(false));
     let rv = list_rv(&lb);
@@ -314,14 +314,16 @@ fn signal(pid: u32, signal: &str) {
 fn etcd_partitions_lose_no_write_and_the_watch_misses_nothing() {
     let rig = Rig::start(&[]);
     let (leader, pinned) = (rig.leader, rig.pinned());
-    let (record, watched) = under_load(&rig, |_| {
+    let (record, watched) = under_load(&rig.servers, |_| {
         // The leader partitioned: the others elect a new one.
         rig.cluster.pause(leader);
         std::thread::sleep(phase(4.0));
         rig.cluster.resume(leader);
         std::thread::sleep(phase(2.0));
-        // A follower the servers do not send to, partitioned.
-        let other = (0..3).find(|&i| i != leader && i != pinned).unwrap();
+        // A follower the servers do not send to, partitioned: not the
+        // member that leads now (the election may have picked it).
+        let now = rig.rt.block_on(rig.cluster.leader());
+        let other = (0..3).find(|&i| Some(i) != now && i != pinned).unwrap();
         rig.cluster.pause(other);
         std::thread::sleep(phase(3.0));
         rig.cluster.resume(other);
@@ -348,7 +350,7 @@ fn etcd_partitions_lose_no_write_and_the_watch_misses_nothing() {
 fn etcd_partition_of_the_servers_member_is_ridden_out_after_keepalive() {
     let rig = Rig::start(&[]);
     let pinned = rig.pinned();
-    let (record, watched) = under_load(&rig, |_| {
+    let (record, watched) = under_load(&rig.servers, |_| {
         rig.cluster.pause(pinned);
         std::thread::sleep(Duration::from_secs(45));
         rig.cluster.resume(pinned);
@@ -365,12 +367,89 @@ fn etcd_partition_of_the_servers_member_is_ridden_out_after_keepalive() {
     }
 }
 
+/// `GET /readyz/etcd` through `s`.
+fn etcd_ready(s: &TestServer) -> bool {
+    request(s, "GET", "/readyz/etcd", &[], None).code == 200
+}
+
+#[test]
+fn etcd_leader_sigkill_and_restart_from_its_data_dir() {
+    let mut rig = Rig::start(&[]);
+    let leader = rig.leader;
+    let (servers, cluster, rt) = (&rig.servers, &mut rig.cluster, &rig.rt);
+    let mut timings = String::new();
+    let (record, watched) = under_load(servers, |_| {
+        cluster.kill(leader);
+        let killed = Instant::now();
+        // The others keep a quorum: once they elect a leader, etcd is
+        // ready again through both servers.
+        wait_until(phase(4.0) + Duration::from_secs(10), || {
+            servers.iter().all(etcd_ready)
+        });
+        timings = format!(
+            ", /readyz/etcd passing again {:?} after the kill",
+            killed.elapsed()
+        );
+        std::thread::sleep(phase(4.0).saturating_sub(killed.elapsed()));
+        rt.block_on(cluster.restart(leader))
+            .expect("member restarts");
+        std::thread::sleep(phase(3.0));
+    });
+    let new_leader = rt.block_on(cluster.leader());
+    report(
+        "etcd leader SIGKILL, restarted from its data dir",
+        &record,
+        &watched,
+        &format!("{timings}, etcd leader {leader} then {new_leader:?}"),
+    );
+    for s in servers {
+        assert_all_stored(s, &record);
+    }
+}
+
+#[test]
+fn whole_etcd_cluster_stopped_and_restarted() {
+    let mut rig = Rig::start(&[]);
+    let (servers, cluster, rt) = (&rig.servers, &mut rig.cluster, &rig.rt);
+    let mut timings = String::new();
+    let (record, watched) = under_load(servers, |_| {
+        for i in 0..3 {
+            cluster.kill(i);
+        }
+        // No etcd: readiness fails on both servers (liveness too, as
+        // upstream's, whose etcd check is in /livez).
+        wait_until(Duration::from_secs(10), || !servers.iter().any(etcd_ready));
+        for s in servers {
+            assert_eq!(request(s, "GET", "/readyz", &[], None).code, 500);
+        }
+        std::thread::sleep(phase(3.0));
+        rt.block_on(cluster.restart_all())
+            .expect("cluster restarts");
+        let restarted = Instant::now();
+        wait_until(Duration::from_secs(20), || servers.iter().all(etcd_ready));
+        timings = format!(
+            ", /readyz/etcd passing {:?} after the restart",
+            restarted.elapsed()
+        );
+        std::thread::sleep(phase(3.0));
+    });
+    report(
+        "whole etcd cluster SIGKILL, restarted",
+        &record,
+        &watched,
+        &timings,
+    );
+    for s in servers {
+        assert_all_stored(s, &record);
+    }
+}
+
 #[test]
 fn sigterm_hands_over_to_the_other_server_without_a_gap() {
     let mut rig = Rig::start(&["--shutdown-delay-duration=3s"]);
     let pid = rig.servers[0].pid();
     let mut timings = String::new();
-    let (record, watched) = under_load(&rig, |lb| {
+    let (record, watched) = under_load(&rig.servers, |lb| {
         signal(pid, "-TERM");
         let asked = Instant::now();
         let unready = wait_until(Duration::from_secs(5), || {
@@ -401,7 +480,7 @@ fn sigterm_hands_over_to_the_other_server_without_a_gap() {
 fn sigkill_of_a_server_loses_no_acknowledged_write() {
     let rig = Rig::start(&[]);
     let pid = rig.servers[0].pid();
-    let (record, watched) = under_load(&rig, |_| {
+    let (record, watched) = under_load(&rig.servers, |_| {
         signal(pid, "-KILL");
         std::thread::sleep(phase(4.0));
     });

@@ -111,6 +111,21 @@ impl EtcdCluster {
         self.wait_ready(i).await
     }
 
+    /// Starts every killed member again on its data, all before waiting
+    /// for any (none answers until a quorum is back).
+    pub async fn restart_all(&mut self) -> Result<(), HarnessError> {
+        let killed: Vec<usize> = (0..self.members.len())
+            .filter(|&i| self.members[i].child.is_none())
+            .collect();
+        for &i in &killed {
+            self.launch(i, "existing")?;
+        }
+        for i in killed {
+            self.wait_ready(i).await?;
+        }
+        Ok(())
+    }
+
     /// Stops member `i` without killing it (SIGSTOP): a partitioned member.
     pub fn pause(&self, i: usize) {
         self.signal(i, libc::SIGSTOP);
