@@ -19,6 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::error::{Failure, Retry};
 use crate::members::Members;
+use crate::rpc;
 
 /// The key upstream's compactor coordinates through.
 pub const COMPACT_REV_KEY: &str = "compact_rev_key";
@@ -54,7 +55,7 @@ impl Compaction {
             .when([Compare::version(COMPACT_REV_KEY, CompareOp::Equal, *time)])
             .and_then([TxnOp::put(COMPACT_REV_KEY, revision.to_string(), None)])
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
-        let sent = members.call("compaction txn", Retry::NotSentOnly, txn, |m, txn| {
+        let sent = members.call(rpc::COMPACTION_TXN, Retry::NotSentOnly, txn, |m, txn| {
             let mut kv = m.kv.clone();
             async move { kv.txn(txn).await }
         });
@@ -82,7 +83,7 @@ impl Compaction {
             return Ok(());
         }
         // Compacting is idempotent: safe to repeat on another member.
-        let sent = members.call("compaction", Retry::Idempotent, (), |m, ()| {
+        let sent = members.call(rpc::COMPACTION, Retry::Idempotent, (), |m, ()| {
             let mut kv = m.kv.clone();
             async move { kv.compact(revision, None).await }
         });
@@ -105,7 +106,7 @@ impl Compaction {
     /// Reads the shared compacted revision from etcd, merges it into what is
     /// known locally and returns the result.
     pub(crate) async fn fetch(&self, members: &Members) -> Result<i64> {
-        let sent = members.call("range", Retry::Idempotent, (), |m, ()| {
+        let sent = members.call(rpc::RANGE, Retry::Idempotent, (), |m, ()| {
             let mut kv = m.kv.clone();
             async move { kv.get(COMPACT_REV_KEY, None).await }
         });

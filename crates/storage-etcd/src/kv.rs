@@ -17,6 +17,7 @@ use crate::compact::Compaction;
 use crate::config::EtcdConfig;
 use crate::error::{ConnectError, Failure, Retry};
 use crate::members::Members;
+use crate::rpc;
 use crate::watch;
 
 /// A [`Kv`] backed by etcd. Share it behind an `Arc`; requests multiplex
@@ -114,12 +115,15 @@ impl Kv for EtcdKv {
             options = options.with_count_only();
         }
         let request = (key, options);
-        let sent = self
-            .members
-            .call("range", Retry::Idempotent, request, |m, (key, options)| {
+        let sent = self.members.call(
+            rpc::RANGE,
+            Retry::Idempotent,
+            request,
+            |m, (key, options)| {
                 let mut kv = m.kv.clone();
                 async move { kv.get(key, Some(options)).await }
-            });
+            },
+        );
         let resp = match sent.await {
             Ok(resp) => resp.0,
             Err(failure) => return Err(self.revision_error(failure, revision).await),
@@ -151,10 +155,12 @@ impl Kv for EtcdKv {
             )])
             .and_then([then])
             .or_else([etcd_client::TxnOp::get(key, None)]);
-        let sent = self.members.call("txn", Retry::NotSentOnly, txn, |m, txn| {
-            let mut kv = m.kv.clone();
-            async move { kv.txn(txn).await }
-        });
+        let sent = self
+            .members
+            .call(rpc::TXN, Retry::NotSentOnly, txn, |m, txn| {
+                let mut kv = m.kv.clone();
+                async move { kv.txn(txn).await }
+            });
         let resp = match sent.await {
             Ok(resp) => resp.0,
             Err(Failure::TooLarge) => {
@@ -210,12 +216,15 @@ impl Kv for EtcdKv {
     async fn current_revision(&self) -> Result<i64> {
         // Any read carries the revision in its header; count one key.
         let request = (self.health_key.clone(), GetOptions::new().with_count_only());
-        let sent = self
-            .members
-            .call("range", Retry::Idempotent, request, |m, (key, options)| {
+        let sent = self.members.call(
+            rpc::RANGE,
+            Retry::Idempotent,
+            request,
+            |m, (key, options)| {
                 let mut kv = m.kv.clone();
                 async move { kv.get(key, Some(options)).await }
-            });
+            },
+        );
         let resp = sent.await.map_err(Failure::into_storage_error)?;
         Ok(resp.0.header.map_or(0, |h| h.revision))
     }
@@ -227,10 +236,15 @@ impl Kv for EtcdKv {
         let seconds = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
         let granted = self
             .members
-            .call("lease grant", Retry::NotSentOnly, seconds, |m, seconds| {
-                let mut lease = m.lease.clone();
-                async move { lease.grant(seconds, None).await }
-            })
+            .call(
+                rpc::LEASE_GRANT,
+                Retry::NotSentOnly,
+                seconds,
+                |m, seconds| {
+                    let mut lease = m.lease.clone();
+                    async move { lease.grant(seconds, None).await }
+                },
+            )
             .await
             .map_err(Failure::into_storage_error)?;
         let options = PutOptions::new().with_lease(granted.id());
@@ -238,7 +252,7 @@ impl Kv for EtcdKv {
         let put = self
             .members
             .call(
-                "put",
+                rpc::PUT,
                 Retry::NotSentOnly,
                 request,
                 |m, (key, value, options)| {
@@ -258,7 +272,7 @@ impl Kv for EtcdKv {
         let key = self.health_key.clone();
         let sent = self
             .members
-            .call("health", Retry::Idempotent, key, |m, key| {
+            .call(rpc::HEALTH, Retry::Idempotent, key, |m, key| {
                 let mut kv = m.kv.clone();
                 async move { kv.get(key, None).await }
             });

@@ -17,6 +17,7 @@ mod error;
 mod kv;
 mod members;
 mod preflight;
+mod rpc;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod watch;

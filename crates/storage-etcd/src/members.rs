@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::config::EtcdConfig;
 use crate::error::{ConnectError, Failure, Retry};
+use crate::rpc::{self, Rpc};
 
 /// Largest response accepted from etcd: big lists must not fail on the
 /// transport's default 4 MiB (upstream sets the same limit).
@@ -77,7 +78,7 @@ impl Members {
     /// Each attempt is bounded by the request timeout.
     pub(crate) async fn call<R, T, Fut>(
         &self,
-        what: &str,
+        rpc: Rpc,
         retry: Retry,
         request: R,
         send: impl Fn(&Member, R) -> Fut,
@@ -96,7 +97,8 @@ impl Members {
             let Some(member) = self.members.get(index) else {
                 break;
             };
-            match bounded(self.request_timeout, what, send(member, request.clone())).await {
+            let attempt = rpc::traced(rpc, &member.url, send(member, request.clone()));
+            match bounded(self.request_timeout, rpc.what, attempt).await {
                 Ok(resp) => {
                     if index != first {
                         self.pinned.store(index, Ordering::Relaxed);
@@ -108,7 +110,8 @@ impl Members {
                     tracing::debug!(
                         server = %member.url,
                         ?failure,
-                        "etcd: {what} failed, trying the next server"
+                        "etcd: {} failed, trying the next server",
+                        rpc.what
                     );
                     let election = failure.is_election();
                     last = Some(failure);

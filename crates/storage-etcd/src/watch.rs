@@ -20,6 +20,7 @@ use crate::compact::Compaction;
 use crate::error::{Failure, Retry};
 use crate::kv::key_value;
 use crate::members::{bounded, Members};
+use crate::rpc;
 
 /// What to watch.
 pub(crate) struct Target<'a> {
@@ -44,10 +45,15 @@ pub(crate) async fn open(
         options = options.with_prefix();
     }
     let request = (target.key.to_string(), options);
-    let created = members.call("watch", Retry::Idempotent, request, |m, (key, options)| {
-        let mut client = m.watch.clone();
-        async move { client.watch(key, Some(options)).await }
-    });
+    let created = members.call(
+        rpc::WATCH,
+        Retry::Idempotent,
+        request,
+        |m, (key, options)| {
+            let mut client = m.watch.clone();
+            async move { client.watch(key, Some(options)).await }
+        },
+    );
     let (requests, mut responses) = created.await.map_err(Failure::into_storage_error)?.split();
     let first = bounded(members.request_timeout(), "watch", responses.message())
         .await

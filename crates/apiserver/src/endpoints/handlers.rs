@@ -19,6 +19,7 @@ use super::selection;
 use super::trace_util;
 use super::warning::Warnings;
 use super::watch;
+use super::writers;
 use crate::admission::RequestContext;
 use crate::audit::AuditContext;
 use crate::authentication::user::UserInfo;
@@ -82,17 +83,25 @@ pub async fn serve(
             .unwrap_or_else(|| Arc::new(UserInfo::anonymous())),
         parts.extensions.get::<Arc<AuditContext>>().cloned(),
     );
-    let handled = dispatch(
-        &store,
-        &req,
-        &parts,
-        body,
-        &query,
-        &neg,
-        &mut warnings,
-        config,
-    );
-    let result = match trace_util::span_name(&req.verb) {
+    let group_version = store.info.api_version();
+    let handled = async {
+        let dispatched = dispatch(
+            &store,
+            &req,
+            &parts,
+            body,
+            &query,
+            &neg,
+            &mut warnings,
+            config,
+        );
+        let resp = dispatched
+            .await
+            .unwrap_or_else(|e| response::error(&e, neg.encoding));
+        let compress = config.response_compression;
+        writers::serialize_object(resp, &parts, &neg, &group_version, compress).await
+    };
+    let mut resp = match trace_util::span_name(&req.verb) {
         Some(name) => {
             let fields = || trace_util::trace_fields(&parts);
             request
@@ -104,12 +113,8 @@ pub async fn serve(
     for message in request.take_warnings() {
         warnings.add(message);
     }
-    let mut resp = match result {
-        Ok(resp) => resp,
-        Err(e) => response::error(&e, neg.encoding),
-    };
     warnings.apply(resp.headers_mut());
-    super::compression::maybe_gzip(resp, &parts.headers, config.response_compression).await
+    resp
 }
 
 fn with_include_object(mut neg: Negotiated, query: &Query) -> Negotiated {

@@ -20,3 +20,4 @@ pub mod trace_util;
 pub mod virtual_create;
 pub mod warning;
 pub mod watch;
+pub mod writers;

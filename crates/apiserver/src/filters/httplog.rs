@@ -4,10 +4,11 @@
 //! response has been sent, with upstream's keys in upstream's order:
 //!
 //! ```text
-//! I1127 21:11:12.834976   18332 httplog.rs:80] "HTTP" verb="LIST" URI="/api/v1/pods?limit=500" latency="1.234ms" userAgent="kubectl/v1.37.0" audit-ID="0b5e…" srcIP="127.0.0.1:53412" resp=200
+//! I1127 21:11:12.834976   18332 httplog.rs:80] "HTTP" verb="LIST" URI="/api/v1/pods?limit=500" latency="1.234ms" userAgent="kubectl/v1.37.0" contentType="" audit-ID="0b5e…" srcIP="127.0.0.1:53412" resp=200
 //! ```
 //!
-//! The verb is the metrics' (LIST, WATCH, APPLY, CONNECT), the audit ID
+//! The verb is the metrics' (LIST, WATCH, APPLY, CONNECT), `contentType`
+//! the request's `Content-Type` header (empty without one), the audit ID
 //! is cut to 64 characters, the latency is Go's duration text, and an
 //! upgraded connection logs `hijacked=true` instead of `resp`. Filters
 //! slower than 100 ms add `fl_<filter>` before `resp` (upstream's
@@ -78,6 +79,7 @@ struct Entry {
     verb: String,
     uri: String,
     user_agent: String,
+    content_type: String,
     audit_id: String,
     src_ip: String,
 }
@@ -105,6 +107,7 @@ impl Entry {
                 .path_and_query()
                 .map_or_else(|| req.uri().path().to_owned(), |pq| pq.as_str().to_owned()),
             user_agent: header(header::USER_AGENT),
+            content_type: header(header::CONTENT_TYPE),
             audit_id: req
                 .extensions()
                 .get::<AuditId>()
@@ -148,6 +151,7 @@ impl Drop for Done {
             URI = e.uri,
             latency,
             userAgent = e.user_agent,
+            contentType = e.content_type,
             "audit-ID" = e.audit_id,
             srcIP = e.src_ip,
             fl_authentication = fl("authentication"),

@@ -12,6 +12,7 @@
 pub mod api;
 mod client;
 pub mod httpconv;
+pub mod otelgrpc;
 mod provider;
 
 use std::future::Future;

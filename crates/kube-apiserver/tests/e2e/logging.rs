@@ -95,11 +95,12 @@ fn wait_for(s: &TestServer, what: impl Fn(&str) -> bool) -> String {
     }
 }
 
-const HTTP_KEYS: [&str; 7] = [
+const HTTP_KEYS: [&str; 8] = [
     "verb",
     "URI",
     "latency",
     "userAgent",
+    "contentType",
     "audit-ID",
     "srcIP",
     "resp",
@@ -119,9 +120,20 @@ fn klog_text_with_the_request_log_at_v3() {
     assert_eq!(klog_keys(line), HTTP_KEYS, "{line}");
     assert!(line.starts_with("\"HTTP\" verb=\"LIST\" "), "{line}");
     assert!(line.contains(" userAgent=\"kubectl/"), "{line}");
+    assert!(line.contains(" contentType=\"\" "), "{line}");
     assert!(line.contains(" srcIP=\"127.0.0.1:"), "{line}");
     assert!(line.ends_with(" resp=200"), "{line}");
     assert!(!log.contains('\u{1b}'), "no color codes:\n{log}");
+
+    // A request with a body names its media type.
+    s.ok(&["create", "configmap", "logged"]);
+    let uri = "URI=\"/api/v1/namespaces/default/configmaps?fieldManager=kubectl-create";
+    let log = wait_for(&s, |log| log.contains(uri));
+    let line = parse_klog(&log)
+        .into_iter()
+        .find(|b| b.starts_with("\"HTTP\" verb=\"POST\" ") && b.contains(uri))
+        .unwrap_or_else(|| panic!("no request log line of the create:\n{log}"));
+    assert!(line.contains(" contentType=\"application/"), "{line}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Profiling as upstream's `--profiling` and `--debug-socket-path`: a CPU
 //! profile taken under load is a gzip'd pprof `Profile` with samples and
 //! function names; block and mutex are Go's empty contention profiles
-//! and heap an unknown profile; `/debug/pprof/*` is authorized as a
+//! (in Go's text form with `?debug=1`) and heap an unknown profile; `/debug/pprof/*` is authorized as a
 //! non-resource URL
 //! (anonymous refused, `system:masters` and RBAC grants allowed); with
 //! `--profiling=false` it is 404; the debug socket serves the same
@@ -162,6 +162,18 @@ fn profiles_behind_authorization_and_on_the_debug_socket() {
         assert_eq!(types, ["contentions", "delay"], "{name}");
         assert!(profile.sample.is_empty(), "{name} has samples");
     }
+    // `?debug=1`: Go's text form.
+    let block = get(&s, "/debug/pprof/block?debug=1", Who::Admin).text();
+    let mut lines = block.lines();
+    assert_eq!(lines.next(), Some("--- contention:"), "{block}");
+    let cycles = lines
+        .next()
+        .and_then(|l| l.strip_prefix("cycles/second="))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(cycles.is_some_and(|n| n > 0), "{block}");
+    let mutex = get(&s, "/debug/pprof/mutex?debug=1", Who::Admin).text();
+    assert!(mutex.starts_with("--- mutex:\ncycles/second="), "{mutex}");
+    assert!(mutex.ends_with("\nsampling period=0\n"), "{mutex}");
     let heap = get(&s, "/debug/pprof/heap", Who::Admin);
     assert_eq!(
         (heap.code, heap.text().as_str()),

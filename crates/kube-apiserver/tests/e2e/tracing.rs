@@ -2,10 +2,12 @@
 //! exports its spans over OTLP/gRPC to a collector run by the test, with
 //! upstream's span names and attributes (the request with otelhttp's HTTP
 //! attributes, the filters' latency spans, the REST handler, the admission
-//! webhook call and its client span, the storage write, the watch cache's
-//! list, the watch server), continues the trace of a privileged caller's
-//! `traceparent` (and only links an unprivileged caller's), and passes the
-//! trace on to admission webhooks. Bad configuration files stop startup
+//! webhook call and its client span, the writing of the answer, the
+//! storage's reads and writes, the watch cache's get, list and watch, the
+//! watch server, and on etcd otelgrpc's spans of the etcd requests),
+//! continues the trace of a privileged caller's `traceparent` (and only
+//! links an unprivileged caller's), and passes the trace on to admission
+//! webhooks. Bad configuration files stop startup
 //! with upstream's messages.
 
 use std::collections::BTreeMap;
@@ -25,7 +27,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 
 use crate::admission::start_recording_webhook;
-use crate::harness::{startup_error, TestServer};
+use crate::harness::{startup_error, Backend, TestServer};
 use crate::support::http::request;
 
 /// One exported span, flattened for assertions.
@@ -154,8 +156,9 @@ fn webhook_configuration(addr: SocketAddr, ca: &str) -> String {
     )
 }
 
-#[test]
-fn spans_reach_the_collector_with_upstreams_names() {
+/// A collector and the `--tracing-config-file` flag of a configuration
+/// sampling every request into it (the file lives as long as the dir).
+fn traced_to_collector() -> (Collector, tempfile::TempDir, String) {
     let (collector_addr, collector) = start_collector();
     let files = tempfile::tempdir().expect("temp dir");
     let config = files.path().join("tracing.yaml");
@@ -166,7 +169,14 @@ fn spans_reach_the_collector_with_upstreams_names() {
         ),
     )
     .expect("config");
-    let s = TestServer::start_with(&[&format!("--tracing-config-file={}", config.display())]);
+    let flag = format!("--tracing-config-file={}", config.display());
+    (collector, files, flag)
+}
+
+#[test]
+fn spans_reach_the_collector_with_upstreams_names() {
+    let (collector, _files, flag) = traced_to_collector();
+    let s = TestServer::start_with(&[&flag]);
     let (hook_addr, ca, seen) = start_recording_webhook();
     s.apply_yaml(&webhook_configuration(hook_addr, &ca));
 
@@ -184,6 +194,14 @@ fn spans_reach_the_collector_with_upstreams_names() {
         Some(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"traced"}}"#),
     );
     assert_eq!(created.code, 201, "{}", created.body);
+    // Every request before any wait: the exporter sends spans in 5 s batches.
+    let rv = created.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    request(&s, "GET", "/api/v1/namespaces/default", &[], None);
+    send_reads(&s, &rv);
+    let anonymous = anonymous_request(&s);
 
     let in_trace = |name: &'static str| {
         collector.wait_for(name, move |s| s.name == name && s.trace_id == TRACE_ID)
@@ -276,11 +294,33 @@ fn spans_reach_the_collector_with_upstreams_names() {
     assert_eq!(storage.attr("key"), "/registry/configmaps/default/traced");
     assert_eq!(storage.attr("resource"), "configmaps");
     assert_eq!(storage.attr("audit-id"), audit_id);
+    assert_eq!(storage.parent_span_id, handler.span_id, "{storage:#?}");
+
+    // The answer is written in responsewriters' span, under the handler's.
+    let written = in_trace("SerializeObject");
+    assert_eq!(written.parent_span_id, handler.span_id, "{written:#?}");
+    for (key, value) in [
+        ("audit-id", audit_id.as_str()),
+        ("method", "POST"),
+        ("url", "/api/v1/namespaces/default/configmaps"),
+        ("protocol", "HTTP/2.0"),
+        ("mediaType", "application/json"),
+        (
+            "encoder",
+            r#"{"encodeGV":"v1","encoder":"{\"name\":\"json\",\"pretty\":\"false\",\"strict\":\"false\",\"yaml\":\"false\"}","name":"versioning"}"#,
+        ),
+    ] {
+        assert_eq!(written.attr(key), value, "{key}: {written:#?}");
+    }
+    assert_eq!(
+        written.events,
+        ["About to start writing response", "Write call succeeded"],
+        "{written:#?}"
+    );
 
     // The admin without a traceparent: the request's span is a child of
     // the authentication filter's. (Upstream's request info reads this
     // path as namespace and name both `default`.)
-    request(&s, "GET", "/api/v1/namespaces/default", &[], None);
     let get = collector.wait_for("GET of the namespace", |s| {
         s.name == "GET /api/v1/namespaces/{:namespace}/namespaces/{:name}"
     });
@@ -289,21 +329,46 @@ fn spans_reach_the_collector_with_upstreams_names() {
     });
 
     reads_and_watches(&s, &collector);
-    anonymous_callers_start_a_new_trace(&s, &collector);
+    storage_reads(&collector, &rv);
+    anonymous_callers_start_a_new_trace(&collector, &anonymous);
+}
+
+const LIST_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
+const WATCH_TRACE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
+const GET_TRACE: &str = "7bf92f3577b34da6a3ce929d0e0e4739";
+const CACHED_TRACE: &str = "8bf92f3577b34da6a3ce929d0e0e473a";
+const EXACT_TRACE: &str = "9bf92f3577b34da6a3ce929d0e0e473b";
+
+fn get_traced(s: &TestServer, path: &str, trace: &str) {
+    let traceparent = format!("traceparent: 00-{trace}-{PARENT_ID}-01");
+    let got = request(s, "GET", path, &[&traceparent], None);
+    assert_eq!(got.code, 200, "{path}: {}", got.body);
+}
+
+/// The reads [`reads_and_watches`] and [`storage_reads`] look at, each in
+/// its own trace; `rv` is the revision the exact list is read at.
+fn send_reads(s: &TestServer, rv: &str) {
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    get_traced(s, configmaps, LIST_TRACE);
+    get_traced(s, &format!("{configmaps}/traced"), GET_TRACE);
+    get_traced(
+        s,
+        &format!("{configmaps}/traced?resourceVersion=0"),
+        CACHED_TRACE,
+    );
+    let exact = format!("{configmaps}?limit=1&resourceVersion={rv}&resourceVersionMatch=Exact");
+    get_traced(s, &exact, EXACT_TRACE);
+    get_traced(
+        s,
+        &format!("{configmaps}?watch=true&timeoutSeconds=1"),
+        WATCH_TRACE,
+    );
 }
 
 /// A list's `List` and `cacher.GetList` spans, a watch's
 /// `WatchServer.HandleHTTP` (and no `List`), and the filters' latency
 /// metric.
 fn reads_and_watches(s: &TestServer, collector: &Collector) {
-    const LIST_TRACE: &str = "5bf92f3577b34da6a3ce929d0e0e4737";
-    const WATCH_TRACE: &str = "6bf92f3577b34da6a3ce929d0e0e4738";
-    let get_traced = |path: &str, trace: &str| {
-        let traceparent = format!("traceparent: 00-{trace}-{PARENT_ID}-01");
-        let got = request(s, "GET", path, &[&traceparent], None);
-        assert_eq!(got.code, 200, "{path}: {}", got.body);
-    };
-    get_traced("/api/v1/namespaces/default/configmaps", LIST_TRACE);
     let list = collector.wait_for("List", |s| s.name == "List" && s.trace_id == LIST_TRACE);
     assert_eq!(list.attr("verb"), "list");
     let cached = collector.wait_for("cacher.GetList", |s| {
@@ -317,10 +382,10 @@ fn reads_and_watches(s: &TestServer, collector: &Collector) {
         "{cached:#?}"
     );
 
-    get_traced(
-        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
-        WATCH_TRACE,
-    );
+    let cacher_watch = collector.wait_for("cacher.Watch", |s| {
+        s.name == "cacher.Watch" && s.trace_id == WATCH_TRACE
+    });
+    assert_eq!(cacher_watch.attr("type"), "configmaps", "{cacher_watch:#?}");
     let watch = collector.wait_for("WatchServer.HandleHTTP", |s| {
         s.name == "WatchServer.HandleHTTP" && s.trace_id == WATCH_TRACE
     });
@@ -348,8 +413,44 @@ fn reads_and_watches(s: &TestServer, collector: &Collector) {
     }
 }
 
-/// An unprivileged caller's `traceparent` becomes a link, not the parent.
-fn anonymous_callers_start_a_new_trace(s: &TestServer, collector: &Collector) {
+/// The storage spans of reads: a get from storage (`Get etcd3`) and from
+/// the watch cache (`cacher.Get`), each under the `Get` handler, and a list
+/// the cache passes to storage (`List(recursive=true) etcd3`).
+fn storage_reads(collector: &Collector, rv: &str) {
+    let span_of = |name: &'static str, trace: &'static str| {
+        collector.wait_for(name, move |s| s.name == name && s.trace_id == trace)
+    };
+    let handler = span_of("Get", GET_TRACE);
+    let read = span_of("Get etcd3", GET_TRACE);
+    assert_eq!(read.parent_span_id, handler.span_id, "{read:#?}");
+    assert_eq!(read.attr("key"), "/registry/configmaps/default/traced");
+    assert_eq!(read.attr("resource"), "configmaps");
+    assert_eq!(read.attr("audit-id"), handler.attr("audit-id"));
+    assert_eq!(read.events, ["Get call succeeded", "Decode succeeded"]);
+
+    let handler = span_of("Get", CACHED_TRACE);
+    let cached = span_of("cacher.Get", CACHED_TRACE);
+    assert_eq!(cached.parent_span_id, handler.span_id, "{cached:#?}");
+    assert_eq!(cached.attr("key"), "/registry/configmaps/default/traced");
+    assert_eq!(cached.attr("resource-version"), "0");
+
+    // A list at an exact resourceVersion is storage's to answer.
+    let handler = span_of("List", EXACT_TRACE);
+    let list = span_of("List(recursive=true) etcd3", EXACT_TRACE);
+    assert_eq!(list.parent_span_id, handler.span_id, "{list:#?}");
+    for (key, value) in [
+        ("key", "/registry/configmaps/default"),
+        ("resourceVersion", rv),
+        ("resourceVersionMatch", "Exact"),
+        ("limit", "1"),
+        ("continue", ""),
+    ] {
+        assert_eq!(list.attr(key), value, "{key}: {list:#?}");
+    }
+}
+
+/// An unprivileged caller's request with a `traceparent`: its status.
+fn anonymous_request(s: &TestServer) -> String {
     let pki = s.dir.path().join("pki");
     let out = Command::new("curl")
         .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
@@ -358,13 +459,58 @@ fn anonymous_callers_start_a_new_trace(s: &TestServer, collector: &Collector) {
         .arg(format!("https://127.0.0.1:{}/api/v1/namespaces", s.port))
         .output()
         .expect("curl runs");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An unprivileged caller's `traceparent` becomes a link, not the parent.
+fn anonymous_callers_start_a_new_trace(collector: &Collector, status: &str) {
+    assert_eq!(status, "403");
     let span = collector.wait_for("GET /api/v1/namespaces linked", |s| {
         s.name == "GET /api/v1/namespaces" && s.links.iter().any(|l| l == TRACE_ID)
     });
     assert_ne!(span.trace_id, TRACE_ID, "{span:#?}");
     assert_eq!(span.parent_span_id, "", "{span:#?}");
     assert_eq!(span.attr("http.response.status_code"), "403");
+}
+
+/// On etcd, each request to etcd is a client span of otelgrpc's under the
+/// storage span that sent it, as upstream's etcd client records them.
+#[test]
+fn etcd_requests_have_grpc_client_spans() {
+    const CREATE_TRACE: &str = "abf92f3577b34da6a3ce929d0e0e473c";
+    const GET_TRACE: &str = "bbf92f3577b34da6a3ce929d0e0e473d";
+    let (collector, _files, flag) = traced_to_collector();
+    let s = Backend::Etcd.start_with(&[&flag]);
+    let traced = |method: &str, path: &str, trace: &str, body: Option<&str>| {
+        let traceparent = format!("traceparent: 00-{trace}-{PARENT_ID}-01");
+        let headers = [traceparent.as_str(), "Content-Type: application/json"];
+        request(&s, method, path, &headers, body).code
+    };
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"on-etcd"}}"#;
+    let path = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(traced("POST", path, CREATE_TRACE, Some(body)), 201);
+    assert_eq!(
+        traced("GET", &format!("{path}/on-etcd"), GET_TRACE, None),
+        200
+    );
+    for (trace, storage, method) in [
+        (CREATE_TRACE, "Create etcd3", "etcdserverpb.KV/Txn"),
+        (GET_TRACE, "Get etcd3", "etcdserverpb.KV/Range"),
+    ] {
+        let parent = collector.wait_for(storage, |s| s.name == storage && s.trace_id == trace);
+        let call = collector.wait_for(method, |s| s.name == method && s.trace_id == trace);
+        assert_eq!(call.parent_span_id, parent.span_id, "{call:#?}");
+        assert_eq!(call.kind, 3, "a client span: {call:#?}");
+        for (key, value) in [
+            ("rpc.method", method),
+            ("rpc.system.name", "grpc"),
+            ("server.address", "127.0.0.1"),
+            ("rpc.response.status_code", "OK"),
+        ] {
+            assert_eq!(call.attr(key), value, "{key}: {call:#?}");
+        }
+        assert!(call.attr("server.port").parse::<u16>().is_ok(), "{call:#?}");
+    }
 }
 
 #[test]

@@ -279,6 +279,36 @@ impl Cacher {
         Ok((cache.rv() >= current || cache.progress_reported()).then_some(current))
     }
 
+    /// Upstream's attributes of the `cacher.Watch` and `cacher.GetList`
+    /// spans.
+    fn span_attributes(&self) -> Vec<Attribute> {
+        vec![
+            Attribute::new("audit-id", tracing_ctx::audit_id()),
+            Attribute::new("type", self.shared.config.group_resource.clone()),
+        ]
+    }
+
+    /// A get the cache can serve (upstream's `Cacher.Get`, in its span):
+    /// waits until the cache has reached `min_rv`, falling back to storage
+    /// when it stops being ready.
+    async fn get_cached(&self, key: &str, opts: GetOptions, min_rv: i64) -> Result<Option<Object>> {
+        if !self.wait_fresh(min_rv).await? {
+            return self.storage.get(key, opts).await;
+        }
+        let found = {
+            let cache = self.shared.read();
+            cache.is_ready().then(|| cache.get(key).cloned())
+        };
+        match found {
+            None => self.storage.get(key, opts).await,
+            Some(Some(obj)) => Ok(Some(obj)),
+            Some(None) if opts.ignore_not_found => Ok(None),
+            Some(None) => Err(StorageError::NotFound {
+                key: key.to_string(),
+            }),
+        }
+    }
+
     /// A list the cache can serve (upstream's `Cacher.GetList`, in its
     /// span): waits until the cache is fresh enough, falling back to
     /// storage when it cannot tell or does not get there in time.
@@ -495,10 +525,14 @@ impl Storage for Cacher {
             // list a moment, then serve the watch from storage.
             let _ = tokio::time::timeout(self.shared.config.fresh_timeout, self.wait_ready()).await;
         }
-        match self.watch_from_cache(cache_key.into_owned(), opts.clone()) {
-            Some(stream) => Ok(stream),
-            None => self.storage.watch(key, opts).await,
-        }
+        let attributes = || self.span_attributes();
+        let watching = async {
+            match self.watch_from_cache(cache_key.into_owned(), opts.clone()) {
+                Some(stream) => Ok(stream),
+                None => self.storage.watch(key, opts).await,
+            }
+        };
+        tracing_ctx::in_span("cacher.Watch", attributes, watching).await
     }
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
@@ -509,21 +543,17 @@ impl Storage for Cacher {
                 return self.storage.get(key, opts).await
             }
         };
-        if !self.covers(key) || !self.wait_fresh(min_rv).await? {
+        if !self.covers(key) || !self.is_ready() {
             return self.storage.get(key, opts).await;
         }
-        let found = {
-            let cache = self.shared.read();
-            cache.is_ready().then(|| cache.get(key).cloned())
+        let attributes = || {
+            vec![
+                Attribute::new("audit-id", tracing_ctx::audit_id()),
+                Attribute::new("key", key.to_owned()),
+                Attribute::new("resource-version", min_rv.to_string()),
+            ]
         };
-        match found {
-            None => self.storage.get(key, opts).await,
-            Some(Some(obj)) => Ok(Some(obj)),
-            Some(None) if opts.ignore_not_found => Ok(None),
-            Some(None) => Err(StorageError::NotFound {
-                key: key.to_string(),
-            }),
-        }
+        tracing_ctx::in_span("cacher.Get", attributes, self.get_cached(key, opts, min_rv)).await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
@@ -542,12 +572,7 @@ impl Storage for Cacher {
         if !self.covers(&cache_key) || !self.is_ready() {
             return self.storage.get_list(key, opts).await;
         }
-        let attributes = || {
-            vec![
-                Attribute::new("audit-id", tracing_ctx::audit_id()),
-                Attribute::new("type", self.shared.config.group_resource.clone()),
-            ]
-        };
+        let attributes = || self.span_attributes();
         let listing = self.get_list_cached(key, &cache_key, opts, (min_rv, apply_limit));
         tracing_ctx::in_span("cacher.GetList", attributes, listing).await
     }

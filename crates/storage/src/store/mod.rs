@@ -106,15 +106,15 @@ impl Store {
         prepare_for_storage(key, &mut obj)?;
         tracing_ctx::add_event("About to Encode", Vec::new());
         let data = self.encode(&obj)?;
-        let len = i64::try_from(data.len()).unwrap_or(i64::MAX);
-        tracing_ctx::add_event("Encode succeeded", vec![Attribute::new("len", len)]);
+        tracing_ctx::add_event(
+            "Encode succeeded",
+            vec![Attribute::new("len", length(&data))],
+        );
         let txn = self.kv.txn(key, 0, TxnOp::Put(data)).await;
-        let event = if txn.is_ok() {
-            "Txn call succeeded"
-        } else {
-            "Txn call failed"
-        };
-        tracing_ctx::add_event(event, Vec::new());
+        match &txn {
+            Ok(_) => tracing_ctx::add_event("Txn call succeeded", Vec::new()),
+            Err(e) => tracing_ctx::add_event("Txn call failed", error_attributes(e)),
+        }
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut obj, revision)?;
@@ -124,6 +124,130 @@ impl Store {
                 key: key.to_string(),
             }),
         }
+    }
+
+    /// Upstream's `Get`, in its `Get etcd3` span with the call's and the
+    /// decoding's events.
+    async fn get_traced(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+        let revision = match opts.version {
+            ReadVersion::Exact(n) => n,
+            _ => 0,
+        };
+        let request = RangeRequest {
+            key: key.to_string(),
+            revision,
+            ..RangeRequest::default()
+        };
+        let resp = self.kv.range(request).await;
+        match &resp {
+            Ok(_) => tracing_ctx::add_event("Get call succeeded", Vec::new()),
+            Err(e) => tracing_ctx::add_event("Get call failed", error_attributes(e)),
+        }
+        let resp = resp?;
+        check_minimum(opts.version, resp.revision)?;
+        let Some(kv) = resp.kvs.into_iter().next() else {
+            if opts.ignore_not_found {
+                return Ok(None);
+            }
+            return Err(StorageError::NotFound {
+                key: key.to_string(),
+            });
+        };
+        let decoded = self.decode(&kv.key, &kv.value, kv.mod_revision);
+        let mut attributes = vec![Attribute::new("len", length(&kv.value))];
+        match &decoded {
+            Ok(_) => tracing_ctx::add_event("Decode succeeded", attributes),
+            Err(e) => {
+                attributes.extend(error_attributes(e));
+                tracing_ctx::add_event("Decode failed", attributes);
+            }
+        }
+        Ok(Some(Arc::new(decoded?)))
+    }
+
+    /// Upstream's `GetList`, in its `List(recursive=…) etcd3` span.
+    async fn list_traced(&self, key: &str, opts: &ListOptions) -> Result<ListResult> {
+        let start = list_start(key, opts)?;
+        let limit = opts.limit.filter(|l| *l > 0);
+        let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
+        let mut revision = start.revision;
+        let mut fetch_from = start.start_key;
+        let mut fetch_limit = limit.unwrap_or(0);
+        let mut items: Vec<Object> = Vec::new();
+        let mut last_key: Option<String> = None;
+        let big = limit.is_none_or(|l| l >= offload::INLINE_OBJECTS as i64);
+        let _admitted = if big {
+            Some(offload::admit_read().await)
+        } else {
+            None
+        };
+        let (has_more, remaining) = loop {
+            let resp = self
+                .kv
+                .range(RangeRequest {
+                    key: fetch_from,
+                    range_end: range_end.clone(),
+                    revision,
+                    limit: fetch_limit,
+                    count_only: false,
+                })
+                .await
+                .map_err(|e| expired_continue(e, start.continued_from))?;
+            check_minimum(opts.version, resp.revision)?;
+            if resp.kvs.is_empty() && resp.more {
+                return Err(StorageError::internal(
+                    "no results were found, but the store indicated more values remain",
+                ));
+            }
+            // Every later page and fetch reads the same revision.
+            if revision == 0 {
+                revision = resp.revision;
+            }
+            let (more, count) = (resp.more, resp.count);
+            let wanted = limit.map(|l| {
+                usize::try_from(l)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(items.len())
+            });
+            let (codec, predicate) = (self.codec.clone(), opts.predicate.clone());
+            // Decoding thousands of objects holds a core: off the async workers.
+            let batch = offload::run_for(resp.kvs.len(), move || {
+                decode_batch(codec.as_ref(), resp.kvs, &predicate, wanted)
+            })
+            .await?;
+            let has_more = more || batch.cut;
+            items.extend(batch.items);
+            last_key = batch.last_key.or(last_key);
+            let Some(limit) = limit else {
+                break (false, None);
+            };
+            if !has_more || items.len() as i64 >= limit {
+                // The KV's count covers the range from this fetch's start, so it
+                // is exact only when nothing was filtered out.
+                let remaining = opts.predicate.is_everything().then(|| count - limit);
+                break (has_more, remaining);
+            }
+            // Filtering dropped items: fetch bigger batches (upstream doubles).
+            fetch_limit = fetch_limit
+                .saturating_mul(2)
+                .min(MAX_FETCH_LIMIT)
+                .max(fetch_limit);
+            fetch_from = format!("{}\0", last_key.as_deref().unwrap_or_default());
+        };
+        let continue_token = match (has_more, last_key) {
+            (true, Some(last)) => Some(continue_token::encode(
+                &format!("{last}\0"),
+                &start.key_prefix,
+                revision,
+            )?),
+            _ => None,
+        };
+        Ok(ListResult {
+            items,
+            resource_version: revision,
+            remaining_item_count: continue_token.as_ref().and(remaining),
+            continue_token,
+        })
     }
 
     fn encode(&self, obj: &Value) -> Result<Bytes> {
@@ -151,6 +275,37 @@ fn check_minimum(version: ReadVersion, current: i64) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Upstream's attributes of the `List(recursive=…) etcd3` span: the
+/// request's `resourceVersion` (`resourceVersionMatch` is told apart only
+/// for `Exact`: a parsed "not older than" may have been sent either way),
+/// `limit` and `continue`.
+fn list_span_attributes(key: &str, opts: &ListOptions) -> Vec<Attribute> {
+    let (version, matching) = match opts.version {
+        ReadVersion::MostRecent => (String::new(), ""),
+        ReadVersion::Any => ("0".to_owned(), ""),
+        ReadVersion::NotOlderThan(n) => (n.to_string(), ""),
+        ReadVersion::Exact(n) => (n.to_string(), "Exact"),
+    };
+    vec![
+        Attribute::new("audit-id", tracing_ctx::audit_id()),
+        Attribute::new("key", key.to_owned()),
+        Attribute::new("resourceVersion", version),
+        Attribute::new("resourceVersionMatch", matching),
+        Attribute::new("limit", opts.limit.unwrap_or(0)),
+        Attribute::new("continue", opts.continue_token.clone().unwrap_or_default()),
+    ]
+}
+
+/// A byte count as a span attribute's value.
+fn length(data: &[u8]) -> i64 {
+    i64::try_from(data.len()).unwrap_or(i64::MAX)
+}
+
+/// The `err` attribute of upstream's failure events.
+fn error_attributes(e: &StorageError) -> Vec<Attribute> {
+    vec![Attribute::new("err", e.to_string())]
 }
 
 /// Upstream's `prepareKey` checks: no empty key and no `.` or `..` path
@@ -287,115 +442,19 @@ impl Storage for Store {
 
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
         check_key(key)?;
-        let revision = match opts.version {
-            ReadVersion::Exact(n) => n,
-            _ => 0,
-        };
-        let resp = self
-            .kv
-            .range(RangeRequest {
-                key: key.to_string(),
-                revision,
-                ..RangeRequest::default()
-            })
-            .await?;
-        check_minimum(opts.version, resp.revision)?;
-        match resp.kvs.into_iter().next() {
-            Some(kv) => Ok(Some(Arc::new(self.decode(
-                &kv.key,
-                &kv.value,
-                kv.mod_revision,
-            )?))),
-            None if opts.ignore_not_found => Ok(None),
-            None => Err(StorageError::NotFound {
-                key: key.to_string(),
-            }),
-        }
+        let attributes = || self.span_attributes(key);
+        tracing_ctx::in_span("Get etcd3", attributes, self.get_traced(key, opts)).await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
         check_key(key)?;
-        let start = list_start(key, &opts)?;
-        let limit = opts.limit.filter(|l| *l > 0);
-        let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
-        let mut revision = start.revision;
-        let mut fetch_from = start.start_key;
-        let mut fetch_limit = limit.unwrap_or(0);
-        let mut items: Vec<Object> = Vec::new();
-        let mut last_key: Option<String> = None;
-        let big = limit.is_none_or(|l| l >= offload::INLINE_OBJECTS as i64);
-        let _admitted = if big {
-            Some(offload::admit_read().await)
+        let name = if opts.recursive {
+            "List(recursive=true) etcd3"
         } else {
-            None
+            "List(recursive=false) etcd3"
         };
-        let (has_more, remaining) = loop {
-            let resp = self
-                .kv
-                .range(RangeRequest {
-                    key: fetch_from,
-                    range_end: range_end.clone(),
-                    revision,
-                    limit: fetch_limit,
-                    count_only: false,
-                })
-                .await
-                .map_err(|e| expired_continue(e, start.continued_from))?;
-            check_minimum(opts.version, resp.revision)?;
-            if resp.kvs.is_empty() && resp.more {
-                return Err(StorageError::internal(
-                    "no results were found, but the store indicated more values remain",
-                ));
-            }
-            // Every later page and fetch reads the same revision.
-            if revision == 0 {
-                revision = resp.revision;
-            }
-            let (more, count) = (resp.more, resp.count);
-            let wanted = limit.map(|l| {
-                usize::try_from(l)
-                    .unwrap_or(usize::MAX)
-                    .saturating_sub(items.len())
-            });
-            let (codec, predicate) = (self.codec.clone(), opts.predicate.clone());
-            // Decoding thousands of objects holds a core: off the async workers.
-            let batch = offload::run_for(resp.kvs.len(), move || {
-                decode_batch(codec.as_ref(), resp.kvs, &predicate, wanted)
-            })
-            .await?;
-            let has_more = more || batch.cut;
-            items.extend(batch.items);
-            last_key = batch.last_key.or(last_key);
-            let Some(limit) = limit else {
-                break (false, None);
-            };
-            if !has_more || items.len() as i64 >= limit {
-                // The KV's count covers the range from this fetch's start, so it
-                // is exact only when nothing was filtered out.
-                let remaining = opts.predicate.is_everything().then(|| count - limit);
-                break (has_more, remaining);
-            }
-            // Filtering dropped items: fetch bigger batches (upstream doubles).
-            fetch_limit = fetch_limit
-                .saturating_mul(2)
-                .min(MAX_FETCH_LIMIT)
-                .max(fetch_limit);
-            fetch_from = format!("{}\0", last_key.as_deref().unwrap_or_default());
-        };
-        let continue_token = match (has_more, last_key) {
-            (true, Some(last)) => Some(continue_token::encode(
-                &format!("{last}\0"),
-                &start.key_prefix,
-                revision,
-            )?),
-            _ => None,
-        };
-        Ok(ListResult {
-            items,
-            resource_version: revision,
-            remaining_item_count: continue_token.as_ref().and(remaining),
-            continue_token,
-        })
+        let attributes = || list_span_attributes(key, &opts);
+        tracing_ctx::in_span(name, attributes, self.list_traced(key, &opts)).await
     }
 
     async fn guaranteed_update(

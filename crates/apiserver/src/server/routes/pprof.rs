@@ -74,12 +74,8 @@ pub async fn index(req: Request<Body>, profiles: &'static [Listed]) -> Response<
     let name = req.uri().path().strip_prefix(INDEX).unwrap_or_default();
     match name {
         "" => {}
-        "block" | "mutex" => {
-            return match empty_contention_profile() {
-                Ok(bytes) => named_profile(name, bytes),
-                Err(message) => error(StatusCode::INTERNAL_SERVER_ERROR, &message),
-            }
-        }
+        "block" => return contention_profile(debug_level(&req), "block").await,
+        "mutex" => return contention_profile(debug_level(&req), "mutex").await,
         _ => return error(StatusCode::NOT_FOUND, "Unknown profile"),
     }
     let mut html = String::from(
@@ -124,6 +120,85 @@ pub async fn profile(req: Request<Body>) -> Response<Body> {
         Ok(Err(message)) => error(StatusCode::INTERNAL_SERVER_ERROR, &message),
         Err(join) => error(StatusCode::INTERNAL_SERVER_ERROR, &join.to_string()),
     }
+}
+
+/// Go's `debug` parameter of a named profile: a number, 0 when missing or
+/// not one (Go's `strconv.Atoi` of the form value, errors ignored).
+fn debug_level(req: &Request<Body>) -> i64 {
+    query_param(req, "debug")
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The block or mutex profile as Go's `pprof.Handler` answers it: the
+/// gzip'd protobuf, or with `debug` other than 0 plain text, which for a
+/// positive `debug` is Go's legacy text format (a header naming the
+/// profile, `cycles/second`, and for the mutex profile its sampling
+/// period, then one line per sample: none here).
+async fn contention_profile(debug: i64, name: &'static str) -> Response<Body> {
+    if debug == 0 {
+        return match empty_contention_profile() {
+            Ok(bytes) => named_profile(name, bytes),
+            Err(message) => error(StatusCode::INTERNAL_SERVER_ERROR, &message),
+        };
+    }
+    let body = if debug > 0 {
+        let header = if name == "mutex" {
+            "mutex"
+        } else {
+            "contention"
+        };
+        let mut text = format!(
+            "--- {header}:\ncycles/second={}\n",
+            cycles_per_second().await
+        );
+        if name == "mutex" {
+            text.push_str("sampling period=0\n");
+        }
+        text.into_bytes()
+    } else {
+        // Go writes the protobuf for a negative `debug`, typed as text.
+        match empty_contention_profile() {
+            Ok(bytes) => bytes,
+            Err(message) => return error(StatusCode::INTERNAL_SERVER_ERROR, &message),
+        }
+    };
+    let mut resp = Response::new(Body::from(body));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    nosniff(resp)
+}
+
+/// Go's `runtime_cyclesPerSecond`: how fast the CPU tick counter the
+/// profiles count in runs, measured once against the clock over 100 ms as
+/// Go measures it (the time-stamp counter on x86-64; elsewhere this
+/// process counts nanoseconds).
+async fn cycles_per_second() -> i64 {
+    static MEASURED: tokio::sync::OnceCell<i64> = tokio::sync::OnceCell::const_new();
+    *MEASURED
+        .get_or_init(|| async {
+            let (ticks, started) = (cpu_ticks(), std::time::Instant::now());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let elapsed = started.elapsed().as_nanos().max(1);
+            let counted = u128::from(cpu_ticks().wrapping_sub(ticks));
+            i64::try_from(counted * 1_000_000_000 / elapsed).unwrap_or(i64::MAX)
+        })
+        .await
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_ticks() -> u64 {
+    // SAFETY: RDTSC reads a counter; every x86-64 CPU has it.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_ticks() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Runs the CPU profiler until `duration` passes or `cancelled`'s sender
@@ -354,6 +429,39 @@ mod tests {
             assert_eq!(names, ["contentions", "delay"]);
             assert!(profile.sample.is_empty());
         }
+    }
+
+    #[tokio::test]
+    async fn debug_asks_for_gos_text_format() {
+        let text = |path: &'static str| async move {
+            let resp = index(
+                Request::get(path).body(Body::empty()).unwrap(),
+                SECURE_PORT_PROFILES,
+            )
+            .await;
+            assert_eq!(
+                resp.headers()[header::CONTENT_TYPE],
+                "text/plain; charset=utf-8"
+            );
+            let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            String::from_utf8(body.to_vec()).unwrap()
+        };
+        let block = text("/debug/pprof/block?debug=1").await;
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines[0], "--- contention:", "{block}");
+        let cycles: i64 = lines[1]
+            .strip_prefix("cycles/second=")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(cycles > 1_000_000, "{block}");
+        let mutex = text("/debug/pprof/mutex?debug=2").await;
+        assert_eq!(
+            mutex,
+            format!("--- mutex:\ncycles/second={cycles}\nsampling period=0\n")
+        );
     }
 
     #[tokio::test]
