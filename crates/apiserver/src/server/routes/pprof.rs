@@ -2,9 +2,10 @@
 //! Go's `net/http/pprof`): a CPU profile in pprof's gzip'd protobuf format,
 //! symbol lookup, the command line and the index. The block and mutex
 //! profiles are Go's with their sampling off (valid and empty: nothing
-//! samples blocking in a Rust process). Go's other runtime profiles (heap,
-//! goroutine, threadcreate, allocs, trace) have no counterpart here and are
-//! answered "Unknown profile", as Go answers a name it does not know.
+//! samples blocking in a Rust process), in Go's text form with
+//! `?debug=1`. Go's other runtime profiles (heap, goroutine, threadcreate,
+//! allocs, trace) have no counterpart here and are answered "Unknown
+//! profile", as Go answers a name it does not know.
 
 use std::io::Write;
 use std::sync::mpsc;
