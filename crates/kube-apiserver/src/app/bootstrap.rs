@@ -2,19 +2,23 @@
 //! bootstrap controllers): the system namespaces, the system priority
 //! classes, the apiserver identity Lease and its garbage collector, and the
 //! priorities of the built-in groups' APIServices. The `kubernetes` Service
-//! is `kubernetes_service`'s.
+//! is `kubernetes_service`'s; what `extension-apiserver-authentication`
+//! must publish is read from the flags here.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::status::ApiError;
-use apiserver::authentication::x509::{any_reloaded, ClientCa};
-use apiserver::registry::store::{Store, Target, WriteOptions};
+use apiserver::authentication::x509::ClientCa;
+use apiserver::registry::store::{Store, WriteOptions};
 use apiserver::server::{GenericApiServer, PostStartHookFn};
 use client_go::informers::SharedInformerFactory;
 use serde_json::{json, Value};
 
 use crate::controlplane::controller::apiserverleasegc;
+use crate::controlplane::controller::clusterauthenticationtrust::{
+    RequestHeaderLists, RequiredInfo,
+};
 use crate::options::CompletedOptions;
 
 /// Creates an object unless it exists already.
@@ -189,122 +193,28 @@ pub fn install_object_counter(
     );
 }
 
-/// The front proxy's settings as `kube-system/extension-apiserver-authentication`
-/// publishes them for aggregated API servers: the CA bundle and the header
-/// lists (JSON arrays, as upstream writes them).
-pub struct RequestHeaderInfo {
-    ca: ClientCa,
-    lists: Vec<(&'static str, String)>,
-}
-
-impl RequestHeaderInfo {
-    /// `None` unless there is a front-proxy CA (`--requestheader-client-ca-file`).
-    pub fn from_options(opts: &CompletedOptions, ca: Option<ClientCa>) -> Option<Self> {
-        let flags = &opts.options.flags;
-        let ca = ca?;
-        let mut lists = Vec::new();
-        for key in [
-            "requestheader-username-headers",
-            "requestheader-group-headers",
-            "requestheader-extra-headers-prefix",
-            "requestheader-allowed-names",
-            "requestheader-uid-headers",
-        ] {
-            let values = flags.list(key).unwrap_or_default();
-            if key == "requestheader-uid-headers" && values.is_empty() {
-                continue;
-            }
-            lists.push((key, Value::from(values).to_string()));
-        }
-        Some(RequestHeaderInfo { ca, lists })
-    }
-}
-
-/// What `extension-apiserver-authentication` holds now.
-fn authentication_info(
-    client_ca: Option<&ClientCa>,
-    request_header: Option<&RequestHeaderInfo>,
-) -> Value {
-    let mut data = serde_json::Map::new();
-    if let Some(ca) = client_ca {
-        data.insert("client-ca-file".into(), Value::String(ca.pem()));
-    }
-    if let Some(rh) = request_header {
-        data.insert(
-            "requestheader-client-ca-file".into(),
-            Value::String(rh.ca.pem()),
-        );
-        for (key, value) in &rh.lists {
-            data.insert((*key).into(), Value::String(value.clone()));
-        }
-    }
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": AUTHENTICATION_INFO, "namespace": "kube-system"},
-        "data": data})
-}
-
-const AUTHENTICATION_INFO: &str = "extension-apiserver-authentication";
-
-/// Creates or replaces `extension-apiserver-authentication`.
-async fn publish_authentication_info(configmaps: &Store, cm: Value) -> Result<(), String> {
-    let body = Arc::new(cm.clone());
-    match configmaps.create(cm, &WriteOptions::default()).await {
-        Err(ApiError { code: 409, .. }) => {
-            let mutate = Arc::new(move |_: Option<&Value>| Ok((*body).clone()));
-            let ns = Some("kube-system");
-            let opts = WriteOptions::default();
-            let updated = configmaps.update(ns, AUTHENTICATION_INFO, Target::Main, mutate, &opts);
-            updated.await.map(|_| ()).map_err(|e| e.message)
-        }
-        other => other.map(|_| ()).map_err(|e| e.message),
-    }
-}
-
-/// Publishes how clients authenticate (`client-ca-file`, and the front
-/// proxy's `requestheader-*` settings) in
-/// `kube-system/extension-apiserver-authentication`, and publishes it
-/// again whenever a CA bundle is reloaded, as upstream's cluster
-/// authentication info controller does.
-pub fn install_authentication_info(
-    server: &mut GenericApiServer,
+/// What `kube-system/extension-apiserver-authentication` must publish for
+/// aggregated API servers: the client CA, and the front proxy's CA with
+/// the `--requestheader-*` header lists.
+pub fn required_authentication_info(
+    opts: &CompletedOptions,
     client_ca: Option<ClientCa>,
-    request_header: Option<RequestHeaderInfo>,
-) {
-    let Some(configmaps) = store_of(server, "", "configmaps") else {
-        return;
-    };
-    if client_ca.is_none() && request_header.is_none() {
-        return;
+    request_header_ca: Option<ClientCa>,
+) -> RequiredInfo {
+    let flags = &opts.options.flags;
+    let list = |key: &str| flags.list(key).unwrap_or_default();
+    RequiredInfo {
+        client_ca,
+        request_header_ca,
+        lists: RequestHeaderLists {
+            username_headers: list("requestheader-username-headers"),
+            uid_headers: list("requestheader-uid-headers"),
+            group_headers: list("requestheader-group-headers"),
+            extra_header_prefixes: list("requestheader-extra-headers-prefix"),
+            allowed_names: list("requestheader-allowed-names"),
+        },
+        uid_headers: opts.feature_gates.get("RemoteRequestHeaderUID") != Some(&false),
     }
-    let request_header = request_header.map(Arc::new);
-    server.add_post_start_hook(
-        "start-cluster-authentication-info-controller",
-        hook(move || {
-            let (configmaps, client_ca) = (configmaps.clone(), client_ca.clone());
-            let request_header = request_header.clone();
-            async move {
-                let bundles = [client_ca.as_ref(), request_header.as_ref().map(|rh| &rh.ca)];
-                // Subscribed before the first write, so no reload is missed.
-                let mut changes: Vec<_> = bundles
-                    .into_iter()
-                    .flatten()
-                    .map(ClientCa::subscribe)
-                    .collect();
-                let current =
-                    move || authentication_info(client_ca.as_ref(), request_header.as_deref());
-                publish_authentication_info(&configmaps, current()).await?;
-                tokio::spawn(async move {
-                    loop {
-                        any_reloaded(&mut changes).await;
-                        if let Err(e) = publish_authentication_info(&configmaps, current()).await {
-                            tracing::warn!(error = %e, "republishing {AUTHENTICATION_INFO}");
-                        }
-                    }
-                });
-                Ok(())
-            }
-        }),
-    );
 }
 
 /// Upstream's legacy token tracking: `kube-system/kube-apiserver-legacy-service-account-token-tracking`

@@ -19,7 +19,7 @@ use super::server::{ChainConfig, ChainError};
 use super::{bootstrap, rbac_bootstrap};
 use crate::controller_manager::ControllerManager;
 use crate::controlplane::builtin::{self, Builtin};
-use crate::controlplane::controller::defaultservicecidr;
+use crate::controlplane::controller::{clusterauthenticationtrust, defaultservicecidr};
 use crate::controlplane::openapi::ResourceSchema;
 use crate::controlplane::StorageFactory;
 use crate::controlplane::{autoscaling_v1, events_v1, reviews};
@@ -143,9 +143,9 @@ fn install_controllers(
     super::flowcontrol::install(kube, informers, config.flow_control.clone());
     install_debug_routes(kube, opts);
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
-    let request_header = bootstrap::RequestHeaderInfo::from_options(opts, front_proxy_ca);
     let client_ca = authn_setup.client_ca.clone();
-    bootstrap::install_authentication_info(kube, client_ca, request_header);
+    let trust = bootstrap::required_authentication_info(opts, client_ca, front_proxy_ca);
+    clusterauthenticationtrust::install(kube, informers, trust);
     bootstrap::install_legacy_token_tracking(kube);
     // Upstream bootstraps the RBAC policy whatever the authorization modes.
     let rbac = super::authorization::rbac(&config.authorization);

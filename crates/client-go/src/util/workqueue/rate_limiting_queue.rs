@@ -6,6 +6,8 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use super::default_rate_limiters::{default_controller_rate_limiter, RateLimiter};
 use super::queue::Queue;
 
@@ -33,6 +35,25 @@ impl<T: Clone + Eq + Hash + Debug + Send + Sync + 'static> RateLimitingQueue<T> 
 
     pub fn add_after(&self, item: T, delay: Duration) {
         self.queue.add_after(item, delay);
+    }
+
+    /// Adds `item` now and every `period` until `stop`, on a task of its
+    /// own (the `wait.PollImmediateUntil(period, add)` of controllers that
+    /// recheck on a timer).
+    pub fn add_every(self: &Arc<Self>, item: T, period: Duration, stop: CancellationToken) {
+        let queue = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(period);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = interval.tick() => match queue.upgrade() {
+                        Some(queue) => queue.add(item.clone()),
+                        None => return,
+                    },
+                }
+            }
+        });
     }
 
     /// Adds `item` after the wait its failures so far call for.
@@ -68,5 +89,29 @@ impl<T: Clone + Eq + Hash + Debug + Send + Sync + 'static> RateLimitingQueue<T> 
 
     pub fn shut_down(&self) {
         self.queue.shut_down();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn add_every_adds_now_and_each_period_until_stopped() {
+        let queue = RateLimitingQueue::<&str>::with_default_limiter();
+        let stop = CancellationToken::new();
+        queue.add_every("key", Duration::from_secs(60), stop.clone());
+        assert_eq!(queue.get().await, Some("key"));
+        queue.done(&"key");
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert!(queue.is_empty());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(queue.len(), 1);
+        assert_eq!(queue.get().await, Some("key"));
+        queue.done(&"key");
+        stop.cancel();
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert!(queue.is_empty());
     }
 }

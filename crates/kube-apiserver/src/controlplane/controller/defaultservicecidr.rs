@@ -69,17 +69,7 @@ async fn run(
             enqueue.add(());
         }
     }));
-    let ticker = queue.clone();
-    let ticks = stop.clone();
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(RESYNC);
-        loop {
-            tokio::select! {
-                _ = ticks.cancelled() => return,
-                _ = interval.tick() => ticker.add(()),
-            }
-        }
-    });
+    queue.add_every((), RESYNC, stop.clone());
     let wanted = Arc::new(wanted);
     run_workers(queue, 1, stop, move |()| {
         let (store, wanted) = (store.clone(), wanted.clone());

@@ -2,5 +2,6 @@
 //! `pkg/controlplane/controller`).
 
 pub mod apiserverleasegc;
+pub mod clusterauthenticationtrust;
 pub mod defaultservicecidr;
 pub mod kubernetesservice;
