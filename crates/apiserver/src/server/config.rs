@@ -82,6 +82,7 @@ pub enum ConfigError {
 impl Config {
     pub fn complete(self) -> Result<CompletedConfig, ConfigError> {
         let metrics = Arc::new(Metrics::new());
+        metrics.register_extra(self.discovery.metrics());
         Ok(CompletedConfig(Arc::new(Completed {
             cors: Arc::new(AllowedOrigins::compile(&self.cors_allowed_origins)?),
             hsts: Arc::new(Hsts::new(&self.hsts_directives)?),

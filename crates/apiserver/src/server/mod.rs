@@ -28,7 +28,7 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
 pub use config::{CompletedConfig, Config};
-pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery};
+pub use discovery::{DiscoveryRegistry, GroupVersionDiscovery, Priority, SubresourceDiscovery};
 pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
 pub use healthz::{readyz_only, FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PostStartHookContext, PostStartHookFn, PreShutdownHook};

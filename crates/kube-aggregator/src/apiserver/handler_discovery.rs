@@ -8,7 +8,9 @@
 //! published in the chain's discovery registry, so `/apis`, `/apis/<group>`
 //! (answered here) and aggregated discovery list it. When the read fails
 //! the group version is published without resources and `Stale`, as
-//! upstream's; it goes with its APIService.
+//! upstream's; it goes with its APIService. Every APIService, local or
+//! remote, sets its group version's place in discovery
+//! (`groupPriorityMinimum`, `versionPriority`; [`follow_priorities`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +18,10 @@ use std::time::Duration;
 use apiserver::authentication::user::UserInfo;
 use apiserver::registry::ResourceInfo;
 use apiserver::server::{
-    discovery, DiscoveryRegistry, GroupVersionDiscovery, SubresourceDiscovery,
+    discovery, DiscoveryRegistry, GroupVersionDiscovery, Priority, SubresourceDiscovery,
 };
 use axum::body::Body;
-use client_go::tools::cache::{Lister, SharedInformer};
+use client_go::tools::cache::{Lister, ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
 use http::{Request, Response, StatusCode};
@@ -148,6 +150,48 @@ pub fn serve_group(registry: &DiscoveryRegistry, req: &Request<Body>) -> Option<
     let group = path.strip_prefix("/apis/").filter(|g| !g.contains('/'))?;
     let doc = registry.api_group(group)?;
     Some(discovery::document_response(req.headers(), &doc))
+}
+
+/// Where `apiregistration.k8s.io/v1` stands: ahead of every group
+/// (upstream's `APIRegistrationGroupPriority`, version priority 0).
+const API_REGISTRATION: Priority = Priority {
+    group: 20001,
+    version: 0,
+};
+
+/// The group, version and priority an APIService gives discovery.
+fn priority(api_service: &Value) -> (String, String, Priority) {
+    let spec = &api_service["spec"];
+    let text = |k: &str| spec[k].as_str().unwrap_or_default().to_owned();
+    let number = |k: &str| spec[k].as_i64().unwrap_or_default();
+    let priority = Priority {
+        group: number("groupPriorityMinimum"),
+        version: number("versionPriority"),
+    };
+    (text("group"), text("version"), priority)
+}
+
+/// Orders `registry`'s groups and versions by the priorities of the
+/// APIServices `informer` follows, as upstream's discovery manager sets
+/// them (`SetGroupVersionPriority`) for every APIService;
+/// `apiregistration.k8s.io` stays first.
+pub fn follow_priorities(informer: &SharedInformer, registry: &DiscoveryRegistry) {
+    let (group, version) = ("apiregistration.k8s.io", "v1");
+    registry.set_priority(group, version, Some(API_REGISTRATION));
+    let set = |registry: DiscoveryRegistry, keep: bool| {
+        move |api_service: &Arc<Value>| {
+            let (group, version, priority) = self::priority(api_service);
+            if group != "apiregistration.k8s.io" {
+                registry.set_priority(&group, &version, keep.then_some(priority));
+            }
+        }
+    };
+    let (added, updated) = (set(registry.clone(), true), set(registry.clone(), true));
+    informer.add_event_handler(ResourceEventHandlerFuncs {
+        add: Some(Box::new(added)),
+        update: Some(Box::new(move |_, new| updated(new))),
+        delete: Some(Box::new(set(registry.clone(), false))),
+    });
 }
 
 /// Keeps the discovery of remote APIServices (upstream's

@@ -106,7 +106,7 @@ impl Aggregation {
     /// availability controllers of `aggregator`'s APIServices. The remote
     /// controller's APIService informer is its own: it resyncs every
     /// [`remote::RESYNC`], as the handler upstream adds with that period.
-    pub fn install(self, aggregator: &mut GenericApiServer, informers: &SharedInformerFactory) {
+    fn install(self, aggregator: &mut GenericApiServer, informers: &SharedInformerFactory) {
         let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices")
         else {
             return;
@@ -175,6 +175,27 @@ impl Aggregation {
                 tokio::spawn(run);
             }),
         );
+    }
+}
+
+/// Starts the aggregator's controllers on `aggregator` once it runs: the
+/// discovery order follows the APIServices' priorities; with `aggregation`
+/// the proxy's routes and the remote APIServices' discovery, OpenAPI and
+/// availability, without it the local APIServices' availability alone.
+pub fn install_controllers(
+    aggregation: Option<Aggregation>,
+    aggregator: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+) {
+    if let Some(api_services) = informers.informer_for("apiregistration.k8s.io", "apiservices") {
+        let discovery = aggregator.config().discovery.clone();
+        handler_discovery::follow_priorities(&api_services, &discovery);
+    }
+    match aggregation {
+        Some(a) => a.install(aggregator, informers),
+        None => {
+            local::install(aggregator, informers);
+        }
     }
 }
 

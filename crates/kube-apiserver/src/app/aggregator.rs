@@ -90,11 +90,6 @@ pub fn create_aggregator_server(
     autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
     add_informer_sources(informers, aggregator.stores());
     let remote_specs = aggregation.as_ref().map(Aggregation::openapi_specs);
-    match aggregation {
-        Some(a) => a.install(&mut aggregator, informers),
-        None => {
-            kube_aggregator::controllers::status::local::install(&mut aggregator, informers);
-        }
-    }
+    kube_aggregator::apiserver::install_controllers(aggregation, &mut aggregator, informers);
     Ok((aggregator, schemas, remote_specs.unwrap_or_default()))
 }

@@ -123,9 +123,11 @@ pub fn install_identity_leases(server: &mut GenericApiServer, informers: &Shared
     );
 }
 
-/// Upstream's fixed priorities of the built-in groups (higher first),
-/// `apiVersionPriorities` of `cmd/kube-apiserver/app/aggregator.go`.
-pub fn group_priority(group: &str, _version: &str) -> (i64, i64) {
+/// Upstream's fixed priorities of the built-in group versions
+/// (`groupPriorityMinimum`, `versionPriority`; higher first):
+/// `apiVersionPriorities` of `cmd/kube-apiserver/app/aggregator.go` merged
+/// over `DefaultGenericAPIServicePriorities`.
+pub fn group_priority(group: &str, version: &str) -> (i64, i64) {
     let min = match group {
         "" => 18000,
         "apps" => 17800,
@@ -145,11 +147,18 @@ pub fn group_priority(group: &str, _version: &str) -> (i64, i64) {
         "coordination.k8s.io" => 16500,
         "node.k8s.io" => 16300,
         "discovery.k8s.io" => 16200,
+        "resource.k8s.io" => 16200,
         "flowcontrol.apiserver.k8s.io" => 16100,
         "apiregistration.k8s.io" => 18000,
         _ => 16000,
     };
-    (min, 15)
+    let priority = match (group, version) {
+        ("", _) => 1,
+        ("autoscaling", "v2") => 30,
+        ("flowcontrol.apiserver.k8s.io" | "resource.k8s.io", "v1") => 21,
+        _ => 15,
+    };
+    (min, priority)
 }
 
 /// Keeps `apiserver_storage_objects` current by counting every resource

@@ -14,25 +14,34 @@ use crate::harness::{Backend, TestServer};
 use crate::support::crds::crd;
 use crate::support::http::admin_curl;
 
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+pub(crate) fn eventually(what: &str, check: impl FnMut() -> bool) {
+    eventually_within(Duration::from_secs(30), what, check);
+}
+
+pub(crate) fn eventually_within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
     while !check() {
         assert!(Instant::now() < deadline, "{what}");
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-/// The APIService's Available condition: status, reason, message.
+/// The `v1.example.com` APIService's Available condition.
 fn available(s: &TestServer) -> (String, String, String) {
+    available_of(s, "v1.example.com")
+}
+
+/// The APIService `name`'s Available condition: status, reason, message.
+pub(crate) fn available_of(s: &TestServer, name: &str) -> (String, String, String) {
     let path = r#"jsonpath={range .status.conditions[?(@.type=="Available")]}{.status}|{.reason}|{.message}{end}"#;
-    let out = s.ok(&["get", "apiservice", "v1.example.com", "-o", path]);
+    let out = s.ok(&["get", "apiservice", name, "-o", path]);
     let mut parts = out.splitn(3, '|').map(str::to_owned);
     let mut next = || parts.next().unwrap_or_default();
     (next(), next(), next())
 }
 
 /// Code and body of an admin GET through `s`.
-fn get(s: &TestServer, path: &str) -> (u16, String) {
+pub(crate) fn get(s: &TestServer, path: &str) -> (u16, String) {
     let out = admin_curl(s)
         .args(["--max-time", "10", "-w", "\n%{http_code}"])
         .arg(format!("https://127.0.0.1:{}{path}", s.port))
@@ -65,25 +74,34 @@ fn has_metric(s: &TestServer, line: &str) -> bool {
     get(s, "/metrics").1.lines().any(|l| l == line)
 }
 
-fn unused_port() -> u16 {
+pub(crate) fn unused_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("address").port()
 }
 
-fn registration(port: u16) -> String {
+/// The `ext` Service (`localhost`) and the `v1.example.com` APIService
+/// on `port`.
+pub(crate) fn registration(port: u16) -> String {
+    registration_of("example.com", "ext", port)
+}
+
+/// An `ExternalName` Service `service` (`localhost`) and the APIService
+/// of `group`/v1 it serves on `port` (not verified: the backends' serving
+/// certificates are their own).
+pub(crate) fn registration_of(group: &str, service: &str, port: u16) -> String {
     format!(
         "apiVersion: v1
 kind: Service
-metadata: {{name: ext, namespace: default}}
+metadata: {{name: {service}, namespace: default}}
 spec: {{type: ExternalName, externalName: localhost}}
 ---
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
-metadata: {{name: v1.example.com}}
+metadata: {{name: v1.{group}}}
 spec:
-  group: example.com
+  group: {group}
   version: v1
-  service: {{namespace: default, name: ext, port: {port}}}
+  service: {{namespace: default, name: {service}, port: {port}}}
   groupPriorityMinimum: 1000
   versionPriority: 15
   insecureSkipTLSVerify: true
@@ -93,14 +111,22 @@ spec:
 
 /// Starts the extension API server trusting `front`'s front proxy.
 fn extension_server(front: &TestServer) -> TestServer {
+    extension_server_with(front, &[])
+}
+
+/// Like [`extension_server`], with more flags.
+pub(crate) fn extension_server_with(front: &TestServer, extra: &[&str]) -> TestServer {
     let ca = front.dir.path().join("pki/front-proxy-ca.crt");
-    let backend = TestServer::start_with(&[
-        &format!("--requestheader-client-ca-file={}", ca.display()),
+    let ca = format!("--requestheader-client-ca-file={}", ca.display());
+    let mut args = vec![
+        ca.as_str(),
         "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User",
         "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let backend = TestServer::start_with(&args);
     backend.apply_yaml(&crd(
         "widgets",
         "Widget",

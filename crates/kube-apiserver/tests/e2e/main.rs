@@ -9,6 +9,7 @@ mod admission_webhook_audit;
 mod admission_webhook_details;
 mod admission_webhook_equivalent;
 mod aggregator;
+mod aggregator_discovery;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;

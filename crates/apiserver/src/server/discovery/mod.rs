@@ -10,7 +10,10 @@
 //! and CBOR while the `CBORServingAndStorage` gate is on; aggregated
 //! discovery in any of them with the `g=apidiscovery.k8s.io;v=v2;
 //! as=APIGroupDiscoveryList` parameters, with an ETag (upstream's
-//! `discovery/aggregated` handler, negotiation and etag).
+//! `discovery/aggregated` handler, negotiation and etag). Groups and
+//! versions are ordered by their APIServices' priorities ([`order`]).
+
+mod order;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -18,12 +21,15 @@ use std::sync::{Arc, RwLock};
 use axum::body::Body;
 use base64::Engine;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256, Sha512};
 
 use crate::endpoints::negotiation::{self, cbor_enabled, Encoding};
 use crate::endpoints::response;
 use crate::registry::ResourceInfo;
+pub use order::Priority;
 
 /// Media type parameters of an aggregated discovery request/response.
 pub const AGGREGATED_V2: &str =
@@ -32,7 +38,7 @@ pub const AGGREGATED_V2: &str =
 const AGGREGATED_V2_PARAMS: &str = ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// One group version and the resources it serves.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupVersionDiscovery {
     pub group: String,
     pub version: String,
@@ -59,32 +65,73 @@ pub struct SubresourceDiscovery {
 
 #[derive(Debug, Default)]
 struct Groups {
-    /// Group name → versions in preference order (first = preferred).
-    order: Vec<String>,
+    /// Group name → versions.
     versions: BTreeMap<String, Vec<GroupVersionDiscovery>>,
+    priorities: order::Priorities,
+    /// Aggregated discovery of `/api` and of `/apis`, built when first
+    /// asked for after a change (upstream's cached response).
+    aggregated: [Option<Value>; 2],
+}
+
+impl Groups {
+    /// Drops the cached aggregated documents after a change.
+    fn changed(&mut self) {
+        self.aggregated = [None, None];
+    }
 }
 
 /// The discovery state of the whole server chain.
 #[derive(Debug, Clone, Default)]
 pub struct DiscoveryRegistry {
     inner: Arc<RwLock<Groups>>,
+    /// `aggregator_discovery_aggregation_count_total`: how many times an
+    /// aggregated document was built.
+    aggregations: Counter,
 }
 
 impl DiscoveryRegistry {
-    /// Adds (or replaces) a group version. Versions of one group keep the
-    /// order in which they were added; the first is preferred.
+    /// Adds (or replaces) a group version. Versions are ordered by their
+    /// priorities ([`Priority`]); the first is preferred.
     pub fn add(&self, gv: GroupVersionDiscovery) {
         let Ok(mut groups) = self.inner.write() else {
             return;
         };
-        if !groups.versions.contains_key(&gv.group) {
-            groups.order.push(gv.group.clone());
-        }
         let versions = groups.versions.entry(gv.group.clone()).or_default();
         match versions.iter_mut().find(|v| v.version == gv.version) {
+            // The same again changes nothing (upstream keeps its cache).
+            Some(existing) if *existing == gv => return,
             Some(existing) => *existing = gv,
             None => versions.push(gv),
         }
+        groups.changed();
+    }
+
+    /// Sets (None: forgets) the priority of a group version, as its
+    /// APIService gives it; one without is ordered by [`Priority::DEFAULT`].
+    pub fn set_priority(&self, group: &str, version: &str, priority: Option<Priority>) {
+        let Ok(mut groups) = self.inner.write() else {
+            return;
+        };
+        let key = (group.to_owned(), version.to_owned());
+        let old = match priority {
+            Some(p) => groups.priorities.insert(key, p),
+            None => groups.priorities.remove(&key),
+        };
+        if old != priority {
+            groups.changed();
+        }
+    }
+
+    /// The registry of `aggregator_discovery_aggregation_count_total`, to
+    /// join the server's `/metrics`.
+    pub fn metrics(&self) -> Registry {
+        let mut registry = Registry::default();
+        registry.register(
+            "aggregator_discovery_aggregation_count",
+            "Counter of number of times discovery was aggregated",
+            self.aggregations.clone(),
+        );
+        registry
     }
 
     /// Lists one more resource in a group version already added.
@@ -115,6 +162,7 @@ impl DiscoveryRegistry {
             .and_then(|vs| vs.iter_mut().find(|v| v.version == version));
         if let Some(gv) = found {
             change(gv);
+            groups.changed();
         }
     }
 
@@ -127,8 +175,8 @@ impl DiscoveryRegistry {
             versions.retain(|v| v.version != version);
             if versions.is_empty() {
                 groups.versions.remove(group);
-                groups.order.retain(|g| g != group);
             }
+            groups.changed();
         }
     }
 
@@ -140,27 +188,21 @@ impl DiscoveryRegistry {
         };
         if versions.is_empty() {
             groups.versions.remove(group);
-            groups.order.retain(|g| g != group);
-            return;
+        } else {
+            groups.versions.insert(group.to_owned(), versions);
         }
-        if !groups.versions.contains_key(group) {
-            groups.order.push(group.to_owned());
-        }
-        groups.versions.insert(group.to_owned(), versions);
+        groups.changed();
     }
 
+    /// Every group with its versions, in aggregated discovery's order.
     fn snapshot(&self) -> Vec<(String, Vec<GroupVersionDiscovery>)> {
         let Ok(groups) = self.inner.read() else {
             return Vec::new();
         };
-        groups
-            .order
-            .iter()
-            .filter_map(|g| groups.versions.get(g).map(|v| (g.clone(), v.clone())))
-            .collect()
+        order::aggregated(&groups.priorities, &groups.versions)
     }
 
-    /// Every (group, version) served, in registration order.
+    /// Every (group, version) served, the preferred ones first.
     pub fn group_versions(&self) -> Vec<(String, String)> {
         self.snapshot()
             .into_iter()
@@ -176,6 +218,23 @@ impl DiscoveryRegistry {
             .iter()
             .find(|v| v.version == version)
             .cloned()
+    }
+
+    /// The named groups in `/apis`' order, each with its versions.
+    fn named_groups(&self) -> Vec<(String, Vec<GroupVersionDiscovery>)> {
+        let Ok(groups) = self.inner.read() else {
+            return Vec::new();
+        };
+        let mut all = order::aggregated(&groups.priorities, &groups.versions);
+        let names = order::legacy(&groups.priorities, &groups.versions);
+        names
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .filter_map(|g| {
+                let at = all.iter().position(|(name, _)| *name == g)?;
+                Some(all.swap_remove(at))
+            })
+            .collect()
     }
 
     /// `/api`: the core group's versions.
@@ -196,9 +255,8 @@ impl DiscoveryRegistry {
     /// `/apis`: every named group.
     pub fn api_group_list(&self) -> Value {
         let groups: Vec<Value> = self
-            .snapshot()
+            .named_groups()
             .into_iter()
-            .filter(|(g, _)| !g.is_empty())
             .map(|(g, vs)| group_doc(&g, &vs))
             .collect();
         json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -214,26 +272,53 @@ impl DiscoveryRegistry {
         Some(doc)
     }
 
-    /// Aggregated discovery for `/api` (core only) or `/apis` (named groups).
+    /// Aggregated discovery for `/api` (core only) or `/apis` (named
+    /// groups): the cached document, or one built now (and counted).
     pub fn aggregated(&self, core: bool) -> Value {
-        let items: Vec<Value> = self
-            .snapshot()
-            .into_iter()
-            .filter(|(g, _)| g.is_empty() == core)
-            .map(|(g, vs)| {
-                json!({
-                    "metadata": {"name": g, "creationTimestamp": null},
-                    "versions": vs.iter().map(aggregated_version).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        json!({
-            "kind": "APIGroupDiscoveryList",
-            "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {},
-            "items": items,
-        })
+        let slot = usize::from(!core);
+        if let Some(doc) = self
+            .inner
+            .read()
+            .ok()
+            .and_then(|g| g.aggregated[slot].clone())
+        {
+            return doc;
+        }
+        let Ok(mut groups) = self.inner.write() else {
+            return Value::Null;
+        };
+        if let Some(doc) = &groups.aggregated[slot] {
+            return doc.clone();
+        }
+        self.aggregations.inc();
+        let doc = aggregated_document(
+            &order::aggregated(&groups.priorities, &groups.versions),
+            core,
+        );
+        groups.aggregated[slot] = Some(doc.clone());
+        doc
     }
+}
+
+/// The aggregated discovery document of the core group (`core`) or of the
+/// named groups among `groups`.
+fn aggregated_document(groups: &[(String, Vec<GroupVersionDiscovery>)], core: bool) -> Value {
+    let items: Vec<Value> = groups
+        .iter()
+        .filter(|(g, _)| g.is_empty() == core)
+        .map(|(g, vs)| {
+            json!({
+                "metadata": {"name": g, "creationTimestamp": null},
+                "versions": vs.iter().map(aggregated_version).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }
 
 fn group_version_string(group: &str, version: &str) -> String {
@@ -525,6 +610,49 @@ mod tests {
         );
         reg.remove("apps", "v1");
         assert!(reg.api_group("apps").is_none());
+    }
+
+    #[test]
+    fn aggregated_documents_are_cached_until_a_change() {
+        let reg = DiscoveryRegistry::default();
+        let gv = |group: &str| GroupVersionDiscovery {
+            group: group.into(),
+            version: "v1".into(),
+            resources: Vec::new(),
+            subresources: Vec::new(),
+            stale: false,
+        };
+        let names = |reg: &DiscoveryRegistry| -> Vec<Value> {
+            let doc = reg.aggregated(false);
+            let items = doc["items"].as_array().cloned().unwrap_or_default();
+            items
+                .iter()
+                .map(|g| g["metadata"]["name"].clone())
+                .collect()
+        };
+        reg.add(gv("b.io"));
+        reg.add(gv("a.io"));
+        assert_eq!(names(&reg), ["a.io", "b.io"]);
+        assert_eq!(names(&reg), ["a.io", "b.io"]);
+        assert_eq!(reg.aggregations.get(), 1);
+        // The same group version again changes nothing; a priority does.
+        reg.add(gv("a.io"));
+        let high = Priority {
+            group: 2000,
+            version: 15,
+        };
+        reg.set_priority("b.io", "v1", Some(high));
+        reg.set_priority("b.io", "v1", Some(high));
+        assert_eq!(names(&reg), ["b.io", "a.io"]);
+        assert_eq!(reg.aggregations.get(), 2);
+        reg.set_priority("b.io", "v1", None);
+        assert_eq!(names(&reg), ["a.io", "b.io"]);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode_registry(&mut text, &reg.metrics()).unwrap();
+        assert!(
+            text.contains("aggregator_discovery_aggregation_count_total 3"),
+            "{text}"
+        );
     }
 
     #[test]
