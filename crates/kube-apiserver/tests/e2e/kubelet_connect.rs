@@ -55,13 +55,13 @@ impl Pki {
     }
 }
 
-fn pem_certs(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+pub(crate) fn pem_certs(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
     rustls_pemfile::certs(&mut pem.as_bytes())
         .map(|c| c.expect("cert"))
         .collect()
 }
 
-fn pem_key(pem: &str) -> rustls::pki_types::PrivateKeyDer<'static> {
+pub(crate) fn pem_key(pem: &str) -> rustls::pki_types::PrivateKeyDer<'static> {
     rustls_pemfile::private_key(&mut pem.as_bytes())
         .expect("key")
         .expect("a key")
@@ -113,17 +113,7 @@ async fn kubelet(
         return Ok(answer(200, format!("log of {rest}\nquery {query}\n")));
     }
     if path.starts_with("/exec/") && req.headers().contains_key("upgrade") {
-        let upgrade = hyper::upgrade::on(&mut req);
-        tokio::spawn(async move {
-            let Ok(upgraded) = upgrade.await else { return };
-            let mut io = TokioIo::new(upgraded);
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = io.read(&mut buf).await {
-                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
-                    break;
-                }
-            }
-        });
+        tokio::spawn(echo(hyper::upgrade::on(&mut req)));
         let resp = hyper::Response::builder()
             .status(101)
             .header("connection", "Upgrade")
@@ -134,6 +124,18 @@ async fn kubelet(
         return Ok(resp);
     }
     Ok(answer(404, format!("no {path}")))
+}
+
+/// Once `upgrade` completes, sends back every byte read on the connection.
+pub(crate) async fn echo(upgrade: hyper::upgrade::OnUpgrade) {
+    let Ok(upgraded) = upgrade.await else { return };
+    let mut io = TokioIo::new(upgraded);
+    let mut buf = [0u8; 1024];
+    while let Ok(n) = io.read(&mut buf).await {
+        if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
 }
 
 /// Starts the fake kubelet on all addresses; it serves a certificate of
@@ -194,7 +196,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// Sends `head` (a request without body) to the server over TLS with a
 /// client certificate (PEM files) and returns the response head and the
 /// open connection.
-fn raw_request(
+pub(crate) fn raw_request(
     s: &TestServer,
     (cert, key): &(PathBuf, PathBuf),
     head: &str,

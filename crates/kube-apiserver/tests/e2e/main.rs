@@ -10,6 +10,7 @@ mod admission_webhook_details;
 mod admission_webhook_equivalent;
 mod aggregator;
 mod aggregator_discovery;
+mod aggregator_proxy;
 mod apply_client_side;
 mod apply_server_side;
 mod audit_and_encryption;
