@@ -10,6 +10,7 @@ pub mod handler_discovery;
 pub mod handler_proxy;
 
 use std::convert::Infallible;
+use std::path::Path;
 use std::sync::Arc;
 
 use apiserver::server::{
@@ -43,6 +44,24 @@ pub struct AggregatorConfig {
     /// The `RemoteRequestHeaderUID` feature (beta, on by default since
     /// 1.33): the user's UID is sent in `X-Remote-Uid`.
     pub remote_request_header_uid: bool,
+}
+
+/// The proxy client certificate (`cert`, PEM) and its key (`key`), read
+/// as upstream's aggregator reads `--proxy-client-cert-file` and
+/// `--proxy-client-key-file`.
+pub fn proxy_client_auth(cert: &Path, key: &Path) -> Result<ClientAuth, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|x| format!("{}: {x}", p.display()));
+    let certs: Vec<_> = rustls_pemfile::certs(&mut read(cert)?.as_slice())
+        .filter_map(Result::ok)
+        .collect();
+    if certs.is_empty() {
+        return Err(format!("{}: no PEM certificate", cert.display()));
+    }
+    let private = rustls_pemfile::private_key(&mut read(key)?.as_slice())
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("{}: no PEM private key", key.display()))?;
+    Ok((certs, private))
 }
 
 /// The aggregation state shared by the proxy and the controllers.

@@ -10,7 +10,7 @@ use apiextensions_apiserver::CustomResources;
 use apiserver::server::{CompletedConfig, GenericApiServer};
 use client_go::informers::SharedInformerFactory;
 use client_go::transport::ClientAuth;
-use kube_aggregator::apiserver::{Aggregation, AggregatorConfig};
+use kube_aggregator::apiserver::{proxy_client_auth, Aggregation, AggregatorConfig};
 use kube_aggregator::controllers::autoregister;
 use kube_aggregator::controllers::openapi::aggregator::Specs;
 
@@ -26,25 +26,12 @@ fn proxy_client(opts: &CompletedOptions) -> Result<Option<ClientAuth>, ChainErro
     let flags = &opts.options.flags;
     let paths = ["proxy-client-cert-file", "proxy-client-key-file"].map(|f| flags.path(f));
     let e = |m: String| ChainError::ProxyClient(m);
-    let (cert, key) = match paths {
-        [Ok(None), Ok(None)] => return Ok(None),
-        [Ok(Some(cert)), Ok(Some(key))] => (cert, key),
-        [Ok(_), Ok(_)] => return Err(e("both must be set, or neither".into())),
-        [Err(x), _] | [_, Err(x)] => return Err(e(x.to_string())),
-    };
-    let read =
-        |p: &std::path::Path| std::fs::read(p).map_err(|x| e(format!("{}: {x}", p.display())));
-    let certs: Vec<_> = rustls_pemfile::certs(&mut read(&cert)?.as_slice())
-        .filter_map(Result::ok)
-        .collect();
-    let key = rustls_pemfile::private_key(&mut read(&key)?.as_slice())
-        .ok()
-        .flatten()
-        .ok_or_else(|| e(format!("{}: no PEM private key", key.display())))?;
-    if certs.is_empty() {
-        return Err(e(format!("{}: no PEM certificate", cert.display())));
+    match paths {
+        [Ok(None), Ok(None)] => Ok(None),
+        [Ok(Some(cert)), Ok(Some(key))] => proxy_client_auth(&cert, &key).map(Some).map_err(e),
+        [Ok(_), Ok(_)] => Err(e("both must be set, or neither".into())),
+        [Err(x), _] | [_, Err(x)] => Err(e(x.to_string())),
     }
-    Ok(Some((certs, key)))
 }
 
 /// The aggregator's proxy and controllers over the kube-apiserver's
