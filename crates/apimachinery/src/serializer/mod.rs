@@ -8,11 +8,9 @@
 //! it, so no input costs more than time linear in its size.
 //!
 //! Upstream accepts nesting up to 10000 levels; deeper input gets
-//! upstream's messages here. JSON is decoded at every depth upstream
-//! decodes; serde_yaml stops at 128 levels, so YAML nested 129 to 10000
-//! levels is refused with its "recursion limit exceeded". Everything that
-//! walks a decoded tree recurses: the server's threads get
-//! [`THREAD_STACK_BYTES`] of stack for it.
+//! upstream's messages here. JSON and YAML are decoded at every depth
+//! upstream decodes. Everything that walks a decoded tree recurses: the
+//! server's threads get [`THREAD_STACK_BYTES`] of stack for it.
 
 pub mod json;
 pub mod yaml;
@@ -20,10 +18,6 @@ pub mod yaml;
 /// Upstream's nesting limit for JSON (Go's `encoding/json`) and YAML
 /// (go-yaml's `max_flow_level` and `max_indents`).
 pub const UPSTREAM_MAX_DEPTH: usize = 10_000;
-
-/// The deepest YAML nesting decoded here (serde_yaml's fixed recursion
-/// limit).
-pub const MAX_DEPTH: usize = 128;
 
 /// Stack for a thread that decodes, encodes, copies, compares, merges and
 /// drops trees [`UPSTREAM_MAX_DEPTH`] deep (an unoptimized build takes
@@ -47,9 +41,6 @@ pub enum DecodeError {
     /// YAML whose aliases expand beyond go-yaml's allowed ratio.
     #[error("yaml: document contains excessive aliasing")]
     ExcessiveAliasing,
-    /// YAML nested deeper than [`MAX_DEPTH`] (and at most upstream's limit).
-    #[error("recursion limit exceeded at line {line} column {column}")]
-    RecursionLimit { line: usize, column: usize },
 }
 
 impl DecodeError {

@@ -1,57 +1,34 @@
-//! YAML bodies (upstream: `sigs.k8s.io/yaml`'s `YAMLToJSON` over its go-yaml
-//! v2 fork, whose scanner refuses a flow level or an indentation stack
-//! deeper than 10000 ("exceeded max depth of 10000") and whose decoder
-//! refuses alias expansion beyond a ratio of the document ("document
-//! contains excessive aliasing")).
+//! YAML bodies (upstream: `sigs.k8s.io/yaml`'s `YAMLToJSON`, which
+//! unmarshals the first document with its go-yaml v2 fork into
+//! `interface{}`, converts keys to strings and marshals the result as
+//! JSON).
 //!
-//! libyaml, under serde_yaml, scans nested flow collections in time
-//! quadratic in their depth and expands aliases up to a hundred times the
-//! document's events; both checks here run first, in linear time.
-//!
-//! serde_yaml cannot go deeper than 128 levels. A document nested deeper
-//! (and within upstream's limit) that is JSON, as kubectl sends its bodies
-//! and apply configurations, is decoded as JSON: JSON is YAML, and
-//! upstream's YAML decoding gives the same tree for it.
+//! Here: a linear scan first refuses nesting past go-yaml's limit with its
+//! message (its scanner's `max_flow_level` and `max_indents`, "exceeded
+//! max depth of 10000"); libyaml (the C parser go-yaml was ported from,
+//! patched as go-yaml is to scan deep documents in linear time, see
+//! `vendor/unsafe-libyaml/PATCHED.md`) turns the text into events; the
+//! events become go-yaml's node tree ([`nodes`]) and the tree becomes JSON
+//! as go-yaml and sigs.k8s.io/yaml decode it ([`decode`], scalars as
+//! [`resolve`]), both with explicit stacks, so every depth upstream
+//! decodes is decoded without recursion and alias expansion stays within
+//! go-yaml's ratio.
 
-mod aliases;
+mod decode;
 mod depth;
+mod events;
+mod nodes;
+mod resolve;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::DecodeError;
 
-/// Decodes one YAML document into its JSON value.
+/// Decodes the first YAML document into its JSON value.
 pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
-    decode_as(bytes)
-}
-
-/// Decodes YAML into `T` after the depth and alias checks.
-pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
-    match check(bytes) {
-        Ok(()) => serde_yaml::from_slice(bytes).map_err(|e| DecodeError::Syntax(e.to_string())),
-        Err(too_deep @ DecodeError::RecursionLimit { .. }) => as_json(bytes).ok_or(too_deep),
-        Err(err) => Err(err),
-    }
-}
-
-/// A document that is a JSON object or array, decoded as JSON.
-fn as_json<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
-    if !matches!(first, b'{' | b'[') {
-        return None;
-    }
-    super::json::decode_as(bytes).ok()
-}
-
-/// The checks [`decode_as`] makes before decoding: nesting depth, then
-/// (when the text may hold aliases) alias expansion.
-pub fn check(bytes: &[u8]) -> Result<(), DecodeError> {
     depth::check(bytes)?;
-    if bytes.contains(&b'*') && bytes.contains(&b'&') {
-        aliases::check(bytes)?;
-    }
-    Ok(())
+    let doc = nodes::parse(bytes).map_err(DecodeError::Syntax)?;
+    decode::decode(&doc)
 }
 
 #[cfg(test)]

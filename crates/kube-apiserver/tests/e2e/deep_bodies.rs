@@ -5,6 +5,8 @@
 //! 400 "exceeded max depth" at once, and the server keeps serving. Nested
 //! arrays are atomic to server-side apply; nested objects make field sets
 //! (and `managedFields`) as deep as they are, walked in linear time.
+//! YAML that is not JSON, in block and in flow style, is decoded to the
+//! same depth (go-yaml's 10000 flow levels and indents).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use crate::harness::{on_both_backends, TestServer};
 use crate::support::crds::crd;
 use crate::support::http::admin_curl;
 
-on_both_backends!(deepest_bodies_are_served);
+on_both_backends!(deepest_bodies_are_served, deepest_yaml_bodies_are_served);
 
 /// Upstream's nesting limit for JSON bodies.
 const UPSTREAM_MAX_DEPTH: usize = 10_000;
@@ -174,5 +176,61 @@ fn deepest_bodies_are_served(s: &TestServer) {
     assert_eq!(deleted.code, 200, "{:.300}", deleted.text);
     assert!(!get(s, DEEPS).text.contains(r#""name":"one""#), "deleted");
     s.ok(&["create", "configmap", "after", "--from-literal=k=v"]);
+    assert_eq!(get(s, "/readyz").code, 200);
+}
+
+/// A Deep named `name` in YAML flow style (not JSON) whose `spec.x` is
+/// arrays nested `depth` deep: the object is `depth + 2` deep.
+fn flow_yaml(name: &str, depth: usize) -> String {
+    format!(
+        "{{apiVersion: example.com/v1, kind: Deep, metadata: {{name: {name}}}, spec: {{x: {}1{}}}}}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+}
+
+/// The same in block style, the arrays as compact sequences (`- - 1`).
+fn block_yaml(name: &str, depth: usize) -> String {
+    format!(
+        "apiVersion: example.com/v1\nkind: Deep\nmetadata:\n  name: {name}\nspec:\n  x:\n    {}1\n",
+        "- ".repeat(depth)
+    )
+}
+
+fn deepest_yaml_bodies_are_served(s: &TestServer) {
+    establish(s);
+    let nested = arrays(UPSTREAM_MAX_DEPTH - 2);
+    for (name, yaml) in [
+        ("flow", flow_yaml as fn(&str, usize) -> String),
+        ("block", block_yaml),
+    ] {
+        let created = send(
+            s,
+            "POST",
+            DEEPS,
+            "application/yaml",
+            &yaml(name, UPSTREAM_MAX_DEPTH - 2),
+        );
+        assert_eq!(created.code, 201, "{name}: {:.300}", created.text);
+        let got = get(s, &format!("{DEEPS}/{name}"));
+        assert!(
+            got.text.contains(&nested),
+            "{name} reads back whole: {:.500}",
+            got.text
+        );
+        let refused = send(
+            s,
+            "POST",
+            DEEPS,
+            "application/yaml",
+            &yaml(&format!("{name}-deeper"), UPSTREAM_MAX_DEPTH - 1),
+        );
+        assert_eq!(refused.code, 400, "{name}: {:.300}", refused.text);
+        assert!(
+            refused.text.contains("exceeded max depth of 10000"),
+            "{name}: {:.300}",
+            refused.text
+        );
+    }
     assert_eq!(get(s, "/readyz").code, 200);
 }

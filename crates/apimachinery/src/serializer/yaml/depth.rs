@@ -5,10 +5,9 @@
 //! included), as go-yaml's scanner
 //! counts its flow level and indents.
 
-use crate::serializer::{DecodeError, MAX_DEPTH, UPSTREAM_MAX_DEPTH};
+use crate::serializer::{DecodeError, UPSTREAM_MAX_DEPTH};
 
-/// Refuses nesting past upstream's limit (its message), or else past this
-/// server's decodable depth.
+/// Refuses nesting past upstream's limit, with its message.
 pub(super) fn check(bytes: &[u8]) -> Result<(), DecodeError> {
     let mut scan = Scanner {
         b: bytes,
@@ -21,13 +20,8 @@ pub(super) fn check(bytes: &[u8]) -> Result<(), DecodeError> {
         node_start: true,
         entry: 0,
         block_scalar: None,
-        too_deep: None,
     };
-    scan.run()?;
-    match scan.too_deep {
-        Some(err) => Err(err),
-        None => Ok(()),
-    }
+    scan.run()
 }
 
 struct Scanner<'a> {
@@ -45,9 +39,6 @@ struct Scanner<'a> {
     /// `- ` indicators): a block scalar there is indented deeper.
     entry: usize,
     block_scalar: Option<BlockScalar>,
-    /// Deeper than this server decodes: kept while the scan goes on to
-    /// find whether upstream's limit is passed too.
-    too_deep: Option<DecodeError>,
 }
 
 /// A literal or folded block scalar: its content lines are indented past
@@ -177,12 +168,6 @@ impl Scanner<'_> {
     fn measure(&mut self) -> Result<(), DecodeError> {
         if self.flow > UPSTREAM_MAX_DEPTH || self.indents.len() > UPSTREAM_MAX_DEPTH {
             return Err(DecodeError::YamlMaxDepth { line: self.line });
-        }
-        if self.too_deep.is_none() && self.flow + self.indents.len() > MAX_DEPTH {
-            self.too_deep = Some(DecodeError::RecursionLimit {
-                line: self.line,
-                column: self.i - self.line_start,
-            });
         }
         Ok(())
     }

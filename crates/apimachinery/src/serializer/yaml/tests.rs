@@ -1,7 +1,9 @@
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use super::*;
-use crate::serializer::{MAX_DEPTH, UPSTREAM_MAX_DEPTH};
+use crate::serializer::{THREAD_STACK_BYTES, UPSTREAM_MAX_DEPTH};
 
 fn timed(text: &str) -> (Result<Value, DecodeError>, Duration) {
     let started = Instant::now();
@@ -47,35 +49,59 @@ fn deep_block_collections_get_upstream_error_at_once() {
         assert_eq!(result, Err(upstream_depth(1)));
         assert!(took < Duration::from_secs(1), "took {took:?}");
     }
-    // Indentation alone cannot reach 10000 levels within a body's size
-    // limit; past this server's depth it is refused before parsing.
+    // Indentation nested past serde_yaml's old 128 levels decodes.
     let indented: String = (0..200).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
-    let dashes: String = (0..200).map(|i| format!("{}-\n", " ".repeat(i))).collect();
-    for text in [indented, dashes] {
-        let result = decode(text.as_bytes());
-        assert!(
-            matches!(result, Err(DecodeError::RecursionLimit { line: 129, .. })),
-            "{result:?}"
-        );
-    }
-    let fits: String = (0..100).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
-    assert!(decode(fits.as_bytes()).is_ok());
+    let v = decode(indented.as_bytes()).expect("200 levels of indentation");
+    assert_eq!(v.pointer(&"/a".repeat(199)), Some(&json!({"a": null})));
+}
+
+/// Runs `f` on a thread with the server's stack (dropping and comparing
+/// deep trees recurses).
+fn on_server_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(THREAD_STACK_BYTES)
+        .spawn(f)
+        .expect("thread")
+        .join()
+        .expect("no overflow")
 }
 
 #[test]
-fn depth_between_the_limits_is_refused_before_parsing() {
-    let text = format!("{}{}", "[x, ".repeat(5_000), "]".repeat(5_000));
-    let (result, took) = timed(&text);
-    assert_eq!(
-        result,
-        Err(DecodeError::RecursionLimit {
-            line: 1,
-            column: MAX_DEPTH * 4 + 1
-        })
-    );
-    assert!(took < Duration::from_millis(500), "took {took:?}");
-    let fits = format!("{}1{}", "[".repeat(100), "]".repeat(100));
-    assert!(decode(fits.as_bytes()).is_ok());
+fn every_depth_upstream_decodes_decodes_in_linear_time() {
+    on_server_stack(|| {
+        let depth = UPSTREAM_MAX_DEPTH - 1;
+        let flow = format!("a: {}x{}\n", "[".repeat(depth), "]".repeat(depth));
+        // Compact block sequences (indentation alone would need 50 MB).
+        let block = "- ".repeat(depth) + "x\n";
+        let keys = "{a: ".repeat(depth) + "x" + &"}".repeat(depth);
+        for (text, levels_wanted) in [(flow, depth + 1), (keys, depth), (block, depth)] {
+            let (result, took) = timed(&text);
+            let v = result.expect("decodes");
+            assert!(took < Duration::from_secs(2), "took {took:?}");
+            let mut node = &v;
+            let mut levels = 0;
+            while let Some(inner) = node
+                .as_array()
+                .and_then(|a| a.first())
+                .or_else(|| node.get("a"))
+            {
+                node = inner;
+                levels += 1;
+            }
+            assert_eq!((levels, node), (levels_wanted, &json!("x")));
+        }
+        // Deep keys with many tokens inside: linear (go-yaml's simple key
+        // bookkeeping; libyaml as published took minutes).
+        let wide = format!(
+            "{}[{}1]{}",
+            "{a: ".repeat(depth),
+            "1, ".repeat(300_000),
+            "}".repeat(depth)
+        );
+        let (result, took) = timed(&wide);
+        assert!(result.is_ok());
+        assert!(took < Duration::from_secs(3), "took {took:?}");
+    });
 }
 
 #[test]
@@ -134,38 +160,103 @@ fn billion_laughs_is_excessive_aliasing_at_once() {
 }
 
 #[test]
-fn moderate_aliasing_decodes() {
+fn moderate_aliasing_decodes_and_merge_keys_merge() {
     let v = decode(laughs(3).as_bytes()).expect("1,000 expanded nodes are allowed");
     assert_eq!(v["a2"][9][9][9], "x");
-    let merge = "base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n";
+    let merge = "base: &b {x: 1, k: 1}\nother: &o {z: 3, x: 4}\nderived:\n  k: 0\n  <<: *b\n  w: 2\nlist:\n  <<: [*b, *o]\n";
     let v = decode(merge.as_bytes()).expect("merge keys decode");
-    assert_eq!(v["derived"]["<<"]["x"], 1);
+    assert_eq!(v["derived"], json!({"k": 1, "x": 1, "w": 2}));
+    assert_eq!(v["list"], json!({"x": 1, "k": 1, "z": 3}));
+    assert_eq!(
+        decode(b"a: {<<: 1}").unwrap_err().to_string(),
+        "yaml: map merge requires map or sequence of maps as the value"
+    );
+    assert_eq!(decode(b"a: {'<<': 1}").unwrap(), json!({"a": {"<<": 1}}));
 }
 
 #[test]
-fn deep_json_documents_decode_as_json() {
-    let depth = UPSTREAM_MAX_DEPTH - 2;
-    let text = format!(
-        "{{\"spec\": {{\"x\": {}1{}}}}}\n",
-        "[".repeat(depth),
-        "]".repeat(depth)
+fn alias_errors_are_go_yaml_s() {
+    assert_eq!(
+        decode(b"a: *x").unwrap_err().to_string(),
+        "yaml: unknown anchor 'x' referenced"
     );
-    let deep = std::thread::Builder::new()
-        .stack_size(crate::serializer::THREAD_STACK_BYTES)
-        .spawn(move || {
-            let (result, took) = timed(&text);
-            assert!(took < Duration::from_secs(1), "took {took:?}");
-            let value = result.expect("JSON at upstream's depth decodes");
-            serde_json::to_string(&value).expect("encodes") == text.trim_end().replace(' ', "")
-        })
-        .expect("thread")
-        .join()
-        .expect("no overflow");
-    assert!(deep, "the tree is the JSON document's");
-    // Flow YAML that is not JSON still gets serde_yaml's limit.
-    let flow = format!("{{a: {}1{}}}", "[".repeat(200), "]".repeat(200));
-    assert!(matches!(
-        decode(flow.as_bytes()),
-        Err(DecodeError::RecursionLimit { .. })
-    ));
+    assert_eq!(
+        decode(b"a: &x [1, *x]").unwrap_err().to_string(),
+        "yaml: anchor 'x' value contains itself"
+    );
+    let v = decode(b"a: &x 1\nb: *x\nc: &x 2\nd: *x\n").unwrap();
+    assert_eq!(v, json!({"a": 1, "b": 1, "c": 2, "d": 2}));
+}
+
+#[test]
+fn scalars_resolve_as_yaml_1_1_in_go_yaml_v2() {
+    let text = "\
+a: yes\nb: Off\nc: ~\nd:\ne: 0x1F\nf: 017\ng: 0o17\nh: 0b101\ni: 1_000\nj: 1.0\n\
+k: 1.5\nl: 1e3\nm: 18446744073709551615\nts: 2001-12-14\no: '12'\np: !!str 12\n\
+q: !!float 3\nr: .5\ns: -.inf_x\nt: 08\nu: 1e400\nv: +12\nw: !custom 5\nx: 1e21\n";
+    let v = decode(text.as_bytes()).expect("decodes");
+    let want = json!({
+        "a": true, "b": false, "c": null, "d": null, "e": 31, "f": 15, "g": 15,
+        "h": 5, "i": 1000, "j": 1, "k": 1.5, "l": 1000,
+        "m": 18446744073709551615u64, "ts": "2001-12-14", "o": "12", "p": "12",
+        "q": 3, "r": 0.5, "s": "-.inf_x", "t": 8, "u": "1e400", "v": 12, "w": "5",
+        "x": 1e21,
+    });
+    assert_eq!(v, want);
+    assert_eq!(
+        decode(b"a: !!int abc").unwrap_err().to_string(),
+        "yaml: cannot decode !!str `abc` as a !!int"
+    );
+    assert_eq!(
+        decode(b"a: .nan").unwrap_err().to_string(),
+        "json: unsupported value: NaN"
+    );
+}
+
+#[test]
+fn keys_become_strings_as_sigs_yaml_makes_them() {
+    let v = decode(b"1: a\n1.5: b\ny: c\n0.1: d\n1e7: e\n").expect("decodes");
+    assert_eq!(
+        v,
+        json!({"1": "a", "1.5": "b", "true": "c", "0.1": "d", "1e+07": "e"})
+    );
+    assert_eq!(
+        decode(b"~: 1").unwrap_err().to_string(),
+        "unsupported map key of type: %!s(<nil>), key: <nil>, value: 1"
+    );
+    assert_eq!(
+        decode(b"? [a, 1]\n: x\n").unwrap_err().to_string(),
+        "yaml: invalid map key: []interface {}{\"a\", 1}"
+    );
+}
+
+#[test]
+fn syntax_errors_are_go_yaml_s() {
+    assert_eq!(
+        decode(b"a: b\nc\nd: e\n").unwrap_err().to_string(),
+        "yaml: line 3: could not find expected ':'"
+    );
+    assert_eq!(
+        decode(b"a: b: c\n").unwrap_err().to_string(),
+        "yaml: mapping values are not allowed in this context"
+    );
+    assert_eq!(decode(b"").unwrap(), Value::Null);
+    assert_eq!(decode(b"a: 1\n---\nb: [").unwrap(), json!({"a": 1}));
+}
+
+#[test]
+fn json_documents_decode_to_the_json_tree() {
+    on_server_stack(|| {
+        let depth = UPSTREAM_MAX_DEPTH - 2;
+        let text = format!(
+            "{{\"spec\": {{\"x\": {}1.5{}, \"n\": -0.0, \"s\": \"a\\u00e9\\n\"}}}}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let (result, took) = timed(&text);
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        let yaml = result.expect("JSON at upstream's depth decodes");
+        let json: Value = crate::serializer::json::decode(text.as_bytes()).expect("json");
+        assert_eq!(yaml, json);
+    });
 }
