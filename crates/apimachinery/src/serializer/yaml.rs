@@ -18,7 +18,7 @@ mod decode;
 mod depth;
 mod events;
 mod nodes;
-mod resolve;
+pub mod resolve;
 
 use serde_json::Value;
 

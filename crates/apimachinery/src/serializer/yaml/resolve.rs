@@ -60,6 +60,12 @@ pub(super) fn scalar(tag: Option<&str>, value: &str, implicit: bool) -> Result<S
     }
 }
 
+/// Whether go-yaml's `resolve("", s)` reads plain `s` as a string (what
+/// its encoder asks before writing a string unquoted).
+pub fn resolves_to_string(s: &str) -> bool {
+    implicit_type("", s).0 == "str"
+}
+
 /// go-yaml's `resolve` for a resolvable or empty tag: the short name of the
 /// type found and the value.
 fn implicit_type(tag: &str, s: &str) -> (&'static str, Scalar) {
@@ -86,7 +92,7 @@ fn implicit_type(tag: &str, s: &str) -> (&'static str, Scalar) {
         }
         b'D' | b'S' => {
             let timestamp = tag.is_empty() || tag == format!("{LONG_PREFIX}timestamp");
-            if timestamp && looks_like_timestamp(s) {
+            if timestamp && is_timestamp(s) {
                 return ("timestamp", Scalar::Str(s.to_string()));
             }
             let plain = s.replace('_', "");
@@ -216,70 +222,126 @@ fn go_parse_uint(s: &str) -> Option<u64> {
     u64::from_str_radix(digits, base).ok()
 }
 
-/// go-yaml's `parseTimestamp`: four digits and a dash, then one of its
-/// layouts (`2006-1-2`, with `T`, `t` or a space and `15:4:5`, fractional
-/// seconds and a zone after `T`/`t`).
-fn looks_like_timestamp(s: &str) -> bool {
+/// go-yaml's `parseTimestamp`: `time.Parse` with one of
+/// `2006-1-2T15:4:5.999999999Z07:00` (`T` or `t`),
+/// `2006-1-2 15:4:5.999999999` and `2006-1-2`, after checking the text
+/// starts with four digits and a `-`.
+fn is_timestamp(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
         return false;
     }
-    let (date, time) = match s.find(['T', 't', ' ']) {
-        Some(i) => (&s[..i], Some((b[i], &s[i + 1..]))),
-        None => (s, None),
-    };
-    let mut fields = date.splitn(3, '-');
-    let (Some(_), Some(month), Some(day)) = (fields.next(), fields.next(), fields.next()) else {
+    let mut p = Parser { b, i: 5 };
+    let year: u32 = s[..4].parse().unwrap_or(0);
+    let Some(month) = p.num().filter(|m| (1..=12).contains(m)) else {
         return false;
     };
-    let in_range = |f: &str, max: u32| {
-        (1..=2).contains(&f.len())
-            && f.bytes().all(|c| c.is_ascii_digit())
-            && f.parse::<u32>().is_ok_and(|v| (1..=max).contains(&v))
-    };
-    if !in_range(month, 12) || !in_range(day, 31) {
+    if !p.eat(b'-') {
         return false;
     }
-    match time {
-        None => true,
-        Some((sep, clock)) => timestamp_clock(clock, sep != b' '),
+    let Some(day) = p.num() else {
+        return false;
+    };
+    if day < 1 || day > days_in(month, year) {
+        return false;
     }
-}
-
-/// `15:4:5.999999999`, then with a zone (`Z` or `±07:00`) when `zoned`.
-fn timestamp_clock(clock: &str, zoned: bool) -> bool {
-    let (clock, zone_ok) = if zoned {
-        match clock.rfind(['Z', '+', '-']) {
-            Some(i) => (&clock[..i], valid_zone(&clock[i..])),
-            None => (clock, false),
-        }
-    } else {
-        (clock, true)
-    };
-    let (hms, fraction) = match clock.split_once('.') {
-        Some((hms, f)) => (hms, Some(f)),
-        None => (clock, None),
-    };
-    let parts: Vec<&str> = hms.split(':').collect();
-    let ranges = [23, 59, 59];
-    zone_ok
-        && parts.len() == 3
-        && parts.iter().zip(ranges).all(|(p, max)| {
-            (1..=2).contains(&p.len())
-                && p.bytes().all(|c| c.is_ascii_digit())
-                && p.parse::<u32>().is_ok_and(|v| v <= max)
-        })
-        && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()))
-}
-
-fn valid_zone(zone: &str) -> bool {
-    if zone == "Z" {
+    if p.done() {
         return true;
     }
-    let b = zone.as_bytes();
-    b.len() == 6
-        && matches!(b[0], b'+' | b'-')
-        && b[1..3].iter().all(u8::is_ascii_digit)
-        && b[3] == b':'
-        && b[4..6].iter().all(u8::is_ascii_digit)
+    let zoned = match b[p.i] {
+        b'T' | b't' => true,
+        b' ' => false,
+        _ => return false,
+    };
+    p.i += 1;
+    if !p.clock() {
+        return false;
+    }
+    if zoned && !p.zone() {
+        return false;
+    }
+    p.done()
+}
+
+fn days_in(month: u32, year: u32) -> u32 {
+    match month {
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// A cursor over a timestamp, reading numbers as Go's `getnum` (one or
+/// two digits).
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn done(&self) -> bool {
+        self.i == self.b.len()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let ok = self.b.get(self.i) == Some(&c);
+        self.i += usize::from(ok);
+        ok
+    }
+
+    fn digit(&self, at: usize) -> Option<u32> {
+        self.b
+            .get(at)
+            .filter(|c| c.is_ascii_digit())
+            .map(|c| u32::from(c - b'0'))
+    }
+
+    fn num(&mut self) -> Option<u32> {
+        let first = self.digit(self.i)?;
+        self.i += 1;
+        match self.digit(self.i) {
+            Some(second) => {
+                self.i += 1;
+                Some(first * 10 + second)
+            }
+            None => Some(first),
+        }
+    }
+
+    /// `15:4:5` and an optional fraction of up to nine digits.
+    fn clock(&mut self) -> bool {
+        let hour = self.num().filter(|h| *h < 24);
+        let ok = hour.is_some()
+            && self.eat(b':')
+            && self.num().is_some_and(|m| m < 60)
+            && self.eat(b':')
+            && self.num().is_some_and(|s| s < 60);
+        if ok && matches!(self.b.get(self.i), Some(b'.' | b',')) && self.digit(self.i + 1).is_some()
+        {
+            self.i += 1;
+            let start = self.i;
+            while self.i - start < 9 && self.digit(self.i).is_some() {
+                self.i += 1;
+            }
+        }
+        ok
+    }
+
+    /// `Z07:00`: `Z`, or a sign, two-digit hours, `:`, two-digit minutes.
+    fn zone(&mut self) -> bool {
+        if self.eat(b'Z') {
+            return true;
+        }
+        let rest = &self.b[self.i..];
+        let ok = rest.len() >= 6
+            && matches!(rest[0], b'+' | b'-')
+            && rest[1..3].iter().all(u8::is_ascii_digit)
+            && rest[3] == b':'
+            && rest[4..6].iter().all(u8::is_ascii_digit);
+        self.i += if ok { 6 } else { 0 };
+        ok
+    }
 }
