@@ -93,7 +93,8 @@ fn converter(crd: &CustomResourceDefinition) -> CrdConverter {
     let Some(config) = config else {
         return CrdConverter::Broken(format!("conversion webhook for {kind} has no clientConfig"));
     };
-    match WebhookConverter::new(config, crd.spec.names.kind.clone()) {
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    match WebhookConverter::new(config, crd.spec.names.kind.clone(), name) {
         Ok(w) => CrdConverter::Webhook(w),
         Err(e) => CrdConverter::Broken(format!("conversion webhook for {kind}: {e}")),
     }

@@ -51,13 +51,26 @@ fn review(body: &[u8], fail: bool) -> Value {
 
 /// Starts the webhook on a loopback port: its address, CA (PEM) and the
 /// switch that makes it refuse.
-fn start_webhook() -> (SocketAddr, String, Arc<AtomicBool>) {
+pub(crate) fn start_webhook() -> (SocketAddr, String, Arc<AtomicBool>) {
     let fail = Arc::new(AtomicBool::new(false));
     let switch = fail.clone();
     let (port, ca, _) = https_server::start(Arc::new(move |_: &str, body: &[u8]| {
         review(body, fail.load(Ordering::SeqCst))
     }));
     (SocketAddr::from(([127, 0, 0, 1], port)), ca, switch)
+}
+
+/// Creates the Gadget CRD converted by the webhook at `addr` and waits
+/// until it is established.
+pub(crate) fn install_crd(s: &TestServer, addr: SocketAddr, ca: &str) {
+    s.apply_yaml(&crd(addr, ca));
+    s.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=15s",
+        "crd/gadgets.example.com",
+    ]);
 }
 
 fn crd(addr: SocketAddr, ca: &str) -> String {
@@ -76,14 +89,7 @@ fn crd(addr: SocketAddr, ca: &str) -> String {
 fn conversion_webhook_converts_between_versions() {
     let s = TestServer::start();
     let (addr, ca, fail) = start_webhook();
-    s.apply_yaml(&crd(addr, &ca));
-    s.ok(&[
-        "wait",
-        "--for",
-        "condition=established",
-        "--timeout=15s",
-        "crd/gadgets.example.com",
-    ]);
+    install_crd(&s, addr, &ca);
     s.apply_yaml("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, labels: {a: b}}\nspec: {replicas: 3}\n");
     let v2 = s.ok(&[
         "get",

@@ -27,6 +27,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 
 use crate::admission::start_recording_webhook;
+use crate::crd_conversion;
 use crate::harness::{startup_error, Backend, TestServer};
 use crate::support::http::request;
 
@@ -511,6 +512,42 @@ fn etcd_requests_have_grpc_client_spans() {
         }
         assert!(call.attr("server.port").parse::<u16>().is_ok(), "{call:#?}");
     }
+}
+
+/// A conversion webhook's call: upstream's `Call conversion webhook` span
+/// under the request's, with otelhttp's client span `HTTP POST` in it.
+#[test]
+fn conversion_webhook_calls_are_traced() {
+    const TRACE: &str = "cbf92f3577b34da6a3ce929d0e0e473e";
+    let (collector, _files, flag) = traced_to_collector();
+    let s = TestServer::start_with(&[&flag]);
+    let (addr, ca, _fail) = crd_conversion::start_webhook();
+    crd_conversion::install_crd(&s, addr, &ca);
+    s.apply_yaml(
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {replicas: 3}\n",
+    );
+    let traceparent = format!("traceparent: 00-{TRACE}-{PARENT_ID}-01");
+    let path = "/apis/example.com/v2/namespaces/default/gadgets/g1";
+    let got = request(&s, "GET", path, &[&traceparent], None);
+    assert_eq!(got.code, 200, "{}", got.body);
+    let in_trace = |name: &'static str| {
+        collector.wait_for(name, move |s| s.name == name && s.trace_id == TRACE)
+    };
+    let call = in_trace("Call conversion webhook");
+    for (key, value) in [
+        ("custom-resource-definition", "gadgets.example.com"),
+        ("desired-api-version", "example.com/v2"),
+        ("object-count", "1"),
+    ] {
+        assert_eq!(call.attr(key), value, "{key}: {call:#?}");
+    }
+    assert_eq!(call.attr("UID").len(), 36, "{call:#?}");
+    assert_eq!(call.events, ["Request completed"], "{call:#?}");
+    let post = in_trace("HTTP POST");
+    assert_eq!(post.parent_span_id, call.span_id, "{post:#?}");
+    assert_eq!(post.kind, 3, "a client span: {post:#?}");
+    assert_eq!(post.attr("url.full"), format!("https://{addr}/convert"));
+    assert_eq!(post.attr("http.response.status_code"), "200");
 }
 
 #[test]

@@ -3,12 +3,17 @@
 //! CRD's `clientConfig` (url, or service host `<name>.<namespace>.svc`)
 //! trusting its `caBundle`; the converted objects are checked (count,
 //! apiVersion, kind) and keep their original metadata apart from labels and
-//! annotations, as upstream restores it.
+//! annotations, as upstream restores it. The call runs in upstream's
+//! `Call conversion webhook` span (`custom-resource-definition`,
+//! `desired-api-version`, `object-count`, `UID`; `Request completed`
+//! event) with otelhttp's client span `HTTP POST` inside it, whose trace
+//! context the webhook gets.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use component_base::tracing::{self as tracing_ctx, Attribute, ClientSpan};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
@@ -32,6 +37,8 @@ pub enum WebhookError {
 pub struct WebhookConverter {
     /// `<group>, Kind=<kind>` for messages.
     kind: String,
+    /// The CRD's name, for the span.
+    crd_name: String,
     host: String,
     port: u16,
     path: String,
@@ -65,7 +72,11 @@ fn parse_url(url: &str) -> Result<(String, u16, String), WebhookError> {
 }
 
 impl WebhookConverter {
-    pub fn new(config: &WebhookClientConfig, kind: String) -> Result<Self, WebhookError> {
+    pub fn new(
+        config: &WebhookClientConfig,
+        kind: String,
+        crd_name: String,
+    ) -> Result<Self, WebhookError> {
         let (host, port, path) = match (&config.url, &config.service) {
             (Some(url), _) => parse_url(url)?,
             (None, Some(svc)) => (
@@ -97,6 +108,7 @@ impl WebhookConverter {
             .with_no_client_auth();
         Ok(WebhookConverter {
             kind,
+            crd_name,
             host,
             port,
             path,
@@ -121,9 +133,23 @@ impl WebhookConverter {
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": objects},
         });
-        let reply = tokio::time::timeout(TIMEOUT, self.post(&review))
+        let attributes = || {
+            vec![
+                Attribute::new("custom-resource-definition", self.crd_name.clone()),
+                Attribute::new("desired-api-version", api_version.to_owned()),
+                Attribute::new("object-count", i64::try_from(objects.len()).unwrap_or(0)),
+                Attribute::new("UID", uid.clone()),
+            ]
+        };
+        let calling = async {
+            let reply = tokio::time::timeout(TIMEOUT, self.post(&review))
+                .await
+                .map_err(|_| call_error("timeout awaiting response headers"))??;
+            tracing_ctx::add_event("Request completed", Vec::new());
+            Ok(reply)
+        };
+        let reply = tracing_ctx::in_span("Call conversion webhook", attributes, calling)
             .await
-            .map_err(|_| failed(call_error("timeout awaiting response headers")))?
             .map_err(failed)?;
         converted(&objects, reply, &uid, api_version).map_err(failed)
     }
@@ -153,10 +179,18 @@ impl WebhookConverter {
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(body))
             .map_err(|e| post(&e))?;
-        // The request's trace context, as upstream's traced webhook transport.
-        component_base::tracing::inject(req.headers_mut());
-        let resp = sender.send_request(req).await.map_err(|e| post(&e))?;
+        // otelhttp's client span, whose trace context the call carries.
+        let uri: http::Uri = url.parse().map_err(|e| post(&e))?;
+        let span = ClientSpan::start(&http::Method::POST, &uri, req.headers_mut());
+        let resp = match sender.send_request(req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                span.failed(&e);
+                return Err(post(&e));
+            }
+        };
         let status = resp.status();
+        span.response(status);
         let bytes = resp
             .into_body()
             .collect()
