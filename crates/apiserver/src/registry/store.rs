@@ -12,7 +12,7 @@ use storage::{GetOptions, ListOptions, ListResult, Object, Storage, WatchOptions
 use super::errors::{interpret, into_storage};
 use super::object_meta;
 use super::resource::ResourceInfo;
-use super::rest::{CreateStrategy, UpdateStrategy, UpdateSubresource};
+use super::rest::{CreateStrategy, DeleteStrategy, UpdateStrategy, UpdateSubresource};
 use crate::admission::{Chain, Equivalents, Operation};
 use crate::registry::admission::{AdmissionView, WriteAdmission};
 
@@ -372,6 +372,7 @@ impl Store {
             info: self.info.clone(),
             create: self.strategies.create.clone(),
             update: self.strategies.update.clone(),
+            delete: self.strategies.delete.clone(),
             target,
             mutate,
             created: created.clone(),
@@ -380,7 +381,7 @@ impl Store {
         let step = Arc::new(step);
         let update_fn = move |current: Option<Object>| {
             let step = step.clone();
-            async move { step.apply(current).await.map_err(into_storage) }.boxed()
+            async move { step.write(current).await }.boxed()
         };
         if opts.dry_run {
             let current = self
@@ -397,19 +398,35 @@ impl Store {
             if current.is_none() && !allow_create {
                 return Err(self.not_found(name));
             }
-            let obj = update_fn(current).await.map_err(self.err(name))?;
+            let obj = match update_fn(current).await {
+                Ok(obj) => obj,
+                Err(e) => match delete::emptied(&e) {
+                    Some(emptied) => emptied.obj.clone(),
+                    None => return Err(self.err(name)(e)),
+                },
+            };
             return Ok((
                 Arc::new(obj),
                 created.load(std::sync::atomic::Ordering::SeqCst),
             ));
         }
-        let obj = self
-            .storage
-            .guaranteed_update(&key, allow_create, None, &update_fn)
-            .await
-            .map_err(self.err(name))?;
-        let obj = self.finish_if_finalized(&key, obj).await?;
-        Ok((obj, created.load(std::sync::atomic::Ordering::SeqCst)))
+        loop {
+            let err = match self
+                .storage
+                .guaranteed_update(&key, allow_create, None, &update_fn)
+                .await
+            {
+                Ok(obj) => return Ok((obj, created.load(std::sync::atomic::Ordering::SeqCst))),
+                Err(e) => e,
+            };
+            let Some(emptied) = delete::emptied(&err) else {
+                return Err(self.err(name)(err));
+            };
+            if let Some(obj) = self.delete_without_finalizers(&key, emptied).await? {
+                return Ok((obj, false));
+            }
+            // Changed since the update read it: run the update again.
+        }
     }
 }
 
@@ -419,6 +436,7 @@ struct UpdateStep {
     info: ResourceInfo,
     create: Arc<dyn CreateStrategy>,
     update: Arc<dyn UpdateStrategy>,
+    delete: Arc<dyn DeleteStrategy>,
     target: Target,
     mutate: Mutate,
     created: Arc<std::sync::atomic::AtomicBool>,
@@ -431,6 +449,24 @@ impl UpdateStep {
             .update_subresources()
             .iter()
             .find(|s| s.name == name)
+    }
+
+    /// The object to write, or [`delete::EmptiedFinalizers`] when the
+    /// update removes the last finalizer of an object marked for deletion
+    /// (upstream's `ShouldDeleteDuringUpdate`): it is then deleted instead,
+    /// never written without finalizers.
+    async fn write(&self, current: Option<Object>) -> Result<Value, storage::StorageError> {
+        let old = current.clone();
+        let new = self.apply(current).await.map_err(into_storage)?;
+        match old {
+            Some(old) if delete::should_delete_during_update(self.delete.as_ref(), &new, &old) => {
+                Err(storage::StorageError::callback(delete::EmptiedFinalizers {
+                    resource_version: object_meta::resource_version(&old).map(str::to_owned),
+                    obj: new,
+                }))
+            }
+            _ => Ok(new),
+        }
     }
 
     async fn apply(&self, current: Option<Object>) -> Result<Value, ApiError> {

@@ -3,10 +3,18 @@
 //! propagation; absent and cluster-scoped owners; custom resources as
 //! owners; finalizers on dependents).
 
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
+
+use serde_json::{json, Value};
 
 use crate::harness::TestServer;
 use crate::support::crds::crd;
+use crate::support::http::{admin_curl, request};
 use crate::support::wait::eventually;
 
 /// How long the server's background work may take here.
@@ -393,7 +401,124 @@ fn default_orphaning_kinds_are_released(s: &TestServer) {
     assert!(!exists(s, &["namespace", "batch"]));
 }
 
+/// A raw watch of one ConfigMap from `rv`: its events, one JSON per line.
+fn watch_configmap(s: &TestServer, name: &str, rv: &str) -> (Child, Receiver<Value>) {
+    let mut watch = admin_curl(s)
+        .args(["-N", "--max-time", "30"])
+        .arg(format!(
+            "https://127.0.0.1:{}/api/v1/namespaces/default/configmaps?watch=1&fieldSelector=metadata.name%3D{name}&resourceVersion={rv}",
+            s.port
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl runs");
+    let stdout = watch.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let events = serde_json::Deserializer::from_reader(stdout).into_iter::<Value>();
+        for event in events.map_while(Result::ok) {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    (watch, rx)
+}
+
+/// Reads GETs of a ConfigMap over one connection until `stop`; how many
+/// answers showed it marked for deletion without finalizers.
+fn read_while(s: &TestServer, name: &str, stop: Arc<AtomicBool>) -> JoinHandle<usize> {
+    let mut get = admin_curl(s);
+    let url = format!(
+        "https://127.0.0.1:{}/api/v1/namespaces/default/configmaps/{name}",
+        s.port
+    );
+    get.args(std::iter::repeat_n(url.as_str(), 50));
+    std::thread::spawn(move || {
+        let mut seen = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let out = get.output().expect("curl runs");
+            let answers = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>();
+            seen += answers
+                .map_while(Result::ok)
+                .filter(|o| o["kind"] == "ConfigMap" && finalized_but_terminating(o))
+                .count();
+        }
+        seen
+    })
+}
+
+fn finalized_but_terminating(obj: &Value) -> bool {
+    let finalizers = obj["metadata"]["finalizers"].as_array().map_or(0, Vec::len);
+    obj["metadata"]["deletionTimestamp"].is_string() && finalizers == 0
+}
+
+/// The event types up to DELETED, each MODIFIED still holding finalizers.
+fn events_until_deleted(rx: &Receiver<Value>) -> Vec<String> {
+    let mut types = Vec::new();
+    while types.last().is_none_or(|t| t != "DELETED") {
+        let event = rx.recv_timeout(WAIT).expect("a watch event");
+        let kind = event["type"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            kind == "DELETED" || !finalized_but_terminating(&event["object"]),
+            "written without finalizers before its deletion: {event}"
+        );
+        types.push(kind);
+    }
+    types
+}
+
+/// An update removing the last finalizer of an object marked for deletion
+/// deletes it in that step (upstream's `ShouldDeleteDuringUpdate` and
+/// `deleteWithoutFinalizers`): no watcher nor reader ever sees it marked
+/// and without finalizers, for a finalizer removed by a client and for
+/// the collector's `orphan` one.
+fn emptied_finalizers_delete_in_one_step(s: &TestServer) {
+    s.apply_yaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n",
+    );
+    let rv = jsonpath(s, &["configmap", "held"], "{.metadata.resourceVersion}");
+    let (mut watch, events) = watch_configmap(s, "held", &rv);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = read_while(s, "held", stop.clone());
+    s.ok(&["delete", "configmap", "held", "--wait=false"]);
+    let out = s.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    assert!(out.contains("patched"), "{out}");
+    assert_eq!(events_until_deleted(&events), ["MODIFIED", "DELETED"]);
+    stop.store(true, Ordering::SeqCst);
+    assert_eq!(
+        reader.join().expect("reader"),
+        0,
+        "GETs saw it without finalizers"
+    );
+    assert!(!exists(s, &["configmap", "held"]));
+    let _ = watch.kill();
+
+    s.ok(&["create", "configmap", "orphaned"]);
+    let rv = jsonpath(s, &["configmap", "orphaned"], "{.metadata.resourceVersion}");
+    let (mut watch, events) = watch_configmap(s, "orphaned", &rv);
+    let answer = request(
+        s,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/orphaned",
+        &["Content-Type: application/json"],
+        Some(r#"{"propagationPolicy":"Orphan"}"#),
+    );
+    assert_eq!(answer.code, 200, "{}", answer.body);
+    assert_eq!(answer.body["metadata"]["finalizers"], json!(["orphan"]));
+    assert_eq!(events_until_deleted(&events), ["MODIFIED", "DELETED"]);
+    let _ = watch.kill();
+}
+
 crate::harness::on_both_backends!(
+    emptied_finalizers_delete_in_one_step,
     pods_are_deleted_gracefully,
     deletes_answer_as_upstream,
     delete_options_are_checked,

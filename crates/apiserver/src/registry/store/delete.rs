@@ -15,6 +15,7 @@ use super::super::deletion::{self, DeleteOptions, Graceful};
 use super::super::errors::interpret;
 use super::super::object_meta;
 use super::super::resource::ResourceInfo;
+use super::super::rest::DeleteStrategy;
 use super::{DeleteOutcome, Store, Strategies};
 
 /// Why the deletion update stopped without writing.
@@ -70,6 +71,44 @@ fn mark(
         }
         _ => Err(StorageError::callback(Interrupt::DeleteNow)),
     }
+}
+
+/// An update that removed the last finalizer of an object marked for
+/// deletion: the object is deleted instead of written (upstream's
+/// `errEmptiedFinalizers`).
+#[derive(Debug, thiserror::Error)]
+#[error("emptied finalizers")]
+pub(super) struct EmptiedFinalizers {
+    /// The updated object, the update's answer.
+    pub obj: Value,
+    /// The resourceVersion of the object the update read.
+    pub resource_version: Option<String>,
+}
+
+pub(super) fn emptied(e: &StorageError) -> Option<&EmptiedFinalizers> {
+    match e {
+        StorageError::Callback(inner) => inner.downcast_ref::<EmptiedFinalizers>(),
+        _ => None,
+    }
+}
+
+/// Whether an update deletes the object rather than write it (upstream's
+/// `ShouldDeleteDuringUpdate`): the new object has no finalizers left (nor
+/// kept elsewhere, a namespace's `spec.finalizers`) and the old one was
+/// marked for deletion with no grace period running.
+pub(super) fn should_delete_during_update(
+    delete: &dyn DeleteStrategy,
+    new: &Value,
+    old: &Value,
+) -> bool {
+    let grace = old
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    !object_meta::has_finalizers(new)
+        && !delete.holds_deletion(new)
+        && object_meta::is_terminating(old)
+        && grace == 0
 }
 
 fn interrupt(e: &StorageError) -> Option<&Interrupt> {
@@ -235,28 +274,19 @@ impl Store {
             .ok_or_else(|| self.not_found(name))
     }
 
-    /// An object marked for deletion whose last finalizer was just removed
-    /// is deleted now, unless a grace period is still running (upstream's
-    /// `ShouldDeleteDuringUpdate` and `deleteWithoutFinalizers`).
-    pub(super) async fn finish_if_finalized(
+    /// Deletes the object whose update emptied its finalizers, if it is
+    /// still as the update read it (upstream's `deleteWithoutFinalizers`;
+    /// the resourceVersion precondition keeps a concurrent writer's change,
+    /// e.g. a finalizer added back); `None` when it changed since.
+    /// Answers with the updated object, as upstream.
+    pub(super) async fn delete_without_finalizers(
         &self,
         key: &str,
-        obj: Object,
-    ) -> Result<Object, ApiError> {
-        let graceful = obj
-            .pointer("/metadata/deletionGracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .is_some_and(|p| p != 0);
-        if !object_meta::is_terminating(&obj)
-            || graceful
-            || object_meta::has_finalizers(&obj)
-            || self.strategies.delete.holds_deletion(&obj)
-        {
-            return Ok(obj);
-        }
+        emptied: &EmptiedFinalizers,
+    ) -> Result<Option<Object>, ApiError> {
         let preconditions = Preconditions {
             uid: None,
-            resource_version: object_meta::resource_version(&obj).map(str::to_owned),
+            resource_version: emptied.resource_version.clone(),
         };
         let no_check = |_: Object| async { Ok(()) }.boxed();
         match self
@@ -264,13 +294,15 @@ impl Store {
             .delete(key, Some(&preconditions), &no_check)
             .await
         {
-            Ok(deleted) => {
-                self.strategies.begin_create.release(&deleted);
-                Ok(deleted)
+            Ok(deleted) => self.strategies.begin_create.release(&deleted),
+            // Deleted by a concurrent update that also emptied them.
+            Err(StorageError::NotFound { .. }) => {}
+            Err(StorageError::InvalidPrecondition { .. } | StorageError::Conflict { .. }) => {
+                return Ok(None)
             }
-            Err(StorageError::NotFound { .. } | StorageError::Conflict { .. }) => Ok(obj),
-            Err(e) => Err(interpret(e, &self.info, object_meta::name(&obj))),
+            Err(e) => return Err(interpret(e, &self.info, object_meta::name(&emptied.obj))),
         }
+        Ok(Some(Arc::new(emptied.obj.clone())))
     }
 
     /// Deletes every object the list options select (deletecollection),
