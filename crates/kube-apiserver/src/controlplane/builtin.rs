@@ -211,14 +211,6 @@ fn returns_deleted(strategy: ResourceStrategy) -> ResourceStrategy {
     }
 }
 
-/// Events are never garbage collected (no GC finalizers are set).
-fn never_collected(strategy: ResourceStrategy) -> ResourceStrategy {
-    ResourceStrategy {
-        gc_policy: GcPolicy::Unsupported,
-        ..strategy
-    }
-}
-
 fn status() -> ResourceStrategy {
     core_types::with_status()
 }
@@ -311,7 +303,7 @@ pub fn horizontal_pod_autoscalers_v1() -> Builtin {
 /// `events.k8s.io/v1` Events, served over the storage of core/v1 Events
 /// (see [`super::events_v1`]).
 pub fn events_v1() -> Builtin {
-    builtin::<events::Event>(never_collected(plain()), short(&["ev"]))
+    builtin::<events::Event>(core_types::events_v1(), short(&["ev"]))
 }
 
 /// The named groups, each with its resources at their GA version

@@ -350,17 +350,82 @@ const EVENT_FIELDS: &[&str] = &[
     "type",
 ];
 
-fn event_fields(ev: &Value, fields: &mut BTreeMap<String, String>) {
-    for name in EVENT_FIELDS {
+/// Fills `names` from `ev`, each at its path, but `source`: the source
+/// component at `source`, else the reporting controller at `reporter`
+/// (upstream's `ToSelectableFields`).
+fn selectable_event_fields(
+    ev: &Value,
+    names: &[&str],
+    (source, reporter): (&str, &str),
+    fields: &mut BTreeMap<String, String>,
+) {
+    for name in names {
         let value = match *name {
-            // Upstream selects on the source component, else the reporting controller.
-            "source" => match text(ev, "/source/component") {
-                "" => text(ev, "/reportingComponent"),
+            "source" => match text(ev, source) {
+                "" => text(ev, reporter),
                 component => component,
             },
             other => text(ev, &format!("/{}", other.replace('.', "/"))),
         };
         fields.insert((*name).to_owned(), value.to_owned());
+    }
+}
+
+fn event_fields(ev: &Value, fields: &mut BTreeMap<String, String>) {
+    let source = ("/source/component", "/reportingComponent");
+    selectable_event_fields(ev, EVENT_FIELDS, source, fields);
+}
+
+/// The field labels of `events.k8s.io/v1` Events (upstream's
+/// `AddFieldLabelConversionsForEvent` of pkg/apis/events/v1, mapping each
+/// to the core label [`core_event_label`] whose value `ToSelectableFields`
+/// of the core Event gives).
+const EVENT_V1_FIELDS: &[&str] = &[
+    "reason",
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reportingController",
+    "source",
+    "type",
+];
+
+/// The `events.k8s.io/v1` labels' values of an Event in either form: as
+/// stored (core/v1, where storage filters) through the core labels, or
+/// as served.
+fn event_v1_fields(ev: &Value, fields: &mut BTreeMap<String, String>) {
+    if text(ev, "/apiVersion") == "events.k8s.io/v1" {
+        let source = ("/deprecatedSource/component", "/reportingController");
+        return selectable_event_fields(ev, EVENT_V1_FIELDS, source, fields);
+    }
+    let mut core = BTreeMap::new();
+    event_fields(ev, &mut core);
+    for label in EVENT_V1_FIELDS {
+        let value = core.remove(&core_event_label(label)).unwrap_or_default();
+        fields.insert((*label).to_owned(), value);
+    }
+}
+
+/// The core Event's label an `events.k8s.io/v1` label converts to.
+fn core_event_label(label: &str) -> String {
+    match (label, label.strip_prefix("regarding.")) {
+        ("reportingController", _) => "reportingComponent".to_owned(),
+        (_, Some(field)) => format!("involvedObject.{field}"),
+        _ => label.to_owned(),
+    }
+}
+
+/// `events.k8s.io/v1` Events: core Events' storage and rules, their own
+/// field labels.
+pub fn events_v1() -> ResourceStrategy {
+    ResourceStrategy {
+        field_names: EVENT_V1_FIELDS,
+        fields: event_v1_fields,
+        ..events()
     }
 }
 
@@ -404,6 +469,41 @@ mod tests {
         let mut done = scheduled.clone();
         done["status"] = json!({"phase": "Succeeded"});
         assert_eq!(pod_grace_period(&done, None), Some(0));
+    }
+
+    #[test]
+    fn events_v1_labels_select_the_core_fields() {
+        let core = json!({"apiVersion": "v1", "reason": "Pulled", "type": "Normal",
+            "involvedObject": {"kind": "Pod", "name": "p", "uid": "u1"},
+            "reportingComponent": "kubelet"});
+        let served = json!({"apiVersion": "events.k8s.io/v1", "reason": "Pulled",
+            "type": "Normal", "regarding": {"kind": "Pod", "name": "p", "uid": "u1"},
+            "reportingController": "kubelet"});
+        for ev in [core, served] {
+            let mut fields = BTreeMap::new();
+            event_v1_fields(&ev, &mut fields);
+            let keys: Vec<&str> = fields.keys().map(String::as_str).collect();
+            let mut names = EVENT_V1_FIELDS.to_vec();
+            names.sort_unstable();
+            assert_eq!(keys, names);
+            for (label, value) in [
+                ("regarding.kind", "Pod"),
+                ("regarding.name", "p"),
+                ("regarding.uid", "u1"),
+                ("regarding.namespace", ""),
+                ("reportingController", "kubelet"),
+                ("source", "kubelet"),
+                ("reason", "Pulled"),
+                ("type", "Normal"),
+            ] {
+                assert_eq!(fields[label], value, "{label} of {ev}");
+            }
+        }
+        assert_eq!(
+            core_event_label("regarding.fieldPath"),
+            "involvedObject.fieldPath"
+        );
+        assert_eq!(core_event_label("source"), "source");
     }
 
     #[test]

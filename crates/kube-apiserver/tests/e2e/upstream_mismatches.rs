@@ -270,6 +270,70 @@ fn events_are_one_resource_in_two_groups(s: &TestServer) {
             "{path}: {list}"
         );
     }
+    event_field_selectors(s, events, core);
+}
+
+/// Each group selects by its own field labels (upstream's events/v1
+/// `AddFieldLabelConversionsForEvent` over core's `ToSelectableFields`):
+/// `source` is the source component, else the reporting controller.
+fn event_field_selectors(s: &TestServer, events: &str, core: &str) {
+    let names = |path: &str, selector: &str| -> Vec<String> {
+        let list = get(s, &format!("{path}?fieldSelector={selector}"));
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["metadata"]["name"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    };
+    let cases = [
+        (events, "regarding.name%3Dweb", &["new-style"][..]),
+        (events, "regarding.kind%3DPod,type%3DNormal", &["old-style"]),
+        (
+            events,
+            "reportingController%3Dexample.com%2Fctl",
+            &["new-style"],
+        ),
+        (events, "source%3Dexample.com%2Fctl", &["new-style"]),
+        (events, "source%3Dkubelet", &["old-style"]),
+        (events, "reason%21%3DScaled", &["old-style"]),
+        (core, "involvedObject.name%3Dweb", &["new-style"]),
+        (
+            core,
+            "reportingComponent%3Dexample.com%2Fctl",
+            &["new-style"],
+        ),
+        (core, "source%3Dexample.com%2Fctl", &["new-style"]),
+        (core, "source%3Dkubelet", &["old-style"]),
+    ];
+    for (path, selector, expected) in cases {
+        assert_eq!(
+            names(path, selector),
+            expected,
+            "{path}?fieldSelector={selector}"
+        );
+    }
+    for (path, label) in [
+        (events, "involvedObject.name"),
+        (events, "reportingComponent"),
+        (core, "regarding.name"),
+    ] {
+        let a = request(
+            s,
+            "GET",
+            &format!("{path}?fieldSelector={label}%3Dx"),
+            &[],
+            None,
+        );
+        assert_status(
+            &a,
+            400,
+            "BadRequest",
+            &format!("field label not supported: {label}"),
+        );
+    }
 }
 
 crate::harness::on_both_backends!(
