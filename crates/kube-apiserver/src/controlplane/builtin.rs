@@ -185,11 +185,12 @@ fn rbac_names(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceSt
     }
 }
 
-/// Bindings also keep their `roleRef` through updates.
+/// Bindings get upstream's defaults and keep their `roleRef` through
+/// updates.
 fn rbac_binding(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceStrategy {
     ResourceStrategy {
         validate_update: validation::rbac::validate_binding_update,
-        ..rbac_names(validate)
+        ..defaults::role_bindings(rbac_names(validate))
     }
 }
 
@@ -229,7 +230,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
                 deprecation: Some(
                     "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
                 ),
-                ..plain()
+                ..defaults::endpoints(plain())
             },
             short(&["ep"]),
         ),
@@ -338,7 +339,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<certificates::ClusterTrustBundle>(plain(), PLAIN),
         ],
         vec![builtin::<coordination::Lease>(plain(), PLAIN)],
-        vec![builtin::<discovery::EndpointSlice>(plain(), PLAIN)],
+        vec![builtin::<discovery::EndpointSlice>(
+            defaults::endpoint_slices(plain()),
+            PLAIN,
+        )],
         vec![
             builtin::<networking::IngressClass>(defaults::ingress_classes(plain()), PLAIN),
             builtin::<networking::Ingress>(status(), short(&["ing"])),
@@ -497,3 +501,6 @@ mod tests {
 
 #[cfg(test)]
 mod fixtures_tests;
+
+#[cfg(test)]
+mod defaults_tests;

@@ -230,6 +230,7 @@ fn service_defaults(svc: &mut Value) {
     };
     default_field(spec, "type", json!("ClusterIP"));
     default_field(spec, "sessionAffinity", json!("None"));
+    session_affinity_defaults(spec);
     let service_type = text(spec, "/type").to_owned();
     if service_type != "ExternalName" {
         default_field(spec, "internalTrafficPolicy", json!("Cluster"));
@@ -237,12 +238,60 @@ fn service_defaults(svc: &mut Value) {
     if matches!(service_type.as_str(), "NodePort" | "LoadBalancer") {
         default_field(spec, "externalTrafficPolicy", json!("Cluster"));
     }
-    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-        for p in ports {
-            default_field(p, "protocol", json!("TCP"));
-            if let Some(port) = p.get("port").cloned() {
-                default_field(p, "targetPort", port);
+    if service_type == "LoadBalancer" {
+        default_field(spec, "allocateLoadBalancerNodePorts", json!(true));
+        load_balancer_ip_mode(svc);
+    }
+    let ports = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut);
+    for p in ports.into_iter().flatten() {
+        default_field(p, "protocol", json!("TCP"));
+        let unset = p
+            .get("targetPort")
+            .is_none_or(|t| t.is_null() || *t == json!(0) || *t == json!(""));
+        if let (true, Some(port)) = (unset, p.get("port").cloned()) {
+            p["targetPort"] = port;
+        }
+    }
+}
+
+/// `SetDefaults_Service`'s session affinity: no config without affinity,
+/// and ClientIP affinity times out after upstream's 10800 s unless told.
+fn session_affinity_defaults(spec: &mut Value) {
+    let Some(map) = spec.as_object_mut() else {
+        return;
+    };
+    match map.get("sessionAffinity").and_then(Value::as_str) {
+        Some("None") => {
+            map.remove("sessionAffinityConfig");
+        }
+        Some("ClientIP") => {
+            let timeout = map
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.pointer("/clientIP/timeoutSeconds"))
+                .filter(|t| !t.is_null());
+            if timeout.is_none() {
+                map.insert(
+                    "sessionAffinityConfig".into(),
+                    json!({"clientIP": {"timeoutSeconds": 10800}}),
+                );
             }
+        }
+        _ => {}
+    }
+}
+
+/// A load balancer's ingress points with an IP and no mode are VIPs.
+fn load_balancer_ip_mode(svc: &mut Value) {
+    let ingress = svc
+        .pointer_mut("/status/loadBalancer/ingress")
+        .and_then(Value::as_array_mut);
+    for point in ingress.into_iter().flatten() {
+        let has_ip = point
+            .get("ip")
+            .and_then(Value::as_str)
+            .is_some_and(|ip| !ip.is_empty());
+        if has_ip && point.get("ipMode").is_none_or(Value::is_null) {
+            point["ipMode"] = json!("VIP");
         }
     }
 }

@@ -12,6 +12,7 @@ use apiserver::admission::RequestContext;
 use apiserver::registry::object_meta;
 use serde_json::{json, Value};
 
+use super::pod_defaults::{default_nonempty, default_unset, volume_source_defaults};
 use super::ResourceStrategy;
 
 /// Sets `obj[key]` when missing.
@@ -30,6 +31,9 @@ fn default_spec(obj: &mut Value, key: &str, value: Value) {
 fn pv_defaults(pv: &mut Value) {
     default_spec(pv, "persistentVolumeReclaimPolicy", json!("Retain"));
     default_spec(pv, "volumeMode", json!("Filesystem"));
+    if let Some(spec) = pv.get_mut("spec") {
+        volume_source_defaults(spec);
+    }
 }
 
 /// A new volume is Pending since now (the phase transition time is GA).
@@ -152,6 +156,67 @@ fn network_policy_defaults(policy: &mut Value) {
 pub fn network_policies(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         defaults: network_policy_defaults,
+        ..base
+    }
+}
+
+/// core/v1 `SetDefaults_Endpoints`: ports are TCP unless told.
+fn endpoints_defaults(endpoints: &mut Value) {
+    let subsets = endpoints.get_mut("subsets").and_then(Value::as_array_mut);
+    for subset in subsets.into_iter().flatten() {
+        let ports = subset.get_mut("ports").and_then(Value::as_array_mut);
+        for port in ports.into_iter().flatten() {
+            default_unset(port, "protocol", json!("TCP"));
+        }
+    }
+}
+
+pub fn endpoints(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: endpoints_defaults,
+        ..base
+    }
+}
+
+/// discovery/v1 `SetDefaults_EndpointPort`: an unnamed TCP port unless
+/// told (both pointers, so the defaults show).
+fn endpoint_slice_defaults(slice: &mut Value) {
+    let ports = slice.get_mut("ports").and_then(Value::as_array_mut);
+    for port in ports.into_iter().flatten() {
+        default_unset(port, "name", json!(""));
+        default_unset(port, "protocol", json!("TCP"));
+    }
+}
+
+pub fn endpoint_slices(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: endpoint_slice_defaults,
+        ..base
+    }
+}
+
+/// rbac/v1 `SetDefaults_RoleBinding`/`SetDefaults_ClusterRoleBinding`
+/// (the role is RBAC's) and `SetDefaults_Subject` (users and groups are
+/// RBAC's, service accounts core's).
+fn role_binding_defaults(binding: &mut Value) {
+    const RBAC: &str = "rbac.authorization.k8s.io";
+    if let Some(role_ref) = binding.get_mut("roleRef") {
+        default_nonempty(role_ref, "apiGroup", RBAC);
+    }
+    let subjects = binding.get_mut("subjects").and_then(Value::as_array_mut);
+    for subject in subjects.into_iter().flatten() {
+        let group = match subject.get("kind").and_then(Value::as_str) {
+            Some("User" | "Group") => RBAC,
+            Some("ServiceAccount") => "",
+            _ => continue,
+        };
+        default_nonempty(subject, "apiGroup", group);
+    }
+}
+
+pub fn role_bindings(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: role_binding_defaults,
         ..base
     }
 }

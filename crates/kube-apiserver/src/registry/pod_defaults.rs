@@ -126,6 +126,11 @@ fn default_container(c: &mut Value) {
             default_nonzero(probe, "successThreshold", json!(1));
             default_nonzero(probe, "failureThreshold", json!(3));
             default_http_get(probe);
+            // `GRPCAction.service` (`+default=""`, a pointer Go writes
+            // even when nil).
+            if let Some(grpc) = object_mut(probe, "grpc") {
+                default_unset(grpc, "service", json!(""));
+            }
         }
     }
     if let Some(lifecycle) = object_mut(c, "lifecycle") {
@@ -188,9 +193,6 @@ fn default_volume(volume: &mut Value) {
             default_field_refs(items);
         }
     }
-    if let Some(host_path) = object_mut(volume, "hostPath") {
-        default_field(host_path, "type", json!(""));
-    }
     if let Some(image) = object_mut(volume, "image") {
         let policy = pull_policy(text(image, "reference"));
         default_nonempty(image, "pullPolicy", policy);
@@ -198,11 +200,16 @@ fn default_volume(volume: &mut Value) {
     if let Some(claim) = volume.pointer_mut("/ephemeral/volumeClaimTemplate/spec") {
         default_field(claim, "volumeMode", json!("Filesystem"));
     }
-    declarative_source_defaults(volume);
+    volume_source_defaults(volume);
 }
 
-/// The `+default` markers of the in-tree volume sources.
-fn declarative_source_defaults(volume: &mut Value) {
+/// The defaults of the in-tree sources a pod's volume and a
+/// PersistentVolume's spec share: `SetDefaults_HostPathVolumeSource` and
+/// the `+default` markers of iSCSI, RBD, Azure disk and ScaleIO sources.
+pub(crate) fn volume_source_defaults(volume: &mut Value) {
+    if let Some(host_path) = object_mut(volume, "hostPath") {
+        default_field(host_path, "type", json!(""));
+    }
     const DEFAULTS: &[(&str, &[(&str, &str)])] = &[
         ("iscsi", &[("iscsiInterface", "default")]),
         (
@@ -280,7 +287,18 @@ fn default_nonzero(obj: &mut Value, key: &str, value: Value) {
 }
 
 /// Sets a string that is missing or empty.
-fn default_nonempty(obj: &mut Value, key: &str, value: &str) {
+/// Sets `obj[key]` when missing or null (an unset pointer).
+pub(crate) fn default_unset(obj: &mut Value, key: &str, value: Value) {
+    if let Some(map) = obj.as_object_mut() {
+        let slot = map.entry(key).or_insert(Value::Null);
+        if slot.is_null() {
+            *slot = value;
+        }
+    }
+}
+
+/// Sets a string field when missing or empty (Go's `len(x) == 0`).
+pub(crate) fn default_nonempty(obj: &mut Value, key: &str, value: &str) {
     if !text(obj, key).is_empty() {
         return;
     }

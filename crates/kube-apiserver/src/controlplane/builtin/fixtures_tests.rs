@@ -18,7 +18,7 @@ fn fixture(info: &ResourceInfo) -> Option<Vec<u8>> {
     std::fs::read(dir.join(name)).ok()
 }
 
-fn catalogue() -> Vec<Builtin> {
+pub(super) fn catalogue() -> Vec<Builtin> {
     let alloc = ServiceAllocator::new(
         crate::options::Cidr::from_v4(std::net::Ipv4Addr::new(10, 0, 0, 0), 24),
         crate::options::PortRange {
