@@ -32,6 +32,7 @@ use crate::registry::printers;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validating_policies;
 use crate::registry::validation;
+use crate::registry::validation::update_classes as classes;
 use crate::registry::webhook_configurations;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
@@ -182,6 +183,17 @@ fn rbac_names(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceSt
         name: apimachinery::validation::name_is_path_segment,
         validate,
         ..plain()
+    }
+}
+
+/// A kind whose updates may not change the fields `rules` checks.
+fn fixed(
+    rules: fn(&serde_json::Value, &serde_json::Value) -> Vec<FieldError>,
+    strategy: ResourceStrategy,
+) -> ResourceStrategy {
+    ResourceStrategy {
+        validate_update: rules,
+        ..strategy
     }
 }
 
@@ -340,11 +352,20 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         ],
         vec![builtin::<coordination::Lease>(plain(), PLAIN)],
         vec![builtin::<discovery::EndpointSlice>(
-            defaults::endpoint_slices(plain()),
+            fixed(
+                classes::validate_endpoint_slice_update,
+                defaults::endpoint_slices(plain()),
+            ),
             PLAIN,
         )],
         vec![
-            builtin::<networking::IngressClass>(defaults::ingress_classes(plain()), PLAIN),
+            builtin::<networking::IngressClass>(
+                fixed(
+                    classes::validate_ingress_class_update,
+                    defaults::ingress_classes(plain()),
+                ),
+                PLAIN,
+            ),
             builtin::<networking::Ingress>(status(), short(&["ing"])),
             builtin::<networking::IPAddress>(plain(), short(&["ip"])),
             builtin::<networking::NetworkPolicy>(
@@ -353,7 +374,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             ),
             builtin::<networking::ServiceCIDR>(status(), PLAIN),
         ],
-        vec![builtin::<node::RuntimeClass>(plain(), PLAIN)],
+        vec![builtin::<node::RuntimeClass>(
+            fixed(classes::validate_runtime_class_update, plain()),
+            PLAIN,
+        )],
         vec![builtin::<policy::PodDisruptionBudget>(
             ResourceStrategy::spec_status(),
             short(&["pdb"]),
@@ -374,7 +398,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<rbac::Role>(rbac_names(validation::rbac::validate_role), PLAIN),
         ],
         vec![builtin::<scheduling::PriorityClass>(
-            defaults::priority_classes(plain()),
+            fixed(
+                classes::validate_priority_class_update,
+                defaults::priority_classes(plain()),
+            ),
             short(&["pc"]),
         )],
         vec![
@@ -382,11 +409,20 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
             builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
             builtin::<storage::StorageClass>(
-                returns_deleted(defaults::storage_classes(plain())),
+                returns_deleted(fixed(
+                    classes::validate_storage_class_update,
+                    defaults::storage_classes(plain()),
+                )),
                 short(&["sc"]),
             ),
             builtin::<storage::VolumeAttachment>(returns_deleted(status()), PLAIN),
-            builtin::<storage::VolumeAttributesClass>(returns_deleted(plain()), short(&["vac"])),
+            builtin::<storage::VolumeAttributesClass>(
+                returns_deleted(fixed(
+                    classes::validate_volume_attributes_class_update,
+                    plain(),
+                )),
+                short(&["vac"]),
+            ),
         ],
         vec![
             builtin::<flowcontrol::FlowSchema>(defaults::flow_schemas(status()), PLAIN),

@@ -158,6 +158,68 @@ fn networking_and_storage_defaults(s: &TestServer) {
     assert_eq!(stored["reclaimPolicy"], "Delete");
 }
 
+/// Defaults of rbac/v1 (`SetDefaults_Subject`, the bindings' roleRef),
+/// discovery/v1 (`SetDefaults_EndpointPort`) and core/v1 Endpoints ports,
+/// and the immutable fields of classes refused with upstream's messages.
+fn more_defaults_and_immutable_fields(s: &TestServer) {
+    let rb = post(
+        s,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        &json!({"metadata": {"name": "bare"}, "roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "u"}, {"kind": "ServiceAccount", "name": "s", "namespace": "default"}]}),
+    );
+    assert_eq!(rb["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+    assert_eq!(rb["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
+    assert!(rb["subjects"][1].get("apiGroup").is_none(), "{rb}");
+    let slice = post(
+        s,
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        &json!({"metadata": {"name": "slice"}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
+    );
+    assert_eq!(
+        slice["ports"],
+        json!([{"name": "", "protocol": "TCP", "port": 80}])
+    );
+    let ep = post(
+        s,
+        "/api/v1/namespaces/default/endpoints",
+        &json!({"metadata": {"name": "ep"}, "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+    );
+    assert_eq!(ep["subsets"][0]["ports"][0]["protocol"], "TCP");
+    post(
+        s,
+        "/apis/storage.k8s.io/v1/storageclasses",
+        &json!({"metadata": {"name": "fixed"}, "provisioner": "example.com/a"}),
+    );
+    post(
+        s,
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        &json!({"metadata": {"name": "fixed"}, "value": 10}),
+    );
+    let cases = [
+        (
+            "/apis/storage.k8s.io/v1/storageclasses/fixed",
+            json!({"provisioner": "example.com/b", "volumeBindingMode": "WaitForFirstConsumer"}),
+            "StorageClass.storage.k8s.io \"fixed\" is invalid: [provisioner: Forbidden: updates to provisioner are forbidden., volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable]",
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses/fixed",
+            json!({"value": 11}),
+            "PriorityClass.scheduling.k8s.io \"fixed\" is invalid: value: Forbidden: may not be changed in an update.",
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/slice",
+            json!({"addressType": "IPv6", "endpoints": [{"addresses": ["2001:db8::1"]}]}),
+            "EndpointSlice.discovery.k8s.io \"slice\" is invalid: addressType: Invalid value: \"IPv6\": field is immutable",
+        ),
+    ];
+    for (path, patch, message) in cases {
+        let a = request(s, "PATCH", path, &[MERGE], Some(&patch.to_string()));
+        assert_status(&a, 422, "Invalid", message);
+    }
+}
+
 fn binding_role_refs_cannot_change(s: &TestServer) {
     let rbac = "/apis/rbac.authorization.k8s.io/v1";
     let subject = json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "u"});
@@ -340,6 +402,7 @@ crate::harness::on_both_backends!(
     query_parameters_convert_as_upstream,
     bad_dry_run_values_are_invalid_options,
     networking_and_storage_defaults,
+    more_defaults_and_immutable_fields,
     binding_role_refs_cannot_change,
     events_are_one_resource_in_two_groups,
 );

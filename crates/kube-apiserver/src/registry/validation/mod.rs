@@ -27,6 +27,7 @@ pub mod quota;
 pub mod rbac;
 pub mod service;
 pub mod update;
+pub mod update_classes;
 pub mod update_volumes;
 pub mod update_workloads;
 pub mod workloads;
