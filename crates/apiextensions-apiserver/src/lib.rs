@@ -8,8 +8,7 @@
 //!   (`customresource_handler`) and conversion between its versions
 //!   (`conversion`, with the conversion webhook);
 //! - [`controller`]: `pkg/controller`, naming, API approval,
-//!   non-structural schema, establishing, finalizer, OpenAPI, and the
-//!   APIService registration of CRD groups;
+//!   non-structural schema, establishing, finalizer and OpenAPI;
 //! - [`registry`]: `pkg/registry`, the CRD strategy
 //!   (`customresourcedefinition`) and custom resources' strategy, table
 //!   and storage codec (`customresource`);

@@ -5,7 +5,8 @@
 //! CustomResourceDefinitions, whose custom resources turn into REST
 //! endpoints served by the generic registry, kept in step with the CRDs by
 //! the controllers in [`crate::controller`] and published to the aggregator
-//! (APIServices) and to OpenAPI.
+//! (APIServices, by kube-apiserver's CRD registration controller) and to
+//! OpenAPI.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -19,7 +20,6 @@ use client_go::informers::SharedInformerFactory;
 use tokio::sync::watch;
 
 use crate::apiserver::customresource_handler::StoreFactory;
-use crate::controller::registration;
 use crate::controller::{CrdController, Snapshot};
 use crate::registry::customresourcedefinition;
 
@@ -83,8 +83,6 @@ impl Config<'_> {
 #[derive(Clone)]
 pub struct CustomResources {
     snapshots: watch::Receiver<Snapshot>,
-    /// The aggregator's APIService store, once the aggregator is built.
-    api_services: Arc<OnceLock<Arc<Store>>>,
     /// Shared with the store factory.
     admission: Arc<OnceLock<Arc<Chain>>>,
 }
@@ -93,13 +91,6 @@ impl CustomResources {
     /// Every CRD, as the controller last saw it; changes are signalled.
     pub fn snapshots(&self) -> watch::Receiver<Snapshot> {
         self.snapshots.clone()
-    }
-
-    /// Registers an APIService in `api_services` for every served CRD group
-    /// version, and removes those no CRD serves any more.
-    pub fn register_api_services(&self, api_services: Arc<Store>) {
-        // Set once, by the chain that built the aggregator.
-        let _ = self.api_services.set(api_services);
     }
 
     /// Admits custom resources with `chain` (the built-in stores' chain).
@@ -128,7 +119,6 @@ fn start_controllers(
     let (sender, snapshots) = watch::channel(Snapshot::default());
     let resources = CustomResources {
         snapshots,
-        api_services: Arc::default(),
         admission: factory.admission.clone(),
     };
     let group = "apiextensions.k8s.io";
@@ -146,16 +136,12 @@ fn start_controllers(
         synced.clone(),
         sender,
     )));
-    let (registrar, api_services) = (resources.snapshots(), resources.api_services.clone());
     server.add_post_start_hook(
         "start-apiextensions-controllers",
         Arc::new(move |ctx| {
             // The hook runs once; the controller is taken on that run.
             if let Some(c) = controller.lock().ok().and_then(|mut c| c.take()) {
                 tokio::spawn(c.run(informer.clone(), ctx.stop));
-            }
-            if let Some(store) = api_services.get() {
-                tokio::spawn(registration::run(store.clone(), registrar.clone()));
             }
             Box::pin(async { Ok(()) })
         }),

@@ -4,11 +4,10 @@
 //! CRD informer: naming, API approval, serving (the dynamic group table and
 //! discovery) and establishing, by group; deleted CRDs are handed to the
 //! finalizer's work queue (`finalizer`). Every change publishes a snapshot
-//! of all CRDs for OpenAPI and APIService registration.
+//! of all CRDs for OpenAPI and the garbage collector.
 
 mod finalizer;
 pub mod openapi;
-pub mod registration;
 mod status;
 
 use std::collections::{BTreeMap, BTreeSet};

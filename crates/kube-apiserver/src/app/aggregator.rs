@@ -6,18 +6,21 @@
 //! priorities, the CRD group versions' APIServices, and the availability
 //! controllers.
 
-use apiextensions_apiserver::CustomResources;
+use std::sync::Arc;
+
 use apiserver::server::{CompletedConfig, GenericApiServer};
 use client_go::informers::SharedInformerFactory;
 use client_go::transport::ClientAuth;
+use client_go::CancellationToken;
 use kube_aggregator::apiserver::{proxy_client_auth, Aggregation, AggregatorConfig};
-use kube_aggregator::controllers::autoregister;
+use kube_aggregator::controllers::autoregister::{api_service, AutoRegisterController};
 use kube_aggregator::controllers::openapi::aggregator::Specs;
 
 use super::bootstrap;
 use super::instance::{add_informer_sources, install};
 use super::server::{ChainConfig, ChainError};
 use crate::controlplane::builtin;
+use crate::controlplane::controller::crdregistration;
 use crate::controlplane::openapi::ResourceSchema;
 use crate::options::CompletedOptions;
 
@@ -54,13 +57,64 @@ fn aggregation(
     Ok(Aggregation::new(aggregator_config, discovery, informers))
 }
 
+/// Upstream's `kube-apiserver-autoregistration` hook: the APIServices of
+/// the built-in group versions synced once, the CRD registration
+/// controller, and once it has handled every CRD the autoregistration
+/// controller; the hook ends when the built-in ones are in.
+fn install_autoregistration(
+    aggregator: &mut GenericApiServer,
+    informers: &SharedInformerFactory,
+    group_versions: Vec<(String, String)>,
+) {
+    let group = "apiregistration.k8s.io";
+    let (Some(store), Some(api_services)) = (
+        aggregator.store(group, "v1", "apiservices"),
+        informers.informer_for(group, "apiservices"),
+    ) else {
+        return;
+    };
+    let crds = informers.informer_for("apiextensions.k8s.io", "customresourcedefinitions");
+    let controller = AutoRegisterController::new(store, &api_services);
+    for (group, version) in group_versions {
+        let priorities = bootstrap::group_priority(&group, &version);
+        controller.add_api_service_to_sync_on_start(api_service(&group, &version, priorities));
+    }
+    aggregator.add_post_start_hook(
+        "kube-apiserver-autoregistration",
+        Arc::new(move |ctx| {
+            let initial = CancellationToken::new();
+            let (controller, api_services) = (controller.clone(), api_services.clone());
+            match &crds {
+                Some(crds) => {
+                    let run = crdregistration::run(
+                        crds.clone(),
+                        controller.clone(),
+                        initial.clone(),
+                        ctx.stop.clone(),
+                    );
+                    tokio::spawn(run);
+                }
+                None => initial.cancel(),
+            }
+            let running = controller.clone();
+            tokio::spawn(async move {
+                initial.cancelled().await;
+                running.run(api_services, ctx.stop).await;
+            });
+            Box::pin(async move {
+                controller.wait_for_on_start().await;
+                Ok(())
+            })
+        }),
+    );
+}
+
 /// The aggregator in front of `kube` (upstream's `CreateAggregatorServer`);
 /// returns what OpenAPI needs of the APIService resource, and the remote
 /// APIServices' documents (when the proxy is on).
 pub fn create_aggregator_server(
     chain: &ChainConfig,
     kube: &GenericApiServer,
-    custom_resources: &CustomResources,
 ) -> Result<(GenericApiServer, Vec<ResourceSchema>, Specs), ChainError> {
     let (config, informers) = (chain.generic, chain.informers);
     let aggregation = aggregation(chain.opts, config, informers)?;
@@ -70,12 +124,9 @@ pub fn create_aggregator_server(
     };
     let api_service = vec![builtin::api_service()];
     let schemas = install(&mut aggregator, chain.factory, api_service, chain.enabled);
-    if let Some(api_services) = aggregator.store("apiregistration.k8s.io", "v1", "apiservices") {
-        custom_resources.register_api_services(api_services);
-    }
-    let discovery = config.discovery.clone();
-    autoregister::install(&mut aggregator, discovery, bootstrap::group_priority);
+    let group_versions = config.discovery.group_versions();
     add_informer_sources(informers, aggregator.stores());
+    install_autoregistration(&mut aggregator, informers, group_versions);
     let remote_specs = aggregation.as_ref().map(Aggregation::openapi_specs);
     kube_aggregator::apiserver::install_controllers(aggregation, &mut aggregator, informers);
     Ok((aggregator, schemas, remote_specs.unwrap_or_default()))

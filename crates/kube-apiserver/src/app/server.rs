@@ -104,7 +104,7 @@ pub fn create_server_chain(
         instance::create_kube_api_server(&chain, authn_setup, &allocator, &extensions)?;
     let custom_resources = &extensions.custom_resources;
     let (mut aggregator, api_service_schemas, remote_specs) =
-        aggregator::create_aggregator_server(&chain, &kube, custom_resources)?;
+        aggregator::create_aggregator_server(&chain, &kube)?;
 
     let mut openapi_groups = vec![crd_schemas];
     openapi_groups.extend(kube_schemas);

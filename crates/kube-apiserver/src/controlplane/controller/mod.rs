@@ -3,5 +3,6 @@
 
 pub mod apiserverleasegc;
 pub mod clusterauthenticationtrust;
+pub mod crdregistration;
 pub mod defaultservicecidr;
 pub mod kubernetesservice;
