@@ -14,29 +14,32 @@ use structured_merge::schema::TypeRef;
 use structured_merge::typed::{Ty, Typer};
 
 fuzz_target!(|data: &[u8]| {
-    let ((group, version, kind), data) = kube_fuzz::kind(data);
-    let (config, live) = kube_fuzz::halves(data);
-    let Ok(config) = apimachinery::serializer::yaml::decode(config) else {
-        return;
-    };
-    let live: Option<Value> = serde_json::from_slice(live).ok();
-    let schema = structured_merge::builtin::schema();
-    let root = structured_merge::builtin::root(group, version, kind).map(TypeRef::named);
-    let ty = match &root {
-        Some(root) => Ty::Ref(root),
-        None => Ty::Untyped,
-    };
-    let api_version = if group.is_empty() {
-        version.to_owned()
-    } else {
-        format!("{group}/{version}")
-    };
-    let manager = FieldManager::new(Typer::new(schema), ty, &api_version, "");
-    let now = Utc.timestamp_opt(1_700_000_000, 0).unwrap();
-    for force in [false, true] {
-        if let Ok(mut applied) = manager.apply(live.as_ref(), &config, "fuzz", force, now) {
-            let before = applied.clone();
-            manager.update(Some(&before), &mut applied, "other", now);
+    // Where the server decodes: a thread with its stack.
+    kube_fuzz::on_server_stack(|| {
+        let ((group, version, kind), data) = kube_fuzz::kind(data);
+        let (config, live) = kube_fuzz::halves(data);
+        let Ok(config) = apimachinery::serializer::yaml::decode(config) else {
+            return;
+        };
+        let live: Option<Value> = serde_json::from_slice(live).ok();
+        let schema = structured_merge::builtin::schema();
+        let root = structured_merge::builtin::root(group, version, kind).map(TypeRef::named);
+        let ty = match &root {
+            Some(root) => Ty::Ref(root),
+            None => Ty::Untyped,
+        };
+        let api_version = if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        };
+        let manager = FieldManager::new(Typer::new(schema), ty, &api_version, "");
+        let now = Utc.timestamp_opt(1_700_000_000, 0).unwrap();
+        for force in [false, true] {
+            if let Ok(mut applied) = manager.apply(live.as_ref(), &config, "fuzz", force, now) {
+                let before = applied.clone();
+                manager.update(Some(&before), &mut applied, "other", now);
+            }
         }
-    }
+    });
 });

@@ -8,9 +8,12 @@ use apimachinery::serializer::json;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(value) = json::decode(data) {
-        let printed = serde_json::to_vec(&value).expect("a tree prints");
-        let again = json::decode(&printed).expect("a printed tree decodes");
-        assert_eq!(again, value);
-    }
+    // Where the server decodes: a thread with its stack.
+    kube_fuzz::on_server_stack(|| {
+        if let Ok(value) = json::decode(data) {
+            let printed = serde_json::to_vec(&value).expect("a tree prints");
+            let again = json::decode(&printed).expect("a printed tree decodes");
+            assert_eq!(again, value);
+        }
+    });
 });

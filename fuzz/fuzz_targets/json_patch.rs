@@ -12,14 +12,17 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
-    let (patch, doc) = kube_fuzz::halves(data);
-    let doc: Value = serde_json::from_slice(doc).unwrap_or(Value::Null);
-    if let Ok(ops) = json::decode_as::<json_patch::Patch>(patch) {
-        let mut target = doc.clone();
-        let _ = json_patch::patch(&mut target, &ops);
-    }
-    if let Ok(merge @ Value::Object(_)) = json::decode(patch) {
-        let mut target = doc;
-        json_patch::merge(&mut target, &merge);
-    }
+    // Where the server decodes: a thread with its stack.
+    kube_fuzz::on_server_stack(|| {
+        let (patch, doc) = kube_fuzz::halves(data);
+        let doc: Value = serde_json::from_slice(doc).unwrap_or(Value::Null);
+        if let Ok(ops) = json::decode_as::<json_patch::Patch>(patch) {
+            let mut target = doc.clone();
+            let _ = json_patch::patch(&mut target, &ops);
+        }
+        if let Ok(merge @ Value::Object(_)) = json::decode(patch) {
+            let mut target = doc;
+            json_patch::merge(&mut target, &merge);
+        }
+    });
 });

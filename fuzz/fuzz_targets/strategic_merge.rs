@@ -10,13 +10,16 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {
-    let ((group, version, kind), data) = kube_fuzz::kind(data);
-    let (patch, original) = kube_fuzz::halves(data);
-    let Ok(patch) = apimachinery::serializer::json::decode_as::<Map<String, Value>>(patch) else {
-        return;
-    };
-    let original = serde_json::from_slice::<Map<String, Value>>(original).unwrap_or_default();
-    let schema = structured_merge::builtin::schema();
-    let root = structured_merge::builtin::root(group, version, kind).unwrap_or("untyped");
-    let _ = structured_merge::strategic::apply(original, &patch, schema, root);
+    // Where the server decodes: a thread with its stack.
+    kube_fuzz::on_server_stack(|| {
+        let ((group, version, kind), data) = kube_fuzz::kind(data);
+        let (patch, original) = kube_fuzz::halves(data);
+        let Ok(patch) = apimachinery::serializer::json::decode_as::<Map<String, Value>>(patch) else {
+            return;
+        };
+        let original = serde_json::from_slice::<Map<String, Value>>(original).unwrap_or_default();
+        let schema = structured_merge::builtin::schema();
+        let root = structured_merge::builtin::root(group, version, kind).unwrap_or("untyped");
+        let _ = structured_merge::strategic::apply(original, &patch, schema, root);
+    });
 });

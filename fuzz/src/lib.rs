@@ -35,3 +35,23 @@ pub fn kind(data: &[u8]) -> ((&'static str, &'static str, &'static str), &[u8]) 
     let (i, rest) = choose(data, KINDS.len());
     (KINDS[i], rest)
 }
+
+/// Runs `f` where the server runs request decoding: on a thread with the
+/// server's stack (`serializer::THREAD_STACK_BYTES`), deep enough for every
+/// recursive walk of a tree nested to upstream's 10,000 levels. libFuzzer's
+/// main thread has far less, so a target that decodes JSON or YAML would
+/// report overflows the server cannot have. A panic on that thread still
+/// aborts the process (libfuzzer-sys's panic hook), which is the crash
+/// libFuzzer records.
+pub fn on_server_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .stack_size(apimachinery::serializer::THREAD_STACK_BYTES)
+            .spawn_scoped(scope, f)
+            .expect("a decoding thread starts");
+        match worker.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}

@@ -267,7 +267,12 @@ impl Walk<'_> {
 
     /// go-yaml's `merge`: the value of a `<<` key.
     fn merge(&mut self, value: Option<usize>) -> Result<Option<Out>, DecodeError> {
-        let owner = self.stack.len() - 1;
+        // The map the `<<` key's own mapping writes to (itself, or the
+        // mapping it is merged into).
+        let owner = match self.stack.last() {
+            Some(Frame::Mapping { owner, .. }) => *owner,
+            _ => self.stack.len() - 1,
+        };
         let Some(value) = value else {
             return Err(want_map());
         };

@@ -167,6 +167,9 @@ fn moderate_aliasing_decodes_and_merge_keys_merge() {
     let v = decode(merge.as_bytes()).expect("merge keys decode");
     assert_eq!(v["derived"], json!({"k": 1, "x": 1, "w": 2}));
     assert_eq!(v["list"], json!({"x": 1, "k": 1, "z": 3}));
+    let nested = "a: &a {p: 1}\nb: &b {<<: *a, q: 2}\nc: {<<: *b, r: 3}\n";
+    let v = decode(nested.as_bytes()).expect("merges within merges");
+    assert_eq!(v["c"], json!({"p": 1, "q": 2, "r": 3}));
     assert_eq!(
         decode(b"a: {<<: 1}").unwrap_err().to_string(),
         "yaml: map merge requires map or sequence of maps as the value"
