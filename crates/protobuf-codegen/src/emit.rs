@@ -94,13 +94,6 @@ const REQUIRED_WITHOUT_TWIN: &[(&str, &str)] = &[
     ("List", "items"),
 ];
 
-/// Optional string fields whose empty value means something different from
-/// absence (Go `*string` where `""` is a valid setting).
-const KEEP_EMPTY: &[(&str, &str)] = &[
-    ("PersistentVolumeClaimSpec", "storageClassName"),
-    ("PersistentVolumeClaimSpec", "volumeAttributesClassName"),
-];
-
 /// Field names k8s-openapi spells differently from prost.
 const ALIASES: &[(&str, &str)] = &[("ref_path", "ref")];
 
@@ -186,7 +179,8 @@ pub fn generate(
             }
         );
         for j in fields {
-            let keep = KEEP_EMPTY.contains(&(msg.name.as_str(), j.json.as_str()));
+            let keep =
+                j.field.shape == Shape::Single && go.is_pointer(&msg.module, &msg.name, &j.json);
             let omit_zero = omits_zero(go, msg, &j, &mut report);
             let always = j.field.shape == Shape::Single
                 && !j.inline

@@ -6,7 +6,8 @@
 //!   wire as `""` and an absent struct as its zero message;
 //! - which zeros to drop on decoding: a non-pointer `omitempty` number or
 //!   bool is on the wire as `0`/`false` but absent from upstream's JSON;
-//!   pointer fields (`*int32 replicas`) keep an explicit zero;
+//!   pointer fields (`*int32 replicas`, `*string`) keep an explicit zero
+//!   or empty string;
 //! - the JSON names of messages k8s-openapi does not model.
 
 use go_types::golang::{tag_value, DeclBody, Field, TypeExpr};
@@ -45,6 +46,15 @@ impl GoFields {
         let omitempty = tag_value(&field.tag, "json")
             .is_some_and(|t| t.split(',').skip(1).any(|o| o == "omitempty"));
         Some(omitempty && !matches!(field.ty, TypeExpr::Pointer(_)))
+    }
+
+    /// Whether field `json` is a Go pointer (`*string`): an empty string on
+    /// the wire is then a set pointer, which upstream's JSON writes as `""`
+    /// (`hostPath.type`, `storageClassName`); `false` when the declaration
+    /// is not found.
+    pub fn is_pointer(&mut self, module: &str, name: &str, json: &str) -> bool {
+        self.by_json(module, name, json)
+            .is_some_and(|f| matches!(f.ty, TypeExpr::Pointer(_)))
     }
 
     /// Whether Go writes single field `json` whatever its value: a
@@ -112,6 +122,9 @@ type DeploymentSpec struct {
         assert!(always(&mut go, "paused"));
         assert!(always(&mut go, "port"));
         assert!(!always(&mut go, "replicas"));
+        assert!(go.is_pointer("api::apps::v1", "DeploymentSpec", "replicas"));
+        assert!(!go.is_pointer("api::apps::v1", "DeploymentSpec", "port"));
+        assert!(!go.is_pointer("api::apps::v1", "DeploymentSpec", "missing"));
         assert_eq!(
             import_path("apiextensions_apiserver::pkg::apis::apiextensions::v1"),
             "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

@@ -6,13 +6,13 @@ use crate::schema::{FieldDesc, KindDesc, MessageDesc, Shape, Special, Ty};
 pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::admission::v1::AdmissionReview
     MessageDesc { name: "AdmissionReview", special: Special::None, fields: &[
-        FieldDesc { json: "request", tag: 1, ty: Ty::Message(226), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "response", tag: 2, ty: Ty::Message(227), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "request", tag: 1, ty: Ty::Message(226), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "response", tag: 2, ty: Ty::Message(227), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admission::v1beta1::AdmissionReview
     MessageDesc { name: "AdmissionReview", special: Special::None, fields: &[
-        FieldDesc { json: "request", tag: 1, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "response", tag: 2, ty: Ty::Message(229), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "request", tag: 1, ty: Ty::Message(228), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "response", tag: 2, ty: Ty::Message(229), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicy
     MessageDesc { name: "MutatingAdmissionPolicy", special: Special::None, fields: &[
@@ -402,13 +402,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "Event", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "eventTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "series", tag: 3, ty: Ty::Message(292), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "series", tag: 3, ty: Ty::Message(292), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reportingController", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reportingInstance", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "action", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reason", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "regarding", tag: 8, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "related", tag: 9, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "related", tag: 9, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "note", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "type", tag: 11, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "deprecatedSource", tag: 12, ty: Ty::Message(294), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -505,12 +505,12 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // apimachinery::pkg::apis::meta::v1::DeleteOptions
     MessageDesc { name: "DeleteOptions", special: Special::None, fields: &[
-        FieldDesc { json: "gracePeriodSeconds", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preconditions", tag: 2, ty: Ty::Message(309), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "orphanDependents", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "propagationPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gracePeriodSeconds", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preconditions", tag: 2, ty: Ty::Message(309), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "orphanDependents", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "propagationPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "dryRun", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ignoreStoreReadErrorWithClusterBreakingPotential", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ignoreStoreReadErrorWithClusterBreakingPotential", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::GetOptions
     MessageDesc { name: "GetOptions", special: Special::None, fields: &[
@@ -527,12 +527,12 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "fieldSelector", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "watch", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "resourceVersion", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeoutSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeoutSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "limit", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "continue", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "allowWatchBookmarks", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "resourceVersionMatch", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "sendInitialEvents", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sendInitialEvents", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "shardSelector", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::PartialObjectMetadata
@@ -547,7 +547,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // apimachinery::pkg::apis::meta::v1::PatchOptions
     MessageDesc { name: "PatchOptions", special: Special::None, fields: &[
         FieldDesc { json: "dryRun", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "force", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "force", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "fieldManager", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fieldValidation", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
@@ -557,7 +557,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "status", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "details", tag: 5, ty: Ty::Message(310), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "details", tag: 5, ty: Ty::Message(310), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "code", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::UpdateOptions
@@ -627,8 +627,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "RuntimeClass", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "handler", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "overhead", tag: 3, ty: Ty::Message(318), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scheduling", tag: 4, ty: Ty::Message(319), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "overhead", tag: 3, ty: Ty::Message(318), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scheduling", tag: 4, ty: Ty::Message(319), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::node::v1::RuntimeClassList
     MessageDesc { name: "RuntimeClassList", special: Special::None, fields: &[
@@ -638,7 +638,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::policy::v1::Eviction
     MessageDesc { name: "Eviction", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "deleteOptions", tag: 2, ty: Ty::Message(91), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deleteOptions", tag: 2, ty: Ty::Message(91), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudget
     MessageDesc { name: "PodDisruptionBudget", special: Special::None, fields: &[
@@ -655,7 +655,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ClusterRole", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "rules", tag: 2, ty: Ty::Message(322), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "aggregationRule", tag: 3, ty: Ty::Message(323), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "aggregationRule", tag: 3, ty: Ty::Message(323), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::rbac::v1::ClusterRoleBinding
     MessageDesc { name: "ClusterRoleBinding", special: Special::None, fields: &[
@@ -761,7 +761,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ResourcePoolStatusRequest", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "spec", tag: 2, ty: Ty::Message(335), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(336), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(336), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequestList
     MessageDesc { name: "ResourcePoolStatusRequestList", special: Special::None, fields: &[
@@ -867,7 +867,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "value", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "globalDefault", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "description", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1::PriorityClassList
     MessageDesc { name: "PriorityClassList", special: Special::None, fields: &[
@@ -951,10 +951,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::storage::v1::CSIStorageCapacity
     MessageDesc { name: "CSIStorageCapacity", special: Special::None, fields: &[
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeTopology", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeTopology", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "storageClassName", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "capacity", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maximumVolumeSize", tag: 5, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maximumVolumeSize", tag: 5, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::CSIStorageCapacityList
     MessageDesc { name: "CSIStorageCapacityList", special: Special::None, fields: &[
@@ -966,10 +966,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "provisioner", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "parameters", tag: 3, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "reclaimPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "reclaimPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "mountOptions", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allowVolumeExpansion", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeBindingMode", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allowVolumeExpansion", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeBindingMode", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allowedTopologies", tag: 8, ty: Ty::Message(362), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::StorageClassList
@@ -1041,7 +1041,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "data", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "binaryData", tag: 3, ty: Ty::Bytes, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "immutable", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "immutable", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ConfigMapList
     MessageDesc { name: "ConfigMapList", special: Special::None, fields: &[
@@ -1070,9 +1070,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "count", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "type", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "eventTime", tag: 10, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "series", tag: 11, ty: Ty::Message(371), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "series", tag: 11, ty: Ty::Message(371), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "action", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "related", tag: 13, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "related", tag: 13, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reportingComponent", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reportingInstance", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
@@ -1172,13 +1172,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "container", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "follow", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "previous", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "sinceSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "sinceTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sinceSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sinceTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "timestamps", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "tailLines", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "limitBytes", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tailLines", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "limitBytes", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "insecureSkipTLSVerifyBackend", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "stream", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "stream", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodPortForwardOptions
     MessageDesc { name: "PodPortForwardOptions", special: Special::None, fields: &[
@@ -1232,7 +1232,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "data", tag: 2, ty: Ty::Bytes, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "type", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "stringData", tag: 4, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "immutable", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "immutable", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SecretList
     MessageDesc { name: "SecretList", special: Special::None, fields: &[
@@ -1254,7 +1254,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "metadata", tag: 1, ty: Ty::Message(230), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "secrets", tag: 2, ty: Ty::Message(293), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "imagePullSecrets", tag: 3, ty: Ty::Message(390), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "automountServiceAccountToken", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "automountServiceAccountToken", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ServiceAccountList
     MessageDesc { name: "ServiceAccountList", special: Special::None, fields: &[
@@ -1282,19 +1282,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "userInfo", tag: 8, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "object", tag: 9, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "oldObject", tag: 10, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "options", tag: 12, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "requestSubResource", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admission::v1::AdmissionResponse
     MessageDesc { name: "AdmissionResponse", special: Special::None, fields: &[
         FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "allowed", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "patch", tag: 4, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "auditAnnotations", tag: 6, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "warnings", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -1310,19 +1310,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "userInfo", tag: 8, ty: Ty::Message(393), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "object", tag: 9, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "oldObject", tag: 10, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "dryRun", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "options", tag: 12, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestKind", tag: 13, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestResource", tag: 14, ty: Ty::Message(392), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "requestSubResource", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admission::v1beta1::AdmissionResponse
     MessageDesc { name: "AdmissionResponse", special: Special::None, fields: &[
         FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "allowed", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "status", tag: 3, ty: Ty::Message(98), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "patch", tag: 4, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "patchType", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "auditAnnotations", tag: 6, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "warnings", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -1336,8 +1336,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "resourceVersion", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "generation", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "creationTimestamp", tag: 8, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "deletionTimestamp", tag: 9, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "deletionGracePeriodSeconds", tag: 10, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deletionTimestamp", tag: 9, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deletionGracePeriodSeconds", tag: 10, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "labels", tag: 11, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "annotations", tag: 12, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ownerReferences", tag: 13, ty: Ty::Message(394), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1346,49 +1346,49 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "variables", tag: 3, ty: Ty::Message(398), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(399), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ListMeta
     MessageDesc { name: "ListMeta", special: Special::None, fields: &[
         FieldDesc { json: "selfLink", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "continue", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "remainingItemCount", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shardInfo", tag: 5, ty: Ty::Message(402), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "remainingItemCount", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shardInfo", tag: 5, ty: Ty::Message(402), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::MutatingWebhook
     MessageDesc { name: "MutatingWebhook", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(403), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "rules", tag: 3, ty: Ty::Message(404), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "admissionReviewVersions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "reinvocationPolicy", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 11, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "reinvocationPolicy", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 11, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 12, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicySpec
     MessageDesc { name: "ValidatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(396), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "validations", tag: 3, ty: Ty::Message(405), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "auditAnnotations", tag: 5, ty: Ty::Message(406), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "variables", tag: 7, ty: Ty::Message(398), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1396,14 +1396,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::admissionregistration::v1::ValidatingAdmissionPolicyStatus
     MessageDesc { name: "ValidatingAdmissionPolicyStatus", special: Special::None, fields: &[
         FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "typeChecking", tag: 2, ty: Ty::Message(407), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "typeChecking", tag: 2, ty: Ty::Message(407), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec
     MessageDesc { name: "ValidatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(401), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(397), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "validationActions", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::ValidatingWebhook
@@ -1411,46 +1411,46 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(403), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "rules", tag: 3, ty: Ty::Message(404), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 5, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sideEffects", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeoutSeconds", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "admissionReviewVersions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 10, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 10, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 11, ty: Ty::Message(400), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(409), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(409), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "variables", tag: 3, ty: Ty::Message(411), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(412), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(413), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(414), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(414), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(410), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicySpec
     MessageDesc { name: "MutatingAdmissionPolicySpec", special: Special::None, fields: &[
-        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(415), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramKind", tag: 1, ty: Ty::Message(415), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchConstraints", tag: 2, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "variables", tag: 3, ty: Ty::Message(417), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "mutations", tag: 4, ty: Ty::Message(418), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failurePolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchConditions", tag: 6, ty: Ty::Message(419), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reinvocationPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec
     MessageDesc { name: "MutatingAdmissionPolicyBindingSpec", special: Special::None, fields: &[
         FieldDesc { json: "policyName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(420), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "paramRef", tag: 2, ty: Ty::Message(420), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchResources", tag: 3, ty: Ty::Message(416), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apidiscovery::v2::APIVersionDiscovery
     MessageDesc { name: "APIVersionDiscovery", special: Special::None, fields: &[
@@ -1470,7 +1470,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "names", tag: 3, ty: Ty::Message(423), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "versions", tag: 7, ty: Ty::Message(424), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "conversion", tag: 9, ty: Ty::Message(425), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "conversion", tag: 9, ty: Ty::Message(425), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "preserveUnknownFields", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionStatus
@@ -1482,7 +1482,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIServiceSpec
     MessageDesc { name: "APIServiceSpec", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(427), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(427), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "group", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "version", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "insecureSkipTLSVerify", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
@@ -1500,11 +1500,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::apps::v1::DaemonSetSpec
     MessageDesc { name: "DaemonSetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "selector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "template", tag: 2, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "updateStrategy", tag: 3, ty: Ty::Message(429), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::DaemonSetStatus
     MessageDesc { name: "DaemonSetStatus", special: Special::None, fields: &[
@@ -1516,19 +1516,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "updatedNumberScheduled", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "numberAvailable", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "numberUnavailable", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(430), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::DeploymentSpec
     MessageDesc { name: "DeploymentSpec", special: Special::None, fields: &[
-        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "strategy", tag: 4, ty: Ty::Message(431), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "revisionHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "paused", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "progressDeadlineSeconds", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "progressDeadlineSeconds", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::DeploymentStatus
     MessageDesc { name: "DeploymentStatus", special: Special::None, fields: &[
@@ -1539,13 +1539,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "unavailableReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(432), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readyReplicas", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "collisionCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "terminatingReplicas", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "collisionCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminatingReplicas", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::ReplicaSetSpec
     MessageDesc { name: "ReplicaSetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
@@ -1557,21 +1557,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "readyReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "availableReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "conditions", tag: 6, ty: Ty::Message(433), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "terminatingReplicas", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminatingReplicas", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetSpec
     MessageDesc { name: "StatefulSetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeClaimTemplates", tag: 4, ty: Ty::Message(201), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "serviceName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "podManagementPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "updateStrategy", tag: 7, ty: Ty::Message(434), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "revisionHistoryLimit", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "revisionHistoryLimit", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "persistentVolumeClaimRetentionPolicy", tag: 10, ty: Ty::Message(435), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ordinals", tag: 11, ty: Ty::Message(436), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "persistentVolumeClaimRetentionPolicy", tag: 10, ty: Ty::Message(435), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ordinals", tag: 11, ty: Ty::Message(436), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetStatus
     MessageDesc { name: "StatefulSetStatus", special: Special::None, fields: &[
@@ -1582,7 +1582,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "updatedReplicas", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "currentRevision", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "updateRevision", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "collisionCount", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 10, ty: Ty::Message(437), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "availableReplicas", tag: 11, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
@@ -1593,8 +1593,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::authentication::v1::TokenRequestSpec
     MessageDesc { name: "TokenRequestSpec", special: Special::None, fields: &[
         FieldDesc { json: "audiences", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "boundObjectRef", tag: 3, ty: Ty::Message(438), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "expirationSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "boundObjectRef", tag: 3, ty: Ty::Message(438), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "expirationSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "attestations", tag: 5, ty: Ty::Message(439), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::authentication::v1::TokenRequestStatus
@@ -1616,8 +1616,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::authorization::v1::SubjectAccessReviewSpec
     MessageDesc { name: "SubjectAccessReviewSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "groups", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "extra", tag: 5, ty: Ty::Message(442), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1632,8 +1632,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::authorization::v1::SelfSubjectAccessReviewSpec
     MessageDesc { name: "SelfSubjectAccessReviewSpec", special: Special::None, fields: &[
-        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceAttributes", tag: 1, ty: Ty::Message(440), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nonResourceAttributes", tag: 2, ty: Ty::Message(441), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::authorization::v1::SelfSubjectRulesReviewSpec
     MessageDesc { name: "SelfSubjectRulesReviewSpec", special: Special::None, fields: &[
@@ -1649,17 +1649,17 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::autoscaling::v1::HorizontalPodAutoscalerSpec
     MessageDesc { name: "HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
         FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(445), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "maxReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "targetCPUUtilizationPercentage", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "targetCPUUtilizationPercentage", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v1::HorizontalPodAutoscalerStatus
     MessageDesc { name: "HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
-        FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "currentReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "desiredReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "currentCPUUtilizationPercentage", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "currentCPUUtilizationPercentage", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v1::ScaleSpec
     MessageDesc { name: "ScaleSpec", special: Special::None, fields: &[
@@ -1673,15 +1673,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::autoscaling::v2::HorizontalPodAutoscalerSpec
     MessageDesc { name: "HorizontalPodAutoscalerSpec", special: Special::None, fields: &[
         FieldDesc { json: "scaleTargetRef", tag: 1, ty: Ty::Message(446), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minReplicas", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "maxReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "metrics", tag: 4, ty: Ty::Message(447), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "behavior", tag: 5, ty: Ty::Message(448), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "behavior", tag: 5, ty: Ty::Message(448), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerStatus
     MessageDesc { name: "HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
-        FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "observedGeneration", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastScaleTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "currentReplicas", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "desiredReplicas", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "currentMetrics", tag: 5, ty: Ty::Message(449), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1690,53 +1690,53 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::batch::v1::CronJobSpec
     MessageDesc { name: "CronJobSpec", special: Special::None, fields: &[
         FieldDesc { json: "schedule", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "startingDeadlineSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startingDeadlineSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "concurrencyPolicy", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "suspend", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "suspend", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "jobTemplate", tag: 5, ty: Ty::Message(451), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "successfulJobsHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failedJobsHistoryLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "timeZone", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "successfulJobsHistoryLimit", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failedJobsHistoryLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeZone", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::CronJobStatus
     MessageDesc { name: "CronJobStatus", special: Special::None, fields: &[
         FieldDesc { json: "active", tag: 1, ty: Ty::Message(293), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lastScheduleTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lastSuccessfulTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastScheduleTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastSuccessfulTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::JobSpec
     MessageDesc { name: "JobSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parallelism", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "completions", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "activeDeadlineSeconds", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "manualSelector", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parallelism", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "completions", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "activeDeadlineSeconds", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "manualSelector", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "template", tag: 6, ty: Ty::Message(383), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "backoffLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ttlSecondsAfterFinished", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "completionMode", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "suspend", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podFailurePolicy", tag: 11, ty: Ty::Message(452), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "backoffLimitPerIndex", tag: 12, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxFailedIndexes", tag: 13, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podReplacementPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "managedBy", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "successPolicy", tag: 16, ty: Ty::Message(453), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scheduling", tag: 17, ty: Ty::Message(454), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "backoffLimit", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ttlSecondsAfterFinished", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "completionMode", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "suspend", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podFailurePolicy", tag: 11, ty: Ty::Message(452), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "backoffLimitPerIndex", tag: 12, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxFailedIndexes", tag: 13, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podReplacementPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "managedBy", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "successPolicy", tag: 16, ty: Ty::Message(453), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scheduling", tag: 17, ty: Ty::Message(454), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::JobStatus
     MessageDesc { name: "JobStatus", special: Special::None, fields: &[
         FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(455), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "completionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "completionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "active", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "succeeded", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "failed", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "completedIndexes", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "uncountedTerminatedPods", tag: 8, ty: Ty::Message(456), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ready", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "failedIndexes", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "terminating", tag: 11, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "uncountedTerminatedPods", tag: 8, ty: Ty::Message(456), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ready", tag: 9, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "failedIndexes", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminating", tag: 11, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::certificates::v1::CertificateSigningRequestSpec
     MessageDesc { name: "CertificateSigningRequestSpec", special: Special::None, fields: &[
@@ -1747,7 +1747,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "usages", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "extra", tag: 6, ty: Ty::Message(457), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "signerName", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "expirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "expirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::certificates::v1::CertificateSigningRequestStatus
     MessageDesc { name: "CertificateSigningRequestStatus", special: Special::None, fields: &[
@@ -1768,7 +1768,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "serviceAccountUID", tag: 5, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeName", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeUID", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "maxExpirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxExpirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "unverifiedUserAnnotations", tag: 11, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "stubPKCS10Request", tag: 12, ty: Ty::Bytes, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -1776,9 +1776,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "PodCertificateRequestStatus", special: Special::None, fields: &[
         FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "certificateChain", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::certificates::v1beta1::ClusterTrustBundleSpec
     MessageDesc { name: "ClusterTrustBundleSpec", special: Special::None, fields: &[
@@ -1794,7 +1794,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "serviceAccountUID", tag: 5, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeName", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeUID", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "maxExpirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxExpirationSeconds", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "pkixPublicKey", tag: 9, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "proofOfPossession", tag: 10, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "unverifiedUserAnnotations", tag: 11, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1804,25 +1804,25 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "PodCertificateRequestStatus", special: Special::None, fields: &[
         FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "certificateChain", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "notBefore", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "beginRefreshAt", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "notAfter", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::coordination::v1::LeaseSpec
     MessageDesc { name: "LeaseSpec", special: Special::None, fields: &[
-        FieldDesc { json: "holderIdentity", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "leaseDurationSeconds", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "acquireTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 4, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "leaseTransitions", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preferredHolder", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "holderIdentity", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "leaseDurationSeconds", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "acquireTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 4, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "leaseTransitions", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preferredHolder", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::coordination::v1alpha2::LeaseCandidateSpec
     MessageDesc { name: "LeaseCandidateSpec", special: Special::None, fields: &[
         FieldDesc { json: "leaseName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "binaryVersion", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "emulationVersion", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -1830,8 +1830,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::coordination::v1beta1::LeaseCandidateSpec
     MessageDesc { name: "LeaseCandidateSpec", special: Special::None, fields: &[
         FieldDesc { json: "leaseName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pingTime", tag: 2, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "renewTime", tag: 3, ty: Ty::Message(291), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "binaryVersion", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "emulationVersion", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "strategy", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -1840,19 +1840,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "Endpoint", special: Special::None, fields: &[
         FieldDesc { json: "addresses", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 2, ty: Ty::Message(459), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "hostname", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "targetRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostname", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "targetRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "deprecatedTopology", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "zone", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "hints", tag: 8, ty: Ty::Message(460), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "zone", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hints", tag: 8, ty: Ty::Message(460), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::discovery::v1::EndpointPort
     MessageDesc { name: "EndpointPort", special: Special::None, fields: &[
-        FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "protocol", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "appProtocol", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "protocol", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "appProtocol", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::MicroTime
     MessageDesc { name: "MicroTime", special: Special::MicroTime, fields: &[
@@ -1888,7 +1888,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "FlowSchemaSpec", special: Special::None, fields: &[
         FieldDesc { json: "priorityLevelConfiguration", tag: 1, ty: Ty::Message(461), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "matchingPrecedence", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "distinguisherMethod", tag: 3, ty: Ty::Message(462), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "distinguisherMethod", tag: 3, ty: Ty::Message(462), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "rules", tag: 4, ty: Ty::Message(463), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::flowcontrol::v1::FlowSchemaStatus
@@ -1898,8 +1898,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::flowcontrol::v1::PriorityLevelConfigurationSpec
     MessageDesc { name: "PriorityLevelConfigurationSpec", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "limited", tag: 2, ty: Ty::Message(465), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "exempt", tag: 3, ty: Ty::Message(466), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "limited", tag: 2, ty: Ty::Message(465), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exempt", tag: 3, ty: Ty::Message(466), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationStatus
     MessageDesc { name: "PriorityLevelConfigurationStatus", special: Special::None, fields: &[
@@ -1911,7 +1911,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apiserverinternal::v1alpha1::StorageVersionStatus
     MessageDesc { name: "StorageVersionStatus", special: Special::None, fields: &[
         FieldDesc { json: "storageVersions", tag: 1, ty: Ty::Message(468), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "commonEncodingVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "commonEncodingVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(469), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionSpec
@@ -1921,7 +1921,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::lifecycle::v1alpha1::EvictionStatus
     MessageDesc { name: "EvictionStatus", special: Special::None, fields: &[
         FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "requesters", tag: 3, ty: Ty::Message(471), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "targetResponders", tag: 4, ty: Ty::Message(472), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "responders", tag: 5, ty: Ty::Message(473), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -1935,7 +1935,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::lifecycle::v1alpha1::EvictionRequestStatus
     MessageDesc { name: "EvictionRequestStatus", special: Special::None, fields: &[
         FieldDesc { json: "conditions", tag: 1, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "observedGeneration", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::GroupVersionForDiscovery
     MessageDesc { name: "GroupVersionForDiscovery", special: Special::None, fields: &[
@@ -1962,8 +1962,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // apimachinery::pkg::apis::meta::v1::Preconditions
     MessageDesc { name: "Preconditions", special: Special::None, fields: &[
-        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "uid", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceVersion", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::StatusDetails
     MessageDesc { name: "StatusDetails", special: Special::None, fields: &[
@@ -1976,14 +1976,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::networking::v1::IPAddressSpec
     MessageDesc { name: "IPAddressSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parentRef", tag: 1, ty: Ty::Message(477), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parentRef", tag: 1, ty: Ty::Message(477), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::IngressSpec
     MessageDesc { name: "IngressSpec", special: Special::None, fields: &[
-        FieldDesc { json: "defaultBackend", tag: 1, ty: Ty::Message(478), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultBackend", tag: 1, ty: Ty::Message(478), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tls", tag: 2, ty: Ty::Message(479), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "rules", tag: 3, ty: Ty::Message(480), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ingressClassName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ingressClassName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::IngressStatus
     MessageDesc { name: "IngressStatus", special: Special::None, fields: &[
@@ -1992,7 +1992,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::networking::v1::IngressClassSpec
     MessageDesc { name: "IngressClassSpec", special: Special::None, fields: &[
         FieldDesc { json: "controller", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(482), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parameters", tag: 2, ty: Ty::Message(482), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicySpec
     MessageDesc { name: "NetworkPolicySpec", special: Special::None, fields: &[
@@ -2020,10 +2020,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::policy::v1::PodDisruptionBudgetSpec
     MessageDesc { name: "PodDisruptionBudgetSpec", special: Special::None, fields: &[
-        FieldDesc { json: "minAvailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxUnavailable", tag: 3, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "unhealthyPodEvictionPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minAvailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 3, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "unhealthyPodEvictionPolicy", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::policy::v1::PodDisruptionBudgetStatus
     MessageDesc { name: "PodDisruptionBudgetStatus", special: Special::None, fields: &[
@@ -2064,11 +2064,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
         FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "config", tag: 2, ty: Ty::Message(488), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(489), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(489), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taint", tag: 2, ty: Ty::Message(490), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::resource::v1::DeviceTaintRuleStatus
@@ -2081,7 +2081,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(492), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(492), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(493), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "devices", tag: 4, ty: Ty::Message(494), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -2094,18 +2094,18 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ResourceSliceSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::Message(495), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "devices", tag: 6, ty: Ty::Message(497), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(498), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(499), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(499), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taint", tag: 2, ty: Ty::Message(500), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaintRuleStatus
@@ -2115,21 +2115,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1alpha3::ResourcePoolStatusRequestSpec
     MessageDesc { name: "ResourcePoolStatusRequestSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "poolName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "limit", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultPartitionTypeAttribute", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "poolName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "limit", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultPartitionTypeAttribute", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::ResourcePoolStatusRequestStatus
     MessageDesc { name: "ResourcePoolStatusRequestStatus", special: Special::None, fields: &[
         FieldDesc { json: "pools", tag: 2, ty: Ty::Message(501), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conditions", tag: 3, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "poolCount", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "poolCount", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClassSpec
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
         FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(502), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "config", tag: 2, ty: Ty::Message(503), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimSpec
     MessageDesc { name: "ResourceClaimSpec", special: Special::None, fields: &[
@@ -2137,7 +2137,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta1::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(505), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(505), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(506), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "devices", tag: 4, ty: Ty::Message(507), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -2151,23 +2151,23 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::Message(508), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "devices", tag: 6, ty: Ty::Message(509), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(510), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClassSpec
     MessageDesc { name: "DeviceClassSpec", special: Special::None, fields: &[
         FieldDesc { json: "selectors", tag: 1, ty: Ty::Message(511), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "config", tag: 2, ty: Ty::Message(512), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "extendedResourceName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRuleSpec
     MessageDesc { name: "DeviceTaintRuleSpec", special: Special::None, fields: &[
-        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(513), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceSelector", tag: 1, ty: Ty::Message(513), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taint", tag: 2, ty: Ty::Message(514), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaintRuleStatus
@@ -2180,7 +2180,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::ResourceClaimStatus
     MessageDesc { name: "ResourceClaimStatus", special: Special::None, fields: &[
-        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(516), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocation", tag: 1, ty: Ty::Message(516), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "reservedFor", tag: 2, ty: Ty::Message(517), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "devices", tag: 4, ty: Ty::Message(518), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -2193,25 +2193,25 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ResourceSliceSpec", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 2, ty: Ty::Message(519), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 4, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allNodes", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "devices", tag: 6, ty: Ty::Message(520), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perDeviceNodeSelection", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sharedCounters", tag: 8, ty: Ty::Message(521), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "partitionTypeAttribute", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSpec
     MessageDesc { name: "CompositePodGroupSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(523), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupStatus
     MessageDesc { name: "CompositePodGroupStatus", special: Special::None, fields: &[
@@ -2219,15 +2219,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::PodGroupSpec
     MessageDesc { name: "PodGroupSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(522), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(526), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(528), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupStatus
     MessageDesc { name: "PodGroupStatus", special: Special::None, fields: &[
@@ -2236,21 +2236,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::WorkloadSpec
     MessageDesc { name: "WorkloadSpec", special: Special::None, fields: &[
-        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(531), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(532), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(533), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupSpec
     MessageDesc { name: "PodGroupSpec", special: Special::None, fields: &[
-        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(534), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parentCompositePodGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "workloadRef", tag: 2, ty: Ty::Message(534), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 3, ty: Ty::Message(535), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 4, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 5, ty: Ty::Message(537), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 6, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupStatus
     MessageDesc { name: "PodGroupStatus", special: Special::None, fields: &[
@@ -2259,23 +2259,23 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1beta1::WorkloadSpec
     MessageDesc { name: "WorkloadSpec", special: Special::None, fields: &[
-        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(540), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "controllerRef", tag: 1, ty: Ty::Message(540), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "podGroupTemplates", tag: 2, ty: Ty::Message(541), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "compositePodGroupTemplates", tag: 3, ty: Ty::Message(542), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::CSIDriverSpec
     MessageDesc { name: "CSIDriverSpec", special: Special::None, fields: &[
-        FieldDesc { json: "attachRequired", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podInfoOnMount", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "attachRequired", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podInfoOnMount", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumeLifecycleModes", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "storageCapacity", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fsGroupPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "storageCapacity", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsGroupPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tokenRequests", tag: 6, ty: Ty::Message(543), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "requiresRepublish", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "seLinuxMount", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeAllocatableUpdatePeriodSeconds", tag: 9, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "serviceAccountTokenInSecrets", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preventPodSchedulingIfMissing", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requiresRepublish", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seLinuxMount", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeAllocatableUpdatePeriodSeconds", tag: 9, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "serviceAccountTokenInSecrets", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preventPodSchedulingIfMissing", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::CSINodeSpec
     MessageDesc { name: "CSINodeSpec", special: Special::None, fields: &[
@@ -2308,8 +2308,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "VolumeAttachmentStatus", special: Special::None, fields: &[
         FieldDesc { json: "attached", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "attachmentMetadata", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "attachError", tag: 3, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "detachError", tag: 4, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "attachError", tag: 3, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "detachError", tag: 4, ty: Ty::Message(549), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storagemigration::v1::StorageVersionMigrationSpec
     MessageDesc { name: "StorageVersionMigrationSpec", special: Special::None, fields: &[
@@ -2367,9 +2367,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "providerID", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "unschedulable", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "taints", tag: 5, ty: Ty::Message(555), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "configSource", tag: 6, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configSource", tag: 6, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "podCIDRs", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podPreemptionPolicy", tag: 8, ty: Ty::Message(557), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podPreemptionPolicy", tag: 8, ty: Ty::Message(557), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeStatus
     MessageDesc { name: "NodeStatus", special: Special::None, fields: &[
@@ -2383,9 +2383,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "images", tag: 8, ty: Ty::Message(562), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumesInUse", tag: 9, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumesAttached", tag: 10, ty: Ty::Message(563), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "config", tag: 11, ty: Ty::Message(564), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "config", tag: 11, ty: Ty::Message(564), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "runtimeHandlers", tag: 12, ty: Ty::Message(565), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "features", tag: 13, ty: Ty::Message(566), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "features", tag: 13, ty: Ty::Message(566), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "declaredFeatures", tag: 14, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeSpec
@@ -2393,31 +2393,31 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "capacity", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "", tag: 2, ty: Ty::Message(567), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "accessModes", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "claimRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "claimRef", tag: 4, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "persistentVolumeReclaimPolicy", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "storageClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "mountOptions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeMode", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeAffinity", tag: 9, ty: Ty::Message(568), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeAttributesClassName", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeMode", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeAffinity", tag: 9, ty: Ty::Message(568), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeAttributesClassName", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeStatus
     MessageDesc { name: "PersistentVolumeStatus", special: Special::None, fields: &[
         FieldDesc { json: "phase", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "lastPhaseTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastPhaseTransitionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimSpec
     MessageDesc { name: "PersistentVolumeClaimSpec", special: Special::None, fields: &[
         FieldDesc { json: "accessModes", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resources", tag: 2, ty: Ty::Message(569), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "storageClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeMode", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "dataSource", tag: 7, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "dataSourceRef", tag: 8, ty: Ty::Message(571), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeMode", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "dataSource", tag: 7, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "dataSourceRef", tag: 8, ty: Ty::Message(571), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumeAttributesClassName", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimStatus
@@ -2428,17 +2428,17 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(572), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocatedResources", tag: 5, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocatedResourceStatuses", tag: 7, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "currentVolumeAttributesClassName", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "modifyVolumeStatus", tag: 9, ty: Ty::Message(573), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "healthStatus", tag: 10, ty: Ty::Message(574), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "currentVolumeAttributesClassName", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "modifyVolumeStatus", tag: 9, ty: Ty::Message(573), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "healthStatus", tag: 10, ty: Ty::Message(574), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodSpec
     MessageDesc { name: "PodSpec", special: Special::None, fields: &[
         FieldDesc { json: "volumes", tag: 1, ty: Ty::Message(575), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "containers", tag: 2, ty: Ty::Message(576), shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "restartPolicy", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "terminationGracePeriodSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "activeDeadlineSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminationGracePeriodSeconds", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "activeDeadlineSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "dnsPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeSelector", tag: 7, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "serviceAccountName", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -2447,35 +2447,35 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "hostNetwork", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "hostPID", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "hostIPC", tag: 13, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "securityContext", tag: 14, ty: Ty::Message(578), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 14, ty: Ty::Message(578), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "imagePullSecrets", tag: 15, ty: Ty::Message(390), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "hostname", tag: 16, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "subdomain", tag: 17, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "affinity", tag: 18, ty: Ty::Message(579), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "affinity", tag: 18, ty: Ty::Message(579), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "schedulerName", tag: 19, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "initContainers", tag: 20, ty: Ty::Message(576), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "automountServiceAccountToken", tag: 21, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "automountServiceAccountToken", tag: 21, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 22, ty: Ty::Message(485), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "hostAliases", tag: 23, ty: Ty::Message(580), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 25, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "dnsConfig", tag: 26, ty: Ty::Message(581), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareProcessNamespace", tag: 27, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 25, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "dnsConfig", tag: 26, ty: Ty::Message(581), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareProcessNamespace", tag: 27, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readinessGates", tag: 28, ty: Ty::Message(582), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runtimeClassName", tag: 29, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "enableServiceLinks", tag: 30, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 31, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runtimeClassName", tag: 29, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "enableServiceLinks", tag: 30, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 31, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "overhead", tag: 32, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "topologySpreadConstraints", tag: 33, ty: Ty::Message(583), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ephemeralContainers", tag: 34, ty: Ty::Message(577), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "setHostnameAsFQDN", tag: 35, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "os", tag: 36, ty: Ty::Message(584), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "hostUsers", tag: 37, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "setHostnameAsFQDN", tag: 35, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "os", tag: 36, ty: Ty::Message(584), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostUsers", tag: 37, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "schedulingGates", tag: 38, ty: Ty::Message(585), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 39, ty: Ty::Message(586), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resources", tag: 40, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "hostnameOverride", tag: 41, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "schedulingGroup", tag: 43, ty: Ty::Message(588), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resources", tag: 40, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostnameOverride", tag: 41, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingGroup", tag: 43, ty: Ty::Message(588), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "evictionResponders", tag: 44, ty: Ty::Message(589), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodStatus
@@ -2486,7 +2486,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "hostIP", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "podIP", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "startTime", tag: 7, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startTime", tag: 7, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "containerStatuses", tag: 8, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "qosClass", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "initContainerStatuses", tag: 10, ty: Ty::Message(593), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -2497,9 +2497,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "resourceClaimStatuses", tag: 15, ty: Ty::Message(594), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "hostIPs", tag: 16, ty: Ty::Message(591), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "observedGeneration", tag: 17, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "extendedResourceClaimStatus", tag: 18, ty: Ty::Message(595), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "extendedResourceClaimStatus", tag: 18, ty: Ty::Message(595), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocatedResources", tag: 19, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resources", tag: 20, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resources", tag: 20, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "nodeAllocatableResourceClaimStatuses", tag: 21, ty: Ty::Message(596), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumeHealth", tag: 22, ty: Ty::Message(597), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -2510,9 +2510,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::ReplicationControllerSpec
     MessageDesc { name: "ReplicationControllerSpec", special: Special::None, fields: &[
-        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "replicas", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "selector", tag: 2, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "template", tag: 3, ty: Ty::Message(383), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "minReadySeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // api::core::v1::ReplicationControllerStatus
@@ -2528,7 +2528,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ResourceQuotaSpec", special: Special::None, fields: &[
         FieldDesc { json: "hard", tag: 1, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "scopes", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scopeSelector", tag: 3, ty: Ty::Message(599), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scopeSelector", tag: 3, ty: Ty::Message(599), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ResourceQuotaStatus
     MessageDesc { name: "ResourceQuotaStatus", special: Special::None, fields: &[
@@ -2549,14 +2549,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "externalTrafficPolicy", tag: 11, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "healthCheckNodePort", tag: 12, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "publishNotReadyAddresses", tag: 13, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "sessionAffinityConfig", tag: 14, ty: Ty::Message(601), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ipFamilyPolicy", tag: 17, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sessionAffinityConfig", tag: 14, ty: Ty::Message(601), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ipFamilyPolicy", tag: 17, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "clusterIPs", tag: 18, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ipFamilies", tag: 19, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocateLoadBalancerNodePorts", tag: 20, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "loadBalancerClass", tag: 21, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "internalTrafficPolicy", tag: 22, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "trafficDistribution", tag: 23, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocateLoadBalancerNodePorts", tag: 20, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "loadBalancerClass", tag: 21, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "internalTrafficPolicy", tag: 22, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "trafficDistribution", tag: 23, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ServiceStatus
     MessageDesc { name: "ServiceStatus", special: Special::None, fields: &[
@@ -2592,17 +2592,17 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "name", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "uid", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "apiVersion", tag: 5, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "controller", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "blockOwnerDeletion", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "controller", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "blockOwnerDeletion", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry
     MessageDesc { name: "ManagedFieldsEntry", special: Special::None, fields: &[
         FieldDesc { json: "manager", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "operation", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "apiVersion", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "time", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "time", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "fieldsType", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "fieldsV1", tag: 7, ty: Ty::Message(604), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fieldsV1", tag: 7, ty: Ty::Message(604), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "subresource", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admissionregistration::v1::ParamKind
@@ -2612,11 +2612,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::admissionregistration::v1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(605), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(605), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::Variable
     MessageDesc { name: "Variable", special: Special::None, fields: &[
@@ -2626,8 +2626,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::admissionregistration::v1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(606), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(607), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(606), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(607), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2638,8 +2638,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::ShardInfo
     MessageDesc { name: "ShardInfo", special: Special::None, fields: &[
@@ -2647,9 +2647,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::admissionregistration::v1::WebhookClientConfig
     MessageDesc { name: "WebhookClientConfig", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(608), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(608), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "caBundle", tag: 2, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::RuleWithOperations
     MessageDesc { name: "RuleWithOperations", special: Special::None, fields: &[
@@ -2660,7 +2660,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "Validation", special: Special::None, fields: &[
         FieldDesc { json: "expression", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "reason", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "messageExpression", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::admissionregistration::v1::AuditAnnotation
@@ -2688,11 +2688,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::admissionregistration::v1alpha1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(611), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(611), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::Variable
     MessageDesc { name: "Variable", special: Special::None, fields: &[
@@ -2702,8 +2702,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::admissionregistration::v1alpha1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(612), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(613), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(612), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(613), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1alpha1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2714,8 +2714,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::ParamKind
     MessageDesc { name: "ParamKind", special: Special::None, fields: &[
@@ -2724,11 +2724,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::admissionregistration::v1beta1::MatchResources
     MessageDesc { name: "MatchResources", special: Special::None, fields: &[
-        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "objectSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceRules", tag: 3, ty: Ty::Message(614), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "excludeResourceRules", tag: 4, ty: Ty::Message(614), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::Variable
     MessageDesc { name: "Variable", special: Special::None, fields: &[
@@ -2738,8 +2738,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::admissionregistration::v1beta1::Mutation
     MessageDesc { name: "Mutation", special: Special::None, fields: &[
         FieldDesc { json: "patchType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(615), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(616), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "applyConfiguration", tag: 3, ty: Ty::Message(615), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "jsonPatch", tag: 4, ty: Ty::Message(616), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1beta1::MatchCondition
     MessageDesc { name: "MatchCondition", special: Special::None, fields: &[
@@ -2750,13 +2750,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ParamRef", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "namespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "parameterNotFoundAction", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apidiscovery::v2::APIResourceDiscovery
     MessageDesc { name: "APIResourceDiscovery", special: Special::None, fields: &[
         FieldDesc { json: "resource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "scope", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "singularResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "verbs", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -2767,7 +2767,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apidiscovery::v2beta1::APIResourceDiscovery
     MessageDesc { name: "APIResourceDiscovery", special: Special::None, fields: &[
         FieldDesc { json: "resource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "scope", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "singularResource", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "verbs", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -2789,17 +2789,17 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "served", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "storage", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schema", tag: 4, ty: Ty::Message(619), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "subresources", tag: 5, ty: Ty::Message(620), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schema", tag: 4, ty: Ty::Message(619), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "subresources", tag: 5, ty: Ty::Message(620), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "additionalPrinterColumns", tag: 6, ty: Ty::Message(621), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "deprecated", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "deprecationWarning", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deprecationWarning", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "selectableFields", tag: 9, ty: Ty::Message(622), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion
     MessageDesc { name: "CustomResourceConversion", special: Special::None, fields: &[
         FieldDesc { json: "strategy", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "webhook", tag: 2, ty: Ty::Message(623), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "webhook", tag: 2, ty: Ty::Message(623), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionCondition
     MessageDesc { name: "CustomResourceDefinitionCondition", special: Special::None, fields: &[
@@ -2814,7 +2814,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ServiceReference", special: Special::None, fields: &[
         FieldDesc { json: "namespace", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // kube_aggregator::pkg::apis::apiregistration::v1::APIServiceCondition
     MessageDesc { name: "APIServiceCondition", special: Special::None, fields: &[
@@ -2827,7 +2827,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apps::v1::DaemonSetUpdateStrategy
     MessageDesc { name: "DaemonSetUpdateStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(624), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(624), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::DaemonSetCondition
     MessageDesc { name: "DaemonSetCondition", special: Special::None, fields: &[
@@ -2840,7 +2840,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apps::v1::DeploymentStrategy
     MessageDesc { name: "DeploymentStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(625), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(625), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::DeploymentCondition
     MessageDesc { name: "DeploymentCondition", special: Special::None, fields: &[
@@ -2862,7 +2862,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apps::v1::StatefulSetUpdateStrategy
     MessageDesc { name: "StatefulSetUpdateStrategy", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(626), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "rollingUpdate", tag: 2, ty: Ty::Message(626), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy
     MessageDesc { name: "StatefulSetPersistentVolumeClaimRetentionPolicy", special: Special::None, fields: &[
@@ -2901,8 +2901,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "resource", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "subresource", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "fieldSelector", tag: 8, ty: Ty::Message(627), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "labelSelector", tag: 9, ty: Ty::Message(628), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fieldSelector", tag: 8, ty: Ty::Message(627), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 9, ty: Ty::Message(628), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::authorization::v1::NonResourceAttributes
     MessageDesc { name: "NonResourceAttributes", special: Special::None, fields: &[
@@ -2940,25 +2940,25 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::autoscaling::v2::MetricSpec
     MessageDesc { name: "MetricSpec", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "object", tag: 2, ty: Ty::Message(629), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(630), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(631), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "external", tag: 5, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(632), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "object", tag: 2, ty: Ty::Message(629), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(630), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(631), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "external", tag: 5, ty: Ty::Message(633), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(632), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerBehavior
     MessageDesc { name: "HorizontalPodAutoscalerBehavior", special: Special::None, fields: &[
-        FieldDesc { json: "scaleUp", tag: 1, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scaleDown", tag: 2, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scaleUp", tag: 1, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scaleDown", tag: 2, ty: Ty::Message(634), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::MetricStatus
     MessageDesc { name: "MetricStatus", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "object", tag: 2, ty: Ty::Message(635), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(636), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(637), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "external", tag: 5, ty: Ty::Message(639), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(638), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "object", tag: 2, ty: Ty::Message(635), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pods", tag: 3, ty: Ty::Message(636), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resource", tag: 4, ty: Ty::Message(637), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "external", tag: 5, ty: Ty::Message(639), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "containerResource", tag: 7, ty: Ty::Message(638), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::HorizontalPodAutoscalerCondition
     MessageDesc { name: "HorizontalPodAutoscalerCondition", special: Special::None, fields: &[
@@ -2967,7 +2967,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "lastTransitionTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "observedGeneration", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "observedGeneration", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::JobTemplateSpec
     MessageDesc { name: "JobTemplateSpec", special: Special::None, fields: &[
@@ -2984,9 +2984,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::batch::v1::JobSchedulingConfiguration
     MessageDesc { name: "JobSchedulingConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "schedulingPolicy", tag: 1, ty: Ty::Message(642), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 2, ty: Ty::Message(643), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 3, ty: Ty::Message(644), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingPolicy", tag: 1, ty: Ty::Message(642), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 2, ty: Ty::Message(643), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 3, ty: Ty::Message(644), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(645), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::JobCondition
@@ -3018,9 +3018,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::discovery::v1::EndpointConditions
     MessageDesc { name: "EndpointConditions", special: Special::None, fields: &[
-        FieldDesc { json: "ready", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "serving", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "terminating", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ready", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "serving", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminating", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::discovery::v1::EndpointHints
     MessageDesc { name: "EndpointHints", special: Special::None, fields: &[
@@ -3051,15 +3051,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::flowcontrol::v1::LimitedPriorityLevelConfiguration
     MessageDesc { name: "LimitedPriorityLevelConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "nominalConcurrencyShares", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nominalConcurrencyShares", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "limitResponse", tag: 2, ty: Ty::Message(651), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "lendablePercent", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "borrowingLimitPercent", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lendablePercent", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "borrowingLimitPercent", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::flowcontrol::v1::ExemptPriorityLevelConfiguration
     MessageDesc { name: "ExemptPriorityLevelConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "nominalConcurrencyShares", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lendablePercent", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nominalConcurrencyShares", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lendablePercent", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::flowcontrol::v1::PriorityLevelConfigurationCondition
     MessageDesc { name: "PriorityLevelConfigurationCondition", special: Special::None, fields: &[
@@ -3087,7 +3087,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::lifecycle::v1alpha1::EvictionTarget
     MessageDesc { name: "EvictionTarget", special: Special::None, fields: &[
-        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(652), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(652), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::Requester
     MessageDesc { name: "Requester", special: Special::None, fields: &[
@@ -3097,21 +3097,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::lifecycle::v1alpha1::TargetResponder
     MessageDesc { name: "TargetResponder", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "state", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::lifecycle::v1alpha1::ResponderStatus
     MessageDesc { name: "ResponderStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "heartbeatTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "expectedCompletionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "completionTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startTime", tag: 2, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "heartbeatTime", tag: 3, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "expectedCompletionTime", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "completionTime", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionRequestTarget
     MessageDesc { name: "EvictionRequestTarget", special: Special::None, fields: &[
-        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(653), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pod", tag: 1, ty: Ty::Message(653), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::Verbs
     MessageDesc { name: "Verbs", special: Special::StringList, fields: &[
@@ -3132,8 +3132,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::networking::v1::IngressBackend
     MessageDesc { name: "IngressBackend", special: Special::None, fields: &[
-        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "service", tag: 4, ty: Ty::Message(654), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resource", tag: 3, ty: Ty::Message(570), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "service", tag: 4, ty: Ty::Message(654), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::IngressTLS
     MessageDesc { name: "IngressTLS", special: Special::None, fields: &[
@@ -3151,11 +3151,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::networking::v1::IngressClassParametersReference
     MessageDesc { name: "IngressClassParametersReference", special: Special::None, fields: &[
-        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "kind", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "namespace", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespace", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyIngressRule
     MessageDesc { name: "NetworkPolicyIngressRule", special: Special::None, fields: &[
@@ -3173,7 +3173,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "operator", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::util::intstr::IntOrString
     MessageDesc { name: "IntOrString", special: Special::IntOrString, fields: &[
@@ -3183,7 +3183,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(659), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(659), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
@@ -3191,16 +3191,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
-        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceTaint
     MessageDesc { name: "DeviceTaint", special: Special::None, fields: &[
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceClaim
     MessageDesc { name: "DeviceClaim", special: Special::None, fields: &[
@@ -3211,8 +3211,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
         FieldDesc { json: "devices", tag: 1, ty: Ty::Message(664), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3227,9 +3227,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(665), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(665), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::ResourcePool
     MessageDesc { name: "ResourcePool", special: Special::None, fields: &[
@@ -3247,14 +3247,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(667), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(668), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(669), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taints", tag: 8, ty: Ty::Message(490), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(670), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::CounterSet
@@ -3264,35 +3264,35 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1alpha3::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
-        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::DeviceTaint
     MessageDesc { name: "DeviceTaint", special: Special::None, fields: &[
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::PoolStatus
     MessageDesc { name: "PoolStatus", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "poolName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "totalDevices", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocatedDevices", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "availableDevices", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "unavailableDevices", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceSliceCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "totalDevices", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocatedDevices", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "availableDevices", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "unavailableDevices", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceSliceCount", tag: 8, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "generation", tag: 9, ty: Ty::Int64, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "validationError", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "validationError", tag: 10, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "partitionSummary", tag: 11, ty: Ty::Message(672), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareableSummary", tag: 13, ty: Ty::Message(673), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareableSummary", tag: 13, ty: Ty::Message(673), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(674), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(674), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
@@ -3307,8 +3307,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1beta1::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
         FieldDesc { json: "devices", tag: 1, ty: Ty::Message(679), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3323,9 +3323,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(680), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(680), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::ResourcePool
     MessageDesc { name: "ResourcePool", special: Special::None, fields: &[
@@ -3336,7 +3336,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1beta1::Device
     MessageDesc { name: "Device", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "basic", tag: 2, ty: Ty::Message(681), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 2, ty: Ty::Message(681), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::CounterSet
     MessageDesc { name: "CounterSet", special: Special::None, fields: &[
@@ -3345,7 +3345,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::DeviceSelector
     MessageDesc { name: "DeviceSelector", special: Special::None, fields: &[
-        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(683), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cel", tag: 1, ty: Ty::Message(683), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClassConfiguration
     MessageDesc { name: "DeviceClassConfiguration", special: Special::None, fields: &[
@@ -3353,16 +3353,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::DeviceTaintSelector
     MessageDesc { name: "DeviceTaintSelector", special: Special::None, fields: &[
-        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceTaint
     MessageDesc { name: "DeviceTaint", special: Special::None, fields: &[
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClaim
     MessageDesc { name: "DeviceClaim", special: Special::None, fields: &[
@@ -3373,8 +3373,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1beta2::AllocationResult
     MessageDesc { name: "AllocationResult", special: Special::None, fields: &[
         FieldDesc { json: "devices", tag: 1, ty: Ty::Message(688), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 3, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocationTimestamp", tag: 5, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourceClaimConsumerReference
     MessageDesc { name: "ResourceClaimConsumerReference", special: Special::None, fields: &[
@@ -3389,9 +3389,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "pool", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "conditions", tag: 4, ty: Ty::Message(408), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(689), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "data", tag: 5, ty: Ty::Message(249), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "networkData", tag: 6, ty: Ty::Message(689), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::ResourcePool
     MessageDesc { name: "ResourcePool", special: Special::None, fields: &[
@@ -3405,14 +3405,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "attributes", tag: 2, ty: Ty::Message(690), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(691), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumesCounters", tag: 4, ty: Ty::Message(692), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 6, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allNodes", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taints", tag: 8, ty: Ty::Message(514), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bindsToNode", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allowMultipleAllocations", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(693), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::CounterSet
@@ -3427,8 +3427,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSchedulingPolicy
     MessageDesc { name: "CompositePodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(695), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(696), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(695), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(696), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints
     MessageDesc { name: "CompositePodGroupSchedulingConstraints", special: Special::None, fields: &[
@@ -3436,13 +3436,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::CompositeDisruptionMode
     MessageDesc { name: "CompositeDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(698), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(699), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(698), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(699), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupSchedulingPolicy
     MessageDesc { name: "PodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(700), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(701), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(700), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(701), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupSchedulingConstraints
     MessageDesc { name: "PodGroupSchedulingConstraints", special: Special::None, fields: &[
@@ -3451,18 +3451,18 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::scheduling::v1alpha3::PodGroupResourceClaim
     MessageDesc { name: "PodGroupResourceClaim", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::DisruptionMode
     MessageDesc { name: "DisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(702), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(703), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(702), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(703), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::PodGroupResourceClaimStatus
     MessageDesc { name: "PodGroupResourceClaimStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::TypedLocalObjectReference
     MessageDesc { name: "TypedLocalObjectReference", special: Special::None, fields: &[
@@ -3474,22 +3474,22 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "PodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(526), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(527), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(528), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(529), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::CompositePodGroupTemplate
     MessageDesc { name: "CompositePodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(523), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(524), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(525), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(532), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(533), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -3500,8 +3500,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1beta1::PodGroupSchedulingPolicy
     MessageDesc { name: "PodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(704), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(705), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(704), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(705), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupSchedulingConstraints
     MessageDesc { name: "PodGroupSchedulingConstraints", special: Special::None, fields: &[
@@ -3510,18 +3510,18 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::scheduling::v1beta1::PodGroupResourceClaim
     MessageDesc { name: "PodGroupResourceClaim", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::DisruptionMode
     MessageDesc { name: "DisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(707), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(708), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(707), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(708), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::PodGroupResourceClaimStatus
     MessageDesc { name: "PodGroupResourceClaimStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::TypedLocalObjectReference
     MessageDesc { name: "TypedLocalObjectReference", special: Special::None, fields: &[
@@ -3533,36 +3533,36 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "PodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(535), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(536), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resourceClaims", tag: 4, ty: Ty::Message(537), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 5, ty: Ty::Message(538), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 7, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositePodGroupTemplate
     MessageDesc { name: "CompositePodGroupTemplate", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "schedulingPolicy", tag: 2, ty: Ty::Message(709), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(710), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(711), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "schedulingConstraints", tag: 3, ty: Ty::Message(710), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "disruptionMode", tag: 4, ty: Ty::Message(711), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "priorityClassName", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preemptionPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "podGroupTemplates", tag: 8, ty: Ty::Message(541), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "compositePodGroupTemplates", tag: 9, ty: Ty::Message(542), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::TokenRequest
     MessageDesc { name: "TokenRequest", special: Special::None, fields: &[
         FieldDesc { json: "audience", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "expirationSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "expirationSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::CSINodeDriver
     MessageDesc { name: "CSINodeDriver", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodeID", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "topologyKeys", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocatable", tag: 4, ty: Ty::Message(712), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocatable", tag: 4, ty: Ty::Message(712), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::StorageHealth
     MessageDesc { name: "StorageHealth", special: Special::None, fields: &[
@@ -3582,14 +3582,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::storage::v1::VolumeAttachmentSource
     MessageDesc { name: "VolumeAttachmentSource", special: Special::None, fields: &[
-        FieldDesc { json: "persistentVolumeName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "inlineVolumeSpec", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "persistentVolumeName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "inlineVolumeSpec", tag: 2, ty: Ty::Message(377), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::VolumeError
     MessageDesc { name: "VolumeError", special: Special::None, fields: &[
         FieldDesc { json: "time", tag: 1, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "errorCode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "errorCode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::GroupResource
     MessageDesc { name: "GroupResource", special: Special::None, fields: &[
@@ -3599,16 +3599,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::EndpointAddress
     MessageDesc { name: "EndpointAddress", special: Special::None, fields: &[
         FieldDesc { json: "ip", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "targetRef", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "targetRef", tag: 2, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "hostname", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EndpointPort
     MessageDesc { name: "EndpointPort", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "port", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "protocol", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "appProtocol", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "appProtocol", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::LimitRangeItem
     MessageDesc { name: "LimitRangeItem", special: Special::None, fields: &[
@@ -3632,11 +3632,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeConfigSource
     MessageDesc { name: "NodeConfigSource", special: Special::None, fields: &[
-        FieldDesc { json: "configMap", tag: 2, ty: Ty::Message(714), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configMap", tag: 2, ty: Ty::Message(714), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodePodPreemptionPolicy
     MessageDesc { name: "NodePodPreemptionPolicy", special: Special::None, fields: &[
@@ -3672,7 +3672,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "kubeProxyVersion", tag: 8, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "operatingSystem", tag: 9, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "architecture", tag: 10, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "swap", tag: 11, ty: Ty::Message(716), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "swap", tag: 11, ty: Ty::Message(716), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ContainerImage
     MessageDesc { name: "ContainerImage", special: Special::None, fields: &[
@@ -3686,48 +3686,48 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::NodeConfigStatus
     MessageDesc { name: "NodeConfigStatus", special: Special::None, fields: &[
-        FieldDesc { json: "assigned", tag: 1, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "active", tag: 2, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lastKnownGood", tag: 3, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "assigned", tag: 1, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "active", tag: 2, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lastKnownGood", tag: 3, ty: Ty::Message(556), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "error", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::core::v1::NodeRuntimeHandler
     MessageDesc { name: "NodeRuntimeHandler", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "features", tag: 2, ty: Ty::Message(717), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "features", tag: 2, ty: Ty::Message(717), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeFeatures
     MessageDesc { name: "NodeFeatures", special: Special::None, fields: &[
-        FieldDesc { json: "supplementalGroupsPolicy", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "supplementalGroupsPolicy", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeSource
     MessageDesc { name: "PersistentVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "gcePersistentDisk", tag: 1, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "awsElasticBlockStore", tag: 2, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "hostPath", tag: 3, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "glusterfs", tag: 4, ty: Ty::Message(721), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nfs", tag: 5, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "rbd", tag: 6, ty: Ty::Message(723), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "iscsi", tag: 7, ty: Ty::Message(724), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "cinder", tag: 8, ty: Ty::Message(725), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "cephfs", tag: 9, ty: Ty::Message(726), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fc", tag: 10, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "flocker", tag: 11, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(729), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "azureFile", tag: 13, ty: Ty::Message(730), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "vsphereVolume", tag: 14, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "quobyte", tag: 15, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "azureDisk", tag: 16, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "photonPersistentDisk", tag: 17, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "portworxVolume", tag: 18, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scaleIO", tag: 19, ty: Ty::Message(736), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "local", tag: 20, ty: Ty::Message(737), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "storageos", tag: 21, ty: Ty::Message(738), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "csi", tag: 22, ty: Ty::Message(739), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gcePersistentDisk", tag: 1, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "awsElasticBlockStore", tag: 2, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostPath", tag: 3, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "glusterfs", tag: 4, ty: Ty::Message(721), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nfs", tag: 5, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "rbd", tag: 6, ty: Ty::Message(723), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "iscsi", tag: 7, ty: Ty::Message(724), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cinder", tag: 8, ty: Ty::Message(725), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cephfs", tag: 9, ty: Ty::Message(726), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fc", tag: 10, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "flocker", tag: 11, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(729), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "azureFile", tag: 13, ty: Ty::Message(730), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "vsphereVolume", tag: 14, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "quobyte", tag: 15, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "azureDisk", tag: 16, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "photonPersistentDisk", tag: 17, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "portworxVolume", tag: 18, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scaleIO", tag: 19, ty: Ty::Message(736), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "local", tag: 20, ty: Ty::Message(737), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "storageos", tag: 21, ty: Ty::Message(738), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "csi", tag: 22, ty: Ty::Message(739), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeNodeAffinity
     MessageDesc { name: "VolumeNodeAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "required", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "required", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeResourceRequirements
     MessageDesc { name: "VolumeResourceRequirements", special: Special::None, fields: &[
@@ -3736,16 +3736,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::TypedLocalObjectReference
     MessageDesc { name: "TypedLocalObjectReference", special: Special::None, fields: &[
-        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "kind", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::core::v1::TypedObjectReference
     MessageDesc { name: "TypedObjectReference", special: Special::None, fields: &[
-        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "apiGroup", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "kind", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "namespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimCondition
     MessageDesc { name: "PersistentVolumeClaimCondition", special: Special::None, fields: &[
@@ -3782,21 +3782,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "env", tag: 7, ty: Ty::Message(744), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resources", tag: 8, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(747), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "terminationMessagePath", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "imagePullPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "stdin", tag: 16, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "stdinOnce", tag: 17, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "tty", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(743), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "terminationMessagePolicy", tag: 20, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(748), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(745), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EphemeralContainer
@@ -3806,25 +3806,25 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::PodSecurityContext
     MessageDesc { name: "PodSecurityContext", special: Special::None, fields: &[
-        FieldDesc { json: "seLinuxOptions", tag: 1, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsUser", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsNonRoot", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seLinuxOptions", tag: 1, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsUser", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsNonRoot", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "supplementalGroups", tag: 4, ty: Ty::Int64, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fsGroup", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsGroup", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsGroup", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsGroup", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sysctls", tag: 7, ty: Ty::Message(755), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "windowsOptions", tag: 8, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fsGroupChangePolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "seccompProfile", tag: 10, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "appArmorProfile", tag: 11, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "supplementalGroupsPolicy", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "seLinuxChangePolicy", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "windowsOptions", tag: 8, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsGroupChangePolicy", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seccompProfile", tag: 10, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "appArmorProfile", tag: 11, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "supplementalGroupsPolicy", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seLinuxChangePolicy", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::Affinity
     MessageDesc { name: "Affinity", special: Special::None, fields: &[
-        FieldDesc { json: "nodeAffinity", tag: 1, ty: Ty::Message(758), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podAffinity", tag: 2, ty: Ty::Message(759), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podAntiAffinity", tag: 3, ty: Ty::Message(760), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeAffinity", tag: 1, ty: Ty::Message(758), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podAffinity", tag: 2, ty: Ty::Message(759), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podAntiAffinity", tag: 3, ty: Ty::Message(760), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::HostAlias
     MessageDesc { name: "HostAlias", special: Special::None, fields: &[
@@ -3846,10 +3846,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "maxSkew", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "topologyKey", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "whenUnsatisfiable", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "labelSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "minDomains", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeAffinityPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeTaintsPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minDomains", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeAffinityPolicy", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeTaintsPolicy", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchLabelKeys", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodOS
@@ -3863,8 +3863,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::PodResourceClaim
     MessageDesc { name: "PodResourceClaim", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceClaimTemplateName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimTemplateName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ResourceRequirements
     MessageDesc { name: "ResourceRequirements", special: Special::None, fields: &[
@@ -3874,12 +3874,12 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::PodSchedulingGroup
     MessageDesc { name: "PodSchedulingGroup", special: Special::None, fields: &[
-        FieldDesc { json: "podGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podGroupName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EvictionResponder
     MessageDesc { name: "EvictionResponder", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "priority", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "priority", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodCondition
     MessageDesc { name: "PodCondition", special: Special::None, fields: &[
@@ -3909,18 +3909,18 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "image", tag: 6, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "imageID", tag: 7, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "containerID", tag: 8, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "started", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "started", tag: 9, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocatedResources", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resources", tag: 11, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resources", tag: 11, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumeMounts", tag: 12, ty: Ty::Message(764), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "user", tag: 13, ty: Ty::Message(765), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 13, ty: Ty::Message(765), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocatedResourcesStatus", tag: 14, ty: Ty::Message(766), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "stopSignal", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "stopSignal", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodResourceClaimStatus
     MessageDesc { name: "PodResourceClaimStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodExtendedResourceClaimStatus
     MessageDesc { name: "PodExtendedResourceClaimStatus", special: Special::None, fields: &[
@@ -3959,11 +3959,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "port", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "targetPort", tag: 4, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "nodePort", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "appProtocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "appProtocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SessionAffinityConfig
     MessageDesc { name: "SessionAffinityConfig", special: Special::None, fields: &[
-        FieldDesc { json: "clientIP", tag: 1, ty: Ty::Message(771), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "clientIP", tag: 1, ty: Ty::Message(771), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::LoadBalancerStatus
     MessageDesc { name: "LoadBalancerStatus", special: Special::None, fields: &[
@@ -3994,15 +3994,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ServiceReference", special: Special::None, fields: &[
         FieldDesc { json: "namespace", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "path", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "port", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "path", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "port", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::Rule
     MessageDesc { name: "Rule", special: Special::None, fields: &[
         FieldDesc { json: "apiGroups", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "apiVersions", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resources", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scope", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::admissionregistration::v1::ExpressionWarning
     MessageDesc { name: "ExpressionWarning", special: Special::None, fields: &[
@@ -4038,25 +4038,25 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::apidiscovery::v2::APISubresourceDiscovery
     MessageDesc { name: "APISubresourceDiscovery", special: Special::None, fields: &[
         FieldDesc { json: "subresource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "acceptedTypes", tag: 3, ty: Ty::Message(391), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "verbs", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::apidiscovery::v2beta1::APISubresourceDiscovery
     MessageDesc { name: "APISubresourceDiscovery", special: Special::None, fields: &[
         FieldDesc { json: "subresource", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "responseKind", tag: 2, ty: Ty::Message(391), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "acceptedTypes", tag: 3, ty: Ty::Message(391), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "verbs", tag: 4, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation
     MessageDesc { name: "CustomResourceValidation", special: Special::None, fields: &[
-        FieldDesc { json: "openAPIV3Schema", tag: 1, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "openAPIV3Schema", tag: 1, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresources
     MessageDesc { name: "CustomResourceSubresources", special: Special::None, fields: &[
-        FieldDesc { json: "status", tag: 1, ty: Ty::Message(774), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scale", tag: 2, ty: Ty::Message(775), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "status", tag: 1, ty: Ty::Message(774), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scale", tag: 2, ty: Ty::Message(775), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceColumnDefinition
     MessageDesc { name: "CustomResourceColumnDefinition", special: Special::None, fields: &[
@@ -4073,23 +4073,23 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookConversion
     MessageDesc { name: "WebhookConversion", special: Special::None, fields: &[
-        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(776), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "clientConfig", tag: 2, ty: Ty::Message(776), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "conversionReviewVersions", tag: 3, ty: Ty::String, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateDaemonSet
     MessageDesc { name: "RollingUpdateDaemonSet", special: Special::None, fields: &[
-        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateDeployment
     MessageDesc { name: "RollingUpdateDeployment", special: Special::None, fields: &[
-        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 1, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxSurge", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::apps::v1::RollingUpdateStatefulSetStrategy
     MessageDesc { name: "RollingUpdateStatefulSetStrategy", special: Special::None, fields: &[
-        FieldDesc { json: "partition", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxUnavailable", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "partition", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxUnavailable", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::authorization::v1::FieldSelectorAttributes
     MessageDesc { name: "FieldSelectorAttributes", special: Special::None, fields: &[
@@ -4130,10 +4130,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::autoscaling::v2::HPAScalingRules
     MessageDesc { name: "HPAScalingRules", special: Special::None, fields: &[
-        FieldDesc { json: "selectPolicy", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selectPolicy", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "policies", tag: 2, ty: Ty::Message(780), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "stabilizationWindowSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "tolerance", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "stabilizationWindowSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tolerance", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::ObjectMetricStatus
     MessageDesc { name: "ObjectMetricStatus", special: Special::None, fields: &[
@@ -4165,18 +4165,18 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::batch::v1::PodFailurePolicyRule
     MessageDesc { name: "PodFailurePolicyRule", special: Special::None, fields: &[
         FieldDesc { json: "action", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "onExitCodes", tag: 2, ty: Ty::Message(782), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "onExitCodes", tag: 2, ty: Ty::Message(782), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "onPodConditions", tag: 3, ty: Ty::Message(783), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::SuccessPolicyRule
     MessageDesc { name: "SuccessPolicyRule", special: Special::None, fields: &[
-        FieldDesc { json: "succeededIndexes", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "succeededCount", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "succeededIndexes", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "succeededCount", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy
     MessageDesc { name: "WorkloadPodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(784), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(785), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(784), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(785), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupSchedulingConstraints
     MessageDesc { name: "WorkloadPodGroupSchedulingConstraints", special: Special::None, fields: &[
@@ -4184,14 +4184,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupDisruptionMode
     MessageDesc { name: "WorkloadPodGroupDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(786), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(787), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(786), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(787), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupResourceClaim
     MessageDesc { name: "WorkloadPodGroupResourceClaim", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceClaimTemplateName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::discovery::v1::ForZone
     MessageDesc { name: "ForZone", special: Special::None, fields: &[
@@ -4204,9 +4204,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::flowcontrol::v1::Subject
     MessageDesc { name: "Subject", special: Special::None, fields: &[
         FieldDesc { json: "kind", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "user", tag: 2, ty: Ty::Message(788), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "group", tag: 3, ty: Ty::Message(789), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "serviceAccount", tag: 4, ty: Ty::Message(790), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 2, ty: Ty::Message(788), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "group", tag: 3, ty: Ty::Message(789), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "serviceAccount", tag: 4, ty: Ty::Message(790), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::flowcontrol::v1::ResourcePolicyRule
     MessageDesc { name: "ResourcePolicyRule", special: Special::None, fields: &[
@@ -4224,7 +4224,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::flowcontrol::v1::LimitResponse
     MessageDesc { name: "LimitResponse", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "queuing", tag: 2, ty: Ty::Message(791), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "queuing", tag: 2, ty: Ty::Message(791), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::lifecycle::v1alpha1::EvictionPodReference
     MessageDesc { name: "EvictionPodReference", special: Special::None, fields: &[
@@ -4243,7 +4243,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::networking::v1::IngressRuleValue
     MessageDesc { name: "IngressRuleValue", special: Special::None, fields: &[
-        FieldDesc { json: "http", tag: 1, ty: Ty::Message(793), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "http", tag: 1, ty: Ty::Message(793), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::IngressLoadBalancerIngress
     MessageDesc { name: "IngressLoadBalancerIngress", special: Special::None, fields: &[
@@ -4253,15 +4253,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::networking::v1::NetworkPolicyPort
     MessageDesc { name: "NetworkPolicyPort", special: Special::None, fields: &[
-        FieldDesc { json: "protocol", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "port", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "endPort", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "protocol", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "port", tag: 2, ty: Ty::Message(486), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "endPort", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::NetworkPolicyPeer
     MessageDesc { name: "NetworkPolicyPeer", special: Special::None, fields: &[
-        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ipBlock", tag: 3, ty: Ty::Message(795), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ipBlock", tag: 3, ty: Ty::Message(795), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::CELDeviceSelector
     MessageDesc { name: "CELDeviceSelector", special: Special::None, fields: &[
@@ -4269,19 +4269,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(796), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(796), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(797), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(797), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(798), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
@@ -4306,10 +4306,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::DeviceAttribute
     MessageDesc { name: "DeviceAttribute", special: Special::None, fields: &[
-        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ints", tag: 6, ty: Ty::Int64, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bools", tag: 7, ty: Ty::Bool, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "strings", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -4318,7 +4318,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
         FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(802), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
@@ -4327,8 +4327,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(803), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(804), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(803), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(804), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::Counter
     MessageDesc { name: "Counter", special: Special::None, fields: &[
@@ -4337,14 +4337,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1alpha3::PartitionTypeStatus
     MessageDesc { name: "PartitionTypeStatus", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "total", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allocatable", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "total", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allocatable", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "attribute", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::resource::v1alpha3::ShareableSummaryStatus
     MessageDesc { name: "ShareableSummaryStatus", special: Special::None, fields: &[
-        FieldDesc { json: "fullyAvailableDevices", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "partiallyAvailableDevices", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fullyAvailableDevices", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "partiallyAvailableDevices", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "capacity", tag: 3, ty: Ty::Message(805), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::CELDeviceSelector
@@ -4353,7 +4353,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta1::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(806), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(806), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
@@ -4362,16 +4362,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "selectors", tag: 3, ty: Ty::Message(502), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "firstAvailable", tag: 7, ty: Ty::Message(807), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 8, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 9, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 9, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
@@ -4394,14 +4394,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "attributes", tag: 1, ty: Ty::Message(812), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "capacity", tag: 2, ty: Ty::Message(813), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumesCounters", tag: 3, ty: Ty::Message(814), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeSelector", tag: 5, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allNodes", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeName", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeSelector", tag: 5, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allNodes", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "taints", tag: 7, ty: Ty::Message(815), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bindsToNode", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bindsToNode", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 9, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 10, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allowMultipleAllocations", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allowMultipleAllocations", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "nodeAllocatableResources", tag: 14, ty: Ty::Message(816), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::Counter
@@ -4414,19 +4414,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::DeviceConfiguration
     MessageDesc { name: "DeviceConfiguration", special: Special::None, fields: &[
-        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(817), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "opaque", tag: 1, ty: Ty::Message(817), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceRequest
     MessageDesc { name: "DeviceRequest", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(818), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exactly", tag: 2, ty: Ty::Message(818), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "firstAvailable", tag: 3, ty: Ty::Message(819), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceConstraint
     MessageDesc { name: "DeviceConstraint", special: Special::None, fields: &[
         FieldDesc { json: "requests", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "matchAttribute", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "distinctAttribute", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceClaimConfiguration
     MessageDesc { name: "DeviceClaimConfiguration", special: Special::None, fields: &[
@@ -4446,10 +4446,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::DeviceAttribute
     MessageDesc { name: "DeviceAttribute", special: Special::None, fields: &[
-        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ints", tag: 6, ty: Ty::Int64, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bools", tag: 7, ty: Ty::Bool, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "strings", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -4458,7 +4458,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1beta2::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
         FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(822), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(822), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
@@ -4467,8 +4467,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(823), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(824), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(823), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(824), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::Counter
     MessageDesc { name: "Counter", special: Special::None, fields: &[
@@ -4523,8 +4523,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1beta1::CompositePodGroupSchedulingPolicy
     MessageDesc { name: "CompositePodGroupSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(825), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(826), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "basic", tag: 1, ty: Ty::Message(825), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gang", tag: 2, ty: Ty::Message(826), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositePodGroupSchedulingConstraints
     MessageDesc { name: "CompositePodGroupSchedulingConstraints", special: Special::None, fields: &[
@@ -4532,20 +4532,20 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1beta1::CompositeDisruptionMode
     MessageDesc { name: "CompositeDisruptionMode", special: Special::None, fields: &[
-        FieldDesc { json: "single", tag: 1, ty: Ty::Message(827), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "all", tag: 2, ty: Ty::Message(828), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "single", tag: 1, ty: Ty::Message(827), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "all", tag: 2, ty: Ty::Message(828), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::VolumeNodeResources
     MessageDesc { name: "VolumeNodeResources", special: Special::None, fields: &[
-        FieldDesc { json: "count", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "count", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::storage::v1::StorageHealthCondition
     MessageDesc { name: "StorageHealthCondition", special: Special::None, fields: &[
         FieldDesc { json: "status", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "reason", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "accessMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeMode", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "accessMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeMode", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "lastTransitionTime", tag: 6, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
     ] },
     // api::core::v1::ConfigMapNodeConfigSource
@@ -4562,12 +4562,12 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::NodeSwapStatus
     MessageDesc { name: "NodeSwapStatus", special: Special::None, fields: &[
-        FieldDesc { json: "capacity", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 1, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeRuntimeHandlerFeatures
     MessageDesc { name: "NodeRuntimeHandlerFeatures", special: Special::None, fields: &[
-        FieldDesc { json: "recursiveReadOnlyMounts", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "userNamespaces", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "recursiveReadOnlyMounts", tag: 1, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "userNamespaces", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::GCEPersistentDiskVolumeSource
     MessageDesc { name: "GCEPersistentDiskVolumeSource", special: Special::None, fields: &[
@@ -4586,14 +4586,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::HostPathVolumeSource
     MessageDesc { name: "HostPathVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "type", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "type", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::GlusterfsPersistentVolumeSource
     MessageDesc { name: "GlusterfsPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "endpoints", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "endpointsNamespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "endpointsNamespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NFSVolumeSource
     MessageDesc { name: "NFSVolumeSource", special: Special::None, fields: &[
@@ -4609,7 +4609,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "pool", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "user", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "keyring", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // api::core::v1::ISCSIPersistentVolumeSource
@@ -4622,16 +4622,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "portals", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "chapAuthDiscovery", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "chapAuthSession", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::CinderPersistentVolumeSource
     MessageDesc { name: "CinderPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "volumeID", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::CephFSPersistentVolumeSource
     MessageDesc { name: "CephFSPersistentVolumeSource", special: Special::None, fields: &[
@@ -4639,13 +4639,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "secretFile", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // api::core::v1::FCVolumeSource
     MessageDesc { name: "FCVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "targetWWNs", tag: 1, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lun", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lun", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "wwids", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -4659,7 +4659,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "FlexPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "options", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -4668,7 +4668,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "secretName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "shareName", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretNamespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretNamespace", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VsphereVirtualDiskVolumeSource
     MessageDesc { name: "VsphereVirtualDiskVolumeSource", special: Special::None, fields: &[
@@ -4690,10 +4690,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "AzureDiskVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "diskName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "diskURI", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "cachingMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fsType", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "readOnly", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "kind", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cachingMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsType", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "readOnly", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "kind", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PhotonPersistentDiskVolumeSource
     MessageDesc { name: "PhotonPersistentDiskVolumeSource", special: Special::None, fields: &[
@@ -4710,7 +4710,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ScaleIOPersistentVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "gateway", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "system", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(829), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sslEnabled", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "protectionDomain", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "storagePool", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -4722,7 +4722,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::LocalVolumeSource
     MessageDesc { name: "LocalVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::StorageOSPersistentVolumeSource
     MessageDesc { name: "StorageOSPersistentVolumeSource", special: Special::None, fields: &[
@@ -4730,7 +4730,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "volumeNamespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(293), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::CSIPersistentVolumeSource
     MessageDesc { name: "CSIPersistentVolumeSource", special: Special::None, fields: &[
@@ -4739,11 +4739,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeAttributes", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "controllerPublishSecretRef", tag: 6, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeStageSecretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodePublishSecretRef", tag: 8, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "controllerExpandSecretRef", tag: 9, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodeExpandSecretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "controllerPublishSecretRef", tag: 6, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeStageSecretRef", tag: 7, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodePublishSecretRef", tag: 8, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "controllerExpandSecretRef", tag: 9, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodeExpandSecretRef", tag: 10, ty: Ty::Message(829), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeHealthCondition
     MessageDesc { name: "VolumeHealthCondition", special: Special::None, fields: &[
@@ -4753,36 +4753,36 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::VolumeSource
     MessageDesc { name: "VolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "hostPath", tag: 1, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "emptyDir", tag: 2, ty: Ty::Message(830), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gcePersistentDisk", tag: 3, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "awsElasticBlockStore", tag: 4, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gitRepo", tag: 5, ty: Ty::Message(831), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "secret", tag: 6, ty: Ty::Message(832), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nfs", tag: 7, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "iscsi", tag: 8, ty: Ty::Message(833), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "glusterfs", tag: 9, ty: Ty::Message(834), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "persistentVolumeClaim", tag: 10, ty: Ty::Message(835), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "rbd", tag: 11, ty: Ty::Message(836), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(837), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "cinder", tag: 13, ty: Ty::Message(838), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "cephfs", tag: 14, ty: Ty::Message(839), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "flocker", tag: 15, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "downwardAPI", tag: 16, ty: Ty::Message(840), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fc", tag: 17, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "azureFile", tag: 18, ty: Ty::Message(841), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "configMap", tag: 19, ty: Ty::Message(842), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "vsphereVolume", tag: 20, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "quobyte", tag: 21, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "azureDisk", tag: 22, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "photonPersistentDisk", tag: 23, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "portworxVolume", tag: 24, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "scaleIO", tag: 25, ty: Ty::Message(844), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "projected", tag: 26, ty: Ty::Message(843), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "storageos", tag: 27, ty: Ty::Message(845), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "csi", tag: 28, ty: Ty::Message(846), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "ephemeral", tag: 29, ty: Ty::Message(847), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "image", tag: 30, ty: Ty::Message(848), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostPath", tag: 1, ty: Ty::Message(720), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "emptyDir", tag: 2, ty: Ty::Message(830), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gcePersistentDisk", tag: 3, ty: Ty::Message(718), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "awsElasticBlockStore", tag: 4, ty: Ty::Message(719), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gitRepo", tag: 5, ty: Ty::Message(831), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secret", tag: 6, ty: Ty::Message(832), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nfs", tag: 7, ty: Ty::Message(722), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "iscsi", tag: 8, ty: Ty::Message(833), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "glusterfs", tag: 9, ty: Ty::Message(834), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "persistentVolumeClaim", tag: 10, ty: Ty::Message(835), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "rbd", tag: 11, ty: Ty::Message(836), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "flexVolume", tag: 12, ty: Ty::Message(837), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cinder", tag: 13, ty: Ty::Message(838), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "cephfs", tag: 14, ty: Ty::Message(839), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "flocker", tag: 15, ty: Ty::Message(728), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "downwardAPI", tag: 16, ty: Ty::Message(840), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fc", tag: 17, ty: Ty::Message(727), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "azureFile", tag: 18, ty: Ty::Message(841), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configMap", tag: 19, ty: Ty::Message(842), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "vsphereVolume", tag: 20, ty: Ty::Message(731), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "quobyte", tag: 21, ty: Ty::Message(732), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "azureDisk", tag: 22, ty: Ty::Message(733), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "photonPersistentDisk", tag: 23, ty: Ty::Message(734), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "portworxVolume", tag: 24, ty: Ty::Message(735), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "scaleIO", tag: 25, ty: Ty::Message(844), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "projected", tag: 26, ty: Ty::Message(843), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "storageos", tag: 27, ty: Ty::Message(845), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "csi", tag: 28, ty: Ty::Message(846), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ephemeral", tag: 29, ty: Ty::Message(847), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "image", tag: 30, ty: Ty::Message(848), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ContainerPort
     MessageDesc { name: "ContainerPort", special: Special::None, fields: &[
@@ -4795,14 +4795,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::EnvFromSource
     MessageDesc { name: "EnvFromSource", special: Special::None, fields: &[
         FieldDesc { json: "prefix", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "configMapRef", tag: 2, ty: Ty::Message(849), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(850), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configMapRef", tag: 2, ty: Ty::Message(849), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(850), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EnvVar
     MessageDesc { name: "EnvVar", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "valueFrom", tag: 3, ty: Ty::Message(851), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "valueFrom", tag: 3, ty: Ty::Message(851), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ContainerResizePolicy
     MessageDesc { name: "ContainerResizePolicy", special: Special::None, fields: &[
@@ -4812,7 +4812,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::ContainerRestartRule
     MessageDesc { name: "ContainerRestartRule", special: Special::None, fields: &[
         FieldDesc { json: "action", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "exitCodes", tag: 2, ty: Ty::Message(852), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exitCodes", tag: 2, ty: Ty::Message(852), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeMount
     MessageDesc { name: "VolumeMount", special: Special::None, fields: &[
@@ -4820,9 +4820,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "readOnly", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "mountPath", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "subPath", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "mountPropagation", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mountPropagation", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "subPathExpr", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "recursiveReadOnly", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "recursiveReadOnly", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindMountOptions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeDevice
@@ -4838,28 +4838,28 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "periodSeconds", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "successThreshold", tag: 5, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "failureThreshold", tag: 6, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "terminationGracePeriodSeconds", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminationGracePeriodSeconds", tag: 7, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::Lifecycle
     MessageDesc { name: "Lifecycle", special: Special::None, fields: &[
-        FieldDesc { json: "postStart", tag: 1, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "preStop", tag: 2, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "stopSignal", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "postStart", tag: 1, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "preStop", tag: 2, ty: Ty::Message(854), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "stopSignal", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SecurityContext
     MessageDesc { name: "SecurityContext", special: Special::None, fields: &[
-        FieldDesc { json: "capabilities", tag: 1, ty: Ty::Message(855), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "privileged", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "seLinuxOptions", tag: 3, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsUser", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsNonRoot", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "readOnlyRootFilesystem", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "allowPrivilegeEscalation", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsGroup", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "procMount", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "windowsOptions", tag: 10, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "seccompProfile", tag: 11, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "appArmorProfile", tag: 12, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capabilities", tag: 1, ty: Ty::Message(855), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "privileged", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seLinuxOptions", tag: 3, ty: Ty::Message(753), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsUser", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsNonRoot", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "readOnlyRootFilesystem", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "allowPrivilegeEscalation", tag: 7, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsGroup", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "procMount", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "windowsOptions", tag: 10, ty: Ty::Message(754), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "seccompProfile", tag: 11, ty: Ty::Message(756), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "appArmorProfile", tag: 12, ty: Ty::Message(757), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EphemeralContainerCommon
     MessageDesc { name: "EphemeralContainerCommon", special: Special::None, fields: &[
@@ -4872,21 +4872,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "env", tag: 7, ty: Ty::Message(744), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resources", tag: 8, ty: Ty::Message(587), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeMounts", tag: 9, ty: Ty::Message(747), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "livenessProbe", tag: 10, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "readinessProbe", tag: 11, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "lifecycle", tag: 12, ty: Ty::Message(750), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "terminationMessagePath", tag: 13, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "imagePullPolicy", tag: 14, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "securityContext", tag: 15, ty: Ty::Message(751), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "stdin", tag: 16, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "stdinOnce", tag: 17, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "tty", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "envFrom", tag: 19, ty: Ty::Message(743), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "terminationMessagePolicy", tag: 20, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "volumeDevices", tag: 21, ty: Ty::Message(748), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "startupProbe", tag: 22, ty: Ty::Message(749), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "resizePolicy", tag: 23, ty: Ty::Message(745), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "restartPolicy", tag: 24, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "restartPolicyRules", tag: 25, ty: Ty::Message(746), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SELinuxOptions
@@ -4898,10 +4898,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::WindowsSecurityContextOptions
     MessageDesc { name: "WindowsSecurityContextOptions", special: Special::None, fields: &[
-        FieldDesc { json: "gmsaCredentialSpecName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "gmsaCredentialSpec", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "runAsUserName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "hostProcess", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gmsaCredentialSpecName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "gmsaCredentialSpec", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "runAsUserName", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "hostProcess", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::Sysctl
     MessageDesc { name: "Sysctl", special: Special::None, fields: &[
@@ -4911,16 +4911,16 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::SeccompProfile
     MessageDesc { name: "SeccompProfile", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "localhostProfile", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "localhostProfile", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::AppArmorProfile
     MessageDesc { name: "AppArmorProfile", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "localhostProfile", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "localhostProfile", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeAffinity
     MessageDesc { name: "NodeAffinity", special: Special::None, fields: &[
-        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requiredDuringSchedulingIgnoredDuringExecution", tag: 1, ty: Ty::Message(496), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "preferredDuringSchedulingIgnoredDuringExecution", tag: 2, ty: Ty::Message(856), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodAffinity
@@ -4936,7 +4936,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::PodDNSConfigOption
     MessageDesc { name: "PodDNSConfigOption", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ResourceClaim
     MessageDesc { name: "ResourceClaim", special: Special::None, fields: &[
@@ -4945,21 +4945,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::ContainerState
     MessageDesc { name: "ContainerState", special: Special::None, fields: &[
-        FieldDesc { json: "waiting", tag: 1, ty: Ty::Message(859), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "running", tag: 2, ty: Ty::Message(860), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "terminated", tag: 3, ty: Ty::Message(861), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "waiting", tag: 1, ty: Ty::Message(859), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "running", tag: 2, ty: Ty::Message(860), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "terminated", tag: 3, ty: Ty::Message(861), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeMountStatus
     MessageDesc { name: "VolumeMountStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "mountPath", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "recursiveReadOnly", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "volumeStatus", tag: 5, ty: Ty::Message(862), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "recursiveReadOnly", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeStatus", tag: 5, ty: Ty::Message(862), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ContainerUser
     MessageDesc { name: "ContainerUser", special: Special::None, fields: &[
-        FieldDesc { json: "linux", tag: 1, ty: Ty::Message(863), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "linux", tag: 1, ty: Ty::Message(863), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ResourceStatus
     MessageDesc { name: "ResourceStatus", special: Special::None, fields: &[
@@ -4975,13 +4975,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::NodeAllocatableMappedResources
     MessageDesc { name: "NodeAllocatableMappedResources", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "quantity", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "quantity", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::NodeAllocatableOverheadResources
     MessageDesc { name: "NodeAllocatableOverheadResources", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "perPod", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perPod", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ScopedResourceSelectorRequirement
     MessageDesc { name: "ScopedResourceSelectorRequirement", special: Special::None, fields: &[
@@ -4991,60 +4991,60 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::ClientIPConfig
     MessageDesc { name: "ClientIPConfig", special: Special::None, fields: &[
-        FieldDesc { json: "timeoutSeconds", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeoutSeconds", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::LoadBalancerIngress
     MessageDesc { name: "LoadBalancerIngress", special: Special::None, fields: &[
         FieldDesc { json: "ip", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "hostname", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "ipMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "ipMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ports", tag: 4, ty: Ty::Message(865), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps
     MessageDesc { name: "JSONSchemaProps", special: Special::None, fields: &[
         FieldDesc { json: "id", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "$schema", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "$ref", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "$ref", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "description", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "type", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "format", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "title", tag: 7, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "default", tag: 8, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maximum", tag: 9, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "default", tag: 8, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maximum", tag: 9, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "exclusiveMaximum", tag: 10, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "minimum", tag: 11, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minimum", tag: 11, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "exclusiveMinimum", tag: 12, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "maxLength", tag: 13, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "minLength", tag: 14, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxLength", tag: 13, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minLength", tag: 14, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "pattern", tag: 15, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "maxItems", tag: 16, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "minItems", tag: 17, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxItems", tag: 16, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minItems", tag: 17, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "uniqueItems", tag: 18, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "multipleOf", tag: 19, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "multipleOf", tag: 19, ty: Ty::Double, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "enum", tag: 20, ty: Ty::Message(866), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "maxProperties", tag: 21, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "minProperties", tag: 22, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxProperties", tag: 21, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minProperties", tag: 22, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "required", tag: 23, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "items", tag: 24, ty: Ty::Message(867), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "items", tag: 24, ty: Ty::Message(867), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allOf", tag: 25, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "oneOf", tag: 26, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "anyOf", tag: 27, ty: Ty::Message(773), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "not", tag: 28, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "not", tag: 28, ty: Ty::Message(773), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "properties", tag: 29, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "additionalProperties", tag: 30, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "additionalProperties", tag: 30, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "patternProperties", tag: 31, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "dependencies", tag: 32, ty: Ty::Message(869), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "additionalItems", tag: 33, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "additionalItems", tag: 33, ty: Ty::Message(868), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "definitions", tag: 34, ty: Ty::Message(773), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "externalDocs", tag: 35, ty: Ty::Message(870), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "example", tag: 36, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "externalDocs", tag: 35, ty: Ty::Message(870), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "example", tag: 36, ty: Ty::Message(866), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "nullable", tag: 37, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "x-kubernetes-preserve-unknown-fields", tag: 38, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "x-kubernetes-preserve-unknown-fields", tag: 38, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "x-kubernetes-embedded-resource", tag: 39, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "x-kubernetes-int-or-string", tag: 40, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "x-kubernetes-list-map-keys", tag: 41, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "x-kubernetes-list-type", tag: 42, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "x-kubernetes-map-type", tag: 43, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "x-kubernetes-list-type", tag: 42, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "x-kubernetes-map-type", tag: 43, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "x-kubernetes-validations", tag: 44, ty: Ty::Message(871), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceSubresourceStatus
@@ -5054,13 +5054,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "CustomResourceSubresourceScale", special: Special::None, fields: &[
         FieldDesc { json: "specReplicasPath", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "statusReplicasPath", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "labelSelectorPath", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "labelSelectorPath", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig
     MessageDesc { name: "WebhookClientConfig", special: Special::None, fields: &[
-        FieldDesc { json: "service", tag: 1, ty: Ty::Message(872), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "service", tag: 1, ty: Ty::Message(872), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "caBundle", tag: 2, ty: Ty::Bytes, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "url", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apimachinery::pkg::apis::meta::v1::FieldSelectorRequirement
     MessageDesc { name: "FieldSelectorRequirement", special: Special::None, fields: &[
@@ -5071,14 +5071,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::autoscaling::v2::MetricTarget
     MessageDesc { name: "MetricTarget", special: Special::None, fields: &[
         FieldDesc { json: "type", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "value", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "averageValue", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "averageUtilization", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "value", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "averageValue", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "averageUtilization", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::MetricIdentifier
     MessageDesc { name: "MetricIdentifier", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "selector", tag: 2, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::autoscaling::v2::HPAScalingPolicy
     MessageDesc { name: "HPAScalingPolicy", special: Special::None, fields: &[
@@ -5088,13 +5088,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::autoscaling::v2::MetricValueStatus
     MessageDesc { name: "MetricValueStatus", special: Special::None, fields: &[
-        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "averageValue", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "averageUtilization", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "averageValue", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "averageUtilization", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::batch::v1::PodFailurePolicyOnExitCodesRequirement
     MessageDesc { name: "PodFailurePolicyOnExitCodesRequirement", special: Special::None, fields: &[
-        FieldDesc { json: "containerName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "containerName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "operator", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "values", tag: 3, ty: Ty::Int32, shape: Shape::Repeated, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5108,7 +5108,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupGangSchedulingPolicy
     MessageDesc { name: "WorkloadPodGroupGangSchedulingPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "minCount", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "minCount", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1alpha3::WorkloadPodGroupSingleDisruptionMode
     MessageDesc { name: "WorkloadPodGroupSingleDisruptionMode", special: Special::None, fields: &[
@@ -5148,7 +5148,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "IngressPortStatus", special: Special::None, fields: &[
         FieldDesc { json: "port", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "protocol", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "error", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "error", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::IPBlock
     MessageDesc { name: "IPBlock", special: Special::None, fields: &[
@@ -5166,9 +5166,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(487), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceSubRequest
     MessageDesc { name: "DeviceSubRequest", special: Special::None, fields: &[
@@ -5178,7 +5178,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(875), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceRequestAllocationResult
     MessageDesc { name: "DeviceRequestAllocationResult", special: Special::None, fields: &[
@@ -5186,11 +5186,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(874), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5208,27 +5208,27 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(876), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(876), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
-        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1alpha3::ShareableCapacityStatus
     MessageDesc { name: "ShareableCapacityStatus", special: Special::None, fields: &[
         FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "total", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "consumed", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "available", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "total", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "consumed", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "available", tag: 4, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::OpaqueDeviceConfiguration
     MessageDesc { name: "OpaqueDeviceConfiguration", special: Special::None, fields: &[
@@ -5243,7 +5243,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "tolerations", tag: 7, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 8, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 8, ty: Ty::Message(809), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceToleration
     MessageDesc { name: "DeviceToleration", special: Special::None, fields: &[
@@ -5251,7 +5251,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "operator", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
@@ -5263,11 +5263,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(808), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5279,10 +5279,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta1::DeviceAttribute
     MessageDesc { name: "DeviceAttribute", special: Special::None, fields: &[
-        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "int", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "bool", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "string", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "version", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "ints", tag: 6, ty: Ty::Int64, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bools", tag: 7, ty: Ty::Bool, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "strings", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
@@ -5291,7 +5291,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::resource::v1beta1::DeviceCapacity
     MessageDesc { name: "DeviceCapacity", special: Special::None, fields: &[
         FieldDesc { json: "value", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(877), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "requestPolicy", tag: 2, ty: Ty::Message(877), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::DeviceCounterConsumption
     MessageDesc { name: "DeviceCounterConsumption", special: Special::None, fields: &[
@@ -5303,12 +5303,12 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "timeAdded", tag: 4, ty: Ty::Message(295), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableResource
     MessageDesc { name: "NodeAllocatableResource", special: Special::None, fields: &[
-        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(878), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(879), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mapping", tag: 3, ty: Ty::Message(878), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "overhead", tag: 4, ty: Ty::Message(879), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::OpaqueDeviceConfiguration
     MessageDesc { name: "OpaqueDeviceConfiguration", special: Special::None, fields: &[
@@ -5321,9 +5321,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "selectors", tag: 2, ty: Ty::Message(511), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "allocationMode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceSubRequest
     MessageDesc { name: "DeviceSubRequest", special: Special::None, fields: &[
@@ -5333,7 +5333,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "allocationMode", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "count", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacity", tag: 7, ty: Ty::Message(881), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceRequestAllocationResult
     MessageDesc { name: "DeviceRequestAllocationResult", special: Special::None, fields: &[
@@ -5341,11 +5341,11 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "driver", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "pool", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "device", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "adminAccess", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "tolerations", tag: 6, ty: Ty::Message(880), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingConditions", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "bindingFailureConditions", tag: 8, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "shareID", tag: 9, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "consumedCapacity", tag: 10, ty: Ty::Message(361), shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "skipNodeOperations", tag: 11, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5357,20 +5357,20 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(882), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(882), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
-        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::scheduling::v1beta1::CompositeBasicSchedulingPolicy
     MessageDesc { name: "CompositeBasicSchedulingPolicy", special: Special::None, fields: &[
@@ -5393,8 +5393,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::EmptyDirVolumeSource
     MessageDesc { name: "EmptyDirVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "medium", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "sizeLimit", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "mode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sizeLimit", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::GitRepoVolumeSource
     MessageDesc { name: "GitRepoVolumeSource", special: Special::None, fields: &[
@@ -5406,9 +5406,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "SecretVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "secretName", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ISCSIVolumeSource
     MessageDesc { name: "ISCSIVolumeSource", special: Special::None, fields: &[
@@ -5420,9 +5420,9 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "portals", tag: 7, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "chapAuthDiscovery", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 10, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "chapAuthSession", tag: 11, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "initiatorName", tag: 12, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::GlusterfsVolumeSource
     MessageDesc { name: "GlusterfsVolumeSource", special: Special::None, fields: &[
@@ -5443,14 +5443,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "pool", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "user", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "keyring", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 7, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 8, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // api::core::v1::FlexVolumeSource
     MessageDesc { name: "FlexVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "options", tag: 5, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5459,7 +5459,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "volumeID", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 4, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::CephFSVolumeSource
     MessageDesc { name: "CephFSVolumeSource", special: Special::None, fields: &[
@@ -5467,14 +5467,14 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "user", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "secretFile", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "readOnly", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
     ] },
     // api::core::v1::DownwardAPIVolumeSource
     MessageDesc { name: "DownwardAPIVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "items", tag: 1, ty: Ty::Message(884), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::AzureFileVolumeSource
     MessageDesc { name: "AzureFileVolumeSource", special: Special::None, fields: &[
@@ -5486,21 +5486,21 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ConfigMapVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultMode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultUser", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ProjectedVolumeSource
     MessageDesc { name: "ProjectedVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "sources", tag: 1, ty: Ty::Message(885), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultMode", tag: 2, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "defaultUser", tag: 3, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ScaleIOVolumeSource
     MessageDesc { name: "ScaleIOVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "gateway", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "system", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 3, ty: Ty::Message(390), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "sslEnabled", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
         FieldDesc { json: "protectionDomain", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "storagePool", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
@@ -5515,19 +5515,19 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "volumeNamespace", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "readOnly", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: true, always: true, inline: false },
-        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::CSIVolumeSource
     MessageDesc { name: "CSIVolumeSource", special: Special::None, fields: &[
         FieldDesc { json: "driver", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "readOnly", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "readOnly", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fsType", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "volumeAttributes", tag: 4, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "nodePublishSecretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "nodePublishSecretRef", tag: 5, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EphemeralVolumeSource
     MessageDesc { name: "EphemeralVolumeSource", special: Special::None, fields: &[
-        FieldDesc { json: "volumeClaimTemplate", tag: 1, ty: Ty::Message(886), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "volumeClaimTemplate", tag: 1, ty: Ty::Message(886), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ImageVolumeSource
     MessageDesc { name: "ImageVolumeSource", special: Special::None, fields: &[
@@ -5537,20 +5537,20 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::ConfigMapEnvSource
     MessageDesc { name: "ConfigMapEnvSource", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
-        FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SecretEnvSource
     MessageDesc { name: "SecretEnvSource", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
-        FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 2, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::EnvVarSource
     MessageDesc { name: "EnvVarSource", special: Special::None, fields: &[
-        FieldDesc { json: "fieldRef", tag: 1, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceFieldRef", tag: 2, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "configMapKeyRef", tag: 3, ty: Ty::Message(889), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "secretKeyRef", tag: 4, ty: Ty::Message(890), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "fileKeyRef", tag: 5, ty: Ty::Message(891), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fieldRef", tag: 1, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceFieldRef", tag: 2, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configMapKeyRef", tag: 3, ty: Ty::Message(889), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secretKeyRef", tag: 4, ty: Ty::Message(890), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fileKeyRef", tag: 5, ty: Ty::Message(891), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ContainerRestartRuleOnExitCodes
     MessageDesc { name: "ContainerRestartRuleOnExitCodes", special: Special::None, fields: &[
@@ -5559,17 +5559,17 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::ProbeHandler
     MessageDesc { name: "ProbeHandler", special: Special::None, fields: &[
-        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "grpc", tag: 4, ty: Ty::Message(895), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "grpc", tag: 4, ty: Ty::Message(895), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::LifecycleHandler
     MessageDesc { name: "LifecycleHandler", special: Special::None, fields: &[
-        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "sleep", tag: 4, ty: Ty::Message(896), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "exec", tag: 1, ty: Ty::Message(892), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "httpGet", tag: 2, ty: Ty::Message(893), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tcpSocket", tag: 3, ty: Ty::Message(894), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "sleep", tag: 4, ty: Ty::Message(896), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::Capabilities
     MessageDesc { name: "Capabilities", special: Special::None, fields: &[
@@ -5583,10 +5583,10 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::PodAffinityTerm
     MessageDesc { name: "PodAffinityTerm", special: Special::None, fields: &[
-        FieldDesc { json: "labelSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 1, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "namespaces", tag: 2, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "topologyKey", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "namespaceSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "namespaceSelector", tag: 4, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "matchLabelKeys", tag: 5, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "mismatchLabelKeys", tag: 6, ty: Ty::String, shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
     ] },
@@ -5616,7 +5616,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::core::v1::VolumeStatus
     MessageDesc { name: "VolumeStatus", special: Special::None, fields: &[
-        FieldDesc { json: "image", tag: 1, ty: Ty::Message(897), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "image", tag: 1, ty: Ty::Message(897), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::LinuxContainerUser
     MessageDesc { name: "LinuxContainerUser", special: Special::None, fields: &[
@@ -5628,13 +5628,13 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ResourceHealth", special: Special::None, fields: &[
         FieldDesc { json: "resourceID", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "health", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "message", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PortStatus
     MessageDesc { name: "PortStatus", special: Special::None, fields: &[
         FieldDesc { json: "port", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "protocol", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "error", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "error", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON
     MessageDesc { name: "JSON", special: Special::RawJson, fields: &[
@@ -5665,22 +5665,22 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "rule", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "message", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "messageExpression", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "reason", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "fieldPath", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "optionalOldSelf", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optionalOldSelf", tag: 6, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference
     MessageDesc { name: "ServiceReference", special: Special::None, fields: &[
         FieldDesc { json: "namespace", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "name", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "path", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "port", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "path", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "port", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::networking::v1::HTTPIngressPath
     MessageDesc { name: "HTTPIngressPath", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "backend", tag: 2, ty: Ty::Message(478), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "pathType", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "pathType", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::DeviceToleration
     MessageDesc { name: "DeviceToleration", special: Special::None, fields: &[
@@ -5688,7 +5688,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "operator", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
@@ -5696,26 +5696,26 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::CapacityRequestPolicy
     MessageDesc { name: "CapacityRequestPolicy", special: Special::None, fields: &[
-        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "default", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "validValues", tag: 3, ty: Ty::Message(361), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(898), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "validRange", tag: 4, ty: Ty::Message(898), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableMapping
     MessageDesc { name: "NodeAllocatableMapping", special: Special::None, fields: &[
-        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityKey", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "capacityMultiplier", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "deviceMultiplier", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta1::NodeAllocatableOverhead
     MessageDesc { name: "NodeAllocatableOverhead", special: Special::None, fields: &[
-        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perPod", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "perContainer", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::DeviceToleration
     MessageDesc { name: "DeviceToleration", special: Special::None, fields: &[
@@ -5723,7 +5723,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "operator", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "value", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "effect", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "tolerationSeconds", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::resource::v1beta2::CapacityRequirements
     MessageDesc { name: "CapacityRequirements", special: Special::None, fields: &[
@@ -5731,33 +5731,33 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta2::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::KeyToPath
     MessageDesc { name: "KeyToPath", special: Special::None, fields: &[
         FieldDesc { json: "key", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "mode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "user", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mode", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::DownwardAPIVolumeFile
     MessageDesc { name: "DownwardAPIVolumeFile", special: Special::None, fields: &[
         FieldDesc { json: "path", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "fieldRef", tag: 2, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "resourceFieldRef", tag: 3, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "mode", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "user", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "fieldRef", tag: 2, ty: Ty::Message(887), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "resourceFieldRef", tag: 3, ty: Ty::Message(888), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mode", tag: 4, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 5, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::VolumeProjection
     MessageDesc { name: "VolumeProjection", special: Special::None, fields: &[
-        FieldDesc { json: "secret", tag: 1, ty: Ty::Message(899), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "downwardAPI", tag: 2, ty: Ty::Message(900), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "configMap", tag: 3, ty: Ty::Message(901), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "serviceAccountToken", tag: 4, ty: Ty::Message(902), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "clusterTrustBundle", tag: 5, ty: Ty::Message(903), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "podCertificate", tag: 6, ty: Ty::Message(904), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "secret", tag: 1, ty: Ty::Message(899), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "downwardAPI", tag: 2, ty: Ty::Message(900), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "configMap", tag: 3, ty: Ty::Message(901), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "serviceAccountToken", tag: 4, ty: Ty::Message(902), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "clusterTrustBundle", tag: 5, ty: Ty::Message(903), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "podCertificate", tag: 6, ty: Ty::Message(904), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PersistentVolumeClaimTemplate
     MessageDesc { name: "PersistentVolumeClaimTemplate", special: Special::None, fields: &[
@@ -5779,20 +5779,20 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ConfigMapKeySelector", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "key", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SecretKeySelector
     MessageDesc { name: "SecretKeySelector", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "key", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 3, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::FileKeySelector
     MessageDesc { name: "FileKeySelector", special: Special::None, fields: &[
         FieldDesc { json: "volumeName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "path", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "key", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ExecAction
     MessageDesc { name: "ExecAction", special: Special::None, fields: &[
@@ -5805,7 +5805,7 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
         FieldDesc { json: "host", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "scheme", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "httpHeaders", tag: 5, ty: Ty::Message(905), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "protocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "protocol", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::TCPSocketAction
     MessageDesc { name: "TCPSocketAction", special: Special::None, fields: &[
@@ -5815,8 +5815,8 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     // api::core::v1::GRPCAction
     MessageDesc { name: "GRPCAction", special: Special::None, fields: &[
         FieldDesc { json: "port", tag: 1, ty: Ty::Int32, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "service", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "mode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "service", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "mode", tag: 3, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SleepAction
     MessageDesc { name: "SleepAction", special: Special::None, fields: &[
@@ -5828,15 +5828,15 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     ] },
     // api::resource::v1beta1::CapacityRequestPolicyRange
     MessageDesc { name: "CapacityRequestPolicyRange", special: Special::None, fields: &[
-        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "min", tag: 1, ty: Ty::Message(361), shape: Shape::Single, required: true, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "max", tag: 2, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "step", tag: 3, ty: Ty::Message(361), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::SecretProjection
     MessageDesc { name: "SecretProjection", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::DownwardAPIProjection
     MessageDesc { name: "DownwardAPIProjection", special: Special::None, fields: &[
@@ -5846,34 +5846,34 @@ pub(crate) static MESSAGES: [MessageDesc; 906] = [
     MessageDesc { name: "ConfigMapProjection", special: Special::None, fields: &[
         FieldDesc { json: "", tag: 1, ty: Ty::Message(390), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: true },
         FieldDesc { json: "items", tag: 2, ty: Ty::Message(883), shape: Shape::Repeated, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 4, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ServiceAccountTokenProjection
     MessageDesc { name: "ServiceAccountTokenProjection", special: Special::None, fields: &[
         FieldDesc { json: "audience", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "expirationSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "expirationSeconds", tag: 2, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "path", tag: 3, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "user", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 4, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::ClusterTrustBundleProjection
     MessageDesc { name: "ClusterTrustBundleProjection", special: Special::None, fields: &[
-        FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "signerName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "labelSelector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "name", tag: 1, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "signerName", tag: 2, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "labelSelector", tag: 3, ty: Ty::Message(360), shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "path", tag: 4, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "optional", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "user", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "optional", tag: 5, ty: Ty::Bool, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 6, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::PodCertificateProjection
     MessageDesc { name: "PodCertificateProjection", special: Special::None, fields: &[
         FieldDesc { json: "signerName", tag: 1, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "keyType", tag: 2, ty: Ty::String, shape: Shape::Single, required: true, keep_empty: false, omit_zero: false, always: true, inline: false },
-        FieldDesc { json: "maxExpirationSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "maxExpirationSeconds", tag: 3, ty: Ty::Int32, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
         FieldDesc { json: "credentialBundlePath", tag: 4, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "keyPath", tag: 5, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "certificateChainPath", tag: 6, ty: Ty::String, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: true, inline: false },
         FieldDesc { json: "userAnnotations", tag: 7, ty: Ty::String, shape: Shape::Map, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
-        FieldDesc { json: "user", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: false, omit_zero: false, always: false, inline: false },
+        FieldDesc { json: "user", tag: 8, ty: Ty::Int64, shape: Shape::Single, required: false, keep_empty: true, omit_zero: false, always: false, inline: false },
     ] },
     // api::core::v1::HTTPHeader
     MessageDesc { name: "HTTPHeader", special: Special::None, fields: &[

@@ -373,7 +373,8 @@ fn empty_optional_strings_follow_omitempty() {
                  "resources": {"requests": {"storage": "1Gi"}}}
     });
     let back = decode(&encode(&value).expect("encodes")).expect("decodes");
-    // ...except where the empty string is a setting of its own.
+    // ...except where the empty string is a setting of its own (a Go
+    // `*string`).
     assert_eq!(
         back,
         json!({
@@ -384,6 +385,16 @@ fn empty_optional_strings_follow_omitempty() {
                      "resources": {"requests": {"storage": "1Gi"}}},
             "status": {}
         })
+    );
+    // Every Go pointer string is such a setting: a defaulted hostPath type.
+    let volume = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+        "spec": {"hostPath": {"path": "/data", "type": ""}}
+    });
+    let back = decode(&encode(&volume).expect("encodes")).expect("decodes");
+    assert_eq!(
+        back["spec"]["hostPath"],
+        json!({"path": "/data", "type": ""})
     );
 }
 
