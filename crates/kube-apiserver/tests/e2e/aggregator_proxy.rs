@@ -29,7 +29,7 @@ use crate::aggregator::{
     registration_of,
 };
 use crate::harness::{Backend, TestServer};
-use crate::kubelet_connect::{echo, pem_certs, pem_key, raw_request};
+use crate::kubelet_connect::{echo, pem_certs, pem_key, raw_request, serve_tls};
 use crate::support::audit;
 
 const WIDGET: &str =
@@ -226,29 +226,12 @@ fn start_upgrade_backend() -> u16 {
         .with_no_client_auth()
         .with_single_cert(pem_certs(&cert.pem()), pem_key(&key.serialize_pem()))
         .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    listener.set_nonblocking(true).expect("nonblocking");
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            while let Ok((tcp, _)) = listener.accept().await {
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service_fn(upgrade_backend))
-                        .with_upgrades()
-                        .await;
-                });
-            }
-        });
-    });
-    port
+    serve_tls(config, "127.0.0.1:0", |tls| async move {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(tls), service_fn(upgrade_backend))
+            .with_upgrades()
+            .await;
+    })
 }
 
 fn upgrades_are_relayed_both_ways(kind: Backend) {

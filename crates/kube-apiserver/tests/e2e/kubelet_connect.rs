@@ -160,8 +160,25 @@ fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
         .with_client_cert_verifier(verifier)
         .with_single_cert(pem_certs(&cert), pem_key(&key))
         .expect("server config");
+    serve_tls(config, "0.0.0.0:0", |tls| async move {
+        let authenticated = tls.get_ref().1.peer_certificates().is_some();
+        let service = service_fn(move |req| kubelet(req, authenticated));
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(tls), service)
+            .with_upgrades()
+            .await;
+    })
+}
+
+/// Serves TLS with `config` on `bind` from a thread of its own, handing
+/// each accepted connection to `serve`; returns the port.
+pub(crate) fn serve_tls<F, Fut>(config: rustls::ServerConfig, bind: &str, serve: F) -> u16
+where
+    F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>) -> Fut + Send + Copy + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
+    let listener = std::net::TcpListener::bind(bind).expect("bind");
     let port = listener.local_addr().expect("addr").port();
     listener.set_nonblocking(true).expect("nonblocking");
     std::thread::spawn(move || {
@@ -171,15 +188,9 @@ fn start_kubelet(pki: &Pki, names: Vec<String>) -> u16 {
             while let Ok((tcp, _)) = listener.accept().await {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let authenticated = tls.get_ref().1.peer_certificates().is_some();
-                    let service = service_fn(move |req| kubelet(req, authenticated));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .with_upgrades()
-                        .await;
+                    if let Ok(tls) = acceptor.accept(tcp).await {
+                        serve(tls).await;
+                    }
                 });
             }
         });
