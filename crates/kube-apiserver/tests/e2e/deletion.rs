@@ -180,6 +180,47 @@ fn delete_options_are_checked(s: &TestServer) {
         "{err}"
     );
     assert!(exists(s, &["configmap", "target"]));
+    // Query options converted as upstream's parameter codec: integers as
+    // strconv.ParseInt (400 with its message), booleans true unless 0 or
+    // false, the first of repeated values, unknown parameters ignored.
+    let target = "/api/v1/namespaces/default/configmaps/target";
+    for (query, message) in [
+        (
+            "gracePeriodSeconds=abc",
+            "strconv.ParseInt: parsing \"abc\": invalid syntax",
+        ),
+        (
+            "gracePeriodSeconds=9223372036854775808",
+            "strconv.ParseInt: parsing \"9223372036854775808\": value out of range",
+        ),
+        (
+            "orphanDependents=yes&propagationPolicy=Background",
+            "orphanDependents and deletionPropagation cannot be both set",
+        ),
+    ] {
+        let a = request(s, "DELETE", &format!("{target}?{query}"), &[], None);
+        assert_eq!(
+            a.code,
+            if query.starts_with("orphan") {
+                422
+            } else {
+                400
+            },
+            "{query}: {}",
+            a.body
+        );
+        let got = a.body["message"].as_str().unwrap_or_default();
+        assert!(got.contains(message), "{query}: {got}");
+    }
+    let a = request(
+        s,
+        "DELETE",
+        &format!("{target}?dryRun=All&orphanDependents=False&orphanDependents=true&bogus=1"),
+        &[],
+        None,
+    );
+    assert_eq!(a.code, 200, "{}", a.body);
+    assert!(exists(s, &["configmap", "target"]));
     // Options as query parameters: an orphaning delete with a finalizer
     // held by nothing else goes once the collector has orphaned.
     s.ok(&[

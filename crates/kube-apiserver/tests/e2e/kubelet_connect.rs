@@ -328,6 +328,16 @@ fn check_logs(s: &TestServer) {
     let err = raw(s, &format!("{logs}/two/log")).unwrap_err();
     let choose = "a container name must be specified for pod two, choose one of: [app sidecar]";
     assert!(err.contains(choose), "{err}");
+    // Upstream's parameter conversions: the first of repeated values,
+    // booleans true unless 0 or false, unknown parameters dropped, and
+    // integers parsed as strconv.ParseInt.
+    let query = "tailLines=2&tailLines=x&timestamps=yes&follow=0&bogus=1";
+    let out = raw(s, &format!("{logs}/one/log?{query}")).expect("log");
+    assert!(out.contains("query tailLines=2&timestamps=true"), "{out}");
+    for bad in ["tailLines=x", "limitBytes=99999999999999999999"] {
+        let err = raw(s, &format!("{logs}/one/log?{bad}")).unwrap_err();
+        assert!(err.contains("strconv.ParseInt: parsing"), "{bad}: {err}");
+    }
     let err = raw(s, &format!("{logs}/one/log?tailLines=-1")).unwrap_err();
     assert!(err.contains("must be greater than or equal to 0"), "{err}");
     let both = "sinceSeconds=1&sinceTime=2026-01-01T00:00:00Z";
