@@ -8,6 +8,7 @@ pub mod duration;
 pub mod field_errors;
 pub mod fields;
 pub mod go_duration;
+pub mod go_time;
 pub mod labels;
 pub mod meta;
 pub mod quantity;

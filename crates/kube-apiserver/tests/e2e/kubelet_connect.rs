@@ -344,6 +344,17 @@ fn check_logs(s: &TestServer) {
     let err = raw(s, &format!("{logs}/one/log?{both}")).unwrap_err();
     let exclusive = "at most one of `sinceTime` or `sinceSeconds` may be specified";
     assert!(err.contains(exclusive), "{err}");
+    // A bad sinceTime is a 400 with Go's time.Parse message, as
+    // metav1.Time's query conversion answers it; a one-digit hour parses.
+    let err = raw(s, &format!("{logs}/one/log?sinceTime=yesterday")).unwrap_err();
+    let parse = r#"parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006""#;
+    assert!(err.contains(parse) && err.contains("(BadRequest)"), "{err}");
+    let out = raw(
+        s,
+        &format!("{logs}/one/log?sinceTime=2026-01-02T3:04:05%2B01:00"),
+    )
+    .expect("log");
+    assert!(out.contains("sinceTime=2026-01-02T02%3A04%3A05Z"), "{out}");
     let out = s.ok(&["logs", "pending"]);
     assert_eq!(out, "", "an unscheduled pod has no log yet");
 }

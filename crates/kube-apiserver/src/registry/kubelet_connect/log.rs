@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::go_time::parse_query_time;
 use apimachinery::status::ApiError;
 use apiserver::endpoints::connect::{encode_query, ConnectRequest};
 use apiserver::endpoints::proxy::Location;
@@ -39,16 +40,17 @@ fn query_int(req: &ConnectRequest, key: &str) -> Result<Option<i64>, ApiError> {
     req.query().int64(key).map_err(ApiError::bad_request)
 }
 
+/// An optional time (`Convert_Slice_string_To_Pointer_v1_Time`): empty
+/// is the zero time, anything else must parse as Go's `time.Parse` with
+/// RFC 3339 does, or it is a 400 with Go's message. Kept in UTC.
 fn query_time(req: &ConnectRequest, key: &str) -> Result<Option<String>, ApiError> {
-    match req.query().first(key) {
-        None | Some("") => Ok(None),
-        Some(v) => chrono::DateTime::parse_from_rfc3339(v)
-            .map(|t| {
-                let utc = t.with_timezone(&chrono::Utc);
-                Some(utc.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            })
-            .map_err(|e| ApiError::bad_request(format!("parsing time {v:?}: {e}"))),
-    }
+    req.query()
+        .first(key)
+        .map(|v| {
+            let t = parse_query_time(v).map_err(ApiError::bad_request)?;
+            Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        })
+        .transpose()
 }
 
 impl LogOptions {
@@ -251,6 +253,14 @@ mod tests {
         assert_eq!(
             opts.kubelet_query(),
             "follow=true&sinceTime=2026-01-02T02%3A04%3A05Z&tailLines=10&timestamps=true"
+        );
+        let zero = LogOptions::parse(&request("sinceTime=")).unwrap();
+        assert_eq!(zero.since_time.as_deref(), Some("0001-01-01T00:00:00Z"));
+        let err = LogOptions::parse(&request("sinceTime=2026-01-02")).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            r#"parsing time "2026-01-02" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "T""#
         );
         let err = LogOptions::parse(&request("tailLines=ten")).unwrap_err();
         assert_eq!(err.code, 400);
