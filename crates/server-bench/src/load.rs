@@ -66,7 +66,15 @@ impl Tally {
         }
     }
 
-    fn merge(&mut self, other: Tally) -> Result<(), BenchError> {
+    /// Counts a success that took `latency`.
+    pub fn record(&mut self, latency: Duration) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.latency.saturating_record(micros);
+        self.ok += 1;
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: Tally) -> Result<(), BenchError> {
         self.ok += other.ok;
         self.errors += other.errors;
         if self.first_error.is_none() {
@@ -75,6 +83,62 @@ impl Tally {
         self.latency.add(other.latency)?;
         Ok(())
     }
+}
+
+/// One measured load: requests, latency and the CPU of the process that
+/// served it.
+pub struct Load {
+    /// Successful requests (events received, for the fan-out).
+    pub requests: u64,
+    /// Failed requests (plus events not received, for the fan-out).
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub elapsed: Duration,
+    /// Latency quantiles in microseconds, if anything succeeded.
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
+    /// CPU time of the serving process during the load.
+    pub cpu: Duration,
+}
+
+impl Load {
+    pub fn new(tally: Tally, cpu: Duration) -> Load {
+        let (p50, p99) = quantiles(&tally.latency);
+        Load {
+            requests: tally.ok,
+            errors: tally.errors,
+            first_error: tally.first_error,
+            elapsed: tally.elapsed,
+            p50,
+            p99,
+            cpu,
+        }
+    }
+
+    /// Successful requests per second.
+    pub fn rate(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+
+    /// Serving CPU per successful request (none if no CPU tick was
+    /// counted).
+    pub fn cpu_per_request(&self) -> Option<Duration> {
+        u32::try_from(self.requests)
+            .ok()
+            .filter(|&n| n > 0 && !self.cpu.is_zero())
+            .map(|n| self.cpu / n)
+    }
+}
+
+/// The median and 99th percentile of `latency`, if it holds anything.
+pub fn quantiles(latency: &Histogram<u64>) -> (Option<u64>, Option<u64>) {
+    if latency.is_empty() {
+        return (None, None);
+    }
+    (
+        Some(latency.value_at_quantile(0.5)),
+        Some(latency.value_at_quantile(0.99)),
+    )
 }
 
 /// An empty histogram of latencies in microseconds, from 1 µs to an hour
@@ -148,11 +212,7 @@ async fn worker(
         let request = make(seq)?;
         let sent = Instant::now();
         match conn.call(request, expect).await {
-            Ok(outcome) if outcome.bytes > 0 => {
-                let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
-                tally.latency.saturating_record(micros);
-                tally.ok += 1;
-            }
+            Ok(outcome) if outcome.bytes > 0 => tally.record(sent.elapsed()),
             Ok(_) => tally.fail(&BenchError::Check("empty response body".into())),
             Err(e @ BenchError::Status { .. }) => tally.fail(&e),
             // The connection is gone: this worker stops.

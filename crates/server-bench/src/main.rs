@@ -11,6 +11,10 @@
 //!   fan-out — requests/s, p50/p99 latency, the server's CPU seconds during
 //!   the phase, requests per server CPU-second and resident memory after it.
 //!
+//! With `--targets` it measures instead every figure of the performance
+//! targets table (issue 19) side by side with raw etcd, and draws plots
+//! (see `targets`); `--scale` adds the scale run (see `scale`).
+//!
 //! The benchmark builds nothing: run `cargo build --release -p
 //! kube-apiserver` first.
 
@@ -18,9 +22,14 @@ mod client;
 mod load;
 mod objects;
 mod phases;
+mod plot;
 mod procfs;
+mod raw_etcd;
 mod report;
+mod scale;
 mod server;
+mod summary;
+mod targets;
 mod watch;
 
 use std::path::PathBuf;
@@ -32,6 +41,7 @@ use clap::Parser;
 use crate::client::Protocol;
 use crate::phases::Phase;
 use crate::server::{Launch, Server};
+use crate::targets::Backend;
 
 /// Measures the kube-apiserver binary: startup, memory and load.
 #[derive(Debug, Parser)]
@@ -91,6 +101,46 @@ pub struct Args {
     /// system's temporary directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Measure the performance targets table (issue 19) against raw etcd
+    /// instead of the phases.
+    #[arg(long)]
+    targets: bool,
+    /// With --targets: the backends measured.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Backend::Embedded, Backend::Etcd])]
+    backends: Vec<Backend>,
+    /// With --targets: creates (and raw etcd transactions) in flight, one
+    /// load each; the targets table is taken at the last.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 4, 16, 64])]
+    steps: Vec<usize>,
+    /// With --targets: stored objects at which resident memory is read.
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000, 25_000, 50_000, 100_000])]
+    rss_objects: Vec<u64>,
+    /// With --targets: ConfigMaps in the namespace listed from the watch cache.
+    #[arg(long, default_value_t = 12_000)]
+    cache_list_objects: u64,
+    /// With --targets: write throughput.svg and memory.svg here.
+    #[arg(long)]
+    plot_dir: Option<PathBuf>,
+    /// Run the scale test on the embedded store (pods, namespaces and
+    /// services stored; mutating latency, full LIST of pods, memory).
+    #[arg(long)]
+    scale: bool,
+    /// With --scale: pods stored.
+    #[arg(long, default_value_t = 150_000)]
+    scale_pods: u64,
+    /// With --scale: namespaces (the pods are spread over them).
+    #[arg(long, default_value_t = 10_000)]
+    scale_namespaces: u64,
+    /// With --scale: services stored.
+    #[arg(long, default_value_t = 10_000)]
+    scale_services: u64,
+}
+
+impl Args {
+    /// The largest concurrency step (at least 1).
+    fn steps_max(&self) -> usize {
+        self.steps.iter().copied().max().unwrap_or(1).max(1)
+    }
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -139,6 +189,10 @@ pub enum BenchError {
     Check(String),
     #[error("invalid arguments: {0}")]
     Args(String),
+    #[error("etcd: {0}")]
+    Etcd(String),
+    #[error("plot {0}")]
+    Plot(String),
 }
 
 fn main() -> ExitCode {
@@ -176,6 +230,19 @@ async fn run(args: &Args) -> Result<u64, BenchError> {
             args.kube_apiserver.display()
         )));
     }
+    if args.targets || args.scale {
+        if args.steps.contains(&0) {
+            return Err(BenchError::Args("--steps must be at least 1".into()));
+        }
+        let mut failed = 0;
+        if args.targets {
+            failed += targets::run(args).await?;
+        }
+        if args.scale {
+            failed += scale::run(args).await?;
+        }
+        return Ok(failed);
+    }
     let parent = args.data_dir.clone().unwrap_or_else(std::env::temp_dir);
     eprintln!("[server-bench] starting {}", args.kube_apiserver.display());
     let launch = Launch {
@@ -190,7 +257,7 @@ async fn run(args: &Args) -> Result<u64, BenchError> {
     let after = server.process.memory().await;
     server.stop().await?;
     let measured = measured?;
-    let failed = measured.rows.iter().map(|row| row.errors).sum();
+    let failed = measured.rows.iter().map(|row| row.load.errors).sum();
     println!("{}", report::render(args, &startup, &measured, &after?));
     Ok(failed)
 }

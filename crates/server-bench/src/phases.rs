@@ -7,25 +7,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use http::{Method, StatusCode};
 use tokio::time::Instant;
 
 use crate::client::{Client, Conn, Protocol};
-use crate::load::{self, Limits, MakeRequest, Shape, Tally};
-use crate::objects::{self, ConfigMaps};
+use crate::load::{self, Limits, Load, MakeRequest, Shape};
+use crate::objects::{self, Bodies};
 use crate::server::Server;
 use crate::watch::{self, Plan};
 use crate::{Args, BenchError};
 
 /// Namespace of the ConfigMap that is read.
-const GET_NAMESPACE: &str = "bench-get";
+pub const GET_NAMESPACE: &str = "bench-get";
 /// Namespace of the listed ConfigMaps.
 const LIST_NAMESPACE: &str = "bench-list";
 /// Name prefix of the ConfigMap that is read (its sequence number is 0).
 const GET_PREFIX: &str = "get";
-const JSON: &str = "application/json";
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+pub const JSON: &str = "application/json";
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// How long filling the listed namespace may take.
 const FILL_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -58,17 +57,8 @@ impl Phase {
 pub struct Row {
     pub phase: Phase,
     pub protocol: Protocol,
-    /// Successful requests (events received, for the fan-out).
-    pub requests: u64,
-    /// Failed requests (plus events not received, for the fan-out).
-    pub errors: u64,
-    pub first_error: Option<String>,
-    pub elapsed: Duration,
-    /// Latency quantiles in microseconds, if anything succeeded.
-    pub p50: Option<u64>,
-    pub p99: Option<u64>,
-    /// Server CPU time used during the phase.
-    pub cpu: Duration,
+    /// What it measured, with the server's CPU time.
+    pub load: Load,
     /// Server resident memory after the phase, bytes.
     pub rss: u64,
 }
@@ -127,25 +117,8 @@ async fn setup(client: &Client, args: &Args, protocols: &[Protocol]) -> Result<S
         namespaces.push(create_namespace(protocol));
         namespaces.push(watch_namespace(protocol));
     }
-    let target = client.target(http, "/api/v1/namespaces")?;
-    for name in &namespaces {
-        let body = objects::namespace(name);
-        conn.call(
-            target.request(Method::POST, JSON, Some(body))?,
-            StatusCode::CREATED,
-        )
-        .await?;
-    }
-    let get = ConfigMaps::new(GET_PREFIX, args.value_bytes);
-    let target = client.target(
-        http,
-        &format!("/api/v1/namespaces/{GET_NAMESPACE}/configmaps"),
-    )?;
-    conn.call(
-        target.request(Method::POST, JSON, Some(get.body(0)))?,
-        StatusCode::CREATED,
-    )
-    .await?;
+    create_namespaces(&mut conn, client, &namespaces).await?;
+    create_get_object(&mut conn, client, args.value_bytes).await?;
     fill_list(client, args).await?;
     check_lists(&mut conn, client, args.list_objects).await?;
 
@@ -159,6 +132,47 @@ async fn setup(client: &Client, args: &Args, protocols: &[Protocol]) -> Result<S
         .as_str()
         .unwrap_or("unknown")
         .to_string())
+}
+
+/// Creates the namespaces `names`.
+pub async fn create_namespaces(
+    conn: &mut Conn,
+    client: &Client,
+    names: &[String],
+) -> Result<(), BenchError> {
+    let target = client.target(Protocol::H2, "/api/v1/namespaces")?;
+    for name in names {
+        let body = objects::namespace(name);
+        conn.call(
+            target.request(Method::POST, JSON, Some(body))?,
+            StatusCode::CREATED,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Creates the ConfigMap the GET phase reads (in [`GET_NAMESPACE`]).
+pub async fn create_get_object(
+    conn: &mut Conn,
+    client: &Client,
+    value_bytes: usize,
+) -> Result<(), BenchError> {
+    let get = Bodies::config_maps(GET_PREFIX, value_bytes);
+    let path = format!("/api/v1/namespaces/{GET_NAMESPACE}/configmaps");
+    let target = client.target(Protocol::H2, &path)?;
+    conn.call(
+        target.request(Method::POST, JSON, Some(get.body(0)))?,
+        StatusCode::CREATED,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The path of the ConfigMap the GET phase reads.
+pub fn get_path() -> String {
+    let name = Bodies::config_maps(GET_PREFIX, 0).name(0);
+    format!("/api/v1/namespaces/{GET_NAMESPACE}/configmaps/{name}")
 }
 
 /// Creates the listed ConfigMaps.
@@ -176,7 +190,7 @@ async fn fill_list(client: &Client, args: &Args) -> Result<(), BenchError> {
     };
     let make = creates(
         client.target(http, &collection)?,
-        ConfigMaps::new("l", args.value_bytes),
+        Bodies::config_maps("l", args.value_bytes),
     );
     let filled = load::drive(
         load::open(client, shape).await?,
@@ -232,12 +246,12 @@ async fn check_lists(conn: &mut Conn, client: &Client, expected: u64) -> Result<
 }
 
 /// Requests creating `objects` in the collection at `target`.
-fn creates(target: crate::client::Target, objects: ConfigMaps) -> MakeRequest {
+pub fn creates(target: crate::client::Target, objects: Bodies) -> MakeRequest {
     Arc::new(move |seq| target.request(Method::POST, JSON, Some(objects.body(seq))))
 }
 
 /// Requests repeating one read.
-fn reads(target: crate::client::Target, accept: &'static str) -> MakeRequest {
+pub fn reads(target: crate::client::Target, accept: &'static str) -> MakeRequest {
     Arc::new(move |_| target.request(Method::GET, accept, None))
 }
 
@@ -257,11 +271,10 @@ async fn measure(
     let list = format!("/api/v1/namespaces/{LIST_NAMESPACE}/configmaps");
     let (make, expect) = match phase {
         Phase::Watch => return measure_watch(server, args, shape).await,
-        Phase::Get => {
-            let name = ConfigMaps::new(GET_PREFIX, 0).name(0);
-            let path = format!("/api/v1/namespaces/{GET_NAMESPACE}/configmaps/{name}");
-            (reads(client.target(protocol, &path)?, JSON), StatusCode::OK)
-        }
+        Phase::Get => (
+            reads(client.target(protocol, &get_path())?, JSON),
+            StatusCode::OK,
+        ),
         Phase::ListJson => (reads(client.target(protocol, &list)?, JSON), StatusCode::OK),
         Phase::ListProtobuf => (
             reads(client.target(protocol, &list)?, PROTOBUF),
@@ -272,56 +285,40 @@ async fn measure(
                 "/api/v1/namespaces/{}/configmaps",
                 create_namespace(protocol)
             );
-            let objects = ConfigMaps::new("c", args.value_bytes);
+            let objects = Bodies::config_maps("c", args.value_bytes);
             (
                 creates(client.target(protocol, &path)?, objects),
                 StatusCode::CREATED,
             )
         }
     };
-    // Connections are opened before the CPU clock starts: handshakes are
-    // not part of the phase.
-    let conns = load::open(client, shape).await?;
+    Ok(Row {
+        phase,
+        protocol,
+        load: timed(server, shape, (args.seconds, args.requests), expect, make).await?,
+        rss: server.process.memory().await?.rss,
+    })
+}
+
+/// Drives `make` with `shape` for `(seconds, at most requests)`; returns
+/// what it measured with the server CPU time it took. Connections are opened
+/// before the CPU clock starts: handshakes are not part of the phase.
+pub async fn timed(
+    server: &Server,
+    shape: Shape,
+    (seconds, requests): (Duration, Option<u64>),
+    expect: StatusCode,
+    make: MakeRequest,
+) -> Result<Load, BenchError> {
+    let conns = load::open(&server.client, shape).await?;
     let cpu = server.process.cpu().await?;
     let limits = Limits {
-        until: Instant::now() + args.seconds,
-        max_requests: args.requests,
+        until: Instant::now() + seconds,
+        max_requests: requests,
     };
     let tally = load::drive(conns, limits, expect, make).await?;
     let cpu = server.process.cpu().await?.saturating_sub(cpu);
-    Ok(row(
-        phase,
-        protocol,
-        tally,
-        cpu,
-        server.process.memory().await?.rss,
-    ))
-}
-
-fn row(phase: Phase, protocol: Protocol, tally: Tally, cpu: Duration, rss: u64) -> Row {
-    let (p50, p99) = quantiles(&tally.latency);
-    Row {
-        phase,
-        protocol,
-        requests: tally.ok,
-        errors: tally.errors,
-        first_error: tally.first_error,
-        elapsed: tally.elapsed,
-        p50,
-        p99,
-        cpu,
-        rss,
-    }
-}
-
-fn quantiles(latency: &Histogram<u64>) -> (Option<u64>, Option<u64>) {
-    if latency.is_empty() {
-        return (None, None);
-    }
-    (
-        Some(latency.value_at_quantile(0.5)),
-        Some(latency.value_at_quantile(0.99)),
-    )
+    Ok(Load::new(tally, cpu))
 }
 
 /// The fan-out phase: events received are its requests, events missed its
@@ -334,12 +331,12 @@ async fn measure_watch(server: &Server, args: &Args, shape: Shape) -> Result<Row
         events: args.watch_events,
         deadline: Instant::now() + args.watch_timeout,
     };
-    let objects = ConfigMaps::new("w", args.value_bytes);
+    let objects = Bodies::config_maps("w", args.value_bytes);
     let cpu = server.process.cpu().await?;
     let fan_out = watch::fan_out(&server.client, shape, &objects, &plan).await?;
     let cpu = server.process.cpu().await?.saturating_sub(cpu);
     let missed = fan_out.expected.saturating_sub(fan_out.delivered);
-    let (p50, p99) = quantiles(&fan_out.latency);
+    let (p50, p99) = load::quantiles(&fan_out.latency);
     let first_error = fan_out.creates.first_error.or_else(|| {
         (missed > 0).then(|| {
             format!(
@@ -348,9 +345,7 @@ async fn measure_watch(server: &Server, args: &Args, shape: Shape) -> Result<Row
             )
         })
     });
-    Ok(Row {
-        phase: Phase::Watch,
-        protocol: shape.protocol,
+    let load = Load {
         requests: fan_out.delivered,
         errors: fan_out.creates.errors + missed,
         first_error,
@@ -358,6 +353,11 @@ async fn measure_watch(server: &Server, args: &Args, shape: Shape) -> Result<Row
         p50,
         p99,
         cpu,
+    };
+    Ok(Row {
+        phase: Phase::Watch,
+        protocol: shape.protocol,
+        load,
         rss: server.process.memory().await?.rss,
     })
 }

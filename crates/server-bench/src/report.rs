@@ -56,34 +56,35 @@ pub fn render(args: &Args, startup: &Startup, measured: &Measured, after: &Memor
     for row in &measured.rows {
         let _ = writeln!(out, "{}", load_row(args, row));
     }
-    for row in measured.rows.iter().filter(|r| r.errors > 0) {
+    for row in measured.rows.iter().filter(|r| r.load.errors > 0) {
         let _ = write!(
             out,
             "\n{} over {}: first error: {}",
             phase_label(args, row.phase),
             row.protocol.label(),
-            row.first_error.as_deref().unwrap_or("unknown")
+            row.load.first_error.as_deref().unwrap_or("unknown")
         );
     }
     out
 }
 
 fn load_row(args: &Args, row: &Row) -> String {
-    let per_cpu = if row.cpu.is_zero() {
+    let load = &row.load;
+    let per_cpu = if load.cpu.is_zero() {
         "n/a".to_string()
     } else {
-        group((row.requests as f64 / row.cpu.as_secs_f64()).round() as u64)
+        group((load.requests as f64 / load.cpu.as_secs_f64()).round() as u64)
     };
     format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {per_cpu} | {} |",
         phase_label(args, row.phase),
         row.protocol.label(),
-        group(row.requests),
-        group(row.errors),
-        rate(row.requests, row.elapsed),
-        row.p50.map_or_else(|| "n/a".to_string(), micros),
-        row.p99.map_or_else(|| "n/a".to_string(), micros),
-        seconds(row.cpu),
+        group(load.requests),
+        group(load.errors),
+        rate(load.requests, load.elapsed),
+        load.p50.map_or_else(|| "n/a".to_string(), micros),
+        load.p99.map_or_else(|| "n/a".to_string(), micros),
+        seconds(load.cpu),
         mib(row.rss),
     )
 }
@@ -112,8 +113,9 @@ fn rate(count: u64, elapsed: Duration) -> String {
     group((count as f64 / secs).round() as u64)
 }
 
-/// Microseconds as milliseconds with three significant digits (µs below 1 ms).
-fn micros(us: u64) -> String {
+/// Microseconds as milliseconds with three significant digits (µs below
+/// 1 ms, seconds from 1 s).
+pub fn micros(us: u64) -> String {
     let ms = us as f64 / 1000.0;
     if us < 1000 {
         format!("{us} µs")
@@ -121,25 +123,27 @@ fn micros(us: u64) -> String {
         format!("{ms:.2} ms")
     } else if ms < 100.0 {
         format!("{ms:.1} ms")
-    } else {
+    } else if ms < 1000.0 {
         format!("{ms:.0} ms")
+    } else {
+        format!("{:.2} s", ms / 1000.0)
     }
 }
 
-fn millis(d: Duration) -> String {
+pub fn millis(d: Duration) -> String {
     micros(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
-fn seconds(d: Duration) -> String {
+pub fn seconds(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 
-fn mib(bytes: u64) -> String {
+pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// `1234567` as `1,234,567`.
-fn group(n: u64) -> String {
+pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -162,6 +166,7 @@ mod tests {
         assert_eq!(micros(450), "450 µs");
         assert_eq!(micros(4_500), "4.50 ms");
         assert_eq!(micros(123_456), "123 ms");
+        assert_eq!(micros(11_347_000), "11.35 s");
         assert_eq!(mib(3 * 1024 * 1024 / 2), "1.5 MiB");
         assert_eq!(seconds(Duration::from_millis(1250)), "1.25 s");
         assert_eq!(rate(3000, Duration::from_secs(2)), "1,500");

@@ -1,7 +1,8 @@
 //! The server under test: the built `kube-apiserver` binary started with a
 //! fresh data directory on a free loopback port (optionally on a real etcd
 //! started for the run), timed from spawn until `/livez` and `/readyz`
-//! answer 200, and stopped with its data removed.
+//! answer 200, restarted on the same data when asked, and stopped with its
+//! data removed.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,8 @@ use crate::BenchError;
 const POLL: Duration = Duration::from_millis(5);
 /// Bytes of a log shown when a process fails.
 const LOG_TAIL: usize = 4000;
+/// How long a stopped server may take to exit before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How to start the server.
 pub struct Launch<'a> {
@@ -62,7 +65,58 @@ pub struct Server {
     etcd: Option<Child>,
     pub process: Process,
     pub client: Client,
+    /// How it was started, to start it again on the same data.
+    spawn: Spawn,
     dir: TempDir,
+}
+
+/// The server's command line and where its data and log are.
+struct Spawn {
+    binary: PathBuf,
+    args: Vec<String>,
+    data: PathBuf,
+    log: PathBuf,
+    timeout: Duration,
+}
+
+impl Spawn {
+    /// Spawns the server (its log appended to) and waits until it is ready.
+    async fn run(&self) -> Result<(Child, Process, Client, Startup), BenchError> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        let mut command = Command::new(&self.binary);
+        command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        let spawned = Instant::now();
+        let mut child = command.spawn().map_err(|e| {
+            BenchError::Server(format!("cannot run {}: {e}", self.binary.display()))
+        })?;
+        let pid = child
+            .id()
+            .ok_or_else(|| BenchError::Server("the server exited at once".into()))?;
+        let process = Process::new(pid);
+        let deadline = spawned + self.timeout;
+        let kubeconfig = self.data.join("admin.kubeconfig");
+        let ready = wait_ready(&mut child, &kubeconfig, spawned, deadline).await;
+        let (client, kubeconfig, livez, readyz) = match ready {
+            Ok(ready) => ready,
+            Err(e) => return Err(with_log(e, &self.log)),
+        };
+        let startup = Startup {
+            kubeconfig,
+            livez,
+            readyz,
+            memory: process.memory().await?,
+            cpu: process.cpu().await?,
+        };
+        Ok((child, process, client, startup))
+    }
 }
 
 impl Server {
@@ -76,57 +130,59 @@ impl Server {
             None => None,
         };
         let data = dir.path().join("data");
-        let log_path = dir.path().join("server.log");
-        let log = std::fs::File::create(&log_path)?;
-        let mut command = Command::new(launch.binary);
-        command
-            .arg(format!("--data-dir={}", data.display()))
-            .arg(format!("--secure-port={}", free_port()?))
-            .arg("--bind-address=127.0.0.1");
+        let mut args = vec![
+            format!("--data-dir={}", data.display()),
+            format!("--secure-port={}", free_port()?),
+            "--bind-address=127.0.0.1".to_string(),
+        ];
         if let Some((_, url)) = &etcd {
-            command.arg(format!("--etcd-servers={url}"));
+            args.push(format!("--etcd-servers={url}"));
         }
-        command
-            .args(launch.extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true);
-        let spawned = Instant::now();
-        let mut child = command.spawn().map_err(|e| {
-            BenchError::Server(format!("cannot run {}: {e}", launch.binary.display()))
-        })?;
-        let pid = child
-            .id()
-            .ok_or_else(|| BenchError::Server("the server exited at once".into()))?;
-        let process = Process::new(pid);
-        let deadline = spawned + launch.timeout;
-        let ready = wait_ready(
-            &mut child,
-            &data.join("admin.kubeconfig"),
-            spawned,
-            deadline,
-        )
-        .await;
-        let (client, kubeconfig, livez, readyz) = match ready {
-            Ok(ready) => ready,
-            Err(e) => return Err(with_log(e, &log_path)),
+        args.extend(launch.extra_args.iter().cloned());
+        let spawn = Spawn {
+            binary: launch.binary.to_path_buf(),
+            args,
+            data,
+            log: dir.path().join("server.log"),
+            timeout: launch.timeout,
         };
-        let startup = Startup {
-            kubeconfig,
-            livez,
-            readyz,
-            memory: process.memory().await?,
-            cpu: process.cpu().await?,
-        };
+        let (child, process, client, startup) = spawn.run().await?;
         let server = Server {
             child,
             etcd: etcd.map(|(child, _)| child),
             process,
             client,
+            spawn,
             dir,
         };
         Ok((server, startup))
+    }
+
+    /// Stops the server as an operator would (SIGTERM, then waits for it to
+    /// exit) and starts it again on the same data and port; returns what
+    /// the second startup took.
+    pub async fn restart(&mut self) -> Result<Startup, BenchError> {
+        self.terminate().await?;
+        let (child, process, client, startup) = self.spawn.run().await?;
+        self.child = child;
+        self.process = process;
+        self.client = client;
+        Ok(startup)
+    }
+
+    /// Sends SIGTERM and waits for the exit (killing after a minute).
+    async fn terminate(&mut self) -> Result<(), BenchError> {
+        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: signals our own child, which has not been reaped.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        if tokio::time::timeout(STOP_TIMEOUT, self.child.wait())
+            .await
+            .is_err()
+        {
+            self.child.kill().await?;
+        }
+        Ok(())
     }
 
     /// Fails if the server has exited (showing its log).
@@ -135,7 +191,7 @@ impl Server {
             None => Ok(()),
             Some(status) => Err(with_log(
                 BenchError::Server(format!("the server exited with {status}")),
-                &self.dir.path().join("server.log"),
+                &self.spawn.log,
             )),
         }
     }
@@ -227,8 +283,9 @@ fn with_log(error: BenchError, log: &Path) -> BenchError {
 }
 
 /// Launches a single-member etcd with its default timers and data on disk
-/// and waits until `/health` answers; returns it and its client URL.
-async fn start_etcd(binary: &Path, dir: &Path) -> Result<(Child, String), BenchError> {
+/// under `dir` and waits until `/health` answers; returns it and its client
+/// URL.
+pub async fn start_etcd(binary: &Path, dir: &Path) -> Result<(Child, String), BenchError> {
     let client_port = free_port()?;
     let client_url = format!("http://127.0.0.1:{client_port}");
     let peer_url = format!("http://127.0.0.1:{}", free_port()?);

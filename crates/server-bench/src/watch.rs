@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::client::{Client, Conn, Protocol};
 use crate::load::{self, Limits, MakeRequest, Shape, Tally};
-use crate::objects::ConfigMaps;
+use crate::objects::Bodies;
 use crate::BenchError;
 
 /// Watch streams per HTTP/2 connection (below the server's stream limit).
@@ -49,7 +49,7 @@ pub struct FanOut {
 pub async fn fan_out(
     client: &Client,
     shape: Shape,
-    objects: &ConfigMaps,
+    objects: &Bodies,
     plan: &Plan<'_>,
 ) -> Result<FanOut, BenchError> {
     let collection = format!("/api/v1/namespaces/{}/configmaps", plan.namespace);
@@ -243,7 +243,7 @@ fn created_seq(line: &[u8]) -> Option<u64> {
     let name = &line[at..];
     let end = name.iter().position(|&b| b == b'"')?;
     let digits = std::str::from_utf8(&name[..end]).ok()?;
-    ConfigMaps::seq_of(digits)
+    Bodies::seq_of(digits)
 }
 
 fn micros(d: Duration) -> u64 {
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn finds_the_created_sequence_number() {
-        let name = ConfigMaps::new("w", 0).name(42);
+        let name = Bodies::config_maps("w", 0).name(42);
         let line = format!(
             r#"{{"type":"ADDED","object":{{"kind":"ConfigMap","metadata":{{"name":"{name}"}}}}}}"#
         );
