@@ -120,6 +120,44 @@ pub fn parse_file(src: &str, file: &str, out: &mut Vec<TypeDecl>) -> Result<(), 
     Ok(())
 }
 
+/// The string constants of a Go file (`Name Type = "value"` or
+/// `Name = "value"`, alone or in a `const (` block), for the `ref(Name)`
+/// values of `+default=` markers.
+pub fn string_constants(src: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    for line in src.lines() {
+        let trimmed = strip_line_comment(line).trim();
+        let spec = if in_block {
+            if trimmed == ")" {
+                in_block = false;
+                continue;
+            }
+            trimmed
+        } else if trimmed == "const (" {
+            in_block = true;
+            continue;
+        } else if let Some(spec) = trimmed.strip_prefix("const ") {
+            spec
+        } else {
+            continue;
+        };
+        let Some((names, value)) = spec.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        let name = names.split_whitespace().next().unwrap_or("");
+        let literal = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .filter(|v| !v.contains(['"', '\\']));
+        if let (Some(literal), true) = (literal, names.split_whitespace().count() <= 2) {
+            out.push((name.to_owned(), literal.to_owned()));
+        }
+    }
+    out
+}
+
 /// The net change of `{`/`(` nesting on a line, outside strings and
 /// comments.
 fn brace_delta(line: &str) -> i32 {
@@ -419,5 +457,30 @@ type (
         );
         assert_eq!(parse_type_expr("interface{}"), Some(TypeExpr::Interface));
         assert_eq!(parse_type_expr("a b"), None);
+    }
+
+    #[test]
+    fn reads_string_constants() {
+        let src = r#"
+const GroupName = "apps"
+const (
+	// ReadWrite caching.
+	AzureDataDiskCachingReadWrite AzureDataDiskCachingMode = "ReadWrite" // comment
+	AzureSharedBlobDisk           AzureDataDiskKind        = "Shared"
+	Count                                                  = 3
+	Pair                          string                   = "a" + "b"
+)
+"#;
+        assert_eq!(
+            string_constants(src),
+            [
+                ("GroupName".to_owned(), "apps".to_owned()),
+                (
+                    "AzureDataDiskCachingReadWrite".to_owned(),
+                    "ReadWrite".to_owned()
+                ),
+                ("AzureSharedBlobDisk".to_owned(), "Shared".to_owned()),
+            ]
+        );
     }
 }

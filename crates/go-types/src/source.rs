@@ -23,6 +23,8 @@ pub struct Package {
     pub types: HashMap<String, TypeDecl>,
     /// `GroupName` declared in the package's register.go, if any.
     pub group_name: Option<String>,
+    /// The package's string constants, by name.
+    pub constants: HashMap<String, String>,
 }
 
 pub struct Loader {
@@ -50,6 +52,7 @@ impl Loader {
             let package = Package {
                 types,
                 group_name: declared_group_name(src),
+                constants: golang::string_constants(src).into_iter().collect(),
             };
             loader.cache.insert((*pkg).to_owned(), Rc::new(package));
         }
@@ -80,6 +83,7 @@ impl Loader {
         )?;
         let mut decls = Vec::new();
         let mut group_name = None;
+        let mut constants = HashMap::new();
         for file in listing.lines().filter(|f| is_type_source(f)) {
             let path = if dir.is_empty() {
                 file.to_owned()
@@ -91,13 +95,18 @@ impl Loader {
                 group_name = declared_group_name(&src);
             }
             golang::parse_file(&src, &format!("{pkg}/{file}"), &mut decls)?;
+            constants.extend(golang::string_constants(&src));
         }
         let mut types = HashMap::new();
         for d in decls {
             // Files selected by build tags may declare a type twice.
             types.entry(d.name.clone()).or_insert(d);
         }
-        let package = Rc::new(Package { types, group_name });
+        let package = Rc::new(Package {
+            types,
+            group_name,
+            constants,
+        });
         self.cache.insert(pkg.to_owned(), package.clone());
         Ok(package)
     }

@@ -1,6 +1,8 @@
 //! Generator of the built-in type schemas of the `structured-merge` crate
-//! (`crates/structured-merge/src/generated/builtin.schema`) and of the JSON
-//! shape table of the `go-json` crate (`crates/go-json/src/generated/shapes.table`).
+//! (`crates/structured-merge/src/generated/builtin.schema`), of the JSON
+//! shape table of the `go-json` crate (`crates/go-json/src/generated/shapes.table`)
+//! and of the OpenAPI field table of kube-apiserver (required fields and
+//! defaults, [`openapi`]).
 //!
 //! It parses upstream's Go type definitions — every API group and version
 //! of kubernetes/api, apiextensions-apiserver's `apiextensions/v1`,
@@ -28,6 +30,7 @@
 
 mod emit;
 mod gotype;
+mod openapi;
 mod resolve;
 mod shape;
 
@@ -160,6 +163,10 @@ fn run() -> Result<(), CodegenError> {
     write(
         "../go-json/src/generated/shapes.table",
         &shape::render(&heading, &kinds, &structs),
+    )?;
+    write(
+        "../kube-apiserver/src/controlplane/openapi/generated/fields.table",
+        &openapi::render(&heading, &structs),
     )
 }
 

@@ -40,6 +40,9 @@ pub struct OutField {
     pub go: GoTy,
     pub omit_empty: bool,
     pub omit_zero: bool,
+    /// Required in upstream's OpenAPI, and the `default` it gives (JSON).
+    pub required: bool,
+    pub default: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -343,6 +346,7 @@ impl Resolver {
             let ty = self.resolve_expr(ctx, &field.ty, &markers, &patch)?;
             let go = self.go_type(ctx, &field.ty)?;
             let (omit_empty, omit_zero) = omit_options(&field.tag);
+            let default = self.field_default(ctx, field, &go, omit_empty)?;
             out.retain(|o| o.name != name);
             out.push(OutField {
                 name: name.to_owned(),
@@ -354,6 +358,8 @@ impl Resolver {
                 go,
                 omit_empty,
                 omit_zero,
+                required: crate::openapi::required(&field.doc, omit_empty),
+                default,
             });
         }
         Ok(out)

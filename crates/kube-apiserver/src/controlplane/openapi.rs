@@ -3,14 +3,17 @@
 //! server's OpenAPI handlers, `apiserver::endpoints::openapi`): every
 //! built-in type the served resources use ([`definitions`]), the paths of
 //! the served and computed resources with their subresources
-//! ([`subresources`]), and the discovery roots, as one Swagger 2.0
-//! document at `/openapi/v2` and one OpenAPI v3 document per group version
-//! at `/openapi/v3`. kubectl reads them to learn that the server validates
+//! ([`subresources`]), and the discovery roots, with upstream's required
+//! fields and (in v3) defaults from the Go declarations ([`generated`]),
+//! as one Swagger 2.0 document at `/openapi/v2` and one OpenAPI v3
+//! document per group version at `/openapi/v3`. kubectl reads them to
+//! learn that the server validates
 //! fields itself (the `fieldValidation` parameter on PATCH operations) and
 //! for `kubectl explain`. Custom resources join through the
 //! [`SpecSource`] the server chain passes in.
 
 mod definitions;
+mod generated;
 mod subresources;
 
 use std::collections::BTreeMap;
@@ -210,7 +213,11 @@ fn v3_documents(groups: &[Vec<ResourceSchema>]) -> Vec<(String, Value)> {
     let (definitions, paths) = build_parts(&resources(groups));
     let schemas: Map<String, Value> = definitions
         .iter()
-        .map(|(name, def)| (name.clone(), v3::schema(name, def)))
+        .map(|(name, def)| {
+            let mut def = def.clone();
+            generated::add_defaults(name, &mut def);
+            (name.clone(), v3::schema(name, &def))
+        })
         .collect();
     let mut by_gv: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for (path, item) in &paths {

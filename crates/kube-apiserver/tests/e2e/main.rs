@@ -59,6 +59,7 @@ mod logging;
 mod mutating_policy;
 mod namespace_lifecycle;
 mod openapi_conformance;
+mod openapi_defaults;
 mod openapi_v2;
 mod pod_defaults;
 mod pod_security;

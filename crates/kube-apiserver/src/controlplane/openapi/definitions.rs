@@ -192,6 +192,7 @@ pub(super) fn build(resources: &[Resource]) -> (Map<String, Value>, Vec<Names>) 
         add_merge_metadata(name, schema);
         add_upstream_markers(name, schema);
     }
+    set_required(&mut defs);
     add_group_version_kinds(&mut defs, resources, &names);
     defs.sort_keys();
     (defs, names)
@@ -354,6 +355,27 @@ fn add_upstream_markers(name: &str, schema: &mut Value) {
     }
 }
 
+/// Upstream's `required` lists, from the Go declarations where the
+/// generated table has the type; elsewhere k8s-openapi's, less the
+/// `metadata` it requires of every object (upstream: only the core
+/// Event's).
+fn set_required(defs: &mut Map<String, Value>) {
+    for (name, def) in defs.iter_mut() {
+        if super::generated::set_required(name, def) || name == CORE_EVENT {
+            continue;
+        }
+        let Some(required) = def.get_mut("required").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        required.retain(|field| field != "metadata");
+        if required.is_empty() {
+            if let Some(def) = def.as_object_mut() {
+                def.remove("required");
+            }
+        }
+    }
+}
+
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
     json!({"group": group, "kind": kind, "version": version})
 }
@@ -377,22 +399,6 @@ fn add_group_version_kinds(defs: &mut Map<String, Value>, resources: &[Resource]
         }
         if !group_versions.contains(&(g, v)) {
             group_versions.push((g, v));
-        }
-    }
-    for (name, def) in defs.iter_mut() {
-        // k8s-openapi requires every object's metadata; upstream only the
-        // core Event's.
-        if name == CORE_EVENT {
-            continue;
-        }
-        let Some(required) = def.get_mut("required").and_then(Value::as_array_mut) else {
-            continue;
-        };
-        required.retain(|field| field != "metadata");
-        if required.is_empty() {
-            if let Some(def) = def.as_object_mut() {
-                def.remove("required");
-            }
         }
     }
     for (g, v) in group_versions {

@@ -271,3 +271,42 @@ fn subresources_and_discovery_paths_are_published() {
         json!([{"group": "policy", "kind": "Eviction", "version": "v1"}])
     );
 }
+
+#[test]
+fn required_and_defaults_come_from_the_go_declarations() {
+    let doc = doc();
+    let defs = &doc["definitions"];
+    // `+optional` name: nothing required, in v2 or v3.
+    let reference = &defs["io.k8s.api.core.v1.LocalObjectReference"];
+    assert!(reference.get("required").is_none(), "{reference}");
+    assert_eq!(
+        defs["io.k8s.api.core.v1.Container"]["required"],
+        json!(["name"])
+    );
+    assert_eq!(
+        defs["io.k8s.api.core.v1.ContainerPort"]["required"],
+        json!(["containerPort"])
+    );
+    // v2 has no defaults; v3 gets markers (`ref(...)` constants too) and
+    // zero values.
+    let mut disk = defs["io.k8s.api.core.v1.AzureDiskVolumeSource"].clone();
+    assert!(disk["properties"]["cachingMode"].get("default").is_none());
+    generated::add_defaults("io.k8s.api.core.v1.AzureDiskVolumeSource", &mut disk);
+    let props = &disk["properties"];
+    assert_eq!(props["cachingMode"]["default"], "ReadWrite");
+    assert_eq!(props["kind"]["default"], "Shared");
+    assert_eq!(props["fsType"]["default"], "ext4");
+    assert_eq!(props["readOnly"]["default"], false);
+    assert_eq!(props["diskName"]["default"], "");
+    let mut pod = defs["io.k8s.api.core.v1.Pod"].clone();
+    generated::add_defaults("io.k8s.api.core.v1.Pod", &mut pod);
+    let spec = v3::schema("io.k8s.api.core.v1.Pod", &pod)["properties"]["spec"].clone();
+    assert_eq!(
+        spec,
+        json!({
+            "allOf": [{"$ref": "#/components/schemas/io.k8s.api.core.v1.PodSpec"}],
+            "default": {},
+            "description": spec["description"],
+        })
+    );
+}
