@@ -29,6 +29,7 @@ use crate::registry::certificate_approval;
 use crate::registry::defaults;
 use crate::registry::pod_defaults;
 use crate::registry::printers;
+use crate::registry::resource_defaults as dra;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validating_policies;
 use crate::registry::validation;
@@ -415,7 +416,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 )),
                 short(&["sc"]),
             ),
-            builtin::<storage::VolumeAttachment>(returns_deleted(status()), PLAIN),
+            builtin::<storage::VolumeAttachment>(
+                returns_deleted(defaults::volume_attachments(status())),
+                PLAIN,
+            ),
             builtin::<storage::VolumeAttributesClass>(
                 returns_deleted(fixed(
                     classes::validate_volume_attributes_class_update,
@@ -459,9 +463,18 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         ],
         vec![
             builtin::<resource::DeviceClass>(returns_deleted(plain()), PLAIN),
-            builtin::<resource::ResourceClaim>(returns_deleted(status()), PLAIN),
-            builtin::<resource::ResourceClaimTemplate>(returns_deleted(plain()), PLAIN),
-            builtin::<resource::ResourceSlice>(returns_deleted(plain()), PLAIN),
+            builtin::<resource::ResourceClaim>(
+                returns_deleted(dra::resource_claims(status())),
+                PLAIN,
+            ),
+            builtin::<resource::ResourceClaimTemplate>(
+                returns_deleted(dra::resource_claim_templates(plain())),
+                PLAIN,
+            ),
+            builtin::<resource::ResourceSlice>(
+                returns_deleted(dra::resource_slices(plain())),
+                PLAIN,
+            ),
         ],
     ]
 }

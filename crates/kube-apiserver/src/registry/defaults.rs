@@ -1,11 +1,11 @@
 //! Upstream's create-time state of kinds whose strategies are otherwise
 //! plain: PersistentVolumes and claims start Pending with the default
 //! volume mode (and reclaim policy), PriorityClasses preempt lower
-//! priorities by default, CSIDrivers, StorageClasses, NetworkPolicies,
-//! IngressClasses and the flowcontrol kinds get upstream's defaults, and a
-//! CertificateSigningRequest records who asked for it (upstream's
-//! `csrStrategy.PrepareForCreate`), whatever the body says, and keeps its
-//! spec through updates. [`default_field`] is the one-field defaulting
+//! priorities by default, CSIDrivers, StorageClasses, VolumeAttachments,
+//! NetworkPolicies, IngressClasses and the flowcontrol kinds get upstream's
+//! defaults, and a CertificateSigningRequest records who asked for it
+//! (upstream's `csrStrategy.PrepareForCreate`), whatever the body says, and
+//! keeps its spec through updates. [`default_field`] is the one-field defaulting
 //! every built-in strategy uses.
 
 use apiserver::admission::RequestContext;
@@ -104,6 +104,25 @@ fn csi_driver_defaults(driver: &mut Value) {
 pub fn csi_drivers(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         defaults: csi_driver_defaults,
+        ..base
+    }
+}
+
+/// storage/v1 `SetObjectDefaults_VolumeAttachment`: an inline volume spec
+/// gets the defaults of its volume source (not those of a
+/// PersistentVolume object: reclaim policy and volume mode stay unset).
+fn volume_attachment_defaults(attachment: &mut Value) {
+    if let Some(spec) = attachment
+        .pointer_mut("/spec/source/inlineVolumeSpec")
+        .filter(|s| s.is_object())
+    {
+        volume_source_defaults(spec);
+    }
+}
+
+pub fn volume_attachments(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: volume_attachment_defaults,
         ..base
     }
 }

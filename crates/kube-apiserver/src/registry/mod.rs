@@ -18,6 +18,7 @@ pub mod pod_resources;
 pub mod pod_subresources;
 pub mod printers;
 pub mod rbac;
+pub mod resource_defaults;
 pub mod services;
 pub mod validating_policies;
 pub mod validation;
