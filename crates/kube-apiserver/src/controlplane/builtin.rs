@@ -553,3 +553,6 @@ mod fixtures_tests;
 
 #[cfg(test)]
 mod defaults_tests;
+
+#[cfg(test)]
+mod defaults_groups_tests;

@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use super::fixtures_tests::catalogue;
 
 /// (JSON pointer, defaulted value) pairs.
-type Expected = Vec<(String, Value)>;
+pub(super) type Expected = Vec<(String, Value)>;
 
 /// (apiVersion, kind, body, the defaults checked).
-type Row = (&'static str, &'static str, Value, Expected);
+pub(super) type Row = (&'static str, &'static str, Value, Expected);
 
-fn at(pairs: Vec<(&str, Value)>) -> Expected {
+pub(super) fn at(pairs: Vec<(&str, Value)>) -> Expected {
     pairs.into_iter().map(|(p, v)| (p.to_owned(), v)).collect()
 }
 
@@ -267,16 +267,23 @@ fn named_rows() -> Vec<Row> {
     ]
 }
 
-#[test]
-fn every_kind_gets_upstreams_defaults() {
+/// `body` defaulted through the scheme of the served kind.
+pub(super) fn defaulted(api_version: &str, kind: &str, mut body: Value) -> Value {
     let all = catalogue();
+    let builtin = all
+        .iter()
+        .find(|b| b.info.api_version() == api_version && b.info.kind == kind)
+        .unwrap_or_else(|| panic!("{api_version} {kind} is served"));
+    builtin.strategies.scheme.apply_defaults(&mut body);
+    body
+}
+
+/// Applies each row's kind's defaults to its body and checks the listed
+/// pointers, reporting every mismatch at once.
+pub(super) fn assert_defaults(rows: impl IntoIterator<Item = Row>) {
     let mut failures = Vec::new();
-    for (api_version, kind, mut body, expected) in core_rows().into_iter().chain(named_rows()) {
-        let builtin = all
-            .iter()
-            .find(|b| b.info.api_version() == api_version && b.info.kind == kind)
-            .unwrap_or_else(|| panic!("{api_version} {kind} is served"));
-        builtin.strategies.scheme.apply_defaults(&mut body);
+    for (api_version, kind, body, expected) in rows {
+        let body = defaulted(api_version, kind, body);
         for (pointer, want) in expected {
             let got = body.pointer(&pointer);
             if got != Some(&want) {
@@ -285,4 +292,9 @@ fn every_kind_gets_upstreams_defaults() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_kind_gets_upstreams_defaults() {
+    assert_defaults(core_rows().into_iter().chain(named_rows()));
 }
