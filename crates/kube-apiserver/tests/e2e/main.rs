@@ -37,6 +37,7 @@ mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;
 mod go_json_shape;
+mod group_defaults;
 mod ha;
 mod ha_faults;
 mod harness;
