@@ -34,6 +34,7 @@ use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validating_policies;
 use crate::registry::validation;
 use crate::registry::validation::update_classes as classes;
+use crate::registry::validation::update_storage as storage_rules;
 use crate::registry::webhook_configurations;
 use crate::registry::{apps as workloads, core as core_types, ResourceStrategy};
 
@@ -325,7 +326,10 @@ pub fn events_v1() -> Builtin {
 pub fn named_groups() -> Vec<Vec<Builtin>> {
     vec![
         vec![
-            builtin::<apps::ControllerRevision>(plain(), PLAIN),
+            builtin::<apps::ControllerRevision>(
+                fixed(classes::validate_controller_revision_update, plain()),
+                PLAIN,
+            ),
             builtin::<apps::DaemonSet>(workloads::daemonsets(), all(&["ds"])),
             builtin::<apps::Deployment>(workloads::deployments(), scalable(&["deploy"])),
             builtin::<apps::ReplicaSet>(workloads::replicasets(), scalable(&["rs"])),
@@ -349,7 +353,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 }),
                 short(&["csr"]),
             ),
-            builtin::<certificates::ClusterTrustBundle>(plain(), PLAIN),
+            builtin::<certificates::ClusterTrustBundle>(
+                fixed(classes::validate_cluster_trust_bundle_update, plain()),
+                PLAIN,
+            ),
         ],
         vec![builtin::<coordination::Lease>(plain(), PLAIN)],
         vec![builtin::<discovery::EndpointSlice>(
@@ -368,12 +375,18 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 PLAIN,
             ),
             builtin::<networking::Ingress>(status(), short(&["ing"])),
-            builtin::<networking::IPAddress>(plain(), short(&["ip"])),
+            builtin::<networking::IPAddress>(
+                fixed(classes::validate_ip_address_update, plain()),
+                short(&["ip"]),
+            ),
             builtin::<networking::NetworkPolicy>(
                 defaults::network_policies(plain()),
                 short(&["netpol"]),
             ),
-            builtin::<networking::ServiceCIDR>(status(), PLAIN),
+            builtin::<networking::ServiceCIDR>(
+                fixed(classes::validate_service_cidr_update, status()),
+                PLAIN,
+            ),
         ],
         vec![builtin::<node::RuntimeClass>(
             fixed(classes::validate_runtime_class_update, plain()),
@@ -406,9 +419,21 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             short(&["pc"]),
         )],
         vec![
-            builtin::<storage::CSIDriver>(returns_deleted(defaults::csi_drivers(plain())), PLAIN),
-            builtin::<storage::CSINode>(returns_deleted(plain()), PLAIN),
-            builtin::<storage::CSIStorageCapacity>(plain(), PLAIN),
+            builtin::<storage::CSIDriver>(
+                returns_deleted(fixed(
+                    storage_rules::validate_csi_driver_update,
+                    defaults::csi_drivers(plain()),
+                )),
+                PLAIN,
+            ),
+            builtin::<storage::CSINode>(
+                returns_deleted(fixed(storage_rules::validate_csi_node_update, plain())),
+                PLAIN,
+            ),
+            builtin::<storage::CSIStorageCapacity>(
+                fixed(storage_rules::validate_csi_storage_capacity_update, plain()),
+                PLAIN,
+            ),
             builtin::<storage::StorageClass>(
                 returns_deleted(fixed(
                     classes::validate_storage_class_update,
@@ -417,7 +442,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 short(&["sc"]),
             ),
             builtin::<storage::VolumeAttachment>(
-                returns_deleted(defaults::volume_attachments(status())),
+                returns_deleted(fixed(
+                    storage_rules::validate_volume_attachment_update,
+                    defaults::volume_attachments(status()),
+                )),
                 PLAIN,
             ),
             builtin::<storage::VolumeAttributesClass>(
@@ -464,7 +492,10 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         vec![
             builtin::<resource::DeviceClass>(returns_deleted(plain()), PLAIN),
             builtin::<resource::ResourceClaim>(
-                returns_deleted(dra::resource_claims(status())),
+                returns_deleted(fixed(
+                    classes::validate_resource_claim_update,
+                    dra::resource_claims(status()),
+                )),
                 PLAIN,
             ),
             builtin::<resource::ResourceClaimTemplate>(

@@ -218,6 +218,7 @@ fn node_fields(node: &Value, fields: &mut BTreeMap<String, String>) {
 pub fn nodes() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
+        validate_update: super::validation::update::validate_node_update,
         field_names: &["spec.unschedulable"],
         fields: node_fields,
         ..Default::default()
@@ -474,6 +475,7 @@ pub fn events_v1() -> ResourceStrategy {
     ResourceStrategy {
         field_names: EVENT_V1_FIELDS,
         fields: event_v1_fields,
+        validate_update: super::validation::update_events::validate_event_v1_update,
         ..events()
     }
 }

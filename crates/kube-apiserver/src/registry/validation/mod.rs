@@ -28,6 +28,8 @@ pub mod rbac;
 pub mod service;
 pub mod update;
 pub mod update_classes;
+pub mod update_events;
+pub mod update_storage;
 pub mod update_volumes;
 pub mod update_workloads;
 pub mod workloads;

@@ -5,11 +5,11 @@
 //! old object after defaulting and returns only the update-specific errors;
 //! the create-time checks of the new object run beside them.
 
-use apimachinery::field_errors::{FieldError, Path};
+use apimachinery::field_errors::{ErrorType, FieldError, Path};
 use apimachinery::quantity::Quantity;
 use serde_json::{Map, Value};
 
-use super::items;
+use super::{items, text};
 
 /// Upstream's message for a changed immutable field.
 pub const IMMUTABLE: &str = "field is immutable";
@@ -24,6 +24,8 @@ const POD_UPDATABLE: &str = "pod updates may not change fields other than \
 const PVC_IMMUTABLE: &str = "spec is immutable after creation except resources.requests \
 and volumeAttributesClassName for bound claims";
 const MAX_INT32: i64 = i32::MAX as i64;
+const NODE_POD_CIDR: &str = "node updates may not change podCIDR except from \"\" to valid";
+const NODE_PROVIDER_ID: &str = "node updates may not change providerID except from \"\" to valid";
 
 /// Equality as upstream's `apiequality.Semantic.DeepEqual` sees decoded
 /// objects: an absent field, `null` and an empty list or map are the same.
@@ -65,6 +67,54 @@ pub fn immutable_field(
 ) -> Option<FieldError> {
     (!semantic_eq(new, old))
         .then(|| FieldError::invalid(path, new.cloned().unwrap_or(Value::Null), IMMUTABLE))
+}
+
+/// Upstream's declarative `+k8s:immutable` rule, which 1.37 enforces in
+/// place of the hand-written check for the fields it marks beta: Invalid,
+/// with no value (shown as `null`).
+pub fn declared_immutable(
+    new: Option<&Value>,
+    old: Option<&Value>,
+    path: &Path,
+) -> Option<FieldError> {
+    (!semantic_eq(new, old)).then(|| FieldError::invalid(path, Value::Null, IMMUTABLE))
+}
+
+/// An Invalid error showing `value` as `json.Marshal` writes a typed Go
+/// value (upstream's field errors render structs so): keys in the order
+/// `value` has them, a struct's declaration order, where a plain bad value
+/// would be written with sorted keys as Go writes maps.
+pub fn invalid_typed(path: &Path, value: &Value, detail: &str) -> FieldError {
+    let mut shown = go_json::encode::to_vec(value).unwrap_or_default();
+    shown.pop(); // the encoder's newline
+    FieldError {
+        error_type: ErrorType::Invalid,
+        field: path.to_string(),
+        bad_value: None,
+        detail: format!("{}: {detail}", String::from_utf8_lossy(&shown)),
+    }
+}
+
+/// An internal (unversioned) Go struct as `json.Marshal` writes it: the
+/// internal types carry no json tags, so every field is written under its
+/// Go name, in declaration order, zero values included.
+pub fn go_struct(fields: &[(&str, Value)]) -> Value {
+    Value::Object(
+        fields
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect(),
+    )
+}
+
+/// A string field as a Go string: absent reads as empty.
+pub fn go_string(obj: &Value, key: &str) -> Value {
+    Value::from(obj.get(key).and_then(Value::as_str).unwrap_or_default())
+}
+
+/// A pointer, slice or map field as Go writes it: absent reads as `null`.
+pub fn go_nullable(obj: &Value, key: &str) -> Value {
+    obj.get(key).cloned().unwrap_or(Value::Null)
 }
 
 fn spec(obj: &Value) -> &Value {
@@ -474,6 +524,60 @@ pub fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
         ));
     }
     errs
+}
+
+/// Nodes (upstream's `ValidateNodeUpdate`): the pod CIDRs and the provider
+/// ID may be set once where empty and never changed after, the external
+/// ID never changes; labels, taints, `unschedulable` and status may.
+pub fn validate_node_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let (new_spec, old_spec) = (spec(new), spec(old));
+    let path = Path::new("spec");
+    let mut errs = Vec::new();
+    let (new_cidrs, old_cidrs) = (pod_cidrs(new_spec), pod_cidrs(old_spec));
+    if !old_cidrs.is_empty() {
+        let changed = if old_cidrs.len() == new_cidrs.len() {
+            old_cidrs
+                .iter()
+                .zip(&new_cidrs)
+                .filter(|(o, n)| o != n)
+                .count()
+        } else {
+            1
+        };
+        for _ in 0..changed {
+            errs.push(FieldError::forbidden(
+                &path.child("podCIDRs"),
+                NODE_POD_CIDR,
+            ));
+        }
+    }
+    let old_provider = text(old_spec, "providerID");
+    if !old_provider.is_empty() && old_provider != text(new_spec, "providerID") {
+        errs.push(FieldError::forbidden(
+            &path.child("providerID"),
+            NODE_PROVIDER_ID,
+        ));
+    }
+    if text(new_spec, "externalID") != text(old_spec, "externalID") {
+        errs.push(FieldError::forbidden(
+            &path.child("externalID"),
+            "may not be updated",
+        ));
+    }
+    errs
+}
+
+/// A node's pod CIDRs as the internal type holds them: `podCIDRs`, or the
+/// single `podCIDR` when only it is set.
+fn pod_cidrs(spec: &Value) -> Vec<&str> {
+    let list: Vec<&str> = items(spec, "podCIDRs")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    match text(spec, "podCIDR") {
+        single if list.is_empty() && !single.is_empty() => vec![single],
+        _ => list,
+    }
 }
 
 #[cfg(test)]

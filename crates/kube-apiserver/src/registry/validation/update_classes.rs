@@ -2,13 +2,17 @@
 //! fields: upstream's `ValidateStorageClassUpdate` and
 //! `ValidateVolumeAttributesClassUpdate` (pkg/apis/storage/validation),
 //! `validateIngressClassSpecUpdate` (networking), `ValidateEndpointSliceUpdate`
-//! (discovery), `ValidateRuntimeClassUpdate` (node) and
-//! `ValidatePriorityClassUpdate` (scheduling), with their messages.
+//! (discovery), `ValidateRuntimeClassUpdate` (node),
+//! `ValidatePriorityClassUpdate` (scheduling), `ValidateIPAddressUpdate` and
+//! `ValidateServiceCIDRUpdate` (networking), `ValidateControllerRevisionUpdate`
+//! (apps), `ValidateClusterTrustBundleUpdate` (certificates) and
+//! `ValidateResourceClaimUpdate` (resource), with their messages.
 
 use apimachinery::field_errors::{FieldError, Path};
 use serde_json::Value;
 
-use super::update::immutable_field;
+use super::text;
+use super::update::{declared_immutable, immutable_field, invalid_typed, semantic_eq, IMMUTABLE};
 
 /// A field that may not change, refused as Forbidden with `message`
 /// (absent and null are the same unset value).
@@ -107,6 +111,67 @@ pub fn validate_priority_class_update(new: &Value, old: &Value) -> Vec<FieldErro
     .collect()
 }
 
+/// IPAddresses: the parent reference is fixed (beta declarative in 1.37).
+pub fn validate_ip_address_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let (n, o) = (
+        new.pointer("/spec/parentRef"),
+        old.pointer("/spec/parentRef"),
+    );
+    let path = Path::new("spec").child("parentRef");
+    declared_immutable(n, o, &path).into_iter().collect()
+}
+
+/// ServiceCIDRs: the CIDRs are fixed, except that a single-stack range may
+/// gain a second one (upstream's single to dual-stack upgrade).
+pub fn validate_service_cidr_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let cidrs = |obj: &Value| -> Vec<String> {
+        super::items(obj.get("spec").unwrap_or(&Value::Null), "cidrs")
+            .iter()
+            .map(|c| c.as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let (n, o) = (cidrs(new), cidrs(old));
+    let path = Path::new("spec").child("cidrs");
+    let changed_at = |i: usize| {
+        (n[i] != o[i]).then(|| FieldError::invalid(&path.index(i), n[i].as_str(), IMMUTABLE))
+    };
+    match (o.len(), n.len()) {
+        (before, after) if before == after => (0..n.len()).filter_map(changed_at).collect(),
+        (1, 2) => changed_at(0).into_iter().collect(),
+        _ => vec![FieldError::invalid(&path, n.clone(), IMMUTABLE)],
+    }
+}
+
+/// ControllerRevisions: the data is fixed (shown as it was sent).
+pub fn validate_controller_revision_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let (n, o) = (new.get("data"), old.get("data"));
+    if semantic_eq(n, o) {
+        return Vec::new();
+    }
+    let shown = n.cloned().unwrap_or(Value::Null);
+    vec![invalid_typed(&Path::new("data"), &shown, IMMUTABLE)]
+}
+
+/// ClusterTrustBundles: the signer name is fixed.
+pub fn validate_cluster_trust_bundle_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    fn signer(obj: &Value) -> &str {
+        text(obj.get("spec").unwrap_or(&Value::Null), "signerName")
+    }
+    if signer(new) == signer(old) {
+        return Vec::new();
+    }
+    let path = Path::new("spec").child("signerName");
+    vec![FieldError::invalid(&path, signer(new), IMMUTABLE)]
+}
+
+/// ResourceClaims: the spec is fixed (beta declarative in 1.37); status
+/// goes through its own subresource.
+pub fn validate_resource_claim_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    declared_immutable(new.get("spec"), old.get("spec"), &Path::new("spec"))
+        .into_iter()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -114,6 +179,79 @@ mod tests {
     use super::*;
 
     type Validate = fn(&Value, &Value) -> Vec<FieldError>;
+    type Case = (&'static str, Validate, Value, Value, Vec<&'static str>);
+
+    /// The kinds whose rules came with the README's list (issue 18).
+    fn new_rule_cases() -> Vec<Case> {
+        let ip =
+            |name: &str| json!({"spec": {"parentRef": {"resource": "services", "name": name}}});
+        let cidrs = |c: Value| json!({"spec": {"cidrs": c}});
+        let claim = |class: &str| {
+            json!({"spec": {"devices": {"requests": [{"name": "gpu",
+                "exactly": {"deviceClassName": class}}]}}})
+        };
+        let mut allocated = claim("a");
+        allocated["status"] = json!({"allocation": {"devices": {"results": []}}});
+        let ctb = |signer: &str| json!({"spec": {"signerName": signer, "trustBundle": "x"}});
+        vec![
+            (
+                "IPAddress",
+                validate_ip_address_update,
+                ip("a"),
+                ip("b"),
+                vec!["spec.parentRef: Invalid value: null: field is immutable"],
+            ),
+            (
+                "ServiceCIDR",
+                validate_service_cidr_update,
+                cidrs(json!(["10.0.0.0/24"])),
+                cidrs(json!(["10.0.1.0/24"])),
+                vec!["spec.cidrs[0]: Invalid value: \"10.0.1.0/24\": field is immutable"],
+            ),
+            (
+                "ServiceCIDR",
+                validate_service_cidr_update,
+                cidrs(json!(["10.0.0.0/24"])),
+                cidrs(json!(["10.0.0.0/24", "fd00::/64"])),
+                vec![],
+            ),
+            (
+                "ServiceCIDR",
+                validate_service_cidr_update,
+                cidrs(json!(["10.0.0.0/24", "fd00::/64"])),
+                cidrs(json!(["10.0.0.0/24"])),
+                vec!["spec.cidrs: Invalid value: [\"10.0.0.0/24\"]: field is immutable"],
+            ),
+            (
+                "ControllerRevision",
+                validate_controller_revision_update,
+                json!({"data": {"spec": {"b": 1, "a": 2}}, "revision": 1}),
+                json!({"data": {"spec": {"b": 3, "a": 2}}, "revision": 1}),
+                vec!["data: Invalid value: {\"spec\":{\"b\":3,\"a\":2}}: field is immutable"],
+            ),
+            (
+                "ClusterTrustBundle",
+                validate_cluster_trust_bundle_update,
+                ctb("example.com/a"),
+                ctb("example.com/b"),
+                vec!["spec.signerName: Invalid value: \"example.com/b\": field is immutable"],
+            ),
+            (
+                "ResourceClaim",
+                validate_resource_claim_update,
+                claim("a"),
+                claim("b"),
+                vec!["spec: Invalid value: null: field is immutable"],
+            ),
+            (
+                "ResourceClaim",
+                validate_resource_claim_update,
+                claim("a"),
+                allocated,
+                vec![],
+            ),
+        ]
+    }
 
     /// Every immutable field of each kind: (kind, validation, old, new, the
     /// errors, as upstream words them).
@@ -122,7 +260,7 @@ mod tests {
         let sc = json!({"provisioner": "a", "parameters": {"k": "v"},
             "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate", "allowVolumeExpansion": false});
         let vac = json!({"driverName": "d", "parameters": {"k": "v"}});
-        let cases: Vec<(&str, Validate, Value, Value, Vec<&str>)> = vec![
+        let mut cases: Vec<Case> = vec![
             (
                 "StorageClass",
                 validate_storage_class_update,
@@ -179,6 +317,7 @@ mod tests {
                 ],
             ),
         ];
+        cases.extend(new_rule_cases());
         for (kind, validate, old, new, want) in cases {
             let got: Vec<String> = validate(&new, &old)
                 .iter()
