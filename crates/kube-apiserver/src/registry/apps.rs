@@ -1,10 +1,11 @@
 //! Strategies of the workload resources (apps/v1, batch/v1): upstream's
-//! defaults and validation (their printers are in `printers/workloads.rs`).
+//! defaults (`pkg/apis/apps/v1/defaults.go`, `pkg/apis/batch/v1/defaults.go`
+//! and the pod template's core/v1 defaults) and validation (their printers
+//! are in `printers/workloads.rs`).
 
 use serde_json::{json, Value};
 
-use super::defaults::default_field;
-use super::pod_defaults::default_pod_spec;
+use super::pod_defaults::{default_nonempty, default_pod_spec, default_unset};
 use super::ResourceStrategy;
 
 fn default_template(obj: &mut Value) {
@@ -13,100 +14,171 @@ fn default_template(obj: &mut Value) {
     }
 }
 
-/// Upstream's defaults of an update strategy: type `RollingUpdate` when
-/// unset, and for that type each missing rolling-update parameter (an
-/// empty `strategy: {}`, as clients send it, is filled in too).
-fn default_update_strategy(spec: &mut Value, key: &str, rolling: Value) {
-    default_field(spec, key, json!({}));
-    let Some(strategy) = spec.get_mut(key).filter(|s| s.is_object()) else {
+/// A struct field (not a pointer in Go): missing or null reads as empty.
+fn struct_field<'a>(obj: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    default_unset(obj, key, json!({}));
+    obj.get_mut(key).filter(|v| v.is_object())
+}
+
+/// `SetDefaults_Deployment`/`SetDefaults_DaemonSet`'s update strategy: type
+/// `RollingUpdate` when empty, and for that type each unset rolling-update
+/// parameter (an empty `strategy: {}`, as clients send it, is filled in too).
+fn default_rolling_update(spec: &mut Value, key: &str, max_unavailable: Value, max_surge: Value) {
+    let Some(strategy) = struct_field(spec, key) else {
         return;
     };
-    default_field(strategy, "type", json!("RollingUpdate"));
+    default_nonempty(strategy, "type", "RollingUpdate");
     if strategy["type"] != "RollingUpdate" {
         return;
     }
-    default_field(strategy, "rollingUpdate", json!({}));
-    if let (Some(params), Value::Object(defaults)) = (strategy.get_mut("rollingUpdate"), rolling) {
-        for (name, value) in defaults {
-            default_field(params, &name, value);
-        }
+    if let Some(params) = struct_field(strategy, "rollingUpdate") {
+        default_unset(params, "maxUnavailable", max_unavailable);
+        default_unset(params, "maxSurge", max_surge);
     }
 }
 
+/// apps/v1 `SetDefaults_Deployment`.
 fn deployment_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "replicas", json!(1));
-        default_update_strategy(
-            spec,
-            "strategy",
-            json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
-        );
-        default_field(spec, "revisionHistoryLimit", json!(10));
-        default_field(spec, "progressDeadlineSeconds", json!(600));
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_unset(spec, "replicas", json!(1));
+        default_rolling_update(spec, "strategy", json!("25%"), json!("25%"));
+        default_unset(spec, "revisionHistoryLimit", json!(10));
+        default_unset(spec, "progressDeadlineSeconds", json!(600));
     }
     default_template(obj);
 }
 
+/// apps/v1 `SetDefaults_ReplicaSet`.
 fn replicaset_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "replicas", json!(1));
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_unset(spec, "replicas", json!(1));
     }
     default_template(obj);
+}
+
+/// apps/v1 `SetDefaults_StatefulSet`: unlike the other kinds, an explicit
+/// `RollingUpdate` type without parameters keeps none; `maxUnavailable`
+/// is defaulted as the MaxUnavailableStatefulSet gate (beta, on) does.
+fn statefulset_update_strategy(spec: &mut Value) {
+    let Some(strategy) = struct_field(spec, "updateStrategy") else {
+        return;
+    };
+    if strategy
+        .get("type")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        strategy["type"] = json!("RollingUpdate");
+        default_unset(strategy, "rollingUpdate", json!({}));
+    }
+    if strategy["type"] != "RollingUpdate" {
+        return;
+    }
+    if let Some(params) = strategy.get_mut("rollingUpdate").filter(|p| p.is_object()) {
+        default_unset(params, "partition", json!(0));
+        default_unset(params, "maxUnavailable", json!(1));
+    }
 }
 
 fn statefulset_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "replicas", json!(1));
-        default_field(spec, "podManagementPolicy", json!("OrderedReady"));
-        default_update_strategy(spec, "updateStrategy", json!({"partition": 0}));
-        default_field(spec, "revisionHistoryLimit", json!(10));
-        default_field(
-            spec,
-            "persistentVolumeClaimRetentionPolicy",
-            json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
-        );
-        // Claim templates get a claim's defaults, status included.
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_nonempty(spec, "podManagementPolicy", "OrderedReady");
+        statefulset_update_strategy(spec);
+        default_unset(spec, "persistentVolumeClaimRetentionPolicy", json!({}));
+        if let Some(policy) = spec
+            .get_mut("persistentVolumeClaimRetentionPolicy")
+            .filter(|p| p.is_object())
+        {
+            default_nonempty(policy, "whenDeleted", "Retain");
+            default_nonempty(policy, "whenScaled", "Retain");
+        }
+        default_unset(spec, "replicas", json!(1));
+        default_unset(spec, "revisionHistoryLimit", json!(10));
+        // Claim templates get a claim's defaults (`SetDefaults_PersistentVolumeClaim`
+        // and its spec's), status included.
         let claims = spec
             .get_mut("volumeClaimTemplates")
             .and_then(Value::as_array_mut);
         for claim in claims.into_iter().flatten().filter(|c| c.is_object()) {
             if let Some(claim_spec) = claim.get_mut("spec").filter(|s| s.is_object()) {
-                default_field(claim_spec, "volumeMode", json!("Filesystem"));
+                default_unset(claim_spec, "volumeMode", json!("Filesystem"));
             }
-            default_field(claim, "status", json!({}));
-            if let Some(status) = claim.get_mut("status") {
-                default_field(status, "phase", json!("Pending"));
+            if let Some(status) = struct_field(claim, "status") {
+                default_nonempty(status, "phase", "Pending");
             }
         }
     }
     default_template(obj);
 }
 
+/// apps/v1 `SetDefaults_DaemonSet`.
 fn daemonset_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_update_strategy(
-            spec,
-            "updateStrategy",
-            json!({"maxUnavailable": 1, "maxSurge": 0}),
-        );
-        default_field(spec, "revisionHistoryLimit", json!(10));
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_rolling_update(spec, "updateStrategy", json!(1), json!(0));
+        default_unset(spec, "revisionHistoryLimit", json!(10));
     }
     default_template(obj);
 }
 
-fn job_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "parallelism", json!(1));
-        default_field(spec, "backoffLimit", json!(6));
-        default_field(spec, "completionMode", json!("NonIndexed"));
-        default_field(spec, "suspend", json!(false));
-        default_field(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-        if spec.get("completions").is_none() && spec.get("parallelism") == Some(&json!(1)) {
-            default_field(spec, "completions", json!(1));
+/// `SetDefaults_PodFailurePolicyOnPodConditionsPattern`: a pattern matches
+/// conditions that are `True` unless it says otherwise.
+fn pod_failure_policy_defaults(job_spec: &mut Value) {
+    let rules = job_spec
+        .pointer_mut("/podFailurePolicy/rules")
+        .and_then(Value::as_array_mut);
+    for rule in rules.into_iter().flatten() {
+        let patterns = rule
+            .get_mut("onPodConditions")
+            .and_then(Value::as_array_mut);
+        for pattern in patterns.into_iter().flatten().filter(|p| p.is_object()) {
+            default_nonempty(pattern, "status", "True");
         }
     }
-    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
-        default_pod_spec(spec);
+}
+
+/// batch/v1 `SetDefaults_Job` (JobPodReplacementPolicy is GA): a Job left
+/// without completions and parallelism runs one pod once; a per-index
+/// backoff limit lifts the Job-wide one to the int32 maximum; a pod
+/// failure policy means replacing failed pods only.
+fn job_defaults(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        let unset = |spec: &Value, key: &str| spec.get(key).is_none_or(Value::is_null);
+        if unset(spec, "completions") && unset(spec, "parallelism") {
+            spec["completions"] = json!(1);
+        }
+        default_unset(spec, "parallelism", json!(1));
+        let backoff = if unset(spec, "backoffLimitPerIndex") {
+            6
+        } else {
+            i32::MAX
+        };
+        default_unset(spec, "backoffLimit", json!(backoff));
+        default_unset(spec, "completionMode", json!("NonIndexed"));
+        default_unset(spec, "suspend", json!(false));
+        let replacement = if unset(spec, "podFailurePolicy") {
+            "TerminatingOrFailed"
+        } else {
+            "Failed"
+        };
+        default_unset(spec, "podReplacementPolicy", json!(replacement));
+        default_unset(spec, "manualSelector", json!(false));
+        pod_failure_policy_defaults(spec);
+    }
+    labels_from_template(obj);
+    default_template(obj);
+}
+
+/// A Job without labels takes its pod template's (`SetDefaults_Job`).
+fn labels_from_template(job: &mut Value) {
+    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
+    let Some(labels) = template_labels.filter(Value::is_object) else {
+        return;
+    };
+    let own = job.pointer("/metadata/labels").and_then(Value::as_object);
+    if own.is_none_or(|l| l.is_empty()) {
+        if let Some(meta) = job.get_mut("metadata").filter(|m| m.is_object()) {
+            meta["labels"] = labels;
+        }
     }
 }
 
@@ -155,21 +227,20 @@ fn job_on_create(job: &mut Value) {
             .entry("batch.kubernetes.io/controller-uid")
             .or_insert_with(|| json!(uid));
     }
-    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
-    let own = job.pointer("/metadata/labels").and_then(Value::as_object);
-    if own.is_none_or(|l| l.is_empty()) {
-        if let Some(labels) = template_labels {
-            job["metadata"]["labels"] = labels;
-        }
-    }
+    labels_from_template(job);
 }
 
+/// batch/v1 `SetDefaults_CronJob`; the job template is no Job (it gets
+/// only the defaults of the types it holds: pod spec, failure policy).
 fn cronjob_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "concurrencyPolicy", json!("Allow"));
-        default_field(spec, "suspend", json!(false));
-        default_field(spec, "successfulJobsHistoryLimit", json!(3));
-        default_field(spec, "failedJobsHistoryLimit", json!(1));
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_nonempty(spec, "concurrencyPolicy", "Allow");
+        default_unset(spec, "suspend", json!(false));
+        default_unset(spec, "successfulJobsHistoryLimit", json!(3));
+        default_unset(spec, "failedJobsHistoryLimit", json!(1));
+    }
+    if let Some(job_spec) = obj.pointer_mut("/spec/jobTemplate/spec") {
+        pod_failure_policy_defaults(job_spec);
     }
     if let Some(spec) = obj.pointer_mut("/spec/jobTemplate/spec/template/spec") {
         default_pod_spec(spec);
@@ -294,7 +365,7 @@ mod tests {
         statefulset_defaults(&mut sts);
         assert_eq!(
             sts["spec"]["updateStrategy"],
-            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1}})
         );
     }
 }

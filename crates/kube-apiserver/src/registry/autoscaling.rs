@@ -3,16 +3,18 @@
 
 use serde_json::{json, Value};
 
-use super::defaults::default_field;
+use super::pod_defaults::default_unset;
 use super::ResourceStrategy;
 
-/// v2: one replica at least, the CPU target at 80% when no metric is
-/// given, and a behavior's unset rules filled in as upstream does.
+/// autoscaling/v2 `SetDefaults_HorizontalPodAutoscaler`: one replica at
+/// least, the CPU target at 80% when no metric is given, and a behavior's
+/// scaling rules completed from upstream's (`GenerateHPAScaleUpRules`,
+/// `GenerateHPAScaleDownRules`).
 fn v2_defaults(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
         return;
     };
-    default_field(spec, "minReplicas", json!(1));
+    default_unset(spec, "minReplicas", json!(1));
     if spec["metrics"].as_array().is_none_or(Vec::is_empty) {
         spec["metrics"] = json!([{"type": "Resource", "resource": {"name": "cpu",
             "target": {"type": "Utilization", "averageUtilization": 80}}}]);
@@ -21,32 +23,40 @@ fn v2_defaults(obj: &mut Value) {
         default_rules(
             behavior,
             "scaleUp",
-            0,
-            json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
-                {"type": "Percent", "value": 100, "periodSeconds": 15}]),
+            json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                    {"type": "Percent", "value": 100, "periodSeconds": 15}]}),
         );
+        // No stabilization window: the controller's
+        // --horizontal-pod-autoscaler-downscale-stabilization applies.
         default_rules(
             behavior,
             "scaleDown",
-            300,
-            json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]),
+            json!({"selectPolicy": "Max",
+                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}),
         );
     }
 }
 
-fn default_rules(behavior: &mut Value, key: &str, window: i64, policies: Value) {
-    default_field(behavior, key, json!({}));
-    let Some(rules) = behavior.get_mut(key).filter(|r| r.is_object()) else {
+/// Upstream's `copyHPAScalingRules` over the defaults: every rule the
+/// object sets wins.
+fn default_rules(behavior: &mut Value, key: &str, defaults: Value) {
+    default_unset(behavior, key, json!({}));
+    let (Some(rules), Value::Object(defaults)) =
+        (behavior.get_mut(key).filter(|r| r.is_object()), defaults)
+    else {
         return;
     };
-    default_field(rules, "stabilizationWindowSeconds", json!(window));
-    default_field(rules, "selectPolicy", json!("Max"));
-    default_field(rules, "policies", policies);
+    for (name, value) in defaults {
+        default_unset(rules, &name, value);
+    }
 }
 
+/// autoscaling/v1 `SetDefaults_HorizontalPodAutoscaler` (the CPU target is
+/// defaulted in conversion, as upstream does: `api::autoscaling_v1`).
 fn v1_defaults(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec") {
-        default_field(spec, "minReplicas", json!(1));
+    if let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) {
+        default_unset(spec, "minReplicas", json!(1));
     }
 }
 
@@ -80,10 +90,10 @@ mod tests {
             80
         );
         assert_eq!(spec["behavior"]["scaleDown"]["selectPolicy"], "Min");
-        assert_eq!(
-            spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
-            300
-        );
+        assert!(spec["behavior"]["scaleDown"]
+            .get("stabilizationWindowSeconds")
+            .is_none());
+        assert_eq!(spec["behavior"]["scaleUp"]["stabilizationWindowSeconds"], 0);
         assert_eq!(spec["behavior"]["scaleUp"]["policies"][0]["value"], 4);
         let mut bare = json!({"spec": {"maxReplicas": 3}});
         v2_defaults(&mut bare);
