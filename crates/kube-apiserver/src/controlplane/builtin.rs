@@ -587,3 +587,6 @@ mod defaults_tests;
 
 #[cfg(test)]
 mod defaults_groups_tests;
+
+#[cfg(test)]
+mod defaults_workloads_tests;
