@@ -499,11 +499,17 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 PLAIN,
             ),
             builtin::<resource::ResourceClaimTemplate>(
-                returns_deleted(dra::resource_claim_templates(plain())),
+                returns_deleted(fixed(
+                    classes::validate_resource_claim_template_update,
+                    dra::resource_claim_templates(plain()),
+                )),
                 PLAIN,
             ),
             builtin::<resource::ResourceSlice>(
-                returns_deleted(dra::resource_slices(plain())),
+                returns_deleted(fixed(
+                    classes::validate_resource_slice_update,
+                    dra::resource_slices(plain()),
+                )),
                 PLAIN,
             ),
         ],

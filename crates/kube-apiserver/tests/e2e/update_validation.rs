@@ -72,7 +72,7 @@ fn deployment_selector_is_immutable() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("422 Unprocessable Entity"), "{err}");
     assert!(
-        err.contains("The Deployment \"d\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"a\", \"v\":\"b\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"),
+        err.contains("The Deployment \"d\" is invalid: spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"a\",\"v\":\"b\"}}: field is immutable"),
         "{err}"
     );
     s.ok(&["scale", "deployment", "d", "--replicas=2"]);

@@ -95,6 +95,18 @@ pub fn invalid_typed(path: &Path, value: &Value, detail: &str) -> FieldError {
     }
 }
 
+/// A changed `metav1.LabelSelector` refused as immutable, shown as
+/// `json.Marshal` writes the typed selector (declaration order, empty
+/// fields left out).
+pub fn immutable_label_selector(path: &Path, selector: Option<&Value>) -> FieldError {
+    let mut shown = selector.cloned().unwrap_or(Value::Null);
+    go_json::normalize_as(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+        &mut shown,
+    );
+    invalid_typed(path, &shown, IMMUTABLE)
+}
+
 /// An internal (unversioned) Go struct as `json.Marshal` writes it: the
 /// internal types carry no json tags, so every field is written under its
 /// Go name, in declaration order, zero values included.

@@ -5,8 +5,9 @@
 //! (discovery), `ValidateRuntimeClassUpdate` (node),
 //! `ValidatePriorityClassUpdate` (scheduling), `ValidateIPAddressUpdate` and
 //! `ValidateServiceCIDRUpdate` (networking), `ValidateControllerRevisionUpdate`
-//! (apps), `ValidateClusterTrustBundleUpdate` (certificates) and
-//! `ValidateResourceClaimUpdate` (resource), with their messages.
+//! (apps), `ValidateClusterTrustBundleUpdate` (certificates),
+//! `ValidateResourceClaimUpdate`, `ValidateResourceClaimTemplateUpdate` and
+//! `ValidateResourceSliceUpdate` (resource), with their messages.
 
 use apimachinery::field_errors::{FieldError, Path};
 use serde_json::Value;
@@ -25,35 +26,18 @@ fn immutable(new: &Value, old: &Value, pointer: &str, path: &Path) -> Option<Fie
     immutable_field(new.pointer(pointer), old.pointer(pointer), path)
 }
 
+/// StorageClasses: the provisioner, its parameters, the reclaim policy and
+/// the binding mode are fixed; 1.37 checks all four declaratively at beta
+/// (`+k8s:immutable`), so they are shown without their values.
 pub fn validate_storage_class_update(new: &Value, old: &Value) -> Vec<FieldError> {
     [
-        forbidden_change(
-            new,
-            old,
-            "parameters",
-            "updates to parameters are forbidden.",
-        ),
-        forbidden_change(
-            new,
-            old,
-            "provisioner",
-            "updates to provisioner are forbidden.",
-        ),
-        forbidden_change(
-            new,
-            old,
-            "reclaimPolicy",
-            "updates to reclaimPolicy are forbidden.",
-        ),
-        immutable(
-            new,
-            old,
-            "/volumeBindingMode",
-            &Path::new("volumeBindingMode"),
-        ),
+        "provisioner",
+        "parameters",
+        "reclaimPolicy",
+        "volumeBindingMode",
     ]
     .into_iter()
-    .flatten()
+    .filter_map(|key| declared_immutable(new.get(key), old.get(key), &Path::new(key)))
     .collect()
 }
 
@@ -84,16 +68,23 @@ pub fn validate_ingress_class_update(new: &Value, old: &Value) -> Vec<FieldError
         .collect()
 }
 
+/// EndpointSlices: the address type is fixed (beta declarative in 1.37).
 pub fn validate_endpoint_slice_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    immutable(new, old, "/addressType", &Path::new("addressType"))
+    let path = Path::new("addressType");
+    declared_immutable(new.get("addressType"), old.get("addressType"), &path)
         .into_iter()
         .collect()
 }
 
+/// RuntimeClasses: the handler is fixed (beta declarative in 1.37).
 pub fn validate_runtime_class_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    immutable(new, old, "/handler", &Path::new("handler"))
-        .into_iter()
-        .collect()
+    declared_immutable(
+        new.get("handler"),
+        old.get("handler"),
+        &Path::new("handler"),
+    )
+    .into_iter()
+    .collect()
 }
 
 pub fn validate_priority_class_update(new: &Value, old: &Value) -> Vec<FieldError> {
@@ -170,6 +161,43 @@ pub fn validate_resource_claim_update(new: &Value, old: &Value) -> Vec<FieldErro
     declared_immutable(new.get("spec"), old.get("spec"), &Path::new("spec"))
         .into_iter()
         .collect()
+}
+
+/// ResourceClaimTemplates: the template's spec is fixed. Upstream shows
+/// the internal Go struct; here the value is the v1 object.
+pub fn validate_resource_claim_template_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    immutable(new, old, "/spec", &Path::new("spec"))
+        .into_iter()
+        .collect()
+}
+
+/// ResourceSlices: the pool's name, the driver and the node are fixed.
+pub fn validate_resource_slice_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let spec = Path::new("spec");
+    let text_at = |obj: &Value, pointer: &str| {
+        Value::from(
+            obj.pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+    };
+    let mut errs = Vec::new();
+    for (pointer, path) in [
+        ("/spec/pool/name", spec.child("pool").child("name")),
+        ("/spec/driver", spec.child("driver")),
+    ] {
+        let n = text_at(new, pointer);
+        if n != text_at(old, pointer) {
+            errs.push(FieldError::invalid(&path, n, IMMUTABLE));
+        }
+    }
+    errs.extend(immutable(
+        new,
+        old,
+        "/spec/nodeName",
+        &spec.child("nodeName"),
+    ));
+    errs
 }
 
 #[cfg(test)]
@@ -250,6 +278,23 @@ mod tests {
                 allocated,
                 vec![],
             ),
+            ("ResourceClaimTemplate", validate_resource_claim_template_update,
+                json!({"spec": {"spec": {"devices": {}}}}),
+                json!({"spec": {"spec": {"devices": {"requests": [{"name": "r"}]}}}}),
+                vec!["spec: Invalid value: {\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\"}]}}}: field is immutable"]),
+            ("ResourceSlice", validate_resource_slice_update,
+                json!({"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "nodeName": "n1"}}),
+                json!({"spec": {"driver": "e", "pool": {"name": "q", "generation": 2}, "nodeName": "n2"}}),
+                vec![
+                    "spec.pool.name: Invalid value: \"q\": field is immutable",
+                    "spec.driver: Invalid value: \"e\": field is immutable",
+                    "spec.nodeName: Invalid value: \"n2\": field is immutable",
+                ]),
+            ("ResourceSlice", validate_resource_slice_update,
+                json!({"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "allNodes": true}}),
+                json!({"spec": {"driver": "d", "pool": {"name": "p", "generation": 2}, "allNodes": true,
+                    "devices": [{"name": "x"}]}}),
+                vec![]),
         ]
     }
 
@@ -268,13 +313,19 @@ mod tests {
                 json!({"provisioner": "b", "parameters": {"k": "w"}, "reclaimPolicy": "Retain",
                     "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true}),
                 vec![
-                    "parameters: Forbidden: updates to parameters are forbidden.",
-                    "provisioner: Forbidden: updates to provisioner are forbidden.",
-                    "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.",
-                    "volumeBindingMode: Invalid value: \"WaitForFirstConsumer\": field is immutable",
+                    "provisioner: Invalid value: null: field is immutable",
+                    "parameters: Invalid value: null: field is immutable",
+                    "reclaimPolicy: Invalid value: null: field is immutable",
+                    "volumeBindingMode: Invalid value: null: field is immutable",
                 ],
             ),
-            ("StorageClass", validate_storage_class_update, sc.clone(), sc, vec![]),
+            (
+                "StorageClass",
+                validate_storage_class_update,
+                sc.clone(),
+                sc,
+                vec![],
+            ),
             (
                 "VolumeAttributesClass",
                 validate_volume_attributes_class_update,
@@ -297,14 +348,14 @@ mod tests {
                 validate_endpoint_slice_update,
                 json!({"addressType": "IPv4", "endpoints": []}),
                 json!({"addressType": "IPv6", "endpoints": []}),
-                vec!["addressType: Invalid value: \"IPv6\": field is immutable"],
+                vec!["addressType: Invalid value: null: field is immutable"],
             ),
             (
                 "RuntimeClass",
                 validate_runtime_class_update,
                 json!({"handler": "runc"}),
                 json!({"handler": "kata"}),
-                vec!["handler: Invalid value: \"kata\": field is immutable"],
+                vec!["handler: Invalid value: null: field is immutable"],
             ),
             (
                 "PriorityClass",

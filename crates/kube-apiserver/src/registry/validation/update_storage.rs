@@ -7,12 +7,10 @@ use apimachinery::field_errors::{FieldError, Path};
 use serde_json::Value;
 
 use super::update::{
-    declared_immutable, go_nullable, go_string, go_struct, immutable_field, invalid_typed,
-    semantic_eq, IMMUTABLE,
+    declared_immutable, go_nullable, go_string, go_struct, immutable_field,
+    immutable_label_selector, invalid_typed, semantic_eq, IMMUTABLE,
 };
 use super::{items, text};
-
-const LABEL_SELECTOR: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector";
 
 fn spec(obj: &Value) -> &Value {
     obj.get("spec").unwrap_or(&Value::Null)
@@ -74,9 +72,7 @@ pub fn validate_csi_storage_capacity_update(new: &Value, old: &Value) -> Vec<Fie
     let mut errs = Vec::new();
     let (n, o) = (new.get("nodeTopology"), old.get("nodeTopology"));
     if !semantic_eq(n, o) {
-        let mut shown = n.cloned().unwrap_or(Value::Null);
-        go_json::normalize_as(LABEL_SELECTOR, &mut shown);
-        errs.push(invalid_typed(&Path::new("nodeTopology"), &shown, IMMUTABLE));
+        errs.push(immutable_label_selector(&Path::new("nodeTopology"), n));
     }
     let class = text(new, "storageClassName");
     if class != text(old, "storageClassName") {

@@ -3,12 +3,10 @@
 //! `ValidateJobUpdate`): selectors and, for Jobs, the pod template are fixed
 //! once the object exists.
 
-use std::fmt::Write as _;
-
-use apimachinery::field_errors::{ErrorType, FieldError, Path};
+use apimachinery::field_errors::{FieldError, Path};
 use serde_json::{Map, Value};
 
-use super::update::{immutable_field, semantic_eq, IMMUTABLE};
+use super::update::{immutable_field, immutable_label_selector, semantic_eq};
 
 const STATEFULSET_UPDATABLE: &str = "updates to statefulset spec for fields other than \
 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', \
@@ -18,89 +16,11 @@ fn spec(obj: &Value) -> &Value {
     obj.get("spec").unwrap_or(&Value::Null)
 }
 
-/// Appends `s` as a Go string literal (`%#v` of a string).
-fn push_quoted(out: &mut String, s: &str) {
-    out.push_str(&Value::from(s).to_string());
-}
-
-/// A label selector as Go's `%#v` prints a `metav1.LabelSelector`, which is
-/// how upstream shows it in "field is immutable" errors.
-fn go_label_selector(selector: &Value) -> String {
-    let mut out = String::from("v1.LabelSelector{MatchLabels:");
-    match selector.get("matchLabels").and_then(Value::as_object) {
-        Some(labels) => {
-            out.push_str("map[string]string{");
-            let mut keys: Vec<&String> = labels.keys().collect();
-            keys.sort();
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_quoted(&mut out, k);
-                out.push(':');
-                push_quoted(&mut out, labels[k].as_str().unwrap_or_default());
-            }
-            out.push('}');
-        }
-        None => out.push_str("map[string]string(nil)"),
-    }
-    out.push_str(", MatchExpressions:");
-    match selector.get("matchExpressions").and_then(Value::as_array) {
-        Some(exprs) => {
-            out.push_str("[]v1.LabelSelectorRequirement{");
-            for (i, e) in exprs.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_requirement(&mut out, e);
-            }
-            out.push('}');
-        }
-        None => out.push_str("[]v1.LabelSelectorRequirement(nil)"),
-    }
-    out.push('}');
-    out
-}
-
-fn push_requirement(out: &mut String, e: &Value) {
-    let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
-    out.push_str("v1.LabelSelectorRequirement{Key:");
-    push_quoted(out, text("key"));
-    out.push_str(", Operator:");
-    push_quoted(out, text("operator"));
-    out.push_str(", Values:");
-    match e.get("values").and_then(Value::as_array) {
-        Some(values) => {
-            out.push_str("[]string{");
-            for (i, v) in values.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_quoted(out, v.as_str().unwrap_or_default());
-            }
-            out.push('}');
-        }
-        None => out.push_str("[]string(nil)"),
-    }
-    out.push('}');
-}
-
 /// `spec.selector` may not change (apps/v1 and batch/v1).
 fn selector_immutable(new: &Value, old: &Value) -> Option<FieldError> {
     let (n, o) = (spec(new).get("selector"), spec(old).get("selector"));
-    if semantic_eq(n, o) {
-        return None;
-    }
-    let shown = n.map_or_else(|| "null".to_owned(), go_label_selector);
-    // The Go rendering of the selector goes in place of a JSON value.
-    let mut detail = shown;
-    let _ = write!(detail, ": {IMMUTABLE}");
-    Some(FieldError {
-        error_type: ErrorType::Invalid,
-        field: Path::new("spec").child("selector").to_string(),
-        bad_value: None,
-        detail,
-    })
+    let path = Path::new("spec").child("selector");
+    (!semantic_eq(n, o)).then(|| immutable_label_selector(&path, n))
 }
 
 /// Deployments, ReplicaSets and DaemonSets: the selector is fixed.
