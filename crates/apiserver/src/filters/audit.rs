@@ -21,7 +21,6 @@ use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use bytes::Bytes;
 use futures::FutureExt;
 use http::{HeaderValue, Request, Response};
@@ -29,6 +28,7 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use serde_json::Value;
 
 use super::authorization::attributes;
+use super::handler::Next;
 use super::max_in_flight::is_long_running;
 use crate::audit::event::{MicroTime, ResponseStatus};
 use crate::audit::request::{complete_object_ref, log_request_metadata, omit_managed_fields};

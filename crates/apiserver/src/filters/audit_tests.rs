@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use axum::middleware::{from_fn, from_fn_with_state};
 use axum::Router;
 use serde_json::{json, Value};
+use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
 use super::*;
@@ -90,16 +90,15 @@ async fn handler(req: Request<Body>) -> Response<Body> {
     )
 }
 
-fn router(auditor: AuditState) -> Router {
-    Router::new()
-        .fallback(handler)
-        .layer(from_fn_with_state(auditor.clone(), filter))
-        .layer(from_fn(as_alice))
-        .layer(from_fn_with_state(auditor, init))
-        .layer(from_fn_with_state(
+fn router(auditor: AuditState) -> Next {
+    Next::new(BoxCloneSyncService::new(Router::new().fallback(handler)))
+        .layer(auditor.clone(), filter)
+        .layer_fn(as_alice)
+        .layer(auditor, init)
+        .layer(
             Arc::new(apimachinery::request_info::RequestInfoResolver::default()),
             request_info::filter,
-        ))
+        )
 }
 
 async fn events(dir: &Path, want: usize) -> Vec<Value> {
@@ -117,7 +116,7 @@ async fn events(dir: &Path, want: usize) -> Vec<Value> {
     panic!("fewer than {want} audit events");
 }
 
-async fn send(router: &Router, req: Request<Body>) -> Response<Body> {
+async fn send(router: &Next, req: Request<Body>) -> Response<Body> {
     router
         .clone()
         .oneshot(req)

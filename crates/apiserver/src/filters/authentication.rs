@@ -9,10 +9,10 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 
 use super::filterlatency;
+use super::handler::Next;
 use crate::audit::{self, AuditContext};
 use crate::authentication::client_cert::{ClientCert, PeerCertificates};
 use crate::authentication::Authentication;

@@ -13,9 +13,9 @@ use apimachinery::status::ApiError;
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 
+use super::handler::Next;
 use crate::audit;
 use crate::authentication::user::UserInfo;
 use crate::authorization::authorizer::{Attributes, Authorizer, Decision, Outcome, Rules};

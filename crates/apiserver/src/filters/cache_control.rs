@@ -4,9 +4,10 @@
 //! itself is kept.
 
 use axum::body::Body;
-use axum::middleware::Next;
 use http::header::CACHE_CONTROL;
 use http::{HeaderValue, Request, Response};
+
+use super::handler::Next;
 
 const NO_CACHE_PRIVATE: HeaderValue = HeaderValue::from_static("no-cache, private");
 
@@ -20,22 +21,22 @@ pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
 
 #[cfg(test)]
 mod tests {
-    use axum::middleware::from_fn;
     use axum::routing::get;
     use axum::Router;
     use http::StatusCode;
+    use tower::util::BoxCloneSyncService;
     use tower::ServiceExt;
 
     use super::*;
 
     async fn cache_control(path: &str) -> (StatusCode, Option<String>) {
-        let router = Router::new()
-            .route("/ok", get(|| async { "ok" }))
-            .route(
+        let router = Next::new(BoxCloneSyncService::new(
+            Router::new().route("/ok", get(|| async { "ok" })).route(
                 "/own",
                 get(|| async { ([(CACHE_CONTROL, "public, max-age=60")], "own") }),
-            )
-            .layer(from_fn(filter));
+            ),
+        ))
+        .layer_fn(filter);
         let req = Request::builder()
             .uri(path)
             .body(Body::empty())

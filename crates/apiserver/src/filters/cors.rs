@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ORIGIN,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use regex::Regex;
+
+use super::handler::Next;
 
 const ALLOW_METHODS: &str = "POST, GET, OPTIONS, PUT, DELETE, PATCH";
 const ALLOW_HEADERS: &str = "Content-Type, Content-Length, Accept-Encoding, X-CSRF-Token, \
@@ -105,22 +106,24 @@ fn set_cors_headers(headers: &mut HeaderMap, origin: HeaderValue) {
 
 #[cfg(test)]
 mod tests {
-    use axum::middleware::from_fn_with_state;
     use axum::routing::get;
     use axum::Router;
+    use tower::util::BoxCloneSyncService;
     use tower::ServiceExt;
 
     use super::*;
 
-    fn router(patterns: &[&str]) -> Router {
+    fn router(patterns: &[&str]) -> Next {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
         let origins = AllowedOrigins::compile(&patterns).expect("valid patterns");
-        Router::new()
-            .route("/api", get(|| async { "ok" }).post(|| async { "created" }))
-            .layer(from_fn_with_state(Arc::new(origins), filter))
+        Next::new(BoxCloneSyncService::new(Router::new().route(
+            "/api",
+            get(|| async { "ok" }).post(|| async { "created" }),
+        )))
+        .layer(Arc::new(origins), filter)
     }
 
-    async fn send(router: Router, method: Method, origin: Option<&str>) -> Response<Body> {
+    async fn send(router: Next, method: Method, origin: Option<&str>) -> Response<Body> {
         let mut req = Request::builder().method(method).uri("/api");
         if let Some(origin) = origin {
             req = req.header(ORIGIN, origin);

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use apimachinery::go_duration::GoDuration;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
 use opentelemetry::Context;
 
+use super::handler::Next;
 use super::httplog;
 use crate::metrics::Metrics;
 

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::header::STRICT_TRANSPORT_SECURITY;
 use http::{HeaderValue, Request, Response};
+
+use super::handler::Next;
 
 /// An invalid header value (e.g. a control character in a directive).
 #[derive(Debug, thiserror::Error)]
@@ -48,10 +49,10 @@ pub async fn filter(
 
 #[cfg(test)]
 mod tests {
-    use axum::middleware::from_fn_with_state;
     use axum::routing::get;
     use axum::Router;
     use http::StatusCode;
+    use tower::util::BoxCloneSyncService;
     use tower::ServiceExt;
 
     use super::*;
@@ -59,13 +60,13 @@ mod tests {
     async fn hsts_header(directives: &[&str], path: &str) -> (StatusCode, Option<String>) {
         let directives: Vec<String> = directives.iter().map(|d| d.to_string()).collect();
         let hsts = Hsts::new(&directives).expect("valid directives");
-        let router = Router::new()
-            .route("/ok", get(|| async { "ok" }))
-            .route(
+        let router = Next::new(BoxCloneSyncService::new(
+            Router::new().route("/ok", get(|| async { "ok" })).route(
                 "/own",
                 get(|| async { ([(STRICT_TRANSPORT_SECURITY, "max-age=1")], "own") }),
-            )
-            .layer(from_fn_with_state(Arc::new(hsts), filter));
+            ),
+        ))
+        .layer(Arc::new(hsts), filter);
         let req = Request::builder()
             .uri(path)
             .body(Body::empty())

@@ -24,11 +24,11 @@ use apimachinery::go_duration::GoDuration;
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::middleware::Next;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 
 use super::audit::AuditId;
+use super::handler::Next;
 use super::metrics::reported_verb;
 use crate::metrics::{Scope, Verb};
 

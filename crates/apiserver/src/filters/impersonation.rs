@@ -10,10 +10,10 @@ use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{HeaderMap, Request, Response};
 
 use super::authorization::{forbidden, Authorization};
+use super::handler::Next;
 use crate::authentication::user::{
     UserInfo, ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP,
 };

@@ -8,10 +8,10 @@ use apimachinery::request_info::RequestInfo;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 use tokio::sync::Semaphore;
 
+use super::handler::Next;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 

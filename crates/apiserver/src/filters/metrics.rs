@@ -12,11 +12,11 @@ use std::time::Instant;
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{header, HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt;
 use prometheus_client::metrics::gauge::Gauge;
 
+use super::handler::Next;
 use super::max_in_flight::is_long_running;
 use crate::metrics::{CountLabels, DryRun, DurationLabels, Metrics, RequestLabels, Scope, Verb};
 

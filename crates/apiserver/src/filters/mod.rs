@@ -9,6 +9,7 @@ pub mod authorization;
 pub mod cache_control;
 pub mod cors;
 pub mod filterlatency;
+pub mod handler;
 pub mod hsts;
 pub mod httplog;
 pub mod impersonation;

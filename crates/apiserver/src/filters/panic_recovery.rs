@@ -5,10 +5,10 @@ use std::panic::AssertUnwindSafe;
 
 use apimachinery::status::ApiError;
 use axum::body::Body;
-use axum::middleware::Next;
 use futures::FutureExt;
 use http::{Request, Response};
 
+use super::handler::Next;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 

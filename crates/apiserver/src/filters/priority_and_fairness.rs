@@ -13,11 +13,11 @@ use std::time::Instant;
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use futures::StreamExt;
 use http::{header, HeaderName, HeaderValue, Request, Response, StatusCode};
 use prometheus_client::metrics::gauge::Gauge;
 
+use super::handler::Next;
 use super::max_in_flight::is_long_running;
 use crate::authentication::user::UserInfo;
 use crate::flowcontrol::metrics::flow_labels;

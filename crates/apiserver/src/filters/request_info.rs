@@ -8,9 +8,9 @@ use apimachinery::request_info::RequestInfoResolver;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 
+use super::handler::Next;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;
 

@@ -7,9 +7,9 @@ use std::time::Duration;
 use apimachinery::status::ApiError;
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 
+use super::handler::Next;
 use super::max_in_flight::is_long_running_request;
 use crate::endpoints::negotiation::Encoding;
 use crate::endpoints::response;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use apimachinery::request_info::RequestInfo;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::middleware::Next;
 use component_base::tracing::{self, httpconv};
 use http::{Request, Response};
 use http_body_util::BodyExt as _;
@@ -28,6 +27,7 @@ use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt as _, Tracer 
 use opentelemetry::{Context, KeyValue};
 
 use super::audit::AuditId;
+use super::handler::Next;
 use crate::authentication::user::{UserInfo, MONITORING_GROUP, PRIVILEGED_GROUP};
 
 pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {

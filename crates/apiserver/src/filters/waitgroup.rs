@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::{Request, Response};
 use tokio::sync::Notify;
 
+use super::handler::Next;
 use super::max_in_flight::is_long_running_request;
 use super::with_retry_after::is_exempt;
 

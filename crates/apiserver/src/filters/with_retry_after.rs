@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::middleware::Next;
 use http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
 use http::{HeaderValue, Request, Response, StatusCode};
+
+use super::handler::Next;
 
 /// Paths answered normally even while refusing (upstream's
 /// `pathPrefixesExemptFromRetryAfter`).
@@ -61,20 +62,18 @@ pub async fn filter(
 
 #[cfg(test)]
 mod tests {
-    use axum::middleware::from_fn_with_state;
     use axum::routing::get;
     use axum::Router;
+    use tower::util::BoxCloneSyncService;
     use tower::ServiceExt;
 
     use super::*;
 
     async fn answer(not_accepting: bool, path: &str, agent: &str) -> Response<Body> {
-        let router = Router::new()
-            .fallback(get(|| async { "served" }))
-            .layer(from_fn_with_state(
-                Arc::new(AtomicBool::new(not_accepting)),
-                filter,
-            ));
+        let router = Next::new(BoxCloneSyncService::new(
+            Router::new().fallback(get(|| async { "served" })),
+        ))
+        .layer(Arc::new(AtomicBool::new(not_accepting)), filter);
         let req = Request::get(path)
             .header(USER_AGENT, agent)
             .body(Body::empty())

@@ -88,11 +88,7 @@ impl GenericApiServer {
         }
         self.install_index();
         let handler = self.unprotected_handler();
-        let router = build_handler_chain(
-            Router::new().fallback_service(handler),
-            &self.config,
-            &signals,
-        );
+        let router = build_handler_chain(handler, &self.config, &signals);
         PreparedServer {
             router,
             post_start_hooks: self.post_start_hooks.clone(),

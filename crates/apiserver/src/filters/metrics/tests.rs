@@ -3,13 +3,13 @@ use std::time::Duration;
 
 use apimachinery::request_info::RequestInfoResolver;
 use axum::extract::State as AxumState;
-use axum::middleware::from_fn_with_state;
 use axum::routing::any;
 use axum::Router;
 use bytes::Bytes;
 use http::StatusCode;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tower::util::BoxCloneSyncService;
 use tower::ServiceExt;
 
 use super::*;
@@ -148,14 +148,15 @@ async fn handler(AxumState(feed): AxumState<WatchFeed>, req: Request<Body>) -> R
 }
 
 fn router(metrics: Arc<Metrics>, feed: WatchFeed) -> Router {
-    Router::new()
-        .fallback(any(handler))
-        .with_state(feed)
-        .layer(from_fn_with_state(metrics, filter))
-        .layer(from_fn_with_state(
-            Arc::new(RequestInfoResolver::default()),
-            request_info::filter,
-        ))
+    let chain = Next::new(BoxCloneSyncService::new(
+        Router::new().fallback(any(handler)).with_state(feed),
+    ))
+    .layer(metrics, filter)
+    .layer(
+        Arc::new(RequestInfoResolver::default()),
+        request_info::filter,
+    );
+    Router::new().fallback_service(chain)
 }
 
 async fn send(router: &Router, method: Method, uri: &str) -> Response<Body> {
