@@ -152,8 +152,18 @@ fn unavailable(cause: &str) -> StorageError {
 }
 
 fn open_database(path: &Path) -> std::result::Result<(Database, Bookkeeping), String> {
+    let shown = path.display().to_string();
+    let said = std::cell::Cell::new(false);
     let db = Database::builder()
         .set_cache_size(CACHE_BYTES)
+        // redb walks and verifies the whole file when it was not closed
+        // (a kill, a crash, a failed commit): say so, as it takes a while
+        // on a large store.
+        .set_repair_callback(move |_| {
+            if !said.replace(true) {
+                tracing::info!(path = %shown, "repairing the embedded store: it was not closed cleanly");
+            }
+        })
         .create(path)
         .map_err(|e| format!("cannot open database {}: {e}", path.display()))?;
     let bookkeeping =

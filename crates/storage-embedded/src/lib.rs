@@ -179,9 +179,9 @@ impl EmbeddedKv {
         })
     }
 
-    /// Stops the writer and waits until it has released the database. The
-    /// file is closed once every clone and watcher of this store is gone;
-    /// other clones' writes fail from now on.
+    /// Stops the writer and closes the database file cleanly (so that the
+    /// next open needs no repair); other clones' reads and writes fail
+    /// from now on.
     pub async fn close(self) {
         let (reply, done) = oneshot::channel();
         if self.writes.send(Request::Close { reply }).await.is_ok() {

@@ -114,8 +114,13 @@ pub(crate) fn run(
     for (_, reply) in writer.compactions.drain(..) {
         let _ = reply.send(Err(closed()));
     }
-    // Release the queue and the database before telling the closer it is closed.
+    // Release the queue and the database before telling the closer it is
+    // closed. The file is closed now, whoever still holds the store: redb
+    // then records a clean shutdown and the next open skips its repair walk.
     drop(requests);
+    if close_reply.is_some() {
+        writer.shared.db.close("the embedded store was closed");
+    }
     drop(writer);
     if let Some(reply) = close_reply {
         let _ = reply.send(());

@@ -26,13 +26,17 @@ const ETCD_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub type RunError = Box<dyn std::error::Error + Send + Sync>;
 
-async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> {
+/// Opens the storage; for the embedded store also returns the handle that
+/// closes it when the server stops.
+async fn open_storage(
+    opts: &CompletedOptions,
+) -> Result<(Arc<dyn Kv>, Option<EmbeddedKv>), RunError> {
     match &opts.storage {
         StorageBackend::Embedded { dir } => {
             ensure_data_dir(&opts.options.data_dir)?;
             let dir = dir.clone();
             let kv = tokio::task::spawn_blocking(move || EmbeddedKv::open(&dir)).await??;
-            Ok(Arc::new(kv))
+            Ok((Arc::new(kv.clone()), Some(kv)))
         }
         StorageBackend::Etcd { servers } => {
             let etcd = &opts.options.etcd;
@@ -50,9 +54,8 @@ async fn open_storage(opts: &CompletedOptions) -> Result<Arc<dyn Kv>, RunError> 
                 health_timeout,
                 ..EtcdConfig::new(servers.clone())
             };
-            Ok(Arc::new(
-                wait_for_etcd(config, ETCD_PREFLIGHT_TIMEOUT).await?,
-            ))
+            let kv = wait_for_etcd(config, ETCD_PREFLIGHT_TIMEOUT).await?;
+            Ok((Arc::new(kv), None))
         }
     }
 }
@@ -184,7 +187,8 @@ async fn serve(mut opts: CompletedOptions) -> Result<(), RunError> {
     apiserver::endpoints::negotiation::set_cbor_enabled(
         opts.feature_gates.get("CBORServingAndStorage") == Some(&true),
     );
-    let encryption = super::encryption::wrap(open_storage(&opts).await?, &opts).await?;
+    let (kv, embedded) = open_storage(&opts).await?;
+    let encryption = super::encryption::wrap(kv, &opts).await?;
     let kv = encryption.kv;
     let _compactor =
         storage::compactor::start(kv.clone(), opts.options.etcd.compaction_interval.to_std());
@@ -250,6 +254,11 @@ async fn serve(mut opts: CompletedOptions) -> Result<(), RunError> {
     prepared
         .run(listener, tls_config, serve_options, shutdown_signal())
         .await;
+    // A clean close spares the next start redb's repair walk of the whole
+    // file (upstream closes its storage backends at shutdown too).
+    if let Some(embedded) = embedded {
+        embedded.close().await;
+    }
     tracing::info!("server stopped");
     Ok(())
 }

@@ -134,14 +134,7 @@ fn configmap_lifecycle_with_apply_label_and_delete() {
     let s = TestServer::start();
     let applied = s.apply_yaml(CONFIGMAP);
     assert!(applied.contains("configmap/demo created"), "{applied}");
-    let got = s.ok(&[
-        "get",
-        "configmap",
-        "demo",
-        "-o",
-        "jsonpath={.data.greeting}",
-    ]);
-    assert_eq!(got, "hello");
+    assert_eq!(greeting(&s), "hello");
     s.ok(&["label", "configmap", "demo", "tier=frontend"]);
     s.ok(&["annotate", "configmap", "demo", "note=x"]);
     let selected = s.ok(&[
@@ -232,14 +225,42 @@ fn data_survives_a_restart() {
     let mut s = TestServer::start();
     s.apply_yaml(CONFIGMAP);
     s.restart();
-    let got = s.ok(&[
+    assert_eq!(greeting(&s), "hello");
+}
+
+/// The `demo` ConfigMap's greeting.
+fn greeting(s: &TestServer) -> String {
+    s.ok(&[
         "get",
         "configmap",
         "demo",
         "-o",
         "jsonpath={.data.greeting}",
-    ]);
-    assert_eq!(got, "hello");
+    ])
+}
+
+/// What the server logs when it opens an embedded store that was not
+/// closed (redb's repair walk of the whole file).
+const REPAIRING: &str = "repairing the embedded store";
+
+fn server_log(s: &TestServer) -> String {
+    std::fs::read_to_string(s.dir.path().join("server.log")).expect("server log")
+}
+
+#[test]
+fn a_terminated_server_closes_its_store_so_the_next_start_needs_no_repair() {
+    let mut s = TestServer::start();
+    s.apply_yaml(CONFIGMAP);
+    assert!(s.terminate().success(), "{}", server_log(&s));
+    s.restart();
+    let log = server_log(&s);
+    assert!(!log.contains(REPAIRING), "{log}");
+    assert_eq!(greeting(&s), "hello");
+    // A killed server cannot close its store: the next start repairs it.
+    s.restart();
+    let log = server_log(&s);
+    assert!(log.contains(REPAIRING), "{log}");
+    assert_eq!(greeting(&s), "hello");
 }
 
 #[test]
