@@ -6,6 +6,7 @@
 //! `metadata.selfLink`; every object handed out carries the key's mod
 //! revision as its resourceVersion.
 
+mod handoff;
 mod object;
 mod update;
 mod watch;
@@ -28,6 +29,7 @@ use crate::interface::{
 use crate::kv::{prefix_end, KeyValue, Kv, RangeRequest, TxnOp, TxnResponse};
 use crate::offload;
 
+use handoff::Handoff;
 use object::{decode_object, prepare_for_storage, set_resource_version};
 
 /// etcd's default `--max-request-bytes` (1.5 MiB): larger values are refused.
@@ -48,6 +50,8 @@ pub struct Store {
     codec: Arc<dyn Codec>,
     max_object_bytes: usize,
     bookmark_interval: Duration,
+    /// Written objects handed to this store's watches.
+    handoff: Arc<Handoff>,
     /// The group and resource stored, for the spans.
     group: String,
     resource: String,
@@ -60,6 +64,7 @@ impl Store {
             codec,
             max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
+            handoff: Arc::default(),
             group: String::new(),
             resource: String::new(),
         }
@@ -110,6 +115,7 @@ impl Store {
             "Encode succeeded",
             vec![Attribute::new("len", length(&data))],
         );
+        let ticket = self.written_ticket(key, &data);
         let txn = self.kv.txn(key, 0, TxnOp::Put(data)).await;
         match &txn {
             Ok(_) => tracing_ctx::add_event("Txn call succeeded", Vec::new()),
@@ -118,7 +124,9 @@ impl Store {
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut obj, revision)?;
-                Ok(Arc::new(obj))
+                let obj = Arc::new(obj);
+                ticket.fill(revision, &obj);
+                Ok(obj)
             }
             TxnResponse::Failed { .. } => Err(StorageError::AlreadyExists {
                 key: key.to_string(),
@@ -248,6 +256,16 @@ impl Store {
             remaining_item_count: continue_token.as_ref().and(remaining),
             continue_token,
         })
+    }
+
+    /// The ticket of a create or update storing `data` at `key` (see
+    /// [`handoff`]): an empty one unless the codec decodes as written.
+    fn written_ticket(&self, key: &str, data: &Bytes) -> handoff::Ticket {
+        if self.codec.decodes_as_written() {
+            self.handoff.expect(key, data)
+        } else {
+            handoff::Ticket::none()
+        }
     }
 
     fn encode(&self, obj: &Value) -> Result<Bytes> {

@@ -83,6 +83,7 @@ pub(super) async fn guaranteed_update(
             });
         }
         tracing_ctx::add_event("Transaction prepared", Vec::new());
+        let ticket = store.written_ticket(key, &data);
         let txn = store.kv.txn(key, state.revision, TxnOp::Put(data)).await;
         let events: &[&'static str] = match &txn {
             Ok(_) => &["Txn call completed", "Transaction committed"],
@@ -94,7 +95,9 @@ pub(super) async fn guaranteed_update(
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut updated, revision)?;
-                return Ok(Arc::new(updated));
+                let updated = Arc::new(updated);
+                ticket.fill(revision, &updated);
+                return Ok(updated);
             }
             TxnResponse::Failed { current, .. } => {
                 tracing::debug!(key, "guaranteed update lost a race, retrying");
@@ -119,12 +122,16 @@ pub(super) async fn delete(
         };
         check_preconditions(key, preconditions, Some(&obj))?;
         validate(obj.clone()).await?;
+        // A delete event carries the deleted bytes as its previous value.
+        let ticket = store.handoff.expect(key, &state.data);
         match store.kv.txn(key, state.revision, TxnOp::Delete).await? {
             TxnResponse::Succeeded { revision, .. } => {
                 // The deleted object carries the revision of its deletion.
                 let mut deleted = Arc::unwrap_or_clone(obj);
                 set_resource_version(key, &mut deleted, revision)?;
-                return Ok(Arc::new(deleted));
+                let deleted = Arc::new(deleted);
+                ticket.fill(revision, &deleted);
+                return Ok(deleted);
             }
             TxnResponse::Failed { current, .. } => {
                 tracing::debug!(key, "delete lost a race, retrying");

@@ -9,15 +9,19 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
+use super::handoff::Subscription;
 use super::Store;
 use crate::codec::Codec;
 use crate::error::{Result, StorageError};
-use crate::interface::{Predicate, WatchEvent, WatchOptions, WatchStream};
+use crate::interface::{Object, Predicate, WatchEvent, WatchOptions, WatchStream};
 use crate::kv::{prefix_end, KvEvent, KvEventKind, KvWatchItem, KvWatchStream, RangeRequest};
 
 use super::object::decode_object;
 
 pub(super) async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+    // Writes from here on hand their objects over (the initial state and
+    // earlier writes are decoded).
+    let handoff = store.handoff.subscribe();
     let key = if opts.recursive && !key.ends_with('/') {
         format!("{key}/")
     } else {
@@ -56,6 +60,7 @@ pub(super) async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Resul
         .then(|| bookmark_ticker(store.bookmark_interval));
     let translator = Watcher {
         codec: store.codec.clone(),
+        handoff,
         predicate: opts.predicate,
         allow_bookmarks: opts.allow_bookmarks,
         initial: initial.into_iter(),
@@ -78,6 +83,7 @@ fn bookmark_ticker(period: Duration) -> Interval {
 
 struct Watcher {
     codec: Arc<dyn Codec>,
+    handoff: Subscription,
     predicate: Predicate,
     allow_bookmarks: bool,
     initial: std::vec::IntoIter<WatchEvent>,
@@ -129,7 +135,7 @@ impl Watcher {
                 }
                 Some(Ok(KvWatchItem::Event(event))) => {
                     self.seen_revision = self.seen_revision.max(event.kv.mod_revision);
-                    match self.translate(event) {
+                    match self.translate(event).await {
                         Ok(Some(event)) => return Some(event),
                         Ok(None) => {}
                         Err(e) => return Some(self.fail(e)),
@@ -155,51 +161,60 @@ impl Watcher {
     /// Upstream's `watchChan.transform`: with a predicate, a modification
     /// that enters the selection is Added and one that leaves it is Deleted
     /// (carrying the old object at the new revision).
-    fn translate(&self, event: KvEvent) -> Result<Option<WatchEvent>> {
+    async fn translate(&mut self, event: KvEvent) -> Result<Option<WatchEvent>> {
         let revision = event.kv.mod_revision;
         let key = event.kv.key.as_str();
-        let decode_prev = |prev: Option<&crate::kv::KeyValue>| -> Result<serde_json::Value> {
-            let prev = prev.ok_or_else(|| {
+        let prev = || {
+            event.prev.as_ref().ok_or_else(|| {
                 StorageError::internal(format!(
                     "watch event for {key} at revision {revision} carries no previous value"
                 ))
-            })?;
-            decode_object(self.codec.as_ref(), key, &prev.value, revision)
+            })
         };
         match event.kind {
             KvEventKind::Delete => {
-                let old = decode_prev(event.prev.as_ref())?;
+                let old = self.object(key, &prev()?.value, revision).await?;
                 Ok(self
                     .predicate
                     .matches(&old)
-                    .then(|| WatchEvent::Deleted(Arc::new(old))))
+                    .then_some(WatchEvent::Deleted(old)))
             }
             KvEventKind::Put => {
-                let current = decode_object(self.codec.as_ref(), key, &event.kv.value, revision)?;
+                let current = self.object(key, &event.kv.value, revision).await?;
                 let created = event.prev.is_none() || event.kv.create_revision == revision;
                 if created {
                     return Ok(self
                         .predicate
                         .matches(&current)
-                        .then(|| WatchEvent::Added(Arc::new(current))));
+                        .then_some(WatchEvent::Added(current)));
                 }
                 if self.predicate.is_everything() {
-                    return Ok(Some(WatchEvent::Modified(Arc::new(current))));
+                    return Ok(Some(WatchEvent::Modified(current)));
                 }
-                let old = decode_prev(event.prev.as_ref())?;
+                let old = decode_object(self.codec.as_ref(), key, &prev()?.value, revision)?;
                 Ok(
                     match (
                         self.predicate.matches(&current),
                         self.predicate.matches(&old),
                     ) {
-                        (true, true) => Some(WatchEvent::Modified(Arc::new(current))),
-                        (true, false) => Some(WatchEvent::Added(Arc::new(current))),
+                        (true, true) => Some(WatchEvent::Modified(current)),
+                        (true, false) => Some(WatchEvent::Added(current)),
                         (false, true) => Some(WatchEvent::Deleted(Arc::new(old))),
                         (false, false) => None,
                     },
                 )
             }
         }
+    }
+
+    /// The object stored as `data` at `key` by the write of `revision` (for
+    /// a delete: the object deleted), as its writer handed it over, else
+    /// decoded.
+    async fn object(&mut self, key: &str, data: &[u8], revision: i64) -> Result<Object> {
+        if let Some(obj) = self.handoff.take(key, data, revision).await {
+            return Ok(obj);
+        }
+        decode_object(self.codec.as_ref(), key, data, revision).map(Arc::new)
     }
 }
 
@@ -233,6 +248,7 @@ mod tests {
     fn watcher(items: Vec<Result<KvWatchItem>>, predicate: Predicate, bookmarks: bool) -> Watcher {
         Watcher {
             codec: Arc::new(JsonCodec),
+            handoff: Arc::new(super::super::handoff::Handoff::default()).subscribe(),
             predicate,
             allow_bookmarks: bookmarks,
             initial: Vec::new().into_iter(),
