@@ -11,9 +11,6 @@ use serde_json::{Number, Value};
 
 use crate::{CborError, SELF_DESCRIBED};
 
-/// The tag number whose head is [`SELF_DESCRIBED`].
-const SELF_DESCRIBED_TAG: u64 = 55799;
-
 /// Encodes one object (any JSON tree), self-described.
 pub fn encode(value: &Value) -> Vec<u8> {
     let mut out = start();
@@ -64,14 +61,21 @@ where
 /// One watch event of a `application/cbor-seq` stream: `{type, object}`
 /// with the object itself self-described, as upstream embeds it.
 pub fn encode_watch_event(kind: &str, object: &Value) -> Vec<u8> {
-    let mut out = start();
+    encode_watch_event_with(kind, &encode(object))
+}
+
+/// [`encode_watch_event`] around an object already encoded by [`encode`]
+/// (self-described, as the event embeds it), which every watcher of the
+/// event can share.
+pub fn encode_watch_event_with(kind: &str, object: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + object.len());
+    out.extend_from_slice(&SELF_DESCRIBED);
     let mut w = Writer::new(&mut out);
     w.head(Header::Map(Some(2)));
     w.string("type");
     w.string(kind);
     w.string("object");
-    w.head(Header::Tag(SELF_DESCRIBED_TAG));
-    w.value(object);
+    out.extend_from_slice(object);
     out
 }
 

@@ -32,7 +32,7 @@ mod encode;
 mod time;
 
 pub use decode::{decode, decode_first};
-pub use encode::{encode, encode_list, encode_watch_event, to_vec};
+pub use encode::{encode, encode_list, encode_watch_event, encode_watch_event_with, to_vec};
 
 /// The media type of one CBOR-encoded object.
 pub const CONTENT_TYPE: &str = "application/cbor";

@@ -272,8 +272,11 @@ fn encode_kind(
     })?;
     if kind == WATCH_EVENT {
         let event_type = obj.get("type").and_then(Value::as_str).unwrap_or_default();
+        let object = obj.get("object").filter(|o| !o.is_null());
+        let raw = object.map(watch_event_object).transpose()?;
         put_nested(buf, 2, |b| {
-            encode_watch_body(event_type, obj.get("object"), b)
+            encode_watch_body(event_type, raw.as_deref(), b);
+            Ok::<(), ProtobufError>(())
         })?;
     } else {
         put_nested(buf, 2, |b| encode::encode_object(desc.message, obj, b, 0))?;
@@ -312,26 +315,28 @@ pub fn encode_list<'a>(
     Ok(buf)
 }
 
-/// The `metav1.WatchEvent` message: `type` and the object as a nested
-/// protobuf body (JSON when the object's kind has no protobuf encoding).
-fn encode_watch_body(
-    event_type: &str,
-    object: Option<&Value>,
-    buf: &mut Vec<u8>,
-) -> Result<(), ProtobufError> {
+/// The `metav1.WatchEvent` message: `type` and the object (`raw`, see
+/// [`watch_event_object`]) as a nested `runtime.RawExtension`.
+fn encode_watch_body(event_type: &str, raw: Option<&[u8]>, buf: &mut Vec<u8>) {
     put_bytes(buf, 1, event_type.as_bytes());
-    let Some(object) = object.filter(|o| !o.is_null()) else {
-        return Ok(());
-    };
-    put_nested(buf, 2, |b| {
-        let raw = match type_meta(object) {
-            Ok((av, kind)) if supports(av, kind) => encode(object)?,
-            _ => serde_json::to_vec(object)
-                .map_err(|_| ProtobufError::Corrupt("object is not serializable"))?,
-        };
-        put_bytes(b, 1, &raw);
-        Ok(())
-    })
+    if let Some(raw) = raw {
+        let _ = put_nested(buf, 2, |b| {
+            put_bytes(b, 1, raw);
+            Ok::<(), ProtobufError>(())
+        });
+    }
+}
+
+/// An object as a watch event carries it in `object.raw`: its full
+/// protobuf body, or JSON when its kind has no protobuf encoding. The same
+/// for every watcher of the event, so it can be encoded once and shared
+/// (see [`encode_watch_event_with`]).
+pub fn watch_event_object(object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    match type_meta(object) {
+        Ok((av, kind)) if supports(av, kind) => encode(object),
+        _ => serde_json::to_vec(object)
+            .map_err(|_| ProtobufError::Corrupt("object is not serializable")),
+    }
 }
 
 /// Encodes one event of a protobuf watch stream
@@ -341,8 +346,22 @@ fn encode_watch_body(
 /// body. `event_type` is `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or
 /// `ERROR` (with a Status object).
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
-    let mut buf = vec![0u8; 4];
-    encode_watch_body(event_type, Some(object), &mut buf)?;
+    let raw = Some(object)
+        .filter(|o| !o.is_null())
+        .map(watch_event_object)
+        .transpose()?;
+    encode_watch_event_with(event_type, raw.as_deref())
+}
+
+/// [`encode_watch_event`] around an object already encoded by
+/// [`watch_event_object`] (`None`: no object).
+pub fn encode_watch_event_with(
+    event_type: &str,
+    raw: Option<&[u8]>,
+) -> Result<Vec<u8>, ProtobufError> {
+    let mut buf = Vec::with_capacity(16 + raw.map_or(0, <[u8]>::len));
+    buf.extend_from_slice(&[0; 4]);
+    encode_watch_body(event_type, raw, &mut buf);
     let len = u32::try_from(buf.len() - 4)
         .map_err(|_| ProtobufError::Corrupt("watch event too large"))?;
     buf[..4].copy_from_slice(&len.to_be_bytes());

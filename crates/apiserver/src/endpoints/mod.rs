@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod body;
+pub mod caching_object;
 pub mod compression;
 pub mod computed_read;
 pub mod connect;

@@ -15,7 +15,7 @@ use http::HeaderMap;
 use crate::registry::rest::table::IncludeObject;
 
 /// The wire encodings this server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
     Json,
     Yaml,

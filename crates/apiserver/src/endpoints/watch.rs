@@ -5,6 +5,7 @@
 //! `k8s.io/initial-events-end` at the snapshot's revision, then the changes
 //! after it.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +20,9 @@ use opentelemetry::context::FutureExt as _;
 use opentelemetry::Context;
 use rand::Rng;
 use serde_json::{json, Value};
-use storage::{ListOptions, WatchEvent, WatchOptions};
+use storage::{ListOptions, Object, WatchEvent, WatchOptions};
 
+use super::caching_object;
 use super::handlers::{list_options, HandlerConfig};
 use super::negotiation::{Encoding, Negotiated};
 use super::query::ListParams;
@@ -209,37 +211,73 @@ enum Sent {
 }
 
 fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
-    let mut owned;
-    let (kind, object): (&str, &Value) = match &event {
-        Sent::Event(WatchEvent::Added(o)) => ("ADDED", o),
-        Sent::Event(WatchEvent::Modified(o)) => ("MODIFIED", o),
-        Sent::Event(WatchEvent::Deleted(o)) => ("DELETED", o),
-        Sent::InitialEventsEnd(rv) => {
-            owned = json!({
-                "kind": store.info.kind,
-                "apiVersion": store.info.api_version(),
-                "metadata": {
-                    "resourceVersion": rv.to_string(),
-                    "annotations": {INITIAL_EVENTS_END: "true"},
-                },
-            });
-            go_json::normalize(&mut owned);
-            ("BOOKMARK", &owned)
-        }
-        Sent::Event(WatchEvent::Bookmark(rv)) => {
-            owned = json!({
-                "kind": store.info.kind,
-                "apiVersion": store.info.api_version(),
-                "metadata": {"resourceVersion": rv.to_string()},
-            });
-            go_json::normalize(&mut owned);
-            ("BOOKMARK", &owned)
-        }
+    let owned = match event {
+        Sent::Event(WatchEvent::Added(o)) => return shared_frame("ADDED", &o, encoding),
+        Sent::Event(WatchEvent::Modified(o)) => return shared_frame("MODIFIED", &o, encoding),
+        Sent::Event(WatchEvent::Deleted(o)) => return shared_frame("DELETED", &o, encoding),
+        Sent::InitialEventsEnd(rv) => json!({
+            "kind": store.info.kind,
+            "apiVersion": store.info.api_version(),
+            "metadata": {
+                "resourceVersion": rv.to_string(),
+                "annotations": {INITIAL_EVENTS_END: "true"},
+            },
+        }),
+        Sent::Event(WatchEvent::Bookmark(rv)) => json!({
+            "kind": store.info.kind,
+            "apiVersion": store.info.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()},
+        }),
         Sent::Event(WatchEvent::Error(e)) => {
-            owned = interpret(e.clone(), &store.info, "").to_status_json();
-            ("ERROR", &owned)
+            let status = interpret(e, &store.info, "").to_status_json();
+            return encoded_frame("ERROR", &status, encoding);
         }
     };
+    let mut owned = owned;
+    go_json::normalize(&mut owned);
+    encoded_frame("BOOKMARK", &owned, encoding)
+}
+
+/// The frame of an event of a stored object: the object encoded once for
+/// all watchers ([`caching_object`]), the frame around it per watcher
+/// (YAML, which indents the object inside the frame, encodes it whole).
+fn shared_frame(kind: &str, object: &Object, encoding: Encoding) -> Bytes {
+    let framed = match encoding {
+        Encoding::Json => {
+            let once = |v: &Value| Ok::<_, Infallible>(encode(v, Encoding::Json, false));
+            let Ok(encoded) = caching_object::encoded(object, encoding, once);
+            // Go's `json.Encoder` writes `{"type":…,"object":…}` and a newline.
+            let body = encoded.strip_suffix(b"\n").unwrap_or(&encoded);
+            let mut bytes = Vec::with_capacity(body.len() + kind.len() + 24);
+            bytes.extend_from_slice(b"{\"type\":\"");
+            bytes.extend_from_slice(kind.as_bytes());
+            bytes.extend_from_slice(b"\",\"object\":");
+            bytes.extend_from_slice(body);
+            bytes.extend_from_slice(b"}\n");
+            Ok(bytes)
+        }
+        Encoding::Protobuf => caching_object::encoded(object, encoding, |v| {
+            protobuf_codec::watch_event_object(v).map(Bytes::from)
+        })
+        .and_then(|raw| protobuf_codec::encode_watch_event_with(kind, Some(&raw))),
+        Encoding::Cbor => {
+            let once = |v: &Value| Ok::<_, Infallible>(Bytes::from(kube_cbor::encode(v)));
+            let Ok(encoded) = caching_object::encoded(object, encoding, once);
+            Ok(kube_cbor::encode_watch_event_with(kind, &encoded))
+        }
+        Encoding::Yaml => return encoded_frame(kind, object, encoding),
+    };
+    framed.map_or_else(
+        |e| {
+            tracing::warn!(error = %e, "watch event has no protobuf encoding");
+            Bytes::new()
+        },
+        Bytes::from,
+    )
+}
+
+/// A frame encoded whole.
+fn encoded_frame(kind: &str, object: &Value, encoding: Encoding) -> Bytes {
     if encoding == Encoding::Protobuf {
         return match protobuf_codec::encode_watch_event(kind, object) {
             Ok(frame) => Bytes::from(frame),
@@ -261,4 +299,36 @@ fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
     // JSON frames end with the newline of Go's `json.Encoder`.
     bytes.extend_from_slice(&encoded);
     Bytes::from(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Frames around a shared encoding are the frames encoded whole.
+    #[test]
+    fn shared_frames_match_whole_ones() {
+        let object: Object = Arc::new(json!({
+            "kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": "a<b>", "namespace": "ns", "resourceVersion": "5"},
+            "data": {"k": "v & \u{2028}"},
+        }));
+        for encoding in [
+            Encoding::Json,
+            Encoding::Protobuf,
+            Encoding::Cbor,
+            Encoding::Yaml,
+        ] {
+            for kind in ["ADDED", "MODIFIED", "DELETED"] {
+                let whole = encoded_frame(kind, &object, encoding);
+                assert!(!whole.is_empty());
+                assert_eq!(shared_frame(kind, &object, encoding), whole, "{encoding:?}");
+                assert_eq!(shared_frame(kind, &object, encoding), whole, "cached");
+            }
+        }
+    }
 }
