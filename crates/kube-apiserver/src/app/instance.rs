@@ -75,7 +75,8 @@ fn install_apis(
         builtin::core_v1(allocator.clone()),
         enabled,
     )];
-    for group in builtin::named_groups() {
+    for mut group in builtin::named_groups() {
+        group.retain(|b| builtin::gate_allows(&b.info, &opts.feature_gates));
         schemas.push(install(kube, factory, group, enabled));
     }
     let (group, version) = autoscaling_v1::GROUP_VERSION;

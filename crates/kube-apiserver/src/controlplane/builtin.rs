@@ -3,6 +3,7 @@
 //! details (short names, categories, subresources), its etcd key root and
 //! its strategy. Groups are listed in upstream's order.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apimachinery::field_errors::FieldError;
@@ -491,6 +492,15 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         ],
         vec![
             builtin::<resource::DeviceClass>(returns_deleted(plain()), PLAIN),
+            builtin::<resource::DeviceTaintRule>(
+                returns_deleted(dra::device_taint_rules(ResourceStrategy {
+                    validate: validation::resource::validate_device_taint_rule,
+                    validate_create: validation::resource::validate_device_taint_rule_create,
+                    validate_update: validation::resource::validate_device_taint_rule_update,
+                    ..ResourceStrategy::spec_status()
+                })),
+                PLAIN,
+            ),
             builtin::<resource::ResourceClaim>(
                 returns_deleted(fixed(
                     classes::validate_resource_claim_update,
@@ -514,6 +524,19 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             ),
         ],
     ]
+}
+
+/// Resources upstream's storage providers serve only while a feature gate
+/// is on: (group, resource, gate).
+const GATED: &[(&str, &str, &str)] =
+    &[("resource.k8s.io", "devicetaintrules", "DRADeviceTaintRules")];
+
+/// Whether the resulting feature gates let `info` be served.
+pub fn gate_allows(info: &ResourceInfo, gates: &BTreeMap<&'static str, bool>) -> bool {
+    GATED
+        .iter()
+        .filter(|(group, resource, _)| info.group == *group && info.resource == *resource)
+        .all(|(_, _, gate)| gates.get(gate) != Some(&false))
 }
 
 /// apiextensions.k8s.io/v1 CustomResourceDefinitions (served by the

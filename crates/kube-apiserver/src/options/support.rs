@@ -253,7 +253,7 @@ pub const PARTIAL: &[(&str, &[&str])] = &[(
 
 /// Feature gates whose feature this server has not built: enabling one
 /// stops startup rather than being silently ignored.
-const UNBUILT_GATES: &[&str] = &[];
+const UNBUILT_GATES: &[&str] = &["PodCertificateRequest"];
 
 /// One error per enabled gate of [`UNBUILT_GATES`].
 pub fn unsupported_gates(gates: &super::feature_gates::FeatureGates) -> Vec<OptionError> {

@@ -2,7 +2,9 @@
 //! `defaults.go` and the `+default` markers of k8s.io/api/resource/v1):
 //! device requests and their subrequests take `ExactCount` devices, one
 //! unless told; tolerations compare with `Equal`; a ResourceSlice's device
-//! taints record when they were added.
+//! taints and a DeviceTaintRule's taint record when they were added. Also
+//! the DeviceTaintRule strategy's update rule (upstream's
+//! pkg/registry/resource/devicetaintrule): a changed effect is added anew.
 
 use apiserver::registry::object_meta;
 use serde_json::{json, Value};
@@ -64,12 +66,35 @@ fn resource_claim_template_defaults(template: &mut Value) {
 
 /// `SetDefaults_DeviceTaint`: a taint without `timeAdded` was added now
 /// (to the second).
+fn default_taint(taint: &mut Value) {
+    if taint.get("timeAdded").is_none_or(Value::is_null) {
+        taint["timeAdded"] = json!(object_meta::now());
+    }
+}
+
 fn resource_slice_defaults(slice: &mut Value) {
     for device in items_mut(slice.pointer_mut("/spec/devices")) {
         for taint in items_mut(device.get_mut("taints")) {
-            if taint.get("timeAdded").is_none_or(Value::is_null) {
-                taint["timeAdded"] = json!(object_meta::now());
-            }
+            default_taint(taint);
+        }
+    }
+}
+
+/// `SetObjectDefaults_DeviceTaintRule`: the rule's taint.
+fn device_taint_rule_defaults(rule: &mut Value) {
+    if let Some(taint) = rule.pointer_mut("/spec/taint").filter(|t| t.is_object()) {
+        default_taint(taint);
+    }
+}
+
+/// The DeviceTaintRule strategy's `PrepareForUpdate`: a new effect whose
+/// `timeAdded` the client left as it was gets the time of the change, so
+/// `timeAdded` tells when the effect was added.
+fn device_taint_rule_update(new: &mut Value, old: &Value) {
+    let (effect, added) = ("/spec/taint/effect", "/spec/taint/timeAdded");
+    if new.pointer(effect) != old.pointer(effect) && new.pointer(added) == old.pointer(added) {
+        if let Some(taint) = new.pointer_mut("/spec/taint").filter(|t| t.is_object()) {
+            taint["timeAdded"] = json!(object_meta::now());
         }
     }
 }
@@ -91,6 +116,14 @@ pub fn resource_claim_templates(base: ResourceStrategy) -> ResourceStrategy {
 pub fn resource_slices(base: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         defaults: resource_slice_defaults,
+        ..base
+    }
+}
+
+pub fn device_taint_rules(base: ResourceStrategy) -> ResourceStrategy {
+    ResourceStrategy {
+        defaults: device_taint_rule_defaults,
+        on_update: device_taint_rule_update,
         ..base
     }
 }
@@ -139,5 +172,32 @@ mod tests {
         let added = taints[0]["timeAdded"].as_str().unwrap_or_default();
         assert!(added.len() == 20 && added.ends_with('Z'), "{added}");
         assert_eq!(taints[1]["timeAdded"], "2026-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_rules_taint_is_added_when_created_and_when_its_effect_changes() {
+        let old = json!({"spec": {"taint": {"key": "k", "effect": "NoSchedule",
+            "timeAdded": "2026-01-01T00:00:00Z"}}});
+        let mut created = json!({"spec": {"taint": {"key": "k", "effect": "NoSchedule"}}});
+        device_taint_rule_defaults(&mut created);
+        assert_ne!(created["spec"]["taint"]["timeAdded"], Value::Null);
+        let mut relabelled = old.clone();
+        relabelled["spec"]["taint"]["value"] = json!("v");
+        device_taint_rule_update(&mut relabelled, &old);
+        assert_eq!(
+            relabelled["spec"]["taint"]["timeAdded"],
+            "2026-01-01T00:00:00Z"
+        );
+        let mut evicting = old.clone();
+        evicting["spec"]["taint"]["effect"] = json!("NoExecute");
+        device_taint_rule_update(&mut evicting, &old);
+        assert_ne!(
+            evicting["spec"]["taint"]["timeAdded"],
+            "2026-01-01T00:00:00Z"
+        );
+        let mut dated = evicting.clone();
+        dated["spec"]["taint"]["timeAdded"] = json!("2026-02-01T00:00:00Z");
+        device_taint_rule_update(&mut dated, &old);
+        assert_eq!(dated["spec"]["taint"]["timeAdded"], "2026-02-01T00:00:00Z");
     }
 }

@@ -32,6 +32,7 @@ mod crd_conversion;
 mod csr_validation;
 mod deep_bodies;
 mod deletion;
+mod device_taint_rules;
 mod disk_faults;
 mod encryption_kms;
 mod etcd_backend;

@@ -25,6 +25,7 @@ mod pod_security;
 mod pod_volumes;
 pub mod quota;
 pub mod rbac;
+pub mod resource;
 pub mod service;
 pub mod update;
 pub mod update_classes;

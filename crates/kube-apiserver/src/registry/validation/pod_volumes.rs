@@ -534,7 +534,7 @@ fn service_account_token(token: &Value, path: &Path, projected: &Path, errs: &mu
 }
 
 /// Upstream's `ValidateCSIDriverName`.
-fn csi_driver(driver: &str, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn csi_driver(driver: &str, path: &Path, errs: &mut Vec<FieldError>) {
     if driver.is_empty() {
         errs.push(FieldError::required(path, ""));
     }
