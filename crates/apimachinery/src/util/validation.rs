@@ -137,6 +137,24 @@ fn subdomain_regex_error() -> String {
     )
 }
 
+/// Checks a wildcard DNS-1123 subdomain (`*.` then a subdomain, RFC 1034
+/// section 4.3.3), e.g. an Ingress host.
+pub fn is_wildcard_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    let rest = value.strip_prefix("*.");
+    if !rest.is_some_and(matches_dns1123_subdomain) {
+        errs.push(regex_error(
+            "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
+            &format!("\\*\\.{DNS1123_SUBDOMAIN_FMT}"),
+            &["*.example.com"],
+        ));
+    }
+    errs
+}
+
 /// Checks a DNS-1035 label (RFC 1035), e.g. a service name.
 pub fn is_dns1035_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();

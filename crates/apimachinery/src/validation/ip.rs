@@ -225,6 +225,41 @@ pub fn is_valid_cidr(path: &Path, value: &str) -> ErrorList {
     errs
 }
 
+/// Go's `netutils.ParseIPSloppy`: the address, or `None` when unparsable.
+pub fn ip_sloppy(value: &str) -> Option<IpAddr> {
+    parse_ip_sloppy(value).map(|p| p.addr)
+}
+
+/// Go's `netutils.ParseCIDRSloppy`: the network address and prefix
+/// length, or `None` when unparsable.
+pub fn cidr_sloppy(value: &str) -> Option<(IpAddr, u8)> {
+    parse_cidr_sloppy(value).map(|c| (masked(c.addr, c.prefix), c.prefix))
+}
+
+/// Upstream's `IsValidIPv4Address` (IPv4-mapped IPv6 counts as IPv4).
+pub fn is_valid_ipv4_address(path: &Path, value: &str) -> ErrorList {
+    match ip_sloppy(value).map(|ip| ip.to_canonical()) {
+        Some(IpAddr::V4(_)) => ErrorList::new(),
+        _ => vec![FieldError::invalid(
+            path,
+            value,
+            "must be a valid IPv4 address",
+        )],
+    }
+}
+
+/// Upstream's `IsValidIPv6Address`.
+pub fn is_valid_ipv6_address(path: &Path, value: &str) -> ErrorList {
+    match ip_sloppy(value).map(|ip| ip.to_canonical()) {
+        Some(IpAddr::V6(_)) => ErrorList::new(),
+        _ => vec![FieldError::invalid(
+            path,
+            value,
+            "must be a valid IPv6 address",
+        )],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,8 @@ use crate::registry::resource_defaults as dra;
 use crate::registry::services::{ServiceAllocator, ServiceStrategy};
 use crate::registry::validating_policies;
 use crate::registry::validation;
+use crate::registry::validation::cluster_objects as objects;
+use crate::registry::validation::networking as net;
 use crate::registry::validation::update_classes as classes;
 use crate::registry::validation::update_storage as storage_rules;
 use crate::registry::webhook_configurations;
@@ -190,6 +192,17 @@ fn rbac_names(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceSt
 }
 
 /// A kind whose updates may not change the fields `rules` checks.
+/// A strategy with `validate` (create and update) set.
+fn validated(
+    validate: fn(&serde_json::Value) -> Vec<FieldError>,
+    strategy: ResourceStrategy,
+) -> ResourceStrategy {
+    ResourceStrategy {
+        validate,
+        ..strategy
+    }
+}
+
 fn fixed(
     rules: fn(&serde_json::Value, &serde_json::Value) -> Vec<FieldError>,
     strategy: ResourceStrategy,
@@ -359,42 +372,68 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 PLAIN,
             ),
         ],
-        vec![builtin::<coordination::Lease>(plain(), PLAIN)],
+        vec![builtin::<coordination::Lease>(
+            validated(objects::validate_lease, plain()),
+            PLAIN,
+        )],
         vec![builtin::<discovery::EndpointSlice>(
-            fixed(
-                classes::validate_endpoint_slice_update,
-                defaults::endpoint_slices(plain()),
-            ),
+            defaults::endpoint_slices(ResourceStrategy {
+                validate_create: objects::validate_endpoint_slice_create,
+                validate_update: objects::validate_endpoint_slice_update,
+                ..plain()
+            }),
             PLAIN,
         )],
         vec![
             builtin::<networking::IngressClass>(
                 fixed(
                     classes::validate_ingress_class_update,
-                    defaults::ingress_classes(plain()),
+                    defaults::ingress_classes(validated(net::validate_ingress_class, plain())),
                 ),
                 PLAIN,
             ),
-            builtin::<networking::Ingress>(status(), short(&["ing"])),
+            builtin::<networking::Ingress>(
+                ResourceStrategy {
+                    validate: net::validate_ingress,
+                    validate_create: net::validate_ingress_create,
+                    ..status()
+                },
+                short(&["ing"]),
+            ),
             builtin::<networking::IPAddress>(
-                fixed(classes::validate_ip_address_update, plain()),
+                ResourceStrategy {
+                    name: net::ip_address_name,
+                    validate_create: net::validate_ip_address,
+                    validate_update: classes::validate_ip_address_update,
+                    ..plain()
+                },
                 short(&["ip"]),
             ),
             builtin::<networking::NetworkPolicy>(
-                defaults::network_policies(plain()),
+                defaults::network_policies(validated(net::validate_network_policy, plain())),
                 short(&["netpol"]),
             ),
             builtin::<networking::ServiceCIDR>(
-                fixed(classes::validate_service_cidr_update, status()),
+                ResourceStrategy {
+                    validate_create: net::validate_service_cidr_spec,
+                    validate_update: classes::validate_service_cidr_update,
+                    ..status()
+                },
                 PLAIN,
             ),
         ],
         vec![builtin::<node::RuntimeClass>(
-            fixed(classes::validate_runtime_class_update, plain()),
+            fixed(
+                classes::validate_runtime_class_update,
+                validated(objects::validate_runtime_class, plain()),
+            ),
             PLAIN,
         )],
         vec![builtin::<policy::PodDisruptionBudget>(
-            ResourceStrategy::spec_status(),
+            ResourceStrategy {
+                validate: objects::validate_pod_disruption_budget,
+                ..ResourceStrategy::spec_status()
+            },
             short(&["pdb"]),
         )],
         vec![
@@ -415,7 +454,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
         vec![builtin::<scheduling::PriorityClass>(
             fixed(
                 classes::validate_priority_class_update,
-                defaults::priority_classes(plain()),
+                defaults::priority_classes(validated(objects::validate_priority_class, plain())),
             ),
             short(&["pc"]),
         )],

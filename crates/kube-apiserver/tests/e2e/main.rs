@@ -25,6 +25,7 @@ mod authz_webhook;
 mod autoscaling_versions;
 mod cbor;
 mod client_ca_reload;
+mod cluster_object_validation;
 mod component_statuses;
 mod crd;
 mod crd_apply;

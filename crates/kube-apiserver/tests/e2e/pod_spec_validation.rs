@@ -7,13 +7,13 @@
 
 use crate::harness::TestServer;
 
-fn refused(s: &TestServer, yaml: &str) -> String {
+pub(crate) fn refused(s: &TestServer, yaml: &str) -> String {
     let out = s.kubectl_stdin(&["create", "-f", "-"], yaml);
     assert!(!out.status.success(), "created: {yaml}");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn assert_has(err: &str, lines: &[&str]) {
+pub(crate) fn assert_has(err: &str, lines: &[&str]) {
     for line in lines {
         assert!(err.contains(line), "missing {line:?} in:\n{err}");
     }

@@ -23,7 +23,7 @@ use super::{dns_label, enumerated, int, invalid_all, is_true, items, set, text};
 
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
 const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
-const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
+pub(super) const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
 const OS_NAMES: &[&str] = &["linux", "windows"];
 const DEFAULT_GRACE_PERIOD: i64 = 30;
 const MAX_DNS_NAMESERVERS: usize = 3;

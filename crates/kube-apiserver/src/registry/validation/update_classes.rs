@@ -128,7 +128,10 @@ pub fn validate_service_cidr_update(new: &Value, old: &Value) -> Vec<FieldError>
     };
     match (o.len(), n.len()) {
         (before, after) if before == after => (0..n.len()).filter_map(changed_at).collect(),
-        (1, 2) => changed_at(0).into_iter().collect(),
+        (1, 2) => changed_at(0)
+            .into_iter()
+            .chain(super::networking::validate_service_cidr_spec(new))
+            .collect(),
         _ => vec![FieldError::invalid(&path, n.clone(), IMMUTABLE)],
     }
 }
