@@ -36,6 +36,7 @@ use crate::registry::validating_policies;
 use crate::registry::validation;
 use crate::registry::validation::cluster_objects as objects;
 use crate::registry::validation::networking as net;
+use crate::registry::validation::storage_classes as storage_v;
 use crate::registry::validation::update_classes as classes;
 use crate::registry::validation::update_storage as storage_rules;
 use crate::registry::webhook_configurations;
@@ -233,6 +234,25 @@ fn orphans_by_default(strategy: ResourceStrategy) -> ResourceStrategy {
 }
 
 /// Upstream's `ReturnDeletedObject`: a delete answers with the object.
+/// A strategy checking `validate` on create and update.
+fn validated(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceStrategy {
+    ResourceStrategy {
+        validate,
+        ..plain()
+    }
+}
+
+/// A strategy checking `validate_create` on create only (upstream's update
+/// rules of the kind keep fields fixed instead).
+fn validated_on_create(
+    validate_create: fn(&serde_json::Value) -> Vec<FieldError>,
+) -> ResourceStrategy {
+    ResourceStrategy {
+        validate_create,
+        ..plain()
+    }
+}
+
 fn returns_deleted(strategy: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         returns_deleted_object: true,
@@ -462,36 +482,47 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::CSIDriver>(
                 returns_deleted(fixed(
                     storage_rules::validate_csi_driver_update,
-                    defaults::csi_drivers(plain()),
+                    defaults::csi_drivers(validated(storage_v::validate_csi_driver)),
                 )),
                 PLAIN,
             ),
             builtin::<storage::CSINode>(
-                returns_deleted(fixed(storage_rules::validate_csi_node_update, plain())),
+                returns_deleted(fixed(
+                    storage_rules::validate_csi_node_update,
+                    validated(storage_v::validate_csi_node),
+                )),
                 PLAIN,
             ),
             builtin::<storage::CSIStorageCapacity>(
-                fixed(storage_rules::validate_csi_storage_capacity_update, plain()),
+                fixed(
+                    storage_rules::validate_csi_storage_capacity_update,
+                    validated_on_create(storage_v::validate_csi_storage_capacity),
+                ),
                 PLAIN,
             ),
             builtin::<storage::StorageClass>(
                 returns_deleted(fixed(
                     classes::validate_storage_class_update,
-                    defaults::storage_classes(plain()),
+                    defaults::storage_classes(validated_on_create(
+                        storage_v::validate_storage_class,
+                    )),
                 )),
                 short(&["sc"]),
             ),
             builtin::<storage::VolumeAttachment>(
                 returns_deleted(fixed(
                     storage_rules::validate_volume_attachment_update,
-                    defaults::volume_attachments(status()),
+                    defaults::volume_attachments(ResourceStrategy {
+                        validate: storage_v::validate_volume_attachment,
+                        ..status()
+                    }),
                 )),
                 PLAIN,
             ),
             builtin::<storage::VolumeAttributesClass>(
                 returns_deleted(fixed(
                     classes::validate_volume_attributes_class_update,
-                    plain(),
+                    validated(storage_v::validate_volume_attributes_class),
                 )),
                 short(&["vac"]),
             ),

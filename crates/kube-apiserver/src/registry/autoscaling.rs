@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::pod_defaults::default_unset;
-use super::ResourceStrategy;
+use super::{validation, ResourceStrategy};
 
 /// autoscaling/v2 `SetDefaults_HorizontalPodAutoscaler`: one replica at
 /// least, the CPU target at 80% when no metric is given, and a behavior's
@@ -63,6 +63,7 @@ fn v1_defaults(obj: &mut Value) {
 pub fn horizontal_pod_autoscalers() -> ResourceStrategy {
     ResourceStrategy {
         defaults: v2_defaults,
+        validate: validation::autoscaling::validate_hpa,
         ..ResourceStrategy::spec_status()
     }
 }
@@ -70,6 +71,7 @@ pub fn horizontal_pod_autoscalers() -> ResourceStrategy {
 pub fn horizontal_pod_autoscalers_v1() -> ResourceStrategy {
     ResourceStrategy {
         defaults: v1_defaults,
+        validate: validation::autoscaling::validate_hpa_v1,
         ..ResourceStrategy::spec_status()
     }
 }

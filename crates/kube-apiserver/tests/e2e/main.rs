@@ -89,6 +89,7 @@ mod service_accounts;
 mod service_allocation;
 mod shutdown_retry_after;
 mod spec_validation;
+mod storage_autoscaling_validation;
 mod storage_encoding;
 mod support;
 mod tls_client_ca_reload;

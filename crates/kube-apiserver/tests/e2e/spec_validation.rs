@@ -3,7 +3,7 @@
 
 use crate::harness::TestServer;
 
-fn refused(s: &TestServer, yaml: &str) -> String {
+pub(crate) fn refused(s: &TestServer, yaml: &str) -> String {
     let out = s.kubectl_stdin(&["create", "-f", "-"], yaml);
     assert!(!out.status.success(), "created: {yaml}");
     String::from_utf8_lossy(&out.stderr).into_owned()

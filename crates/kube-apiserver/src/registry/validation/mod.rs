@@ -8,6 +8,7 @@
 //! thresholds) are accepted when absent, so objects of resources this server
 //! does not default are not refused for what a default would have supplied.
 
+pub mod autoscaling;
 pub mod certificate_approval;
 pub mod certificates;
 pub mod cluster_objects;
@@ -29,6 +30,7 @@ pub mod quota;
 pub mod rbac;
 pub mod resource;
 pub mod service;
+pub mod storage_classes;
 pub mod update;
 pub mod update_classes;
 pub mod update_events;

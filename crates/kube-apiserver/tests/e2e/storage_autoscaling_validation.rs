@@ -1,0 +1,80 @@
+//! Create validation of the storage.k8s.io kinds and HorizontalPodAutoscalers
+//! (upstream's pkg/apis/storage and pkg/apis/autoscaling validation): bad
+//! objects created with kubectl are refused with upstream's field messages,
+//! and the 422 Status of a raw create carries upstream's causes.
+
+use serde_json::json;
+
+use crate::harness::TestServer;
+use crate::spec_validation::refused;
+use crate::support::http::request;
+
+#[test]
+fn bad_storage_and_autoscaling_objects_are_refused() {
+    let s = TestServer::start();
+    let sc = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: sc}\n\
+        provisioner: bad provisioner!\nreclaimPolicy: Recycle\n";
+    let err = refused(&s, sc);
+    assert!(
+        err.contains("The StorageClass \"sc\" is invalid: \n* provisioner: Invalid value: \"bad provisioner!\": name part must consist of alphanumeric characters"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n* reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", \"Retain\"\n"),
+        "{err}"
+    );
+    let va = "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {name: va}\n\
+        spec: {attacher: csi.example.com, nodeName: node-1, source: {}}\n";
+    let err = refused(&s, va);
+    assert!(
+        err.contains("spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"),
+        "{err}"
+    );
+    let hpa = "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: h1}\n\
+        spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 2, minReplicas: 3}\n";
+    let err = refused(&s, hpa);
+    assert!(
+        err.contains(
+            "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`"
+        ),
+        "{err}"
+    );
+    // Valid objects still go through.
+    s.ok(&["create", "deployment", "web", "--image=nginx"]);
+    s.ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--max=3",
+        "--cpu-percent=50",
+    ]);
+    let good = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\n\
+        provisioner: csi.example.com\nparameters: {type: ssd}\n";
+    s.apply_yaml(good);
+
+    let body = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h2"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 0}});
+    let a = request(
+        &s,
+        "POST",
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        &["Content-Type: application/json"],
+        Some(&body.to_string()),
+    );
+    assert_eq!(a.code, 422, "{}", a.body);
+    let message = "HorizontalPodAutoscaler.autoscaling \"h2\" is invalid: \
+        [spec.maxReplicas: Invalid value: 0: must be greater than 0, \
+        spec.maxReplicas: Invalid value: 0: must be greater than or equal to `minReplicas`]";
+    let want = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": "Invalid",
+        "details": {"name": "h2", "group": "autoscaling", "kind": "HorizontalPodAutoscaler",
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be greater than 0",
+                    "field": "spec.maxReplicas"},
+                {"reason": "FieldValueInvalid",
+                    "message": "Invalid value: 0: must be greater than or equal to `minReplicas`",
+                    "field": "spec.maxReplicas"}]},
+        "code": 422});
+    assert_eq!(a.body, want);
+}
