@@ -192,7 +192,6 @@ fn rbac_names(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceSt
     }
 }
 
-/// A kind whose updates may not change the fields `rules` checks.
 /// A strategy with `validate` (create and update) set.
 fn validated(
     validate: fn(&serde_json::Value) -> Vec<FieldError>,
@@ -204,6 +203,7 @@ fn validated(
     }
 }
 
+/// A kind whose updates may not change the fields `rules` checks.
 fn fixed(
     rules: fn(&serde_json::Value, &serde_json::Value) -> Vec<FieldError>,
     strategy: ResourceStrategy,
@@ -233,15 +233,6 @@ fn orphans_by_default(strategy: ResourceStrategy) -> ResourceStrategy {
     }
 }
 
-/// Upstream's `ReturnDeletedObject`: a delete answers with the object.
-/// A strategy checking `validate` on create and update.
-fn validated(validate: fn(&serde_json::Value) -> Vec<FieldError>) -> ResourceStrategy {
-    ResourceStrategy {
-        validate,
-        ..plain()
-    }
-}
-
 /// A strategy checking `validate_create` on create only (upstream's update
 /// rules of the kind keep fields fixed instead).
 fn validated_on_create(
@@ -253,6 +244,7 @@ fn validated_on_create(
     }
 }
 
+/// Upstream's `ReturnDeletedObject`: a delete answers with the object.
 fn returns_deleted(strategy: ResourceStrategy) -> ResourceStrategy {
     ResourceStrategy {
         returns_deleted_object: true,
@@ -482,14 +474,14 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::CSIDriver>(
                 returns_deleted(fixed(
                     storage_rules::validate_csi_driver_update,
-                    defaults::csi_drivers(validated(storage_v::validate_csi_driver)),
+                    defaults::csi_drivers(validated(storage_v::validate_csi_driver, plain())),
                 )),
                 PLAIN,
             ),
             builtin::<storage::CSINode>(
                 returns_deleted(fixed(
                     storage_rules::validate_csi_node_update,
-                    validated(storage_v::validate_csi_node),
+                    validated(storage_v::validate_csi_node, plain()),
                 )),
                 PLAIN,
             ),
@@ -522,7 +514,7 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             builtin::<storage::VolumeAttributesClass>(
                 returns_deleted(fixed(
                     classes::validate_volume_attributes_class_update,
-                    validated(storage_v::validate_volume_attributes_class),
+                    validated(storage_v::validate_volume_attributes_class, plain()),
                 )),
                 short(&["vac"]),
             ),
