@@ -28,10 +28,7 @@ const BAD: &[(&str, &[&str])] = &[
     ),
     (
         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: es}\naddressType: IPv4\nendpoints: [{addresses: [not-an-ip]}]\n",
-        &[
-            "endpoints[0].addresses[0]: Invalid value: \"not-an-ip\": must be a valid IPv4 address",
-            "endpoints[0].addresses[0]: Invalid value: \"not-an-ip\": must be a valid IP address",
-        ],
+        &["The EndpointSlice \"es\" is invalid: endpoints[0].addresses[0]: Invalid value: \"not-an-ip\": must be a valid IPv4 address"],
     ),
     (
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: too-high}\nvalue: 2000000001\n",

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::pod::PREEMPTION_POLICIES;
 use super::pod_scheduling::validate_tolerations;
 use super::update::{go_nullable, go_struct, invalid_typed};
-use super::{dns_label, int, int_or_percent, invalid_all, items, non_special_ip, set, text};
+use super::{dns_label, int, int_or_percent, invalid_all, items, set, text};
 
 const ADDRESS_TYPES: &[&str] = &["FQDN", "IPv4", "IPv6"];
 /// The deprecated `IP` type is still accepted on update.
@@ -113,11 +113,9 @@ fn endpoint_entry(endpoint: &Value, address_type: &str, path: &Path, errs: &mut 
             }
             "IPv4" => {
                 errs.extend(is_valid_ipv4_address(&p, address));
-                non_special_ip(address, &p, errs);
             }
             "IPv6" => {
                 errs.extend(is_valid_ipv6_address(&p, address));
-                non_special_ip(address, &p, errs);
             }
             "FQDN" => fully_qualified_domain_name(&p, address, errs),
             _ => {}

@@ -40,10 +40,7 @@ pub mod update_workloads;
 pub mod workloads;
 
 use apimachinery::field_errors::{FieldError, Path};
-use std::net::IpAddr;
-
 use apimachinery::validation::formats::is_valid_percent;
-use apimachinery::validation::ip::ip_sloppy;
 use apimachinery::validation::object_meta::IS_NEGATIVE_ERROR_MSG;
 use apimachinery::validation::{is_dns1123_label, is_path_segment_name};
 use serde_json::Value;
@@ -149,52 +146,5 @@ fn path_segment(obj: &Value, key: &str, path: &Path, errs: &mut Vec<FieldError>)
         errs.push(FieldError::required(&path, ""));
     } else {
         invalid_all(&path, value, is_path_segment_name(value), errs);
-    }
-}
-
-/// Upstream's `ValidateNonSpecialIP` (Endpoints, EndpointSlices, external
-/// IPs): no unspecified, loopback or link-local addresses.
-pub(crate) fn non_special_ip(value: &str, path: &Path, errs: &mut Vec<FieldError>) {
-    let Some(ip) = ip_sloppy(value).map(|ip| ip.to_canonical()) else {
-        errs.push(FieldError::invalid(
-            path,
-            value,
-            "must be a valid IP address",
-        ));
-        return;
-    };
-    let (unspecified, loopback, link_local, link_local_multicast) = match ip {
-        IpAddr::V4(v4) => (
-            v4.is_unspecified(),
-            v4.is_loopback(),
-            v4.is_link_local(),
-            v4.octets()[..3] == [224, 0, 0],
-        ),
-        IpAddr::V6(v6) => (
-            v6.is_unspecified(),
-            v6.is_loopback(),
-            v6.segments()[0] & 0xffc0 == 0xfe80,
-            v6.segments()[0] & 0xff0f == 0xff02,
-        ),
-    };
-    let checks = [
-        (unspecified, format!("may not be unspecified ({value})")),
-        (
-            loopback,
-            "may not be in the loopback range (127.0.0.0/8, ::1/128)".into(),
-        ),
-        (
-            link_local,
-            "may not be in the link-local range (169.254.0.0/16, fe80::/10)".into(),
-        ),
-        (
-            link_local_multicast,
-            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".into(),
-        ),
-    ];
-    for (hit, msg) in checks {
-        if hit {
-            errs.push(FieldError::invalid(path, value, msg));
-        }
     }
 }
