@@ -361,12 +361,18 @@ fn validate_owner_reference(reference: &Value, path: &Path, errs: &mut ErrorList
     }
 }
 
+/// Upstream's `ValidateFinalizerName`: a finalizer is a qualified name.
+pub fn validate_finalizer_name(name: &str, path: &Path) -> ErrorList {
+    is_qualified_name(name)
+        .into_iter()
+        .map(|msg| FieldError::invalid(path, name, msg))
+        .collect()
+}
+
 fn validate_finalizers(obj: &Value, path: &Path, errs: &mut ErrorList) {
     let finalizers = meta::finalizers(obj);
     for f in &finalizers {
-        for msg in is_qualified_name(f) {
-            errs.push(FieldError::invalid(path, *f, msg));
-        }
+        errs.extend(validate_finalizer_name(f, path));
     }
     if finalizers.contains(&FINALIZER_ORPHAN_DEPENDENTS)
         && finalizers.contains(&FINALIZER_DELETE_DEPENDENTS)

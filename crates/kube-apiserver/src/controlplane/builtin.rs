@@ -270,6 +270,7 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
                 deprecation: Some(
                     "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
                 ),
+                validate: validation::core_objects::validate_endpoints,
                 ..defaults::endpoints(plain())
             },
             short(&["ep"]),

@@ -147,6 +147,7 @@ pub fn namespaces() -> ResourceStrategy {
         on_delete: namespace_on_delete,
         canonicalize: namespace_name_label,
         name: apimachinery::validation::name_is_dns_label,
+        validate: super::validation::core_objects::validate_namespace,
         field_names: &["status.phase"],
         fields: namespace_fields,
         subresources: super::pod_subresources::NAMESPACE,
@@ -156,6 +157,7 @@ pub fn namespaces() -> ResourceStrategy {
 
 pub fn configmaps() -> ResourceStrategy {
     ResourceStrategy {
+        validate: super::validation::core_objects::validate_config_map,
         validate_update: super::validation::update::validate_configmap_update,
         ..Default::default()
     }
@@ -199,6 +201,7 @@ fn secret_fields(s: &Value, fields: &mut BTreeMap<String, String>) {
 pub fn secrets() -> ResourceStrategy {
     ResourceStrategy {
         defaults: secret_defaults,
+        validate: super::validation::core_objects::validate_secret,
         validate_update: super::validation::update::validate_secret_update,
         field_names: &["type"],
         fields: secret_fields,
@@ -475,6 +478,8 @@ pub fn events_v1() -> ResourceStrategy {
     ResourceStrategy {
         field_names: EVENT_V1_FIELDS,
         fields: event_v1_fields,
+        validate: super::validation::core_objects::validate_event_v1,
+        validate_create: super::validation::core_objects::validate_event_v1_create,
         validate_update: super::validation::update_events::validate_event_v1_update,
         ..events()
     }
@@ -483,6 +488,7 @@ pub fn events_v1() -> ResourceStrategy {
 pub fn events() -> ResourceStrategy {
     ResourceStrategy {
         gc_policy: GcPolicy::Unsupported,
+        validate: super::validation::core_objects::validate_event,
         field_names: EVENT_FIELDS,
         fields: event_fields,
         ..Default::default()

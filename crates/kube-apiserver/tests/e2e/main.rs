@@ -27,6 +27,7 @@ mod cbor;
 mod client_ca_reload;
 mod cluster_object_validation;
 mod component_statuses;
+mod core_validation;
 mod crd;
 mod crd_apply;
 mod crd_conversion;

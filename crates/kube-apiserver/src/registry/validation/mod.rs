@@ -12,6 +12,7 @@ pub mod autoscaling;
 pub mod certificate_approval;
 pub mod certificates;
 pub mod cluster_objects;
+pub mod core_objects;
 pub mod pod;
 mod pod_claims;
 mod pod_containers;
