@@ -172,7 +172,8 @@ def cluster_scoped():
         (storage, "volume_attachment", with_meta("va", {"spec": {
             "attacher": "x.example.com", "nodeName": "py-node",
             "source": {"persistentVolumeName": "pv"}}})),
-        (storage, "volume_attributes_class", with_meta("vac", {"driverName": "x.example.com"})),
+        (storage, "volume_attributes_class", with_meta("vac", {
+            "driverName": "x.example.com", "parameters": {"iops": "100"}})),
         (client.SchedulingV1Api(), "priority_class", with_meta("pc", {"value": 10})),
         (client.CertificatesV1Api(), "certificate_signing_request", with_meta("csr", {
             "spec": {"request": csr_request(), "signerName": "example.com/signer",
