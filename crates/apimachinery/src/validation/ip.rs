@@ -41,11 +41,6 @@ fn parse_ipv4_sloppy(s: &str) -> Option<(Ipv4Addr, bool)> {
     Some((Ipv4Addr::from(octets), leading_zeros))
 }
 
-/// Upstream's `netutils.ParseIPSloppy`: the address, leading zeros allowed.
-pub fn parse_ip_lenient(s: &str) -> Option<IpAddr> {
-    parse_ip_sloppy(s).map(|p| p.addr)
-}
-
 fn parse_ip_sloppy(s: &str) -> Option<Parsed> {
     if !s.contains(':') {
         let (v4, leading_zeros) = parse_ipv4_sloppy(s)?;

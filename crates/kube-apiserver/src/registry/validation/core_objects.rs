@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::formats::{is_config_map_key, is_valid_port_num};
-use apimachinery::validation::ip::{is_valid_ip, parse_ip_lenient};
+use apimachinery::validation::ip::{ip_sloppy, is_valid_ip};
 use apimachinery::validation::object_meta::validate_finalizer_name;
 use apimachinery::validation::{is_dns1123_subdomain, is_qualified_name, name_is_dns_subdomain};
 use base64::Engine as _;
@@ -248,7 +248,7 @@ fn endpoint_address(address: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 /// Upstream's `ValidateNonSpecialIP`: no unspecified, loopback or
 /// link-local address (Endpoints, EndpointSlices, external IPs).
 pub(crate) fn non_special_ip(path: &Path, value: &str) -> Vec<FieldError> {
-    let Some(ip) = parse_ip_lenient(value) else {
+    let Some(ip) = ip_sloppy(value) else {
         return vec![FieldError::invalid(
             path,
             value,
