@@ -12,7 +12,9 @@ use storage::Kv;
 use tempfile::TempDir;
 use tokio::time::Instant;
 
-use super::{die_with_parent, free_port, scratch_dir, HarnessError, STARTUP_TIMEOUT};
+use super::{
+    die_with_parent, free_port, scratch_dir, HarnessError, LAUNCH_ATTEMPTS, STARTUP_TIMEOUT,
+};
 use crate::{EtcdConfig, EtcdKv};
 
 /// etcd's default raft timers: a lost leader is replaced in 1–2 s.
@@ -37,8 +39,22 @@ pub struct EtcdCluster {
 }
 
 impl EtcdCluster {
-    /// Starts `size` members and waits until each answers.
+    /// Starts `size` members and waits until each answers. A member that
+    /// exits at once (a port picked as free was taken before it bound it)
+    /// makes the whole cluster start again on other ports.
     pub async fn start(size: usize) -> Result<EtcdCluster, HarnessError> {
+        let mut last_error = None;
+        for _ in 0..LAUNCH_ATTEMPTS {
+            match Self::start_once(size).await {
+                Ok(cluster) => return Ok(cluster),
+                Err(e @ HarnessError::Exited { .. }) => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or(HarnessError::NotReady { log: String::new() }))
+    }
+
+    async fn start_once(size: usize) -> Result<EtcdCluster, HarnessError> {
         let dir = scratch_dir()?;
         let mut members = Vec::with_capacity(size);
         for i in 0..size {
