@@ -31,6 +31,9 @@ pub fn binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kube-apiserver")))
 }
 
+/// Starts on fresh ports when the picked one was taken meanwhile.
+const PORT_ATTEMPTS: usize = 5;
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -57,7 +60,7 @@ impl TestServer {
         let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let child = spawn(dir.path(), port, &extra_args);
         let kubeconfig = dir.path().join("admin.kubeconfig");
-        let server = TestServer {
+        let mut server = TestServer {
             child,
             dir,
             port,
@@ -65,17 +68,42 @@ impl TestServer {
             extra_args,
             wait_path: "/readyz",
         };
+        // A port picked as free can be taken by another test before the
+        // server binds it: start again on another port.
+        for _ in 1..PORT_ATTEMPTS {
+            match server.try_wait_ready() {
+                Ok(()) => return server,
+                Err(log) if log.to_lowercase().contains("address already in use") => {
+                    server.port = free_port();
+                    server.child = spawn(server.dir.path(), server.port, &server.extra_args);
+                }
+                Err(log) => panic!("server on port {} stopped: {log}", server.port),
+            }
+        }
         server.wait_ready();
         server
     }
 
-    fn wait_ready(&self) {
+    fn wait_ready(&mut self) {
+        if let Err(log) = self.try_wait_ready() {
+            panic!("server on port {} stopped: {log}", self.port);
+        }
+    }
+
+    /// Waits until the server answers `wait_path`; the exit status and log
+    /// when it stops first.
+    fn try_wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+                return Err(format!("{status}: {log}"));
+            }
             if self.kubeconfig.exists() {
                 let out = self.kubectl(&["get", "--raw", self.wait_path]);
                 if out.status.success() {
-                    return;
+                    return Ok(());
                 }
             }
             std::thread::sleep(Duration::from_millis(100));
