@@ -62,11 +62,12 @@ pub fn install_hooks(server: &mut GenericApiServer) {
         hook(move || {
             let namespaces = namespaces.clone();
             async move {
-                for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                let names = ["default", "kube-system", "kube-public", "kube-node-lease"];
+                let created = names.map(|name| {
                     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-                    ensure(&namespaces, ns).await?;
-                }
-                Ok(())
+                    ensure(&namespaces, ns)
+                });
+                futures::future::try_join_all(created).await.map(drop)
             }
         }),
     );
@@ -75,16 +76,17 @@ pub fn install_hooks(server: &mut GenericApiServer) {
         hook(move || {
             let priority = priority.clone();
             async move {
-                for (name, value, description) in [
+                let created = [
                     ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
                     ("system-cluster-critical", 2_000_000_000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
-                ] {
+                ]
+                .map(|(name, value, description)| {
                     let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                         "metadata": {"name": name}, "value": value, "description": description,
                         "preemptionPolicy": "PreemptLowerPriority"});
-                    ensure(&priority, pc).await?;
-                }
-                Ok(())
+                    ensure(&priority, pc)
+                });
+                futures::future::try_join_all(created).await.map(drop)
             }
         }),
     );

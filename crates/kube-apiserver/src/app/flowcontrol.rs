@@ -197,39 +197,16 @@ async fn ensure(
     suggested: &[Value],
 ) -> Result<(), ApiError> {
     let find = |name: &str| existing.iter().find(|o| name_of(o) == Some(name));
-    for (wanted, always) in mandatory
+    // Concurrently: the store commits concurrent writes together.
+    let writes = mandatory
         .iter()
         .map(|o| (o, true))
         .chain(suggested.iter().map(|o| (o, false)))
-    {
-        let Some(name) = name_of(wanted) else {
-            continue;
-        };
-        match find(name) {
-            None => {
-                let created = store.create(wanted.clone(), &WriteOptions::default()).await;
-                // Another server of the cluster may have been first.
-                created.map(drop).or_else(|e| ignore(e, 409))?;
-            }
-            Some(current) => {
-                let auto = always || auto_update(current);
-                let stale_spec = auto && current.get("spec") != wanted.get("spec");
-                let annotation = if auto { "true" } else { "false" };
-                if stale_spec || annotation_of(current) != Some(annotation) {
-                    let spec = stale_spec.then(|| wanted["spec"].clone());
-                    store
-                        .update(
-                            None,
-                            name,
-                            Target::Main,
-                            revise(spec, annotation),
-                            &WriteOptions::default(),
-                        )
-                        .await?;
-                }
-            }
-        }
-    }
+        .filter_map(|(wanted, always)| {
+            let name = name_of(wanted)?;
+            Some(ensure_one(store, find(name), name, wanted, always))
+        });
+    futures::future::try_join_all(writes).await?;
     let known: HashSet<&str> = mandatory
         .iter()
         .chain(suggested)
@@ -245,6 +222,33 @@ async fn ensure(
             .delete(None, obsolete, &DeleteOptions::default())
             .await;
         deleted.map(drop).or_else(|e| ignore(e, 404))?;
+    }
+    Ok(())
+}
+
+/// Creates `wanted` when missing, else restores its spec or annotation as
+/// [`ensure`] says.
+async fn ensure_one(
+    store: &Store,
+    current: Option<&Object>,
+    name: &str,
+    wanted: &Value,
+    always: bool,
+) -> Result<(), ApiError> {
+    let Some(current) = current else {
+        let created = store.create(wanted.clone(), &WriteOptions::default()).await;
+        // Another server of the cluster may have been first.
+        return created.map(drop).or_else(|e| ignore(e, 409));
+    };
+    let auto = always || auto_update(current);
+    let stale_spec = auto && current.get("spec") != wanted.get("spec");
+    let annotation = if auto { "true" } else { "false" };
+    if stale_spec || annotation_of(current) != Some(annotation) {
+        let spec = stale_spec.then(|| wanted["spec"].clone());
+        let revised = revise(spec, annotation);
+        store
+            .update(None, name, Target::Main, revised, &WriteOptions::default())
+            .await?;
     }
     Ok(())
 }

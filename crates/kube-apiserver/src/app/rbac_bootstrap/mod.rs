@@ -11,6 +11,7 @@ use std::sync::Arc;
 use apiserver::admission::initializer::Stores;
 use apiserver::server::GenericApiServer;
 use client_go::informers::SharedInformerFactory;
+use futures::{StreamExt, TryStreamExt};
 
 use crate::authorization::rbac::bootstrappolicy::{
     controller_roles, default_cluster_role_bindings, default_cluster_roles,
@@ -21,6 +22,9 @@ use crate::controller::clusterroleaggregation;
 use crate::controller_manager::ControllerManager;
 
 mod reconcile;
+
+/// Writes of the default policy in flight at once.
+const BOOTSTRAP_WRITES_IN_FLIGHT: usize = 64;
 
 use reconcile::ensure;
 
@@ -73,11 +77,16 @@ pub fn install(
                     (roles, default_namespace_roles()),
                     (role_bindings, default_namespace_role_bindings()),
                 ];
+                // Concurrently: the store commits concurrent writes together,
+                // so the whole policy costs a few commits instead of one each.
+                let mut writes = Vec::new();
                 for (store, objects) in policy {
-                    for obj in objects {
-                        ensure(store, obj).await?;
-                    }
+                    writes.extend(objects.into_iter().map(|obj| ensure(store, obj)));
                 }
+                futures::stream::iter(writes)
+                    .buffer_unordered(BOOTSTRAP_WRITES_IN_FLIGHT)
+                    .try_collect::<()>()
+                    .await?;
                 if let Some(informer) = aggregation {
                     let store = cluster_roles.clone();
                     manager.spawn(move |stop| {
