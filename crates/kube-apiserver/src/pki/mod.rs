@@ -146,6 +146,40 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
     let pki_dir = pki.ca_cert.parent().unwrap_or(data_dir);
     files::ensure_private_dir(pki_dir)?;
 
+    // The three independent chains at once: each file is written with an
+    // fsync, which is most of the time an empty data dir's start takes.
+    let (admin, ca_cert_pem) = std::thread::scope(|scope| {
+        let signing = scope.spawn(|| ensure_signing_key(&pki));
+        let front_proxy = scope.spawn(|| ensure_front_proxy(&pki));
+        let main = ensure_main_chain(&pki, opts);
+        signing
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        front_proxy
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        main
+    })?;
+
+    let yaml = kubeconfig::AdminKubeconfig {
+        server: kubeconfig::server_url(&opts.server_host, opts.secure_port),
+        ca_cert_pem: &ca_cert_pem,
+        user_name: ADMIN_USER,
+        client_cert_pem: &admin.cert,
+        client_key_pem: &admin.key,
+    }
+    .to_yaml()?;
+    if files::read_optional(&pki.kubeconfig)?.as_deref() == Some(yaml.as_str()) {
+        files::restrict(&pki.kubeconfig, SECRET_MODE)?;
+    } else {
+        files::write_atomic(&pki.kubeconfig, yaml.as_bytes(), SECRET_MODE)?;
+    }
+    Ok(pki)
+}
+
+/// The cluster CA and what it signs: the serving certificate and the
+/// admin's client certificate (returned with the CA's PEM).
+fn ensure_main_chain(pki: &Pki, opts: &PkiOptions) -> Result<(PemPair, String), PkiError> {
     let (ca, ca_cert_pem, ca_replaced) =
         ensure_ca((&pki.ca_cert, &pki.ca_key), certs::CA_COMMON_NAME)?;
     let serving_sans = serving_sans(opts);
@@ -171,7 +205,11 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
         },
         ca_replaced,
     )?;
-    ensure_signing_key(&pki)?;
+    Ok((admin, ca_cert_pem))
+}
+
+/// The front proxy's CA and its client certificate.
+fn ensure_front_proxy(pki: &Pki) -> Result<(), PkiError> {
     let front_proxy = (pki.front_proxy_ca_cert.as_path(), &*pki.front_proxy_ca_key);
     let (front_proxy_ca, _, replaced) = ensure_ca(front_proxy, FRONT_PROXY_CA_COMMON_NAME)?;
     ensure_leaf(
@@ -185,21 +223,7 @@ pub fn ensure_pki(data_dir: &Path, opts: &PkiOptions) -> Result<Pki, PkiError> {
         },
         replaced,
     )?;
-
-    let yaml = kubeconfig::AdminKubeconfig {
-        server: kubeconfig::server_url(&opts.server_host, opts.secure_port),
-        ca_cert_pem: &ca_cert_pem,
-        user_name: ADMIN_USER,
-        client_cert_pem: &admin.cert,
-        client_key_pem: &admin.key,
-    }
-    .to_yaml()?;
-    if files::read_optional(&pki.kubeconfig)?.as_deref() == Some(yaml.as_str()) {
-        files::restrict(&pki.kubeconfig, SECRET_MODE)?;
-    } else {
-        files::write_atomic(&pki.kubeconfig, yaml.as_bytes(), SECRET_MODE)?;
-    }
-    Ok(pki)
+    Ok(())
 }
 
 /// Creates the data directory owner-only (0700), or restricts an existing
