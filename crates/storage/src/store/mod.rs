@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use component_base::tracing::{self as tracing_ctx, Attribute};
+use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use serde_json::Value;
 
 use crate::codec::Codec;
@@ -42,6 +43,10 @@ pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 /// The most keys one list fetches from the KV at once while it fills a
 /// filtered page (upstream's `maxLimit`).
 const MAX_FETCH_LIMIT: i64 = 10_000;
+
+/// The fewest objects one core decodes at a time when a batch is decoded
+/// on every core.
+const PARALLEL_DECODE_CHUNK: usize = 64;
 
 /// The storage semantics over a revisioned KV.
 #[derive(Clone)]
@@ -351,10 +356,13 @@ struct Batch {
 }
 
 /// Decodes a fetched batch in key order, keeping the objects `predicate`
-/// matches, until `wanted` of them are kept.
+/// matches, until `wanted` of them are kept. A batch too big to decode on
+/// the request's own task is decoded on every core (rayon's pool, one
+/// thread per core, shared by every list); the objects are then taken in
+/// key order, so an object past the cut that fails to decode is no error.
 fn decode_batch(
     codec: &dyn Codec,
-    kvs: Vec<KeyValue>,
+    mut kvs: Vec<KeyValue>,
     predicate: &Predicate,
     wanted: Option<usize>,
 ) -> Result<Batch> {
@@ -363,16 +371,31 @@ fn decode_batch(
         last_key: None,
         cut: false,
     };
-    for kv in kvs {
+    // Without a filter, nothing past the wanted count is decoded at all.
+    if let Some(w) = wanted.filter(|w| predicate.is_everything() && kvs.len() > *w) {
+        kvs.truncate(w);
+        batch.cut = true;
+    }
+    let decode = |kv: KeyValue| {
+        let kept = decode_object(codec, &kv.key, &kv.value, kv.mod_revision)
+            .map(|obj| predicate.matches(&obj).then(|| Arc::new(obj)));
+        (kv.key, kept)
+    };
+    let decoded: Vec<(String, Result<Option<Object>>)> = if kvs.len() < offload::INLINE_OBJECTS {
+        kvs.into_iter().map(decode).collect()
+    } else {
+        kvs.into_par_iter()
+            .with_min_len(PARALLEL_DECODE_CHUNK)
+            .map(decode)
+            .collect()
+    };
+    for (key, kept) in decoded {
         if wanted.is_some_and(|w| batch.items.len() >= w) {
             batch.cut = true;
             break;
         }
-        let obj = decode_object(codec, &kv.key, &kv.value, kv.mod_revision)?;
-        if predicate.matches(&obj) {
-            batch.items.push(Arc::new(obj));
-        }
-        batch.last_key = Some(kv.key);
+        batch.items.extend(kept?);
+        batch.last_key = Some(key);
     }
     Ok(batch)
 }
@@ -521,6 +544,7 @@ impl Storage for Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::JsonCodec;
 
     #[test]
     fn keys_cannot_escape_their_collection() {
@@ -538,5 +562,46 @@ mod tests {
         ] {
             assert!(check_key(good).is_ok(), "{good:?}");
         }
+    }
+
+    fn batch_of(n: usize, corrupt_at: Option<usize>) -> Vec<KeyValue> {
+        (0..n)
+            .map(|i| KeyValue {
+                key: format!("/k/{i:05}"),
+                value: if corrupt_at == Some(i) {
+                    Bytes::from_static(b"{")
+                } else {
+                    Bytes::from(format!(r#"{{"metadata":{{"name":"{i:05}"}},"n":{i}}}"#))
+                },
+                create_revision: 1,
+                mod_revision: 2,
+            })
+            .collect()
+    }
+
+    fn names(batch: &Batch) -> Vec<i64> {
+        batch.items.iter().filter_map(|o| o["n"].as_i64()).collect()
+    }
+
+    #[test]
+    fn big_batches_decode_in_key_order_up_to_the_cut() {
+        let even = Predicate::new(|o| o["n"].as_i64().is_some_and(|n| n % 2 == 0));
+        let n = 3 * offload::INLINE_OBJECTS;
+        let batch = decode_batch(&JsonCodec, batch_of(n, Some(n - 1)), &even, Some(100)).unwrap();
+        assert_eq!(names(&batch), (0..200).step_by(2).collect::<Vec<_>>());
+        assert_eq!(batch.last_key.as_deref(), Some("/k/00198"));
+        assert!(batch.cut);
+        // Without a filter nothing past the cut is decoded, a corrupt object there included.
+        let all = Predicate::everything();
+        let batch = decode_batch(&JsonCodec, batch_of(n, Some(n - 1)), &all, Some(n - 1)).unwrap();
+        assert_eq!(names(&batch), (0..n as i64 - 1).collect::<Vec<_>>());
+        assert!(batch.cut);
+        let batch = decode_batch(&JsonCodec, batch_of(n, None), &all, None).unwrap();
+        assert_eq!(batch.items.len(), n);
+        assert!(!batch.cut);
+        assert_eq!(batch.items[7]["metadata"]["resourceVersion"], "2");
+        // A corrupt object before the cut fails the batch.
+        let failed = decode_batch(&JsonCodec, batch_of(n, Some(5)), &all, None);
+        assert!(matches!(failed, Err(StorageError::Corrupt { .. })));
     }
 }
