@@ -67,14 +67,17 @@ fn reshape_struct(shapes: &Shapes, value: &mut Value, at: usize) {
     };
     let mut input = std::mem::take(input);
     let fields = &shapes.structs[at].fields;
-    let mut out = Map::with_capacity(fields.len());
+    let mut kept = Vec::with_capacity(fields.len());
     for field in fields {
         let given = input.remove(&field.name).filter(|v| !v.is_null());
         if let Some(v) = field_value(shapes, field, given) {
-            out.insert(field.name.clone(), v);
+            kept.push((field.name.clone(), v));
         }
     }
-    *value = Value::Object(out);
+    // Built at its final size: a stored tree lives as long as its object
+    // version, and a map sized for every declared field (ObjectMeta has 16)
+    // held several times the entries present (issue 19's memory budget).
+    *value = Value::Object(kept.into_iter().collect());
 }
 
 /// What Go writes for a field, `None` when it leaves the field out.
@@ -95,20 +98,46 @@ fn reshape(shapes: &Shapes, v: &mut Value, shape: &Shape) {
         (Shape::Pointer(inner), v) => reshape(shapes, v, inner),
         (Shape::Struct(at), v) => reshape_struct(shapes, v, *at),
         (Shape::Slice(inner), Value::Array(items)) => {
-            for item in items {
+            for item in items.iter_mut() {
                 element(shapes, item, inner);
             }
+            items.shrink_to_fit();
         }
         (Shape::Map(inner), Value::Object(entries)) => {
-            for item in entries.values_mut() {
+            let mut sorted: Vec<_> = std::mem::take(entries).into_iter().collect();
+            for (_, item) in &mut sorted {
                 element(shapes, item, inner);
             }
-            entries.sort_keys();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            *entries = sorted.into_iter().collect();
         }
+        (Shape::Raw | Shape::Interface, v) => compact(v),
         (Shape::Quantity, v @ Value::String(_)) => {
             if let Ok(canonical) = apimachinery::quantity::canonicalize_json(v) {
                 *v = Value::String(canonical);
             }
+        }
+        _ => {}
+    }
+}
+
+/// Rebuilds the maps and arrays of a value kept as it is (raw JSON such
+/// as `managedFields[].fieldsV1`, `interface{}`) at their final size: a
+/// decoder grows them by doubling, leaving most of their room unused.
+fn compact(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            items.iter_mut().for_each(compact);
+            items.shrink_to_fit();
+        }
+        Value::Object(entries) => {
+            *entries = std::mem::take(entries)
+                .into_iter()
+                .map(|(k, mut v)| {
+                    compact(&mut v);
+                    (k, v)
+                })
+                .collect();
         }
         _ => {}
     }

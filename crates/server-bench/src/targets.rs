@@ -188,6 +188,10 @@ async fn measure_started(
         stored = stored.max(count);
         rss.push((count, server.process.memory().await?.rss));
     }
+    if args.hold {
+        eprintln!("[server-bench] holding {stored} objects stored until killed");
+        std::future::pending::<()>().await;
+    }
     fill(server, args, stored, args.cache_list_objects).await?;
     let restart_objects = stored.max(args.cache_list_objects);
     eprintln!("[server-bench] restarting on {restart_objects} objects");

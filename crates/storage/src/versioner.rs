@@ -20,7 +20,12 @@ pub fn stamp(meta: &mut Map<String, Value>, revision: i64) {
         .keys()
         .position(|k| !BEFORE.contains(&k.as_str()))
         .unwrap_or(meta.len());
-    meta.shift_insert(at, "resourceVersion".to_owned(), value);
+    // Rebuilt at its final size: a decoded map is built exactly full (see
+    // go_json's normalize), so inserting into it would double its room for
+    // as long as the object is cached.
+    let mut entries: Vec<(String, Value)> = std::mem::take(meta).into_iter().collect();
+    entries.insert(at, ("resourceVersion".to_owned(), value));
+    *meta = entries.into_iter().collect();
 }
 
 #[cfg(test)]
