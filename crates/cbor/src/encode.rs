@@ -25,10 +25,12 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CborError> {
 }
 
 /// Encodes a list object — `fields` (kind, apiVersion, metadata…) and an
-/// `items` array — straight from the items, without building a tree.
+/// `items` array — without building a tree: each item is given as
+/// [`encode`] wrote it (an object's encoding shared by every reader of that
+/// version) and copied without its self-described tag, as a list nests it.
 pub fn encode_list<'a, I>(fields: &[(&str, &Value)], items: I) -> Vec<u8>
 where
-    I: ExactSizeIterator<Item = &'a Value>,
+    I: ExactSizeIterator<Item = &'a [u8]>,
 {
     // `None` stands for the items array among the sorted keys.
     let mut entries: Vec<(&str, Option<&Value>)> =
@@ -49,7 +51,7 @@ where
             (None, Some(items)) => {
                 w.head(Header::Array(Some(items.len())));
                 for item in items {
-                    w.value(item);
+                    w.raw(item.strip_prefix(&SELF_DESCRIBED).unwrap_or(item));
                 }
             }
             (None, None) => w.head(Header::Array(Some(0))),
@@ -120,9 +122,14 @@ impl<'a> Writer<'a> {
         let Ok(()) = self.0.push(header);
     }
 
+    /// Bytes already encoded.
+    fn raw(&mut self, bytes: &[u8]) {
+        let Ok(()) = ciborium_io::Write::write_all(&mut self.0, bytes);
+    }
+
     fn string(&mut self, s: &str) {
         self.head(Header::Bytes(Some(s.len())));
-        let Ok(()) = ciborium_io::Write::write_all(&mut self.0, s.as_bytes());
+        self.raw(s.as_bytes());
     }
 
     fn value(&mut self, value: &Value) {

@@ -159,13 +159,14 @@ fn lists_are_written_from_their_items() {
         json!({"metadata": {"name": "b"}}),
     ];
     let metadata = json!({"resourceVersion": "7"});
+    let encoded: Vec<Vec<u8>> = items.iter().map(encode).collect();
     let bytes = encode_list(
         &[
             ("kind", &json!("WidgetList")),
             ("apiVersion", &json!("example.com/v1")),
             ("metadata", &metadata),
         ],
-        items.iter(),
+        encoded.iter().map(Vec::as_slice),
     );
     let whole = json!({
         "kind": "WidgetList", "apiVersion": "example.com/v1",

@@ -288,18 +288,23 @@ fn encode_kind(
 }
 
 /// Encodes a list of `list_kind` from its metadata and items, as
-/// [`encode`] would encode the assembled list, without assembling it: the
-/// items are read where they are (a store's shared objects).
+/// [`encode`] would encode the assembled list, without assembling it: each
+/// item is given as [`encode`] wrote it (an object's encoding shared by
+/// every reader of that version), and its message is copied from there.
 pub fn encode_list<'a>(
     api_version: &str,
     list_kind: &str,
     metadata: &Value,
-    items: impl Iterator<Item = &'a Value> + Clone,
+    items: impl Iterator<Item = &'a [u8]>,
 ) -> Result<Vec<u8>, ProtobufError> {
     let desc = lookup(api_version, list_kind).ok_or_else(|| ProtobufError::UnknownKind {
         api_version: api_version.to_owned(),
         kind: list_kind.to_owned(),
     })?;
+    let messages = items.map(|item| {
+        let body = item.strip_prefix(MAGIC).ok_or(ProtobufError::BadMagic)?;
+        Unknown::parse(body).map(|unknown| unknown.raw)
+    });
     let mut buf = Vec::with_capacity(4096);
     buf.extend_from_slice(MAGIC);
     put_nested(&mut buf, 1, |b| {
@@ -308,7 +313,7 @@ pub fn encode_list<'a>(
         Ok::<(), ProtobufError>(())
     })?;
     put_nested(&mut buf, 2, |b| {
-        encode::encode_list_body(desc.message, metadata, items, b)
+        encode::encode_list_body(desc.message, metadata, messages, b)
     })?;
     put_bytes(&mut buf, 3, b"");
     put_bytes(&mut buf, 4, b"");

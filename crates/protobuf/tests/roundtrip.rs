@@ -474,7 +474,8 @@ fn zeros_go_writes_are_left_out_as_upstream_serves_them() {
 fn lists_encoded_from_their_parts_match_the_assembled_list() {
     let items: Vec<Value> = (0..200)
         .map(|i| {
-            json!({"metadata": {"name": format!("cm-{i}"), "namespace": "default",
+            json!({"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": format!("cm-{i}"), "namespace": "default",
                 "resourceVersion": format!("{}", 100 + i)},
                 "data": {"key": "v".repeat(i * 3)}})
         })
@@ -483,13 +484,22 @@ fn lists_encoded_from_their_parts_match_the_assembled_list() {
     let assembled = json!({"apiVersion": "v1", "kind": "ConfigMapList",
         "metadata": metadata, "items": items});
     let whole = encode(&assembled).expect("encode the assembled list");
-    let parts = protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, items.iter())
+    let encoded: Vec<Vec<u8>> = items
+        .iter()
+        .map(|item| encode(item).expect("encode an item"))
+        .collect();
+    let parts_of = || encoded.iter().map(Vec::as_slice);
+    let parts = protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, parts_of())
         .expect("encode from parts");
     assert!(parts == whole, "the two encodings differ");
     let back = decode(&parts).expect("decode");
     assert_eq!(back["metadata"], metadata);
     assert_eq!(back["items"].as_array().map(Vec::len), Some(200));
     assert_eq!(back["items"][199]["data"], items[199]["data"]);
-    let unknown = protobuf_codec::encode_list("v1", "NoSuchList", &metadata, items.iter());
+    let unknown = protobuf_codec::encode_list("v1", "NoSuchList", &metadata, parts_of());
     assert!(unknown.is_err());
+    let truncated = [&encoded[0][..3]];
+    let corrupt =
+        protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, truncated.into_iter());
+    assert!(corrupt.is_err(), "an item that is not an encoded object");
 }

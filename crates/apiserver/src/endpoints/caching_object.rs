@@ -1,106 +1,206 @@
-//! Each object version encoded once per wire format for all its watchers,
+//! Each object version encoded once per wire format for all its readers,
 //! as upstream's `CachingObject` (`storage/cacher/caching_object.go`) does
 //! for the watch cache's events: every watcher of a resource receives the
 //! same shared object from the cache, so the first one to send it encodes
-//! it and the others reuse the bytes.
+//! it and the others reuse the bytes. Here the same bytes also serve GETs
+//! of that version and the items of LISTs from the cache (upstream encodes
+//! those per request), which then only copy them.
 //!
-//! Here the encodings sit beside the objects rather than in a wrapper: a
-//! bounded table keyed by the object's address, each entry holding the
-//! object so the address cannot be reused while the entry lives. Watchers
-//! read it in step (an event reaches them all within moments), so the most
-//! recent [`CAPACITY`] encodings (at most [`CAPACITY_BYTES`] in all) cover
-//! them; a watcher that lags further behind encodes again.
+//! The encodings sit beside the objects rather than in a wrapper: a table
+//! keyed by the object's address, each entry holding a weak reference so
+//! the address cannot be reused while the entry lives. An entry lives as
+//! long as its object (the watch cache's copy of that version): entries of
+//! dropped objects are swept once the table has doubled in entries or bytes
+//! since the last sweep. Only objects held elsewhere too (by the watch
+//! cache) are kept: one read from storage alone is encoded and dropped. At
+//! most [`CAPACITY_BYTES`] of encodings are kept; beyond, objects are
+//! encoded per request as before.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use bytes::Bytes;
+use protobuf_codec::ProtobufError;
 use serde_json::Value;
 use storage::Object;
 
 use super::negotiation::Encoding;
-
-/// Encodings kept at most.
-const CAPACITY: usize = 4096;
+use super::response::encode;
 
 /// Bytes of encodings kept at most.
-const CAPACITY_BYTES: usize = 64 << 20;
+const CAPACITY_BYTES: usize = 256 << 20;
 
-type Key = (usize, Encoding);
+/// Entries and bytes below which the table is not swept.
+const MIN_SWEEP: (usize, usize) = (1024, 16 << 20);
+
+/// Bytes held by every [`Encodings`] alive.
+static BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// The encodings of one object version, filled on first use.
+struct Encodings {
+    object: Weak<Value>,
+    /// JSON, protobuf and CBOR.
+    slots: [OnceLock<Bytes>; 3],
+}
+
+impl Drop for Encodings {
+    fn drop(&mut self) {
+        let held: usize = self
+            .slots
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(Bytes::len)
+            .sum();
+        BYTES.fetch_sub(held, Ordering::Relaxed);
+    }
+}
 
 #[derive(Default)]
 struct Table {
-    entries: HashMap<Key, (Object, Bytes)>,
-    /// Keys in insertion order.
-    order: VecDeque<Key>,
-    bytes: usize,
+    entries: HashMap<usize, Arc<Encodings>>,
+    /// Entries and bytes at which the next sweep runs.
+    sweep_at: (usize, usize),
 }
 
 static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
 
-/// `object` as `encode` writes it in `encoding`, encoded once while it is
-/// being sent to watchers. An error is returned, not kept.
-pub fn encoded<E>(
-    object: &Object,
+impl Table {
+    fn entry(&mut self, object: &Object) -> Option<Arc<Encodings>> {
+        // Held by this reader alone: nobody would reuse its encodings.
+        if Arc::strong_count(object) < 2 {
+            return None;
+        }
+        let key = Arc::as_ptr(object) as usize;
+        if let Some(entry) = self.entries.get(&key) {
+            return Some(entry.clone());
+        }
+        if self.entries.len() >= self.sweep_at.0 || BYTES.load(Ordering::Relaxed) >= self.sweep_at.1
+        {
+            self.sweep();
+        }
+        let entry = Arc::new(Encodings {
+            object: Arc::downgrade(object),
+            slots: Default::default(),
+        });
+        self.entries.insert(key, entry.clone());
+        Some(entry)
+    }
+
+    /// Drops the entries of objects nobody holds any more.
+    fn sweep(&mut self) {
+        self.entries.retain(|_, e| e.object.strong_count() > 0);
+        self.sweep_at = (
+            (self.entries.len() * 2).max(MIN_SWEEP.0),
+            (BYTES.load(Ordering::Relaxed) * 2).max(MIN_SWEEP.1),
+        );
+    }
+}
+
+fn table() -> MutexGuard<'static, Table> {
+    TABLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `object` in `encoding` as a response writes it whole: JSON as Go's
+/// `json.Encoder` (newline included), protobuf as a watch event embeds it
+/// (its full body, or JSON when its kind has none), CBOR self-described.
+pub fn encoded(object: &Object, encoding: Encoding) -> Result<Bytes, ProtobufError> {
+    let entry = table().entry(object);
+    fill(entry.as_deref(), object, encoding)
+}
+
+/// [`encoded`] for each of `objects`, looked up together.
+pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>, ProtobufError> {
+    let entries: Vec<_> = {
+        let mut table = table();
+        objects.iter().map(|o| table.entry(o)).collect()
+    };
+    objects
+        .iter()
+        .zip(entries)
+        .map(|(object, entry)| fill(entry.as_deref(), object, encoding))
+        .collect()
+}
+
+fn fill(
+    entry: Option<&Encodings>,
+    object: &Value,
     encoding: Encoding,
-    encode: impl FnOnce(&Value) -> Result<Bytes, E>,
-) -> Result<Bytes, E> {
-    let key = (std::sync::Arc::as_ptr(object) as usize, encoding);
-    if let Some((_, bytes)) = table().entries.get(&key) {
+) -> Result<Bytes, ProtobufError> {
+    let slot = match encoding {
+        Encoding::Json => 0,
+        Encoding::Protobuf => 1,
+        Encoding::Cbor => 2,
+        Encoding::Yaml => return Ok(encode(object, encoding, false)),
+    };
+    let slot = entry.map(|e| &e.slots[slot]);
+    if let Some(bytes) = slot.and_then(OnceLock::get) {
         return Ok(bytes.clone());
     }
-    // Encoded unlocked: watchers on other threads may encode it too, once.
-    let bytes = encode(object)?;
-    let mut table = table();
-    if table.entries.contains_key(&key) {
+    // Encoded unlocked: readers on other threads may encode it too, once.
+    let bytes = match encoding {
+        Encoding::Protobuf => Bytes::from(protobuf_codec::watch_event_object(object)?),
+        Encoding::Cbor => Bytes::from(kube_cbor::encode(object)),
+        _ => encode(object, encoding, false),
+    };
+    let Some(slot) = slot else {
+        return Ok(bytes);
+    };
+    if BYTES.load(Ordering::Relaxed) + bytes.len() > CAPACITY_BYTES {
         return Ok(bytes);
     }
-    table.bytes += bytes.len();
-    table.entries.insert(key, (object.clone(), bytes.clone()));
-    table.order.push_back(key);
-    while table.order.len() > CAPACITY || table.bytes > CAPACITY_BYTES {
-        let Some(oldest) = table.order.pop_front() else {
-            break;
-        };
-        if let Some((_, evicted)) = table.entries.remove(&oldest) {
-            table.bytes -= evicted.len();
-        }
+    if slot.set(bytes.clone()).is_ok() {
+        BYTES.fetch_add(bytes.len(), Ordering::Relaxed);
     }
     Ok(bytes)
 }
 
-fn table() -> std::sync::MutexGuard<'static, Table> {
-    TABLE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::convert::Infallible;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
     use serde_json::json;
 
     use super::*;
 
     #[test]
-    fn one_encoding_per_object_and_format() {
-        let calls = AtomicUsize::new(0);
-        let encode = |v: &Value| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            Ok::<_, Infallible>(Bytes::from(v.to_string()))
-        };
+    fn one_encoding_per_shared_object_version_and_format() {
         let object: Object = Arc::new(json!({"metadata": {"name": "a"}}));
-        let same_content: Object = Arc::new(json!({"metadata": {"name": "a"}}));
-        for _ in 0..3 {
-            let Ok(bytes) = encoded(&object, Encoding::Json, encode);
-            assert_eq!(bytes, r#"{"metadata":{"name":"a"}}"#);
-        }
-        assert_eq!(calls.load(Ordering::SeqCst), 1);
-        let _ = encoded(&object, Encoding::Cbor, encode);
-        let _ = encoded(&same_content, Encoding::Json, encode);
-        assert_eq!(calls.load(Ordering::SeqCst), 3, "by format and version");
-        let failed = encoded(&Arc::new(json!(1)), Encoding::Json, |_| Err("no"));
-        assert_eq!(failed, Err("no"));
+        let cached = object.clone();
+        let first = encoded(&object, Encoding::Json).expect("JSON");
+        assert_eq!(first, "{\"metadata\":{\"name\":\"a\"}}\n");
+        let again = encoded(&object, Encoding::Json).expect("JSON");
+        assert_eq!(first.as_ptr(), again.as_ptr(), "the same bytes");
+        let cbor = encoded(&object, Encoding::Cbor).expect("CBOR");
+        assert_eq!(cbor, kube_cbor::encode(&object));
+        let same_content: Object = Arc::new((*object).clone());
+        let _held = same_content.clone();
+        let other = encoded(&same_content, Encoding::Json).expect("JSON");
+        assert_ne!(first.as_ptr(), other.as_ptr(), "another version");
+        let each = encoded_each(&[object.clone(), same_content.clone()], Encoding::Json);
+        let each = each.expect("JSON");
+        assert_eq!(
+            (each[0].as_ptr(), each[1].as_ptr()),
+            (first.as_ptr(), other.as_ptr())
+        );
+        drop(cached);
+    }
+
+    #[test]
+    fn objects_held_by_one_reader_are_not_kept() {
+        let object: Object = Arc::new(json!({"metadata": {"name": "b"}}));
+        let first = encoded(&object, Encoding::Json).expect("JSON");
+        let again = encoded(&object, Encoding::Json).expect("JSON");
+        assert_eq!(first, again);
+        assert_ne!(first.as_ptr(), again.as_ptr(), "encoded per request");
+    }
+
+    #[test]
+    fn entries_of_dropped_objects_are_swept() {
+        let mut table = Table::default();
+        let object: Object = Arc::new(json!({"metadata": {"name": "c"}}));
+        let held = object.clone();
+        assert!(table.entry(&object).is_some());
+        drop((object, held));
+        table.sweep();
+        assert!(table.entries.is_empty());
     }
 }

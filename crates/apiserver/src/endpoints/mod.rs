@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod body;
 pub mod caching_object;
+pub mod collections;
 pub mod compression;
 pub mod computed_read;
 pub mod connect;

@@ -12,6 +12,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use storage::{ListResult, Object};
 
+use super::caching_object;
+use super::collections;
 use super::negotiation::{Encoding, Negotiated, Shape};
 use crate::registry::rest::table::IncludeObject;
 use crate::registry::rest::TableConvertor;
@@ -87,8 +89,11 @@ pub fn object(
     table_convertor: &dyn TableConvertor,
 ) -> Response<Body> {
     let body = match neg.shape {
-        // Straight from the stored tree, without a serde round through a copy.
-        Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode(obj)),
+        // The version's shared encoding (see `caching_object`).
+        Shape::Object if !neg.pretty && shared_encoding(obj, neg.encoding) => {
+            caching_object::encoded(obj, neg.encoding)
+                .unwrap_or_else(|e| encoding_failed(&e.to_string()))
+        }
         Shape::Object if neg.encoding == Encoding::Protobuf => match protobuf_codec::encode(obj) {
             Ok(bytes) => Bytes::from(bytes),
             Err(e) => encoding_failed(&e.to_string()),
@@ -114,6 +119,19 @@ pub fn object(
     respond(code, body, neg.encoding)
 }
 
+/// Whether a response writes `obj` in `encoding` as its shared encoding
+/// does: JSON and CBOR always, protobuf for the kinds it has a message for.
+fn shared_encoding(obj: &Value, encoding: Encoding) -> bool {
+    match encoding {
+        Encoding::Json | Encoding::Cbor => true,
+        Encoding::Yaml => false,
+        Encoding::Protobuf => {
+            let field = |name| obj.get(name).and_then(Value::as_str).unwrap_or_default();
+            protobuf_codec::supports(field("apiVersion"), field("kind"))
+        }
+    }
+}
+
 fn partial_metadata(obj: &Value) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
@@ -122,7 +140,7 @@ fn partial_metadata(obj: &Value) -> Value {
     })
 }
 
-fn list_metadata(list: &ListResult) -> Value {
+pub(super) fn list_metadata(list: &ListResult) -> Value {
     let mut meta = json!({"resourceVersion": list.resource_version.to_string()});
     if let Some(token) = &list.continue_token {
         meta["continue"] = json!(token);
@@ -142,14 +160,22 @@ pub fn list(
 ) -> Response<Body> {
     let body = match neg.shape {
         Shape::Object if neg.encoding == Encoding::Protobuf => protobuf_list(list, info),
-        Shape::Object if neg.encoding == Encoding::Cbor => Bytes::from(kube_cbor::encode_list(
-            &[
-                ("kind", &Value::from(info.list_kind.as_str())),
-                ("apiVersion", &Value::from(info.api_version())),
-                ("metadata", &list_metadata(list)),
-            ],
-            list.items.iter().map(AsRef::as_ref),
-        )),
+        Shape::Object if neg.encoding == Encoding::Cbor => {
+            let items = caching_object::encoded_each(&list.items, Encoding::Cbor);
+            let items = items.unwrap_or_default();
+            Bytes::from(kube_cbor::encode_list(
+                &[
+                    ("kind", &Value::from(info.list_kind.as_str())),
+                    ("apiVersion", &Value::from(info.api_version())),
+                    ("metadata", &list_metadata(list)),
+                ],
+                items.iter().map(|item| &item[..]),
+            ))
+        }
+        Shape::Object if neg.encoding == Encoding::Json && !neg.pretty => {
+            let type_meta = strategies.scheme.list_items_keep_type_meta();
+            collections::json(list, &info.list_kind, &info.api_version(), type_meta)
+        }
         Shape::Object => encode(
             &ListBody {
                 kind: &info.list_kind,
@@ -192,16 +218,17 @@ pub fn list(
     respond(StatusCode::OK, body, neg.encoding)
 }
 
-/// A protobuf list written straight from the shared items (no copy of the
-/// list as a JSON tree first).
+/// A protobuf list written from the items' shared encodings (no copy of
+/// the list as a JSON tree first).
 fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Bytes {
-    let items = list.items.iter().map(AsRef::as_ref);
-    let encoded = protobuf_codec::encode_list(
-        &info.api_version(),
-        &info.list_kind,
-        &list_metadata(list),
-        items,
-    );
+    let api_version = info.api_version();
+    if !protobuf_codec::supports(&api_version, &info.list_kind) {
+        return encoding_failed(&format!("no protobuf message for {}", info.list_kind));
+    }
+    let encoded = caching_object::encoded_each(&list.items, Encoding::Protobuf).and_then(|items| {
+        let items = items.iter().map(|item| &item[..]);
+        protobuf_codec::encode_list(&api_version, &info.list_kind, &list_metadata(list), items)
+    });
     match encoded {
         Ok(bytes) => Bytes::from(bytes),
         Err(e) => encoding_failed(&e.to_string()),
@@ -244,7 +271,7 @@ impl Serialize for ListItems<'_> {
     }
 }
 
-struct WithoutTypeMeta<'a>(&'a Value);
+pub(super) struct WithoutTypeMeta<'a>(pub(super) &'a Value);
 
 impl Serialize for WithoutTypeMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

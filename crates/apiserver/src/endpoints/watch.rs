@@ -5,7 +5,6 @@
 //! `k8s.io/initial-events-end` at the snapshot's revision, then the changes
 //! after it.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -243,9 +242,7 @@ fn frame(store: &Store, event: Sent, encoding: Encoding) -> Bytes {
 /// (YAML, which indents the object inside the frame, encodes it whole).
 fn shared_frame(kind: &str, object: &Object, encoding: Encoding) -> Bytes {
     let framed = match encoding {
-        Encoding::Json => {
-            let once = |v: &Value| Ok::<_, Infallible>(encode(v, Encoding::Json, false));
-            let Ok(encoded) = caching_object::encoded(object, encoding, once);
+        Encoding::Json => caching_object::encoded(object, encoding).map(|encoded| {
             // Go's `json.Encoder` writes `{"type":…,"object":…}` and a newline.
             let body = encoded.strip_suffix(b"\n").unwrap_or(&encoded);
             let mut bytes = Vec::with_capacity(body.len() + kind.len() + 24);
@@ -254,17 +251,12 @@ fn shared_frame(kind: &str, object: &Object, encoding: Encoding) -> Bytes {
             bytes.extend_from_slice(b"\",\"object\":");
             bytes.extend_from_slice(body);
             bytes.extend_from_slice(b"}\n");
-            Ok(bytes)
-        }
-        Encoding::Protobuf => caching_object::encoded(object, encoding, |v| {
-            protobuf_codec::watch_event_object(v).map(Bytes::from)
-        })
-        .and_then(|raw| protobuf_codec::encode_watch_event_with(kind, Some(&raw))),
-        Encoding::Cbor => {
-            let once = |v: &Value| Ok::<_, Infallible>(Bytes::from(kube_cbor::encode(v)));
-            let Ok(encoded) = caching_object::encoded(object, encoding, once);
-            Ok(kube_cbor::encode_watch_event_with(kind, &encoded))
-        }
+            bytes
+        }),
+        Encoding::Protobuf => caching_object::encoded(object, encoding)
+            .and_then(|raw| protobuf_codec::encode_watch_event_with(kind, Some(&raw))),
+        Encoding::Cbor => caching_object::encoded(object, encoding)
+            .map(|encoded| kube_cbor::encode_watch_event_with(kind, &encoded)),
         Encoding::Yaml => return encoded_frame(kind, object, encoding),
     };
     framed.map_or_else(

@@ -16,7 +16,7 @@ use storage_etcd::testing::EtcdServer;
 use crate::harness::TestServer;
 use crate::support::crds::crd;
 
-const GATE: &str = "--feature-gates=CBORServingAndStorage=true";
+pub(crate) const GATE: &str = "--feature-gates=CBORServingAndStorage=true";
 const CBOR: &str = "application/cbor";
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
@@ -32,26 +32,26 @@ const SCHEMA: &str = r#"
               color: {type: string}
 "#;
 
-struct Answer {
-    code: u16,
-    content_type: String,
-    body: Vec<u8>,
+pub(crate) struct Answer {
+    pub(crate) code: u16,
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Answer {
-    fn cbor(&self) -> Value {
+    pub(crate) fn cbor(&self) -> Value {
         assert_eq!(self.content_type, CBOR, "code {}", self.code);
         kube_cbor::decode(&self.body).unwrap_or_else(|e| panic!("{e}: {:02x?}", self.body))
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 }
 
 /// One request with curl and the admin certificate; the body is sent and
 /// the answer read as bytes.
-fn request(
+pub(crate) fn request(
     s: &TestServer,
     method: &str,
     path: &str,

@@ -59,6 +59,7 @@ mod kubelet_connect;
 mod leader_election;
 mod legacy_sa_tokens;
 mod legacy_token_audit;
+mod list_encoding;
 mod logging;
 mod mutating_policy;
 mod namespace_lifecycle;

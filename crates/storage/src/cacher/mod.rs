@@ -309,6 +309,23 @@ impl Cacher {
         }
     }
 
+    /// The cache's copy of `fresh` (read from storage) when the cache holds
+    /// that same version: equal content, and its encodings are shared with
+    /// the version's watchers and lists.
+    fn same_version(&self, key: &str, fresh: Object) -> Object {
+        fn version(o: &Object) -> Option<&Value> {
+            o.pointer("/metadata/resourceVersion")
+        }
+        if !self.covers(key) {
+            return fresh;
+        }
+        let cache = self.shared.read();
+        match cache.get(key) {
+            Some(cached) if version(cached) == version(&fresh) => Arc::clone(cached),
+            _ => fresh,
+        }
+    }
+
     /// A list the cache can serve (upstream's `Cacher.GetList`, in its
     /// span): waits until the cache is fresh enough, falling back to
     /// storage when it cannot tell or does not get there in time.
@@ -539,9 +556,11 @@ impl Storage for Cacher {
         let min_rv = match opts.version {
             ReadVersion::Any => 0,
             ReadVersion::NotOlderThan(n) => n,
-            ReadVersion::MostRecent | ReadVersion::Exact(_) => {
-                return self.storage.get(key, opts).await
+            ReadVersion::MostRecent => {
+                let found = self.storage.get(key, opts).await?;
+                return Ok(found.map(|fresh| self.same_version(key, fresh)));
             }
+            ReadVersion::Exact(_) => return self.storage.get(key, opts).await,
         };
         if !self.covers(key) || !self.is_ready() {
             return self.storage.get(key, opts).await;
