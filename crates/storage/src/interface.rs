@@ -196,4 +196,16 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Fails when the backend cannot serve requests.
     async fn health(&self) -> Result<()>;
+
+    /// Whether the storage has what it needs to serve (upstream's
+    /// `StorageWithReadiness.ReadinessCheck`): a watch cache its first list.
+    fn is_ready(&self) -> bool {
+        true
+    }
+
+    /// Waits until [`Storage::is_ready`]; an in-process informer's list
+    /// waits here as upstream's reflector retries the 429 a watch cache
+    /// answers while it loads, so it is served from the cache instead of
+    /// listing the whole resource from the backend a second time.
+    async fn wait_ready(&self) {}
 }

@@ -21,6 +21,7 @@ mod lease_client;
 mod list_watch;
 mod strategies;
 
+pub use list_watch::InNamespace;
 pub use strategies::{DefaultStrategy, ScalePaths, Strategies};
 
 /// Turns the current object (None when absent) into the one to store.

@@ -17,6 +17,7 @@ pub mod options;
 mod paths;
 pub mod routes;
 mod run;
+mod storage_readiness;
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -33,6 +34,7 @@ pub use dynamic::{DynamicGroups, DynamicResource, DynamicVersion};
 pub use healthz::{readyz_only, FnCheck, HealthCheck};
 pub use hooks::{HookFn, PostStartHook, PostStartHookContext, PostStartHookFn, PreShutdownHook};
 pub use run::PreparedServer;
+pub use storage_readiness::STORAGE_READINESS_HOOK;
 
 use crate::endpoints::computed_read::ComputedResource;
 use crate::endpoints::connect::ConnectResource;

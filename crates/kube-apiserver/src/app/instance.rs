@@ -146,12 +146,28 @@ fn install_controllers(
     let front_proxy_ca = authn_setup.front_proxy_ca.clone();
     let client_ca = authn_setup.client_ca.clone();
     let trust = bootstrap::required_authentication_info(opts, client_ca, front_proxy_ca);
-    clusterauthenticationtrust::install(kube, informers, trust);
+    clusterauthenticationtrust::install(kube, trust);
+    if opts
+        .feature_gates
+        .get("WatchCacheInitializationPostStartHook")
+        != Some(&false)
+    {
+        kube.add_storage_readiness_hook(storage_initialization_timeout(opts));
+    }
     bootstrap::install_legacy_token_tracking(kube);
     // Upstream bootstraps the RBAC policy whatever the authorization modes.
     let rbac = super::authorization::rbac(&config.authorization);
     rbac_bootstrap::install(kube, informers, rbac.as_ref(), &manager);
     super::authorization::install(kube, &config.authorization, &config.metrics, informers);
+}
+
+/// `--storage-initialization-timeout`: how long `storage-readiness` waits.
+fn storage_initialization_timeout(opts: &CompletedOptions) -> std::time::Duration {
+    opts.options
+        .flags
+        .duration("storage-initialization-timeout")
+        .map(|d| d.to_std())
+        .unwrap_or(std::time::Duration::from_secs(60))
 }
 
 /// Groups served by virtual (review) resources rather than stores.

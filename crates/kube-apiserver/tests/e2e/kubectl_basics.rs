@@ -56,6 +56,12 @@ fn system_namespaces_and_kubernetes_service_exist() {
     ]);
     assert_eq!(since, chrono::Utc::now().format("%Y-%m-%d").to_string());
     assert!(ready.contains("[+]poststarthook/start-legacy-token-tracking-controller ok"));
+    // Ready only once every watch cache has its first list (upstream's
+    // WatchCacheInitializationPostStartHook, locked on in 1.37).
+    assert!(
+        ready.contains("[+]poststarthook/storage-readiness ok"),
+        "{ready}"
+    );
     // The default RBAC policy exists whatever the authorization mode.
     assert!(
         ready.contains("[+]poststarthook/rbac/bootstrap-roles ok"),

@@ -619,6 +619,14 @@ impl Storage for Cacher {
     async fn health(&self) -> Result<()> {
         self.storage.health().await
     }
+
+    fn is_ready(&self) -> bool {
+        Cacher::is_ready(self)
+    }
+
+    async fn wait_ready(&self) {
+        Cacher::wait_ready(self).await
+    }
 }
 
 /// Upstream's `cacher.GetList` span events: how many objects the cache

@@ -1,6 +1,10 @@
 //! A registry store as an informer's source (the `ListWatch` upstream's
 //! in-process controllers get from a loopback client): every object of
-//! the resource, then its watch with bookmarks.
+//! the resource (or of one namespace), then its watch with bookmarks. The
+//! list waits for the store's watch cache to be ready, as upstream's
+//! reflector retries the 429 of a cache still loading.
+
+use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
@@ -12,6 +16,7 @@ use super::Store;
 #[async_trait]
 impl ListerWatcher for Store {
     async fn list(&self) -> Result<ListResult, ApiError> {
+        self.storage().wait_ready().await;
         Store::list(self, None, ListOptions::default()).await
     }
 
@@ -22,5 +27,41 @@ impl ListerWatcher for Store {
             ..Default::default()
         };
         Store::watch(self, None, opts).await
+    }
+}
+
+/// A registry store's objects in one namespace as an informer's source
+/// (upstream's informers made for one namespace, such as the cluster
+/// authentication trust controller's of `kube-system`).
+pub struct InNamespace {
+    store: Arc<Store>,
+    namespace: String,
+}
+
+impl InNamespace {
+    pub fn new(store: Arc<Store>, namespace: &str) -> Self {
+        InNamespace {
+            store,
+            namespace: namespace.to_owned(),
+        }
+    }
+}
+
+#[async_trait]
+impl ListerWatcher for InNamespace {
+    async fn list(&self) -> Result<ListResult, ApiError> {
+        self.store.storage().wait_ready().await;
+        self.store
+            .list(Some(&self.namespace), ListOptions::default())
+            .await
+    }
+
+    async fn watch(&self, resource_version: i64) -> Result<WatchStream, ApiError> {
+        let opts = WatchOptions {
+            resource_version,
+            allow_bookmarks: true,
+            ..Default::default()
+        };
+        self.store.watch(Some(&self.namespace), opts).await
     }
 }

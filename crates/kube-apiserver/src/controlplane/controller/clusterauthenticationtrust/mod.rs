@@ -2,10 +2,11 @@
 //! `pkg/controlplane/controller/clusterauthenticationtrust`): keeps
 //! `kube-system/extension-apiserver-authentication` holding this server's
 //! client CA and front-proxy settings, combined with what other servers
-//! published there (`info`). It reads the configmap from the shared
-//! ConfigMap informer and has one key on a rate-limited work queue, added
-//! when the configmap is added or deleted, when a CA bundle is reloaded,
-//! and every minute.
+//! published there (`info`). It reads the configmap from its own informer
+//! of `kube-system`'s configmaps (as upstream's: one namespace, so the
+//! server's start never waits on a list of every configmap) and has one
+//! key on a rate-limited work queue, added when the configmap is added or
+//! deleted, when a CA bundle is reloaded, and every minute.
 
 mod info;
 
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use apimachinery::status::ApiError;
 use apiserver::authentication::x509::{any_reloaded, ClientCa};
-use apiserver::registry::store::{Store, Target, WriteOptions};
+use apiserver::registry::store::{InNamespace, Store, Target, WriteOptions};
 use apiserver::registry::DeleteOptions;
 use client_go::tools::cache::{Lister, ResourceEventHandlerFuncs, SharedInformer};
 use client_go::util::workqueue::{run_workers, RateLimitingQueue};
@@ -28,6 +29,8 @@ const NAMESPACE: &str = "kube-system";
 const NAME: &str = "extension-apiserver-authentication";
 /// Upstream's recheck period, in case a change notification is missed.
 const RESYNC: Duration = Duration::from_secs(60);
+/// The resync period of upstream's informer of `kube-system`'s configmaps.
+const INFORMER_RESYNC: Duration = Duration::from_secs(12 * 3600);
 
 /// The front proxy's settings from the `--requestheader-*` flags.
 #[derive(Debug, Clone, Default)]
@@ -230,21 +233,18 @@ impl Controller {
 /// ConfigMap informer has synced the configmap is written (so it is there
 /// when the server is ready), then the controller runs until the server
 /// stops. Nothing when there is nothing to publish.
-pub fn install(
-    server: &mut apiserver::server::GenericApiServer,
-    informers: &client_go::informers::SharedInformerFactory,
-    required: RequiredInfo,
-) {
-    let (Some(configmaps), Some(namespaces), Some(informer)) = (
+pub fn install(server: &mut apiserver::server::GenericApiServer, required: RequiredInfo) {
+    let (Some(configmaps), Some(namespaces)) = (
         server.store("", "v1", "configmaps"),
         server.store("", "v1", "namespaces"),
-        informers.informer_for("", "configmaps"),
     ) else {
         return;
     };
     if required.bundles().next().is_none() {
         return;
     }
+    let source = InNamespace::new(configmaps.clone(), NAMESPACE);
+    let informer = SharedInformer::new(Arc::new(source), Some(INFORMER_RESYNC));
     server.add_post_start_hook(
         "start-cluster-authentication-info-controller",
         Arc::new(move |ctx| {
@@ -255,6 +255,7 @@ pub fn install(
                 &informer,
             );
             let informer = informer.clone();
+            informer.start(&ctx.stop);
             Box::pin(async move {
                 informer.wait_for_sync().await;
                 if let Err(e) = controller.sync().await {
