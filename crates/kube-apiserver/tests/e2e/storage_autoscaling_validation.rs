@@ -78,3 +78,42 @@ fn bad_storage_and_autoscaling_objects_are_refused() {
         "code": 422});
     assert_eq!(a.body, want);
 }
+
+#[test]
+fn bad_persistent_volume_claims_are_refused() {
+    let s = TestServer::start();
+    let empty = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c1}\nspec: {}\n";
+    let err = refused(&s, empty);
+    assert!(
+        err.contains("The PersistentVolumeClaim \"c1\" is invalid: \n* spec.accessModes: Required value: at least 1 access mode is required\n* spec.resources[storage]: Required value\n"),
+        "{err}"
+    );
+    let modes = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c2}\nspec:\n  \
+        accessModes: [ReadWriteOncePod, ReadWriteOnce]\n  resources: {requests: {storage: 0}}\n  \
+        volumeMode: Raw\n";
+    let err = refused(&s, modes);
+    for part in [
+        "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes",
+        "spec.resources[storage]: Invalid value: \"0\": must be greater than zero",
+        "spec.volumeMode: Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\"",
+    ] {
+        assert!(err.contains(part), "{part} in {err}");
+    }
+    let good = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c3}\nspec:\n  \
+        accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n";
+    s.apply_yaml(good);
+    // Updates are checked too: a bound claim may grow, not lose its modes.
+    let err = s.kubectl(&[
+        "patch",
+        "pvc",
+        "c3",
+        "--type=json",
+        "-p",
+        r#"[{"op": "remove", "path": "/spec/accessModes"}]"#,
+    ]);
+    let stderr = String::from_utf8_lossy(&err.stderr);
+    assert!(
+        stderr.contains("spec.accessModes: Required value: at least 1 access mode is required"),
+        "{stderr}"
+    );
+}

@@ -21,6 +21,7 @@ mod pod_level;
 pub(crate) use pod_level::aggregate_container_requests;
 pub mod limit_range;
 pub mod networking;
+pub mod persistent_volume_claims;
 mod pod_os;
 mod pod_probes;
 mod pod_resources;
