@@ -117,7 +117,7 @@ fn two_servers_on_one_etcd_cluster_agree_and_list_each_other() {
     let cluster = rt
         .block_on(EtcdCluster::start(3))
         .expect("etcd cluster starts");
-    let a = server(&cluster, "127.0.0.1");
+    let mut a = server(&cluster, "127.0.0.1");
     let mut b = server(&cluster, "127.0.0.2");
     wait_for_endpoints(&a, &["127.0.0.1", "127.0.0.2"], Duration::from_secs(20));
 
@@ -163,6 +163,10 @@ fn two_servers_on_one_etcd_cluster_agree_and_list_each_other() {
     drop(b); // SIGKILL: the lease expires (15 s TTL, 10 s reconcile interval).
     let dropped = wait_for_endpoints(&a, &["127.0.0.1"], Duration::from_secs(40));
     eprintln!("killed server dropped from the endpoints after {dropped:?}");
+    // The last server removes itself too (upstream leaves no subset).
+    assert!(a.terminate().success());
+    let log = a.log();
+    assert!(!log.contains("Unable to remove endpoints"), "{log}");
 }
 
 /// What the writers saw.

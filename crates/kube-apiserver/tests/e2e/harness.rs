@@ -96,9 +96,7 @@ impl TestServer {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
-                let log =
-                    std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
-                return Err(format!("{status}: {log}"));
+                return Err(format!("{status}: {}", self.log()));
             }
             if self.kubeconfig.exists() {
                 let out = self.kubectl(&["get", "--raw", self.wait_path]);
@@ -246,6 +244,11 @@ impl TestServer {
     /// The server's process id (to read its `/proc/<pid>/status`).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// What the server has written to its log (stderr) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
     }
 
     /// Sends SIGTERM and waits for the exit status.

@@ -124,12 +124,15 @@ impl Desired {
         });
         let ports = self.ports_from(obj.pointer("/subsets/0/ports"));
         let addresses: Vec<Value> = self.ips.iter().map(|ip| json!({"ip": ip})).collect();
-        let mut subset = json!({"ports": ports});
-        if !addresses.is_empty() {
-            subset["addresses"] = Value::from(addresses);
-        }
         obj["metadata"]["labels"] = json!({"endpointslice.kubernetes.io/skip-mirror": "true"});
-        obj["subsets"] = json!([subset]);
+        // Upstream repacks the subsets (`RepackSubsets`): with no address
+        // (the last server removing itself) none is left.
+        match obj.as_object_mut() {
+            Some(map) if addresses.is_empty() => {
+                map.remove("subsets");
+            }
+            _ => obj["subsets"] = json!([{"addresses": addresses, "ports": ports}]),
+        }
         obj
     }
 
@@ -242,8 +245,11 @@ mod tests {
     }
 
     #[test]
-    fn no_ips_leave_an_empty_subset() {
+    fn no_ips_leave_no_subset() {
         let obj = desired(&[], false).endpoints(None);
-        assert_eq!(obj["subsets"], json!([{"ports": endpoint_ports(6443)}]));
+        assert_eq!(obj.get("subsets"), None);
+        let current = desired(&["10.0.0.1"], false).endpoints(None);
+        let obj = desired(&[], false).endpoints(Some(&current));
+        assert_eq!(obj.get("subsets"), None);
     }
 }
