@@ -114,21 +114,20 @@ fn encode_zero(f: &FieldDesc, buf: &mut Vec<u8>, depth: usize) -> Result<(), Pro
 /// Appends the body of list message `idx`: its `metadata` and one `items`
 /// entry per item message (already encoded), in field order, as
 /// [`encode_object`] writes a list.
-pub(crate) fn encode_list_body<'a>(
+pub(crate) fn encode_list_body(
     idx: usize,
     metadata: &Value,
-    items: impl Iterator<Item = Result<&'a [u8], ProtobufError>>,
+    items: &[&[u8]],
     buf: &mut Vec<u8>,
 ) -> Result<(), ProtobufError> {
     let desc = &MESSAGES[idx];
-    let mut items = Some(items);
     for f in desc.fields {
         match f.json {
             "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
             "metadata" if f.always => encode_zero(f, buf, 0)?,
             "items" => {
-                for item in items.take().into_iter().flatten() {
-                    put_bytes(buf, f.tag, item?);
+                for item in items {
+                    put_bytes(buf, f.tag, item);
                 }
             }
             _ => {}

@@ -301,11 +301,15 @@ pub fn encode_list<'a>(
         api_version: api_version.to_owned(),
         kind: list_kind.to_owned(),
     })?;
-    let messages = items.map(|item| {
-        let body = item.strip_prefix(MAGIC).ok_or(ProtobufError::BadMagic)?;
-        Unknown::parse(body).map(|unknown| unknown.raw)
-    });
-    let mut buf = Vec::with_capacity(4096);
+    let messages = items
+        .map(|item| {
+            let body = item.strip_prefix(MAGIC).ok_or(ProtobufError::BadMagic)?;
+            Unknown::parse(body).map(|unknown| unknown.raw)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Each item's bytes, its key and length, the envelope and metadata.
+    let size: usize = messages.iter().map(|m| m.len() + 8).sum();
+    let mut buf = Vec::with_capacity(size + 512);
     buf.extend_from_slice(MAGIC);
     put_nested(&mut buf, 1, |b| {
         put_bytes(b, 1, api_version.as_bytes());
@@ -313,7 +317,7 @@ pub fn encode_list<'a>(
         Ok::<(), ProtobufError>(())
     })?;
     put_nested(&mut buf, 2, |b| {
-        encode::encode_list_body(desc.message, metadata, messages, b)
+        encode::encode_list_body(desc.message, metadata, &messages, b)
     })?;
     put_bytes(&mut buf, 3, b"");
     put_bytes(&mut buf, 4, b"");
