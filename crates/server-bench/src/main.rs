@@ -115,8 +115,9 @@ pub struct Args {
     /// With --targets: stored objects at which resident memory is read.
     #[arg(long, value_delimiter = ',', default_values_t = [10_000, 25_000, 50_000, 100_000])]
     rss_objects: Vec<u64>,
-    /// With --targets: once the --rss-objects are stored, wait until killed
-    /// (the first backend only), for a profiler to read the server's memory
+    /// With --targets: once the --rss-objects are stored, wait for SIGINT,
+    /// then stop the server, remove its data and exit (the first backend
+    /// only), for a profiler to read the server's memory
     /// (scripts/memory-budget).
     #[arg(long)]
     hold: bool,

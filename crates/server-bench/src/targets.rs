@@ -189,8 +189,11 @@ async fn measure_started(
         rss.push((count, server.process.memory().await?.rss));
     }
     if args.hold {
-        eprintln!("[server-bench] holding {stored} objects stored until killed");
-        std::future::pending::<()>().await;
+        eprintln!("[server-bench] holding {stored} objects stored until interrupted");
+        tokio::signal::ctrl_c().await?;
+        return Err(BenchError::Server(format!(
+            "interrupted holding {stored} objects"
+        )));
     }
     fill(server, args, stored, args.cache_list_objects).await?;
     let restart_objects = stored.max(args.cache_list_objects);

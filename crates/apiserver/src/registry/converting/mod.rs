@@ -225,6 +225,10 @@ impl Storage for ConvertingStorage {
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }
+
+    async fn wait_ready(&self) {
+        self.inner.wait_ready().await
+    }
 }
 
 fn resource_version(obj: &Value) -> &str {

@@ -2,14 +2,19 @@
 //! in-process controllers get from a loopback client): every object of
 //! the resource (or of one namespace), then its watch with bookmarks. The
 //! list waits for the store's watch cache to be ready, as upstream's
-//! reflector retries the 429 of a cache still loading.
+//! reflector retries the 429 of a cache still loading, and is taken as the
+//! reflector takes its first one, at resourceVersion 0 (any version): from
+//! the cache, sharing its objects. A consistent list is handed to storage
+//! while the cache lags the store's revision (as at start, with leases
+//! being written), and the informer would keep a second decoded copy of
+//! every object.
 
 use std::sync::Arc;
 
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
 use client_go::tools::cache::ListerWatcher;
-use storage::{ListOptions, ListResult, WatchOptions, WatchStream};
+use storage::{ListOptions, ListResult, ReadVersion, WatchOptions, WatchStream};
 
 use super::Store;
 
@@ -17,7 +22,7 @@ use super::Store;
 impl ListerWatcher for Store {
     async fn list(&self) -> Result<ListResult, ApiError> {
         self.storage().wait_ready().await;
-        Store::list(self, None, ListOptions::default()).await
+        Store::list(self, None, from_cache()).await
     }
 
     async fn watch(&self, resource_version: i64) -> Result<WatchStream, ApiError> {
@@ -27,6 +32,14 @@ impl ListerWatcher for Store {
             ..Default::default()
         };
         Store::watch(self, None, opts).await
+    }
+}
+
+/// A reflector's first list: resourceVersion 0, any version.
+fn from_cache() -> ListOptions {
+    ListOptions {
+        version: ReadVersion::Any,
+        ..ListOptions::default()
     }
 }
 
@@ -51,9 +64,7 @@ impl InNamespace {
 impl ListerWatcher for InNamespace {
     async fn list(&self) -> Result<ListResult, ApiError> {
         self.store.storage().wait_ready().await;
-        self.store
-            .list(Some(&self.namespace), ListOptions::default())
-            .await
+        self.store.list(Some(&self.namespace), from_cache()).await
     }
 
     async fn watch(&self, resource_version: i64) -> Result<WatchStream, ApiError> {
