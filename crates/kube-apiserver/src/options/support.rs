@@ -34,6 +34,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "request-timeout",
     "shutdown-delay-duration",
     "shutdown-send-retry-after",
+    "storage-initialization-timeout",
     "strict-transport-security-directives",
     // Auditing (only the audit.k8s.io/v1 event version is served, as upstream).
     "audit-log-batch-buffer-size",
@@ -188,10 +189,6 @@ pub const NOT_IN_EFFECT: &[(&str, &str)] = &[
     (
         "lease-reuse-duration-seconds",
         "no object is written with an etcd lease",
-    ),
-    (
-        "storage-initialization-timeout",
-        "the time storage takes to initialize is not limited by it",
     ),
 ];
 

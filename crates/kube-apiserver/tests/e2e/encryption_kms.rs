@@ -89,7 +89,9 @@ fn secrets_are_envelope_encrypted_by_a_kms_v2_plugin(backend: Backend) {
         "--encryption-provider-config={}",
         config(files.path(), &socket).display()
     );
-    let mut s = backend.start_with(&[&flag]);
+    // With the plugin down the Secrets' watch cache cannot load: readiness
+    // (and liveness, which has the post-start hooks) waits for it 2 s.
+    let mut s = backend.start_with(&[&flag, "--storage-initialization-timeout=2s"]);
     s.ok(&[
         "create",
         "secret",
