@@ -3,8 +3,10 @@
 //! control plane while `WatchCacheInitializationPostStartHook` is on): the
 //! hook, and so `/readyz`, waits until the storage of every store the
 //! server serves is ready (each watch cache has its first list), checked
-//! at once and then every 100 ms, for at most `--storage-initialization-timeout`;
-//! past that it logs and finishes anyway, as upstream's.
+//! at once and then every 10 ms (upstream's every 100 ms: a start is
+//! reported ready up to 90 ms sooner), for at most
+//! `--storage-initialization-timeout`; past that it logs and finishes
+//! anyway, as upstream's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +20,8 @@ use crate::registry::store::Store;
 /// The hook's name, and so its `/readyz` check's `poststarthook/storage-readiness`.
 pub const STORAGE_READINESS_HOOK: &str = "storage-readiness";
 
-/// How often the stores are checked (upstream's poll interval).
-const POLL: Duration = Duration::from_millis(100);
+/// How often the stores are checked: a check is one atomic load per store.
+const POLL: Duration = Duration::from_millis(10);
 
 impl GenericApiServer {
     /// Adds the `storage-readiness` hook over every store served so far.
