@@ -86,7 +86,11 @@ pub(crate) fn decode_object(
             Slot::Many(_) | Slot::Entries(_) => None,
         };
         let required = f.required && !f.omit_zero;
-        if let Some(v) = value.or_else(|| if required { default_value(f) } else { None }) {
+        let value = match value {
+            None if required => default_value(f, depth)?,
+            value => value,
+        };
+        if let Some(v) = value {
             out.insert(f.json.to_owned(), v);
         }
     }
@@ -102,21 +106,25 @@ fn is_zero(v: &Value) -> bool {
     }
 }
 
-/// The value k8s-openapi serializes for a required field the wire omitted.
-fn default_value(f: &FieldDesc) -> Option<Value> {
+/// The value k8s-openapi serializes for a required field the wire omitted;
+/// a message as an empty one decodes, with its own required fields, so
+/// that encoding it and decoding again gives the same value.
+fn default_value(f: &FieldDesc, depth: usize) -> Result<Option<Value>, ProtobufError> {
     match f.shape {
-        Shape::Repeated => return Some(Value::Array(Vec::new())),
-        Shape::Map => return Some(Value::Object(Map::new())),
+        Shape::Repeated => return Ok(Some(Value::Array(Vec::new()))),
+        Shape::Map => return Ok(Some(Value::Object(Map::new()))),
         Shape::Single => {}
     }
-    Some(match f.ty {
+    Ok(Some(match f.ty {
         Ty::String | Ty::Bytes => Value::String(String::new()),
         Ty::Int32 | Ty::Int64 => Value::from(0),
         Ty::Double => Value::from(0.0),
         Ty::Bool => Value::Bool(false),
-        Ty::Message(idx) if MESSAGES[idx].special == Special::None => Value::Object(Map::new()),
-        Ty::Message(_) => return None,
-    })
+        Ty::Message(idx) if MESSAGES[idx].special == Special::None => {
+            return decode_message(idx, &[], depth + 1);
+        }
+        Ty::Message(_) => return Ok(None),
+    }))
 }
 
 /// A map entry: key at tag 1, value at tag 2 (absent means empty).
@@ -139,10 +147,13 @@ fn decode_entry(
     let value = match (value, f.ty) {
         (Some(v), _) => v,
         (None, Ty::Message(idx)) => decode_message(idx, &[], depth + 1)?.unwrap_or(Value::Null),
-        (None, _) => default_value(&FieldDesc {
-            shape: Shape::Single,
-            ..*f
-        })
+        (None, _) => default_value(
+            &FieldDesc {
+                shape: Shape::Single,
+                ..*f
+            },
+            depth,
+        )?
         .unwrap_or(Value::Null),
     };
     Ok((key, value))
