@@ -21,26 +21,37 @@ use super::Store;
 #[async_trait]
 impl ListerWatcher for Store {
     async fn list(&self) -> Result<ListResult, ApiError> {
-        self.storage().wait_ready().await;
-        Store::list(self, None, from_cache()).await
+        list_in(self, None).await
     }
 
     async fn watch(&self, resource_version: i64) -> Result<WatchStream, ApiError> {
-        let opts = WatchOptions {
-            resource_version,
-            allow_bookmarks: true,
-            ..Default::default()
-        };
-        Store::watch(self, None, opts).await
+        watch_in(self, None, resource_version).await
     }
 }
 
-/// A reflector's first list: resourceVersion 0, any version.
-fn from_cache() -> ListOptions {
-    ListOptions {
+/// A reflector's first list of `namespace` (all when `None`):
+/// resourceVersion 0, any version, once the watch cache is ready.
+async fn list_in(store: &Store, namespace: Option<&str>) -> Result<ListResult, ApiError> {
+    store.storage().wait_ready().await;
+    let opts = ListOptions {
         version: ReadVersion::Any,
         ..ListOptions::default()
-    }
+    };
+    store.list(namespace, opts).await
+}
+
+/// A reflector's watch of `namespace` from `resource_version`, with bookmarks.
+async fn watch_in(
+    store: &Store,
+    namespace: Option<&str>,
+    resource_version: i64,
+) -> Result<WatchStream, ApiError> {
+    let opts = WatchOptions {
+        resource_version,
+        allow_bookmarks: true,
+        ..Default::default()
+    };
+    store.watch(namespace, opts).await
 }
 
 /// A registry store's objects in one namespace as an informer's source
@@ -63,16 +74,10 @@ impl InNamespace {
 #[async_trait]
 impl ListerWatcher for InNamespace {
     async fn list(&self) -> Result<ListResult, ApiError> {
-        self.store.storage().wait_ready().await;
-        self.store.list(Some(&self.namespace), from_cache()).await
+        list_in(&self.store, Some(&self.namespace)).await
     }
 
     async fn watch(&self, resource_version: i64) -> Result<WatchStream, ApiError> {
-        let opts = WatchOptions {
-            resource_version,
-            allow_bookmarks: true,
-            ..Default::default()
-        };
-        self.store.watch(Some(&self.namespace), opts).await
+        watch_in(&self.store, Some(&self.namespace), resource_version).await
     }
 }
