@@ -267,6 +267,12 @@ impl Kv for EmbeddedKv {
         Ok(self.shared.current.load(Ordering::SeqCst))
     }
 
+    /// Every write goes through this process's writer, which publishes a
+    /// commit's revision before it answers the commit's writers.
+    fn committed_revision(&self) -> Option<i64> {
+        Some(self.shared.current.load(Ordering::SeqCst))
+    }
+
     async fn health(&self) -> Result<()> {
         if self.writes.is_closed() {
             return Err(closed());

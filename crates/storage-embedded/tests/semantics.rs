@@ -34,6 +34,9 @@ impl Kv for TempKv {
     async fn current_revision(&self) -> Result<i64> {
         self.kv.current_revision().await
     }
+    fn committed_revision(&self) -> Option<i64> {
+        self.kv.committed_revision()
+    }
     async fn health(&self) -> Result<()> {
         self.kv.health().await
     }

@@ -194,6 +194,14 @@ pub trait Storage: Send + Sync + 'static {
     /// used for consistent reads from the watch cache.
     async fn current_revision(&self) -> Result<i64>;
 
+    /// The revision of the last write acknowledged, when known without a
+    /// request to the backend (see [`crate::Kv::committed_revision`]): a
+    /// watch cache that has reached it answers a most-recent read as the
+    /// backend would.
+    fn committed_revision(&self) -> Option<i64> {
+        None
+    }
+
     /// Fails when the backend cannot serve requests.
     async fn health(&self) -> Result<()>;
 

@@ -129,6 +129,15 @@ pub trait Kv: Send + Sync + 'static {
     /// The store's current revision.
     async fn current_revision(&self) -> Result<i64>;
 
+    /// The revision of the last write the store acknowledged, when this
+    /// process knows it without asking the backend: a store that one API
+    /// server opens alone (the embedded one), whose every write passes
+    /// through it. `None` (this default) when only a request can tell, as
+    /// on etcd, which other API servers write to too.
+    fn committed_revision(&self) -> Option<i64> {
+        None
+    }
+
     /// Fails when the backend cannot serve requests (for /healthz, /readyz).
     async fn health(&self) -> Result<()>;
 

@@ -3,7 +3,7 @@
 //! window, predicate transitions, bookmarks), pass-through writes,
 //! readiness and re-listing.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -477,6 +477,10 @@ struct Controlled {
     lists_open: watch::Sender<bool>,
     break_watches: broadcast::Sender<()>,
     lists: AtomicUsize,
+    gets: AtomicUsize,
+    /// Added to the inner store's committed revision: writes it has
+    /// acknowledged that the cache cannot have seen yet.
+    unseen: AtomicI64,
 }
 
 #[async_trait]
@@ -510,6 +514,7 @@ impl Storage for Controlled {
         )))
     }
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(key, opts).await
     }
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
@@ -535,6 +540,10 @@ impl Storage for Controlled {
     async fn current_revision(&self) -> Result<i64> {
         self.inner.current_revision().await
     }
+    fn committed_revision(&self) -> Option<i64> {
+        let unseen = self.unseen.load(Ordering::SeqCst);
+        self.inner.committed_revision().map(|rev| rev + unseen)
+    }
     async fn health(&self) -> Result<()> {
         self.inner.health().await
     }
@@ -546,6 +555,8 @@ fn controlled(inner: Arc<dyn Storage>) -> Arc<Controlled> {
         lists_open: watch::channel(false).0,
         break_watches: broadcast::channel(4).0,
         lists: AtomicUsize::new(0),
+        gets: AtomicUsize::new(0),
+        unseen: AtomicI64::new(0),
     })
 }
 
@@ -686,9 +697,7 @@ async fn consistent_list(storage: &dyn Storage) -> ListResult {
 #[tokio::test]
 async fn consistent_reads_wait_for_progress_when_the_feed_reports_it() {
     // The embedded KV reports progress to watchers whose keys are quiet.
-    let dir = tempfile::tempdir().unwrap();
-    let kv = storage_embedded::EmbeddedKv::open(dir.path()).unwrap();
-    let store: Arc<dyn Storage> = Arc::new(Store::new(Arc::new(kv), Arc::new(JsonCodec)));
+    let (store, _dir) = embedded_store();
     let control = controlled(store.clone());
     control.lists_open.send_replace(true);
     let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
@@ -734,4 +743,70 @@ async fn consistent_reads_go_to_storage_without_progress() {
         store.current_revision().await.unwrap()
     );
     assert_eq!(control.lists.load(Ordering::SeqCst), 2);
+}
+
+/// A store on a fresh embedded KV (which reports progress to quiet
+/// watchers and knows its last acknowledged revision in-process).
+fn embedded_store() -> (Arc<dyn Storage>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = storage_embedded::EmbeddedKv::open(dir.path()).unwrap();
+    let store: Arc<dyn Storage> = Arc::new(Store::new(Arc::new(kv), Arc::new(JsonCodec)));
+    (store, dir)
+}
+
+#[tokio::test]
+async fn most_recent_gets_come_from_a_cache_at_the_committed_revision() {
+    let (store, _dir) = embedded_store();
+    let control = controlled(store.clone());
+    control.lists_open.send_replace(true);
+    let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
+    // Every write acknowledged before a get is in its answer, whether the
+    // cache has caught up (it answers) or not (storage does).
+    let mut last = None;
+    for i in 0..20 {
+        let name = format!("p{i}");
+        let written = create(&cacher, "a", &name, "x").await;
+        let got = cacher.get(&key("a", &name), GetOptions::default()).await;
+        assert_eq!(got.unwrap().as_ref(), Some(&written));
+        last = Some(written);
+    }
+    let last = last.unwrap();
+    wait_for_rv(&cacher, rv(&last)).await;
+
+    // Caught up: found, missing and ignored-missing without a storage read.
+    let gets = control.gets.load(Ordering::SeqCst);
+    let got = cacher.get(&key("a", "p19"), GetOptions::default()).await;
+    assert_eq!(got.unwrap(), Some(last.clone()));
+    let missing = cacher.get(&key("a", "nope"), GetOptions::default()).await;
+    assert!(
+        matches!(missing, Err(StorageError::NotFound { .. })),
+        "{missing:?}"
+    );
+    let ignored = GetOptions {
+        ignore_not_found: true,
+        ..GetOptions::default()
+    };
+    let got = cacher.get(&key("a", "nope"), ignored).await;
+    assert!(got.unwrap().is_none());
+    assert_eq!(control.gets.load(Ordering::SeqCst), gets);
+
+    // A write the cache has not seen: storage answers.
+    control.unseen.store(1, Ordering::SeqCst);
+    let got = cacher.get(&key("a", "p19"), GetOptions::default()).await;
+    assert_eq!(got.unwrap(), Some(last));
+    assert_eq!(control.gets.load(Ordering::SeqCst), gets + 1);
+}
+
+#[tokio::test]
+async fn most_recent_gets_read_storage_that_cannot_tell_its_revision() {
+    // The in-memory KV, like etcd, knows its revision only when asked.
+    let store = new_store();
+    let control = controlled(store.clone());
+    control.lists_open.send_replace(true);
+    let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
+    let written = create(&cacher, "a", "p", "x").await;
+    wait_for_rv(&cacher, rv(&written)).await;
+    let got = cacher.get(&key("a", "p"), GetOptions::default()).await;
+    assert_eq!(got.unwrap(), Some(written));
+    assert_eq!(control.gets.load(Ordering::SeqCst), 1);
 }

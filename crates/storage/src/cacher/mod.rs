@@ -8,7 +8,10 @@
 //!
 //! * `get`: `Any` and `NotOlderThan(n)` from the cache (waiting up to 3 s for
 //!   it to reach `n`, then `TooLargeResourceVersion`); `MostRecent` and
-//!   `Exact` from storage.
+//!   `Exact` from storage — but a `MostRecent` get on a store that knows
+//!   its last acknowledged revision in-process (the embedded one) is
+//!   answered from the cache once the cache has reached that revision,
+//!   which gives what storage would, without the read.
 //! * `get_list`: `Any` from the cache, ignoring `limit`; `NotOlderThan(n)`
 //!   from the cache with `limit` and a continue token; `MostRecent` is a
 //!   consistent read from the cache — storage's current revision, then wait
@@ -35,6 +38,7 @@ use crate::interface::{
     GetOptions, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion, Storage,
     UpdateFn, ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
 };
+use crate::store::check_key;
 use watch_cache::{CacheEvent, WatchCache, WatchFilter};
 use watchers::{Initial, NewWatcher, Registry, TimeBudget};
 
@@ -309,6 +313,36 @@ impl Cacher {
         }
     }
 
+    /// A most-recent get answered by the cache, without reading storage,
+    /// when the cache has reached the last write storage acknowledged and
+    /// storage knows that revision in-process (the embedded store): the
+    /// cache then holds what a read from storage would give, every write
+    /// acknowledged before this get included. `None` leaves the get to
+    /// storage: on etcd (upstream's gets with no resourceVersion reach
+    /// etcd), while the cache is behind, and while the request's trace is
+    /// recorded, whose spans show storage's read as upstream's do.
+    fn get_most_recent_cached(
+        &self,
+        key: &str,
+        opts: &GetOptions,
+    ) -> Option<Result<Option<Object>>> {
+        if tracing_ctx::recording() || !self.covers(key) || check_key(key).is_err() {
+            return None;
+        }
+        let committed = self.storage.committed_revision()?;
+        let cache = self.shared.read();
+        if !cache.is_ready() || cache.rv() < committed {
+            return None;
+        }
+        Some(match cache.get(key) {
+            Some(obj) => Ok(Some(Arc::clone(obj))),
+            None if opts.ignore_not_found => Ok(None),
+            None => Err(StorageError::NotFound {
+                key: key.to_string(),
+            }),
+        })
+    }
+
     /// The cache's copy of `fresh` (read from storage) when the cache holds
     /// that same version: equal content, and its encodings are shared with
     /// the version's watchers and lists.
@@ -557,6 +591,9 @@ impl Storage for Cacher {
             ReadVersion::Any => 0,
             ReadVersion::NotOlderThan(n) => n,
             ReadVersion::MostRecent => {
+                if let Some(found) = self.get_most_recent_cached(key, &opts) {
+                    return found;
+                }
                 let found = self.storage.get(key, opts).await?;
                 return Ok(found.map(|fresh| self.same_version(key, fresh)));
             }

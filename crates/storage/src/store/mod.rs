@@ -333,7 +333,7 @@ fn error_attributes(e: &StorageError) -> Vec<Attribute> {
 
 /// Upstream's `prepareKey` checks: no empty key and no `.` or `..` path
 /// segments, so a key can never climb out of its collection.
-fn check_key(key: &str) -> Result<()> {
+pub(crate) fn check_key(key: &str) -> Result<()> {
     if key.is_empty() || key == "/" {
         return Err(StorageError::Internal(format!("empty key: {key:?}")));
     }
@@ -534,6 +534,10 @@ impl Storage for Store {
 
     async fn current_revision(&self) -> Result<i64> {
         self.kv.current_revision().await
+    }
+
+    fn committed_revision(&self) -> Option<i64> {
+        self.kv.committed_revision()
     }
 
     async fn health(&self) -> Result<()> {

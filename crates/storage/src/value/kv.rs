@@ -140,6 +140,10 @@ impl Kv for TransformingKv {
         self.inner.compacted_revision().await
     }
 
+    fn committed_revision(&self) -> Option<i64> {
+        self.inner.committed_revision()
+    }
+
     async fn current_revision(&self) -> Result<i64> {
         self.inner.current_revision().await
     }
