@@ -294,7 +294,8 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
         ),
         builtin::<core::PersistentVolume>(
             defaults::persistent_volumes(ResourceStrategy {
-                validate_update: validation::update_volumes::validate_pv_update,
+                validate_create: validation::persistent_volumes::validate_pv,
+                validate_update: validation::persistent_volumes::validate_pv_update,
                 ..returns_deleted(status())
             }),
             short(&["pv"]),

@@ -218,10 +218,45 @@ fn node_fields(node: &Value, fields: &mut BTreeMap<String, String>) {
     fields.insert("spec.unschedulable".into(), unschedulable.to_string());
 }
 
+/// Upstream's `dropDisabledFields` on create: the retired dynamic kubelet
+/// configuration fields go.
+fn node_on_create(node: &mut Value) {
+    for (parent, field) in [("spec", "configSource"), ("status", "config")] {
+        if let Some(map) = node.get_mut(parent).and_then(Value::as_object_mut) {
+            map.remove(field);
+        }
+    }
+}
+
+/// An update sets `spec.configSource` only where the node already had one.
+fn node_on_update(node: &mut Value, old: &Value) {
+    if old.pointer("/spec/configSource").is_none_or(Value::is_null) {
+        if let Some(spec) = node.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("configSource");
+        }
+    }
+}
+
+/// A status write sets `status.config` only where the node already had one.
+fn node_on_status_update(subresource: &str, node: &mut Value, old: &Value) {
+    if subresource == "status" && old.pointer("/status/config").is_none_or(Value::is_null) {
+        if let Some(status) = node.get_mut("status").and_then(Value::as_object_mut) {
+            status.remove("config");
+        }
+    }
+}
+
+/// Nodes: all fields, status included, may be set on create (upstream's
+/// node strategy), validated as upstream's `ValidateNode`.
 pub fn nodes() -> ResourceStrategy {
     ResourceStrategy {
         status: true,
-        validate_update: super::validation::update::validate_node_update,
+        status_on_create: true,
+        on_create: node_on_create,
+        on_update: node_on_update,
+        on_subresource_update: node_on_status_update,
+        validate_create: super::validation::nodes::validate_node,
+        validate_update: super::validation::nodes::validate_node_update,
         field_names: &["spec.unschedulable"],
         fields: node_fields,
         ..Default::default()

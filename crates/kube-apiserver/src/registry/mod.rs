@@ -52,6 +52,8 @@ pub struct ResourceStrategy {
     /// The resource has a status subresource: status is reset on create and
     /// kept on updates of the main resource.
     pub status: bool,
+    /// The status given on create is kept instead (Nodes).
+    pub status_on_create: bool,
     /// metadata.generation starts at 1 and grows with every spec change.
     pub generation: bool,
     pub defaults: Mutate,
@@ -120,6 +122,7 @@ impl Default for ResourceStrategy {
     fn default() -> Self {
         ResourceStrategy {
             status: false,
+            status_on_create: false,
             generation: false,
             defaults: no_op,
             on_create: no_op,
@@ -207,7 +210,7 @@ impl Scheme for ResourceStrategy {
 
 impl CreateStrategy for ResourceStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
-        if self.status {
+        if self.status && !self.status_on_create {
             obj["status"] = json!({});
         }
         if self.generation {

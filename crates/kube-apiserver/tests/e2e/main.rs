@@ -63,6 +63,7 @@ mod list_encoding;
 mod logging;
 mod mutating_policy;
 mod namespace_lifecycle;
+mod node_volume_validation;
 mod openapi_conformance;
 mod openapi_defaults;
 mod openapi_v2;

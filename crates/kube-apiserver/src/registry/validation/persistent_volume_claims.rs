@@ -21,7 +21,7 @@ const ACCESS_MODES: &[&str] = &[
     "ReadWriteOnce",
     "ReadWriteOncePod",
 ];
-const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
+pub(super) const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
 
 /// PersistentVolumeClaims (create and update).
 pub fn validate_pvc(obj: &Value) -> Vec<FieldError> {
@@ -58,7 +58,7 @@ pub fn validate_pvc_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
     errs
 }
 
-fn access_modes(modes: &[Value], path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn access_modes(modes: &[Value], path: &Path, errs: &mut Vec<FieldError>) {
     let (mut once_pod, mut others) = (false, false);
     for mode in modes {
         let mode = mode.as_str().unwrap_or_default();
@@ -95,7 +95,7 @@ fn storage_request(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 }
 
 /// Upstream's `ValidateClassName` of a non-empty class name.
-fn class_name(spec: &Value, key: &str, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn class_name(spec: &Value, key: &str, path: &Path, errs: &mut Vec<FieldError>) {
     let name = text(spec, key);
     if !name.is_empty() {
         invalid_all(

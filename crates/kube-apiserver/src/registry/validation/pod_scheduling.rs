@@ -12,14 +12,15 @@ use serde_json::Value;
 
 use super::{int, invalid_all, items, set, text};
 
-const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+/// Upstream's taint effects, in the order its errors list them.
+pub(super) const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
 const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
 const NOT_POSITIVE: &str = "must be greater than zero";
 const WEIGHT_RANGE: &str = "must be in the range 1-100";
 
 /// Upstream's `ValidateLabelName`: a qualified name.
-fn label_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn label_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
     invalid_all(path, name, is_qualified_name(name), errs);
 }
 
@@ -54,7 +55,7 @@ fn weight(term: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 }
 
 /// Upstream's `ValidateNodeSelector`.
-fn node_selector(
+pub(super) fn node_selector(
     selector: &Value,
     allow_invalid_values: bool,
     path: &Path,

@@ -161,7 +161,7 @@ fn validate_one_source(
     }
 }
 
-fn required(source: &Value, key: &str, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn required(source: &Value, key: &str, path: &Path, errs: &mut Vec<FieldError>) {
     if text(source, key).is_empty() {
         errs.push(FieldError::required(&path.child(key), ""));
     }
@@ -189,7 +189,7 @@ pub(super) fn quantity(value: &Value) -> Option<Quantity> {
     }
 }
 
-fn host_path(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn host_path(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     let host = text(source, "path");
     if host.is_empty() {
         errs.push(FieldError::required(&path.child("path"), ""));
@@ -207,7 +207,7 @@ fn host_path(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     }
 }
 
-fn nfs(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+pub(super) fn nfs(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
     required(source, "server", path, errs);
     let dir = text(source, "path");
     if dir.is_empty() {

@@ -116,21 +116,33 @@ fn resource_list(list: Option<&Value>, path: &Path, errs: &mut Vec<FieldError>) 
         let Some(q) = value.as_str().and_then(|v| Quantity::parse(v).ok()) else {
             continue;
         };
-        if q.is_negative() {
-            errs.push(FieldError::invalid(
-                &at,
-                q.to_string(),
-                IS_NEGATIVE_ERROR_MSG,
-            ));
-        }
-        let integer = INTEGER_RESOURCES.contains(&name.as_str()) || is_extended(name);
-        if integer && q.milli_value().is_some_and(|m| m % 1000 != 0) {
-            errs.push(FieldError::invalid(
-                &at,
-                q.to_string(),
-                "must be an integer",
-            ));
-        }
+        resource_quantity_value(name, &q, &at, errs);
+    }
+}
+
+/// Upstream's `ValidateResourceQuantityValue`: not negative, and whole for
+/// the resources counted in whole objects.
+pub(super) fn resource_quantity_value(
+    name: &str,
+    q: &Quantity,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) {
+    // Go shows quantities in canonical form.
+    if q.is_negative() {
+        errs.push(FieldError::invalid(
+            path,
+            q.canonical(),
+            IS_NEGATIVE_ERROR_MSG,
+        ));
+    }
+    let integer = INTEGER_RESOURCES.contains(&name) || is_extended(name);
+    if integer && q.milli_value().is_some_and(|m| m % 1000 != 0) {
+        errs.push(FieldError::invalid(
+            path,
+            q.canonical(),
+            "must be an integer",
+        ));
     }
 }
 

@@ -9,7 +9,7 @@ use apimachinery::field_errors::{ErrorType, FieldError, Path};
 use apimachinery::quantity::Quantity;
 use serde_json::{Map, Value};
 
-use super::{items, text};
+use super::items;
 
 /// Upstream's message for a changed immutable field.
 pub const IMMUTABLE: &str = "field is immutable";
@@ -24,8 +24,6 @@ const POD_UPDATABLE: &str = "pod updates may not change fields other than \
 const PVC_IMMUTABLE: &str = "spec is immutable after creation except resources.requests \
 and volumeAttributesClassName for bound claims";
 const MAX_INT32: i64 = i32::MAX as i64;
-const NODE_POD_CIDR: &str = "node updates may not change podCIDR except from \"\" to valid";
-const NODE_PROVIDER_ID: &str = "node updates may not change providerID except from \"\" to valid";
 
 /// Equality as upstream's `apiequality.Semantic.DeepEqual` sees decoded
 /// objects: an absent field, `null` and an empty list or map are the same.
@@ -85,13 +83,24 @@ pub fn declared_immutable(
 /// `value` has them, a struct's declaration order, where a plain bad value
 /// would be written with sorted keys as Go writes maps.
 pub fn invalid_typed(path: &Path, value: &Value, detail: &str) -> FieldError {
+    typed_error(ErrorType::Invalid, path, value, detail)
+}
+
+/// An error of `error_type` showing `value` as [`invalid_typed`] does,
+/// then `detail` when there is one.
+pub fn typed_error(error_type: ErrorType, path: &Path, value: &Value, detail: &str) -> FieldError {
     let mut shown = go_json::encode::to_vec(value).unwrap_or_default();
     shown.pop(); // the encoder's newline
+    let mut body = String::from_utf8_lossy(&shown).into_owned();
+    if !detail.is_empty() {
+        body.push_str(": ");
+        body.push_str(detail);
+    }
     FieldError {
-        error_type: ErrorType::Invalid,
+        error_type,
         field: path.to_string(),
         bad_value: None,
-        detail: format!("{}: {detail}", String::from_utf8_lossy(&shown)),
+        detail: body,
     }
 }
 
@@ -536,60 +545,6 @@ pub fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
         ));
     }
     errs
-}
-
-/// Nodes (upstream's `ValidateNodeUpdate`): the pod CIDRs and the provider
-/// ID may be set once where empty and never changed after, the external
-/// ID never changes; labels, taints, `unschedulable` and status may.
-pub fn validate_node_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    let (new_spec, old_spec) = (spec(new), spec(old));
-    let path = Path::new("spec");
-    let mut errs = Vec::new();
-    let (new_cidrs, old_cidrs) = (pod_cidrs(new_spec), pod_cidrs(old_spec));
-    if !old_cidrs.is_empty() {
-        let changed = if old_cidrs.len() == new_cidrs.len() {
-            old_cidrs
-                .iter()
-                .zip(&new_cidrs)
-                .filter(|(o, n)| o != n)
-                .count()
-        } else {
-            1
-        };
-        for _ in 0..changed {
-            errs.push(FieldError::forbidden(
-                &path.child("podCIDRs"),
-                NODE_POD_CIDR,
-            ));
-        }
-    }
-    let old_provider = text(old_spec, "providerID");
-    if !old_provider.is_empty() && old_provider != text(new_spec, "providerID") {
-        errs.push(FieldError::forbidden(
-            &path.child("providerID"),
-            NODE_PROVIDER_ID,
-        ));
-    }
-    if text(new_spec, "externalID") != text(old_spec, "externalID") {
-        errs.push(FieldError::forbidden(
-            &path.child("externalID"),
-            "may not be updated",
-        ));
-    }
-    errs
-}
-
-/// A node's pod CIDRs as the internal type holds them: `podCIDRs`, or the
-/// single `podCIDR` when only it is set.
-fn pod_cidrs(spec: &Value) -> Vec<&str> {
-    let list: Vec<&str> = items(spec, "podCIDRs")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    match text(spec, "podCIDR") {
-        single if list.is_empty() && !single.is_empty() => vec![single],
-        _ => list,
-    }
 }
 
 #[cfg(test)]

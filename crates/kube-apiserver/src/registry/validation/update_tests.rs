@@ -208,35 +208,3 @@ fn semantic_equality_treats_empty_as_absent() {
     assert!(!semantic_eq(Some(&json!({"a": 1})), Some(&json!({}))));
     assert!(!semantic_eq(Some(&json!({})), Some(&json!({"a": false}))));
 }
-
-fn node(spec: Value) -> Value {
-    json!({"metadata": {"name": "n"}, "spec": spec})
-}
-
-#[test]
-fn node_pod_cidrs_and_provider_id_are_set_once() {
-    let empty = node(json!({}));
-    let set = node(
-        json!({"podCIDR": "10.1.0.0/24", "podCIDRs": ["10.1.0.0/24"],
-        "providerID": "aws:///i-1"}),
-    );
-    assert!(validate_node_update(&set, &empty).is_empty());
-    let mut tainted = set.clone();
-    tainted["spec"]["taints"] = json!([{"key": "k", "effect": "NoSchedule"}]);
-    tainted["spec"]["unschedulable"] = json!(true);
-    assert!(validate_node_update(&tainted, &set).is_empty());
-    let moved = node(
-        json!({"podCIDR": "10.2.0.0/24", "podCIDRs": ["10.2.0.0/24"],
-        "providerID": "aws:///i-2", "externalID": "x"}),
-    );
-    assert_eq!(
-        messages(&validate_node_update(&moved, &set)),
-        vec![
-            "spec.podCIDRs: Forbidden: node updates may not change podCIDR except from \"\" to valid",
-            "spec.providerID: Forbidden: node updates may not change providerID except from \"\" to valid",
-            "spec.externalID: Forbidden: may not be updated",
-        ]
-    );
-    let dual = node(json!({"podCIDRs": ["10.1.0.0/24", "fd00::/64"], "providerID": "aws:///i-1"}));
-    assert_eq!(validate_node_update(&dual, &set).len(), 1);
-}
