@@ -148,6 +148,11 @@ pub struct Preconditions {
 pub type UpdateFn<'a> =
     &'a (dyn Fn(Option<Object>) -> BoxFuture<'static, Result<Value>> + Send + Sync);
 
+/// The object of one stored version of a key when the caller already
+/// holds it decoded (the watch cache's copy of the key at that mod
+/// revision), else `None`.
+pub type KnownVersion<'a> = &'a (dyn Fn(i64) -> Option<Object> + Send + Sync);
+
 /// Checks that the current object may be deleted (admission on delete).
 pub type ValidateDeletionFn<'a> =
     &'a (dyn Fn(Object) -> BoxFuture<'static, Result<()>> + Send + Sync);
@@ -172,6 +177,23 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The object at `key`; `Ok(None)` only with `ignore_not_found`.
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>>;
+
+    /// `get` at the most recent version, answered with `known`'s copy of
+    /// the version read when it has one instead of decoding the stored
+    /// bytes again (the same object). This default decodes.
+    async fn get_latest(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        known: KnownVersion<'_>,
+    ) -> Result<Option<Object>> {
+        let _ = known;
+        let opts = GetOptions {
+            version: ReadVersion::MostRecent,
+            ignore_not_found,
+        };
+        self.get(key, opts).await
+    }
 
     /// The objects under `key` (or the one at `key` when not recursive).
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult>;

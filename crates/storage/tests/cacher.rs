@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 use storage::cacher::{Cacher, CacherConfig, WindowConfig};
@@ -15,8 +16,9 @@ use storage::error::Result;
 use storage::store::Store;
 use storage::testing::MemoryKv;
 use storage::{
-    GetOptions, JsonCodec, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion,
-    Storage, StorageError, UpdateFn, ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
+    Codec, GetOptions, JsonCodec, KnownVersion, ListOptions, ListResult, Object, Preconditions,
+    Predicate, ReadVersion, Storage, StorageError, UpdateFn, ValidateDeletionFn, WatchEvent,
+    WatchOptions, WatchStream,
 };
 use tokio::sync::{broadcast, watch};
 use tokio::time::timeout;
@@ -517,6 +519,15 @@ impl Storage for Controlled {
         self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(key, opts).await
     }
+    async fn get_latest(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        known: KnownVersion<'_>,
+    ) -> Result<Option<Object>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_latest(key, ignore_not_found, known).await
+    }
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
         let mut open = self.lists_open.subscribe();
         let _ = open.wait_for(|open| *open).await;
@@ -797,16 +808,43 @@ async fn most_recent_gets_come_from_a_cache_at_the_committed_revision() {
     assert_eq!(control.gets.load(Ordering::SeqCst), gets + 1);
 }
 
+/// JSON storage that counts its decodes.
+#[derive(Default)]
+struct CountingCodec {
+    decodes: AtomicUsize,
+}
+
+impl Codec for CountingCodec {
+    fn encode(&self, obj: &Value) -> Result<Bytes> {
+        JsonCodec.encode(obj)
+    }
+    fn decode(&self, key: &str, data: &[u8]) -> Result<Value> {
+        self.decodes.fetch_add(1, Ordering::SeqCst);
+        JsonCodec.decode(key, data)
+    }
+}
+
 #[tokio::test]
 async fn most_recent_gets_read_storage_that_cannot_tell_its_revision() {
-    // The in-memory KV, like etcd, knows its revision only when asked.
-    let store = new_store();
+    // The in-memory KV, like etcd, knows its revision only when asked: the
+    // get reads storage, which takes the cache's copy of the version read
+    // instead of decoding it again.
+    let codec = Arc::new(CountingCodec::default());
+    let store: Arc<dyn Storage> = Arc::new(Store::new(Arc::new(MemoryKv::new()), codec.clone()));
     let control = controlled(store.clone());
     control.lists_open.send_replace(true);
     let cacher = ready_cacher(control.clone(), CacherConfig::new(PREFIX)).await;
     let written = create(&cacher, "a", "p", "x").await;
     wait_for_rv(&cacher, rv(&written)).await;
+    let decodes = codec.decodes.load(Ordering::SeqCst);
     let got = cacher.get(&key("a", "p"), GetOptions::default()).await;
-    assert_eq!(got.unwrap(), Some(written));
+    assert_eq!(got.unwrap(), Some(written.clone()));
     assert_eq!(control.gets.load(Ordering::SeqCst), 1);
+    assert_eq!(codec.decodes.load(Ordering::SeqCst), decodes);
+
+    // A version the cache has not seen yet is decoded.
+    let updated = relabel(store.as_ref(), "a", "p", "y").await;
+    let got = cacher.get(&key("a", "p"), GetOptions::default()).await;
+    assert_eq!(got.unwrap(), Some(updated));
+    assert!(codec.decodes.load(Ordering::SeqCst) > decodes);
 }

@@ -11,7 +11,9 @@
 //!   `Exact` from storage — but a `MostRecent` get on a store that knows
 //!   its last acknowledged revision in-process (the embedded one) is
 //!   answered from the cache once the cache has reached that revision,
-//!   which gives what storage would, without the read.
+//!   which gives what storage would, without the read; a `MostRecent` get
+//!   that reads storage takes the cache's copy of the version read instead
+//!   of decoding it again.
 //! * `get_list`: `Any` from the cache, ignoring `limit`; `NotOlderThan(n)`
 //!   from the cache with `limit` and a continue token; `MostRecent` is a
 //!   consistent read from the cache — storage's current revision, then wait
@@ -343,6 +345,18 @@ impl Cacher {
         })
     }
 
+    /// The cache's copy of `key` when it is the version written at
+    /// `revision`: what decoding that version from storage gives.
+    fn cached_at(&self, key: &str, revision: i64) -> Option<Object> {
+        if !self.covers(key) {
+            return None;
+        }
+        let cache = self.shared.read();
+        let cached = cache.get(key)?;
+        let version = cached.pointer("/metadata/resourceVersion")?.as_str()?;
+        (version.parse() == Ok(revision)).then(|| Arc::clone(cached))
+    }
+
     /// The cache's copy of `fresh` (read from storage) when the cache holds
     /// that same version: equal content, and its encodings are shared with
     /// the version's watchers and lists.
@@ -594,7 +608,11 @@ impl Storage for Cacher {
                 if let Some(found) = self.get_most_recent_cached(key, &opts) {
                     return found;
                 }
-                let found = self.storage.get(key, opts).await?;
+                let known = |revision| self.cached_at(key, revision);
+                let found = self
+                    .storage
+                    .get_latest(key, opts.ignore_not_found, &known)
+                    .await?;
                 return Ok(found.map(|fresh| self.same_version(key, fresh)));
             }
             ReadVersion::Exact(_) => return self.storage.get(key, opts).await,

@@ -24,8 +24,8 @@ use crate::codec::Codec;
 use crate::continue_token;
 use crate::error::{Result, StorageError};
 use crate::interface::{
-    GetOptions, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion, Storage,
-    UpdateFn, ValidateDeletionFn, WatchOptions, WatchStream,
+    GetOptions, KnownVersion, ListOptions, ListResult, Object, Preconditions, Predicate,
+    ReadVersion, Storage, UpdateFn, ValidateDeletionFn, WatchOptions, WatchStream,
 };
 use crate::kv::{prefix_end, KeyValue, Kv, RangeRequest, TxnOp, TxnResponse};
 use crate::offload;
@@ -141,7 +141,16 @@ impl Store {
 
     /// Upstream's `Get`, in its `Get etcd3` span with the call's and the
     /// decoding's events.
-    async fn get_traced(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
+    ///
+    /// `known` (for a most-recent read) may hold the version read already
+    /// decoded; it is used while no trace is recorded, whose span shows the
+    /// decode as upstream's does.
+    async fn get_traced(
+        &self,
+        key: &str,
+        opts: GetOptions,
+        known: Option<KnownVersion<'_>>,
+    ) -> Result<Option<Object>> {
         let revision = match opts.version {
             ReadVersion::Exact(n) => n,
             _ => 0,
@@ -166,6 +175,10 @@ impl Store {
                 key: key.to_string(),
             });
         };
+        let reused = known.filter(|_| !tracing_ctx::recording());
+        if let Some(obj) = reused.and_then(|known| known(kv.mod_revision)) {
+            return Ok(Some(obj));
+        }
         let decoded = self.decode(&kv.key, &kv.value, kv.mod_revision);
         let mut attributes = vec![Attribute::new("len", length(&kv.value))];
         match &decoded {
@@ -484,7 +497,23 @@ impl Storage for Store {
     async fn get(&self, key: &str, opts: GetOptions) -> Result<Option<Object>> {
         check_key(key)?;
         let attributes = || self.span_attributes(key);
-        tracing_ctx::in_span("Get etcd3", attributes, self.get_traced(key, opts)).await
+        tracing_ctx::in_span("Get etcd3", attributes, self.get_traced(key, opts, None)).await
+    }
+
+    async fn get_latest(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        known: KnownVersion<'_>,
+    ) -> Result<Option<Object>> {
+        check_key(key)?;
+        let opts = GetOptions {
+            version: ReadVersion::MostRecent,
+            ignore_not_found,
+        };
+        let attributes = || self.span_attributes(key);
+        let read = self.get_traced(key, opts, Some(known));
+        tracing_ctx::in_span("Get etcd3", attributes, read).await
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
