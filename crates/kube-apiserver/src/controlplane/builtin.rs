@@ -382,7 +382,15 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
                 short(&["csr"]),
             ),
             builtin::<certificates::ClusterTrustBundle>(
-                fixed(classes::validate_cluster_trust_bundle_update, plain()),
+                ResourceStrategy {
+                    name: validation::cluster_trust_bundles::any_name,
+                    validate: validation::cluster_trust_bundles::validate_cluster_trust_bundle,
+                    validate_create:
+                        validation::cluster_trust_bundles::validate_cluster_trust_bundle_create,
+                    validate_update:
+                        validation::cluster_trust_bundles::validate_cluster_trust_bundle_update,
+                    ..plain()
+                },
                 PLAIN,
             ),
         ],

@@ -26,6 +26,7 @@ mod autoscaling_versions;
 mod cbor;
 mod client_ca_reload;
 mod cluster_object_validation;
+mod cluster_trust_bundle_validation;
 mod component_statuses;
 mod core_validation;
 mod crd;
