@@ -111,29 +111,69 @@ fn encode_zero(f: &FieldDesc, buf: &mut Vec<u8>, depth: usize) -> Result<(), Pro
     Ok(())
 }
 
-/// Appends the body of list message `idx`: its `metadata` and one `items`
-/// entry per item message (already encoded), in field order, as
+/// The body of list message `idx` around its `items` entries (already
+/// encoded messages): its other fields (`metadata`) in field order, as
 /// [`encode_object`] writes a list.
-pub(crate) fn encode_list_body(
-    idx: usize,
-    metadata: &Value,
-    items: &[&[u8]],
-    buf: &mut Vec<u8>,
-) -> Result<(), ProtobufError> {
-    let desc = &MESSAGES[idx];
-    for f in desc.fields {
-        match f.json {
-            "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
-            "metadata" if f.always => encode_zero(f, buf, 0)?,
-            "items" => {
-                for item in items {
-                    put_bytes(buf, f.tag, item);
-                }
+pub(crate) struct ListBody {
+    before: Vec<u8>,
+    items_tag: u32,
+    after: Vec<u8>,
+}
+
+impl ListBody {
+    pub(crate) fn new(idx: usize, metadata: &Value) -> Result<Self, ProtobufError> {
+        let desc = &MESSAGES[idx];
+        let (mut before, mut after, mut items_tag) = (Vec::new(), Vec::new(), None);
+        for f in desc.fields {
+            let buf = if items_tag.is_some() {
+                &mut after
+            } else {
+                &mut before
+            };
+            match f.json {
+                "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
+                "metadata" if f.always => encode_zero(f, buf, 0)?,
+                "items" => items_tag = Some(f.tag),
+                _ => {}
             }
-            _ => {}
         }
+        let items_tag = items_tag.ok_or_else(|| invalid(desc, "items", "not a list"))?;
+        Ok(Self {
+            before,
+            items_tag,
+            after,
+        })
     }
-    Ok(())
+
+    /// The body's length with these `items`.
+    pub(crate) fn len(&self, items: &[&[u8]]) -> usize {
+        let mut prefix = Vec::with_capacity(16);
+        let items: usize = items
+            .iter()
+            .map(|item| self.item_prefix(item, &mut prefix).len() + item.len())
+            .sum();
+        self.before.len() + items + self.after.len()
+    }
+
+    /// Writes `head` followed by the body with these `items`.
+    pub(crate) fn write(self, items: &[&[u8]], head: &mut Vec<u8>, write: &mut impl FnMut(&[u8])) {
+        head.extend_from_slice(&self.before);
+        write(head);
+        let mut prefix = Vec::with_capacity(16);
+        for item in items {
+            write(self.item_prefix(item, &mut prefix));
+            write(item);
+        }
+        write(&self.after);
+    }
+
+    /// The key and length written before `item`, in `buf`.
+    fn item_prefix<'b>(&self, item: &[u8], buf: &'b mut Vec<u8>) -> &'b [u8] {
+        buf.clear();
+        put_key(buf, self.items_tag, WIRE_LEN);
+        put_varint(buf, item.len() as u64);
+        buf
+    }
 }
 
 /// Writes one value of field `f` (a single value, list item or map value).

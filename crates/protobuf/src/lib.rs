@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use generated::KINDS;
 use schema::KindDesc;
-use wire::{put_bytes, put_nested, Reader, WireValue};
+use wire::{put_bytes, put_key, put_nested, put_varint, Reader, WireValue, WIRE_LEN};
 
 /// The media type of the Kubernetes protobuf encoding.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -291,12 +291,16 @@ fn encode_kind(
 /// [`encode`] would encode the assembled list, without assembling it: each
 /// item is given as [`encode`] wrote it (an object's encoding shared by
 /// every reader of that version), and its message is copied from there.
+/// The encoding is handed to `write` piece by piece (the items' messages
+/// as they are, never copied into one buffer here); nothing is written
+/// when it fails.
 pub fn encode_list<'a>(
     api_version: &str,
     list_kind: &str,
     metadata: &Value,
     items: impl Iterator<Item = &'a [u8]>,
-) -> Result<Vec<u8>, ProtobufError> {
+    mut write: impl FnMut(&[u8]),
+) -> Result<(), ProtobufError> {
     let desc = lookup(api_version, list_kind).ok_or_else(|| ProtobufError::UnknownKind {
         api_version: api_version.to_owned(),
         kind: list_kind.to_owned(),
@@ -307,21 +311,22 @@ pub fn encode_list<'a>(
             Unknown::parse(body).map(|unknown| unknown.raw)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    // Each item's bytes, its key and length, the envelope and metadata.
-    let size: usize = messages.iter().map(|m| m.len() + 8).sum();
-    let mut buf = Vec::with_capacity(size + 512);
-    buf.extend_from_slice(MAGIC);
-    put_nested(&mut buf, 1, |b| {
+    let body = encode::ListBody::new(desc.message, metadata)?;
+    let mut head = Vec::with_capacity(256);
+    head.extend_from_slice(MAGIC);
+    put_nested(&mut head, 1, |b| {
         put_bytes(b, 1, api_version.as_bytes());
         put_bytes(b, 2, list_kind.as_bytes());
         Ok::<(), ProtobufError>(())
     })?;
-    put_nested(&mut buf, 2, |b| {
-        encode::encode_list_body(desc.message, metadata, &messages, b)
-    })?;
-    put_bytes(&mut buf, 3, b"");
-    put_bytes(&mut buf, 4, b"");
-    Ok(buf)
+    put_key(&mut head, 2, WIRE_LEN);
+    put_varint(&mut head, body.len(&messages) as u64);
+    body.write(&messages, &mut head, &mut write);
+    let mut tail = Vec::with_capacity(4);
+    put_bytes(&mut tail, 3, b"");
+    put_bytes(&mut tail, 4, b"");
+    write(&tail);
+    Ok(())
 }
 
 /// The `metav1.WatchEvent` message: `type` and the object (`raw`, see

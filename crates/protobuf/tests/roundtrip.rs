@@ -489,18 +489,20 @@ fn lists_encoded_from_their_parts_match_the_assembled_list() {
         .map(|item| encode(item).expect("encode an item"))
         .collect();
     let parts_of = || encoded.iter().map(Vec::as_slice);
-    let parts = protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, parts_of())
-        .expect("encode from parts");
+    let encode_list = |kind, items: &mut dyn Iterator<Item = &[u8]>| {
+        let mut out = Vec::new();
+        let written = |bytes: &[u8]| out.extend_from_slice(bytes);
+        protobuf_codec::encode_list("v1", kind, &metadata, items, written).map(|()| out)
+    };
+    let parts = encode_list("ConfigMapList", &mut parts_of()).expect("encode from parts");
     assert!(parts == whole, "the two encodings differ");
     let back = decode(&parts).expect("decode");
     assert_eq!(back["metadata"], metadata);
     assert_eq!(back["items"].as_array().map(Vec::len), Some(200));
     assert_eq!(back["items"][199]["data"], items[199]["data"]);
-    let unknown = protobuf_codec::encode_list("v1", "NoSuchList", &metadata, parts_of());
-    assert!(unknown.is_err());
+    assert!(encode_list("NoSuchList", &mut parts_of()).is_err());
     let truncated = [&encoded[0][..3]];
-    let corrupt =
-        protobuf_codec::encode_list("v1", "ConfigMapList", &metadata, truncated.into_iter());
+    let corrupt = encode_list("ConfigMapList", &mut truncated.into_iter());
     assert!(corrupt.is_err(), "an item that is not an encoded object");
 }
 

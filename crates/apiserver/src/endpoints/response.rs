@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use storage::{ListResult, Object};
 
 use super::caching_object;
-use super::collections;
+use super::collections::{self, Chunks};
 use super::negotiation::{Encoding, Negotiated, Shape};
 use crate::registry::rest::table::IncludeObject;
 use crate::registry::rest::TableConvertor;
@@ -43,7 +43,11 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, encoding: Encoding, pretty: bool
 }
 
 pub fn respond(code: StatusCode, body: Bytes, encoding: Encoding) -> Response<Body> {
-    let mut resp = Response::new(Body::from(body));
+    respond_body(code, Body::from(body), encoding)
+}
+
+fn respond_body(code: StatusCode, body: Body, encoding: Encoding) -> Response<Body> {
+    let mut resp = Response::new(body);
     *resp.status_mut() = code;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -159,7 +163,9 @@ pub fn list(
     strategies: &Strategies,
 ) -> Response<Body> {
     let body = match neg.shape {
-        Shape::Object if neg.encoding == Encoding::Protobuf => protobuf_list(list, info),
+        Shape::Object if neg.encoding == Encoding::Protobuf => {
+            return respond_body(StatusCode::OK, protobuf_list(list, info), neg.encoding);
+        }
         Shape::Object if neg.encoding == Encoding::Cbor => {
             let items = caching_object::encoded_each(&list.items, Encoding::Cbor);
             let items = items.unwrap_or_default();
@@ -174,7 +180,8 @@ pub fn list(
         }
         Shape::Object if neg.encoding == Encoding::Json && !neg.pretty => {
             let type_meta = strategies.scheme.list_items_keep_type_meta();
-            collections::json(list, &info.list_kind, &info.api_version(), type_meta)
+            let body = collections::json(list, &info.list_kind, &info.api_version(), type_meta);
+            return respond_body(StatusCode::OK, body.into_body(), neg.encoding);
         }
         Shape::Object => encode(
             &ListBody {
@@ -220,18 +227,21 @@ pub fn list(
 
 /// A protobuf list written from the items' shared encodings (no copy of
 /// the list as a JSON tree first).
-fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Bytes {
+fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Body {
     let api_version = info.api_version();
     if !protobuf_codec::supports(&api_version, &info.list_kind) {
-        return encoding_failed(&format!("no protobuf message for {}", info.list_kind));
+        let message = format!("no protobuf message for {}", info.list_kind);
+        return Body::from(encoding_failed(&message));
     }
+    let mut out = Chunks::default();
     let encoded = caching_object::encoded_each(&list.items, Encoding::Protobuf).and_then(|items| {
         let items = items.iter().map(|item| &item[..]);
-        protobuf_codec::encode_list(&api_version, &info.list_kind, &list_metadata(list), items)
+        let (kind, metadata) = (&info.list_kind, &list_metadata(list));
+        protobuf_codec::encode_list(&api_version, kind, metadata, items, |b| out.write(b))
     });
     match encoded {
-        Ok(bytes) => Bytes::from(bytes),
-        Err(e) => encoding_failed(&e.to_string()),
+        Ok(()) => out.into_body(),
+        Err(e) => Body::from(encoding_failed(&e.to_string())),
     }
 }
 
