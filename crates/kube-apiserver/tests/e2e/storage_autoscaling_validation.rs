@@ -39,6 +39,15 @@ fn bad_storage_and_autoscaling_objects_are_refused() {
         ),
         "{err}"
     );
+    let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h3}\n\
+        spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 2, metrics: [\
+        {type: ContainerResource, containerResource: {name: pods, container: app, \
+        target: {type: Utilization, averageUtilization: 50}}}]}\n";
+    let err = refused(&s, hpa);
+    assert!(
+        err.contains("spec.metrics[0].containerResource.name: Invalid value: \"pods\": must be a standard resource for containers"),
+        "{err}"
+    );
     // Valid objects still go through.
     s.ok(&["create", "deployment", "web", "--image=nginx"]);
     s.ok(&[

@@ -11,6 +11,7 @@ use apimachinery::field_errors::{ErrorType, FieldError, Path};
 use apimachinery::validation::is_path_segment_name;
 use serde_json::Value;
 
+use super::pod_resources::resource_name;
 use super::pod_volumes::quantity;
 use super::{dns_label, int, invalid_all, items, set, text};
 use crate::api::autoscaling_v1::{convert, V2};
@@ -214,9 +215,12 @@ fn resource_source(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 }
 
 fn container_resource_source(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    if text(source, "name").is_empty() {
+    let name = text(source, "name");
+    if name.is_empty() {
         let msg = "must specify a resource name";
         errs.push(FieldError::required(&path.child("name"), msg));
+    } else {
+        resource_name(name, &path.child("name"), errs);
     }
     let container = text(source, "container");
     if container.is_empty() {

@@ -96,3 +96,35 @@ fn v1_objects_are_checked_in_their_v2_form() {
         ]
     );
 }
+
+#[test]
+fn container_resource_names_are_container_resources() {
+    let metric = |name: &str| {
+        json!({"metrics": [{"type": "ContainerResource", "containerResource": {
+            "name": name, "container": "app",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}]})
+    };
+    for good in ["cpu", "memory", "hugepages-2Mi", "example.com/gpu"] {
+        assert!(errors(&hpa(metric(good))).is_empty(), "{good}");
+    }
+    let at = "spec.metrics[0].containerResource.name: Invalid value:";
+    assert_eq!(
+        errors(&hpa(metric("pods"))),
+        [format!(
+            "{at} \"pods\": must be a standard resource for containers"
+        )]
+    );
+    assert_eq!(
+        errors(&hpa(metric("cpuu"))),
+        [
+            format!("{at} \"cpuu\": must be a standard resource type or fully qualified"),
+            format!("{at} \"cpuu\": must be a standard resource for containers"),
+        ]
+    );
+    assert_eq!(
+        errors(&hpa(metric("requests.example.com/gpu"))),
+        [format!(
+            "{at} \"requests.example.com/gpu\": doesn't follow extended resource name standard"
+        )]
+    );
+}

@@ -155,8 +155,9 @@ fn check_entry(
     Some(q)
 }
 
-/// Upstream's `validateContainerResourceName`.
-fn resource_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
+/// Upstream's `ValidateContainerResourceName` (also of an HPA's
+/// container resource metrics).
+pub(super) fn resource_name(name: &str, path: &Path, errs: &mut Vec<FieldError>) {
     let msgs = is_qualified_name(name);
     if !msgs.is_empty() {
         for msg in msgs {
