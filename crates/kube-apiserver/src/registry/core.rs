@@ -541,8 +541,8 @@ pub fn with_status() -> ResourceStrategy {
 /// PersistentVolumeClaims: status subresource and upstream's update rules.
 pub fn persistent_volume_claims() -> ResourceStrategy {
     ResourceStrategy {
-        validate: super::validation::persistent_volume_claims::validate_pvc,
-        validate_update: super::validation::update::validate_pvc_update,
+        validate_create: super::validation::persistent_volume_claims::validate_pvc,
+        validate_update: super::validation::persistent_volume_claims::validate_pvc_update,
         ..with_status()
     }
 }

@@ -3,8 +3,9 @@
 //! in pkg/apis/core/validation/validation.go), with upstream's paths and
 //! messages; the update-only rules are `update::validate_pvc_update`.
 //!
-//! Options as upstream has them for a new claim: label selector values
-//! checked, data source API groups checked, VolumeAttributesClass on (GA).
+//! Options as upstream has them: VolumeAttributesClass on (GA); label
+//! selector values checked unless the stored claim's selector already
+//! failed, data source API groups unless the stored claim named one.
 
 use apimachinery::field_errors::{FieldError, Path};
 use apimachinery::validation::selectors::{validate_label_selector, LabelSelectorOptions};
@@ -23,14 +24,49 @@ const ACCESS_MODES: &[&str] = &[
 ];
 pub(super) const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
 
-/// PersistentVolumeClaims (create and update).
+/// Upstream's `PersistentVolumeClaimSpecValidationOptions` that an update
+/// takes from the stored claim, so what was accepted before stays so.
+#[derive(Default, Clone, Copy)]
+struct Options {
+    /// The stored selector has an invalid label value.
+    lax_selector: bool,
+    /// The stored claim names an API group in a data source (upstream's
+    /// `allowInvalidAPIGroupInDataSourceOrRef`).
+    lax_api_group: bool,
+}
+
+fn spec(obj: &Value) -> &Value {
+    obj.get("spec").unwrap_or(&Value::Null)
+}
+
+/// A new PersistentVolumeClaim.
 pub fn validate_pvc(obj: &Value) -> Vec<FieldError> {
-    let spec = obj.get("spec").unwrap_or(&Value::Null);
-    validate_pvc_spec(spec, &Path::new("spec"))
+    validate_pvc_spec(spec(obj), &Path::new("spec"), Options::default())
+}
+
+/// An updated PersistentVolumeClaim: the new claim's rules, as lax as the
+/// stored claim needs (upstream's `ValidationOptionsForPersistentVolumeClaim`),
+/// then the update rules.
+pub fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let old_spec = spec(old);
+    let selector = old_spec.get("selector").filter(|s| !s.is_null());
+    let strict = LabelSelectorOptions::default();
+    let opts = Options {
+        lax_selector: !validate_label_selector(selector, strict, &Path::new("spec")).is_empty(),
+        lax_api_group: ["dataSource", "dataSourceRef"].iter().any(|key| {
+            old_spec
+                .get(*key)
+                .and_then(|s| s.get("apiGroup"))
+                .is_some_and(|g| !g.is_null())
+        }),
+    };
+    let mut errs = validate_pvc_spec(spec(new), &Path::new("spec"), opts);
+    errs.extend(super::update::validate_pvc_update(new, old));
+    errs
 }
 
 /// Upstream's `ValidatePersistentVolumeClaimSpec`.
-pub fn validate_pvc_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
+fn validate_pvc_spec(spec: &Value, path: &Path, opts: Options) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let modes = items(spec, "accessModes");
     if modes.is_empty() {
@@ -38,10 +74,13 @@ pub fn validate_pvc_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
         errs.push(FieldError::required(&path.child("accessModes"), msg));
     }
     let selector = spec.get("selector").filter(|s| !s.is_null());
-    let opts = LabelSelectorOptions::default();
+    let selector_opts = LabelSelectorOptions {
+        allow_invalid_label_value: opts.lax_selector,
+        ..LabelSelectorOptions::default()
+    };
     errs.extend(validate_label_selector(
         selector,
-        opts,
+        selector_opts,
         &path.child("selector"),
     ));
     access_modes(modes, &path.child("accessModes"), &mut errs);
@@ -53,7 +92,7 @@ pub fn validate_pvc_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
             errs.push(FieldError::not_supported(&at, mode, VOLUME_MODES));
         }
     }
-    data_sources(spec, path, &mut errs);
+    data_sources(spec, path, opts.lax_api_group, &mut errs);
     class_name(spec, "volumeAttributesClassName", path, &mut errs);
     errs
 }
@@ -107,17 +146,17 @@ pub(super) fn class_name(spec: &Value, key: &str, path: &Path, errs: &mut Vec<Fi
     }
 }
 
-fn data_sources(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+fn data_sources(spec: &Value, path: &Path, lax_api_group: bool, errs: &mut Vec<FieldError>) {
     let source = spec.get("dataSource").filter(|s| s.is_object());
     let source_ref = spec.get("dataSourceRef").filter(|s| s.is_object());
     if let Some(source) = source {
-        data_source(source, &path.child("dataSource"), errs);
+        data_source(source, &path.child("dataSource"), lax_api_group, errs);
     }
     let Some(source_ref) = source_ref else {
         return;
     };
     let at = path.child("dataSourceRef");
-    data_source(source_ref, &at, errs);
+    data_source(source_ref, &at, lax_api_group, errs);
     let namespace = text(source_ref, "namespace");
     if !namespace.is_empty() {
         for msg in is_dns1123_label(namespace) {
@@ -145,7 +184,7 @@ fn data_sources(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 /// Upstream's `validateDataSource`/`validateDataSourceRef` (without the
 /// namespace): name and kind set, a core kind only PersistentVolumeClaim,
 /// a group a DNS subdomain.
-fn data_source(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
+fn data_source(source: &Value, path: &Path, lax_api_group: bool, errs: &mut Vec<FieldError>) {
     let (name, kind) = (text(source, "name"), text(source, "kind"));
     if name.is_empty() {
         errs.push(FieldError::required(&path.child("name"), ""));
@@ -158,7 +197,7 @@ fn data_source(source: &Value, path: &Path, errs: &mut Vec<FieldError>) {
         let msg = "must be 'PersistentVolumeClaim' when referencing the default apiGroup";
         errs.push(FieldError::invalid(path, kind, msg));
     }
-    if !group.is_empty() {
+    if !group.is_empty() && !lax_api_group {
         let msgs = apimachinery::validation::is_dns1123_subdomain(group);
         invalid_all(&path.child("apiGroup"), group, msgs, errs);
     }

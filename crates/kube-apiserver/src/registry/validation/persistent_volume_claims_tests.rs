@@ -77,3 +77,36 @@ fn data_sources_are_checked_and_must_agree() {
         ["spec: Invalid value: {}: may not be specified when dataSourceRef.namespace is specified"]
     );
 }
+
+#[test]
+fn updates_keep_accepting_what_the_stored_claim_had() {
+    let mut stored = claim(json!({"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}},
+        "selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a b"]}]},
+        "dataSource": {"apiGroup": "Snap_Shots", "kind": "VolumeSnapshot", "name": "s"},
+        "dataSourceRef": {"apiGroup": "Snap_Shots", "kind": "VolumeSnapshot", "name": "s"}}));
+    assert_eq!(messages(stored.clone()).len(), 3);
+    assert_eq!(
+        validate_pvc_update(&stored, &stored)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        Vec::<String>::new()
+    );
+    // A valid stored claim gets no allowance.
+    let valid = claim(json!({"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}}));
+    stored["spec"]["volumeName"] = json!("pv-1");
+    let errs: Vec<String> = validate_pvc_update(&stored, &valid)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        errs[0].starts_with("spec.selector.matchExpressions[0].values[0]: Invalid value: \"a b\""),
+        "{errs:?}"
+    );
+    assert!(
+        errs[1].starts_with("spec.dataSource.apiGroup: Invalid value: \"Snap_Shots\""),
+        "{errs:?}"
+    );
+}
