@@ -20,7 +20,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use super::handler::Next;
 use super::max_in_flight::is_long_running;
 use crate::authentication::user::UserInfo;
-use crate::flowcontrol::metrics::flow_labels;
 use crate::flowcontrol::{Classification, FlowControl, WatchRegistration};
 use crate::metrics::Metrics;
 
@@ -53,29 +52,25 @@ pub async fn filter(
         return next.run(req).await;
     };
     let apf = &metrics.apf;
-    let labels = flow_labels(&class.priority_level, &class.flow_schema);
+    let series = class.series.clone();
     let estimate = class.estimate(&control, req.uri().query().unwrap_or(""));
     let seats = i64::try_from(estimate.max_seats()).unwrap_or(i64::MAX);
-    apf.work_estimated_seats
-        .get_or_create(&labels)
-        .observe(seats as f64);
+    series.work_estimated_seats(apf).observe(seats as f64);
     let waiting = (
-        Held::new(apf.waiting_requests.get_or_create(&labels).clone(), 1),
-        Held::new(apf.waiting_seats.get_or_create(&labels).clone(), seats),
+        Held::new(series.waiting_requests(apf).clone(), 1),
+        Held::new(series.waiting_seats(apf).clone(), seats),
     );
     let arrived = Instant::now();
     let seat = class.acquire(estimate, control.wait_limit()).await;
     drop(waiting);
-    let [pl, fs] = &labels;
-    let executes = if seat.is_ok() { "true" } else { "false" };
-    apf.wait_duration
-        .get_or_create(&[pl.clone(), fs.clone(), ("execute", executes.to_owned())])
+    series
+        .wait_duration(apf, seat.is_ok())
         .observe(arrived.elapsed().as_secs_f64());
     let mut response = match seat {
         Ok(mut seat) => {
-            apf.dispatched.get_or_create(&labels).inc();
-            seat.track(apf.executing_seats.get_or_create(&labels).clone());
-            let executing = Held::new(apf.executing_requests.get_or_create(&labels).clone(), 1);
+            series.dispatched(apf).inc();
+            seat.track(series.executing_seats(apf).clone());
+            let executing = Held::new(series.executing_requests(apf).clone(), 1);
             let watch = if is_watch {
                 control.register_watch(&info)
             } else {
@@ -84,9 +79,8 @@ pub async fn filter(
             let started = Instant::now();
             let response = next.run(req).await;
             drop((executing, seat));
-            let kind = if is_watch { "watch" } else { "regular" };
-            apf.execution_duration
-                .get_or_create(&[pl.clone(), fs.clone(), ("type", kind.to_owned())])
+            series
+                .execution_duration(apf, is_watch)
                 .observe(started.elapsed().as_secs_f64());
             match watch {
                 Some(watch) => counted_until_done(response, watch),
@@ -94,9 +88,8 @@ pub async fn filter(
             }
         }
         Err(rejection) => {
-            let reason = ("reason", rejection.reason().to_owned());
             apf.rejected
-                .get_or_create(&[pl.clone(), fs.clone(), reason])
+                .get_or_create(&series.with(("reason", rejection.reason())))
                 .inc();
             too_many_requests(control.note_rejected(&class.priority_level))
         }

@@ -46,6 +46,7 @@ use width::WatchTracker;
 pub use width::{ObjectCount, SeatSeconds, WatchRegistration, WorkEstimate};
 
 use crate::authentication::user::UserInfo;
+use crate::flowcontrol::metrics::FlowSeries;
 use crate::metrics::Metrics;
 
 /// Upstream caps the time a request may wait in a queue at one minute.
@@ -95,6 +96,8 @@ struct Schema {
     level: String,
     distinguisher: Distinguisher,
     rules: Vec<PolicyRulesWithSubjects>,
+    /// The series its requests feed, at `level`.
+    series: Arc<FlowSeries>,
 }
 
 struct Level {
@@ -111,6 +114,8 @@ pub struct Classification {
     pub flow_schema_uid: String,
     pub priority_level: Arc<str>,
     pub priority_level_uid: String,
+    /// The series of the schema's requests.
+    pub series: Arc<FlowSeries>,
     max_seats: u64,
     flow_hash: u64,
     meta: Arc<RequestMeta>,
@@ -239,6 +244,7 @@ impl FlowControl {
             flow_schema_uid: schema.uid.clone(),
             priority_level: level.name.clone(),
             priority_level_uid: level.uid.clone(),
+            series: schema.series.clone(),
             max_seats: level.max_seats,
             flow_hash: flow_hash(&schema.name, meta.flow_distinguisher()),
             meta,
@@ -532,12 +538,15 @@ fn compile_schema(fs: &FlowSchema) -> Option<Schema> {
         Some("ByNamespace") => Distinguisher::ByNamespace,
         _ => Distinguisher::None,
     };
+    let name = fs.metadata.name.as_deref()?;
+    let level = &spec.priority_level_configuration.name;
     Some(Schema {
-        name: Arc::from(fs.metadata.name.as_deref()?),
+        name: Arc::from(name),
         uid: fs.metadata.uid.clone().unwrap_or_default(),
-        level: spec.priority_level_configuration.name.clone(),
+        level: level.clone(),
         distinguisher,
         rules: spec.rules.clone().unwrap_or_default(),
+        series: Arc::new(FlowSeries::new(level, name)),
     })
 }
 

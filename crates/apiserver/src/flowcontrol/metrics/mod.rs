@@ -5,9 +5,10 @@
 //! work estimates given to requests.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
 
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -42,11 +43,116 @@ pub fn level_labels(level: &str) -> LevelLabels {
 }
 
 /// The labels of a level's and schema's series.
-pub fn flow_labels(level: &str, schema: &str) -> FlowLabels {
+fn flow_labels(level: &str, schema: &str) -> FlowLabels {
     [
         ("priority_level", level.to_owned()),
         ("flow_schema", schema.to_owned()),
     ]
+}
+
+/// The series one flow schema's requests feed at its priority level,
+/// found in their families once per configuration instead of on every
+/// request. Each is taken when first observed, so every series appears
+/// when upstream's does. One flow control feeds one [`ApfMetrics`].
+#[derive(Debug)]
+pub struct FlowSeries {
+    pub labels: FlowLabels,
+    work_estimated_seats: OnceLock<Histogram>,
+    waiting_requests: OnceLock<Gauge>,
+    waiting_seats: OnceLock<Gauge>,
+    dispatched: OnceLock<Counter>,
+    executing_requests: OnceLock<Gauge>,
+    executing_seats: OnceLock<Gauge>,
+    /// By whether the request went on to run.
+    wait_duration: [OnceLock<Histogram>; 2],
+    /// By whether it was a watch.
+    execution_duration: [OnceLock<Histogram>; 2],
+}
+
+/// `slot`'s series, taken from `family` the first time.
+fn series<'a, L, M, C>(
+    slot: &'a OnceLock<M>,
+    family: &Family<L, M, C>,
+    labels: impl FnOnce() -> L,
+) -> &'a M
+where
+    L: Clone + std::hash::Hash + Eq,
+    M: Clone,
+    C: MetricConstructor<M>,
+{
+    slot.get_or_init(|| family.get_or_create(&labels()).clone())
+}
+
+impl FlowSeries {
+    pub fn new(level: &str, schema: &str) -> Self {
+        FlowSeries {
+            labels: flow_labels(level, schema),
+            work_estimated_seats: OnceLock::new(),
+            waiting_requests: OnceLock::new(),
+            waiting_seats: OnceLock::new(),
+            dispatched: OnceLock::new(),
+            executing_requests: OnceLock::new(),
+            executing_seats: OnceLock::new(),
+            wait_duration: Default::default(),
+            execution_duration: Default::default(),
+        }
+    }
+
+    pub fn work_estimated_seats(&self, m: &ApfMetrics) -> &Histogram {
+        series(&self.work_estimated_seats, &m.work_estimated_seats, || {
+            self.labels.clone()
+        })
+    }
+
+    pub fn waiting_requests(&self, m: &ApfMetrics) -> &Gauge {
+        series(&self.waiting_requests, &m.waiting_requests, || {
+            self.labels.clone()
+        })
+    }
+
+    pub fn waiting_seats(&self, m: &ApfMetrics) -> &Gauge {
+        series(&self.waiting_seats, &m.waiting_seats, || {
+            self.labels.clone()
+        })
+    }
+
+    pub fn dispatched(&self, m: &ApfMetrics) -> &Counter {
+        series(&self.dispatched, &m.dispatched, || self.labels.clone())
+    }
+
+    pub fn executing_requests(&self, m: &ApfMetrics) -> &Gauge {
+        series(&self.executing_requests, &m.executing_requests, || {
+            self.labels.clone()
+        })
+    }
+
+    pub fn executing_seats(&self, m: &ApfMetrics) -> &Gauge {
+        series(&self.executing_seats, &m.executing_seats, || {
+            self.labels.clone()
+        })
+    }
+
+    /// `apiserver_flowcontrol_request_wait_duration_seconds` of requests
+    /// that went on to run (`executes`) or not.
+    pub fn wait_duration(&self, m: &ApfMetrics, executes: bool) -> &Histogram {
+        let value = if executes { "true" } else { "false" };
+        let slot = &self.wait_duration[usize::from(executes)];
+        series(slot, &m.wait_duration, || self.with(("execute", value)))
+    }
+
+    /// `apiserver_flowcontrol_request_execution_seconds` of watches or
+    /// other requests.
+    pub fn execution_duration(&self, m: &ApfMetrics, watch: bool) -> &Histogram {
+        let value = if watch { "watch" } else { "regular" };
+        let slot = &self.execution_duration[usize::from(watch)];
+        series(slot, &m.execution_duration, || self.with(("type", value)))
+    }
+
+    /// The level and schema labels and one more.
+    pub fn with(&self, (name, value): (&'static str, &str)) -> [(&'static str, String); 3] {
+        let [level, schema] = self.labels.clone();
+        [level, schema, (name, value.to_owned())]
+    }
 }
 
 /// Every priority-and-fairness series.
@@ -229,5 +335,41 @@ impl ApfMetrics {
                 .get_or_create(&labels)
                 .set(i64::try_from(value).unwrap_or(i64::MAX));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::encoding::text::encode;
+
+    use super::*;
+
+    fn rendered(metrics: &ApfMetrics) -> String {
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let mut text = String::new();
+        encode(&mut text, &registry).expect("encodes");
+        text
+    }
+
+    #[test]
+    fn a_schemas_series_appear_when_first_observed_and_stay_the_familys() {
+        let metrics = ApfMetrics::default();
+        let series = FlowSeries::new("workload-low", "service-accounts");
+        let waited = "apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level=\"workload-low\",flow_schema=\"service-accounts\",execute=\"false\"}";
+        assert!(!rendered(&metrics).contains("execute=\"false\""));
+        series.wait_duration(&metrics, false).observe(0.1);
+        assert!(rendered(&metrics).contains(&format!("{waited} 1\n")));
+        series.wait_duration(&metrics, false).observe(0.1);
+        let text = rendered(&metrics);
+        assert!(text.contains(&format!("{waited} 2\n")), "{text}");
+        assert!(!text.contains("execute=\"true\""), "{text}");
+        // A new configuration's series of the same schema feed the same ones.
+        FlowSeries::new("workload-low", "service-accounts")
+            .dispatched(&metrics)
+            .inc();
+        series.dispatched(&metrics).inc();
+        let dispatched = "apiserver_flowcontrol_dispatched_requests_total{priority_level=\"workload-low\",flow_schema=\"service-accounts\"} 2\n";
+        assert!(rendered(&metrics).contains(dispatched));
     }
 }
