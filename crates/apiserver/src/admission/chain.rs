@@ -7,13 +7,14 @@ use std::time::Instant;
 
 use apimachinery::status::ApiError;
 
-use super::metrics::{self, Step};
+use super::metrics::{self, PluginSeries, Step};
 use super::{Attributes, MutationInterface, Operation, ValidationInterface};
 
 /// One enabled plugin: its mutating side, validating side, or both.
 #[derive(Clone)]
 pub struct Plugin {
     pub name: &'static str,
+    series: Arc<PluginSeries>,
     mutating: Option<Arc<dyn MutationInterface>>,
     validating: Option<Arc<dyn ValidationInterface>>,
 }
@@ -22,6 +23,7 @@ impl Plugin {
     pub fn mutating(name: &'static str, plugin: Arc<dyn MutationInterface>) -> Self {
         Plugin {
             name,
+            series: Arc::new(PluginSeries::new(name)),
             mutating: Some(plugin),
             validating: None,
         }
@@ -30,6 +32,7 @@ impl Plugin {
     pub fn validating(name: &'static str, plugin: Arc<dyn ValidationInterface>) -> Self {
         Plugin {
             name,
+            series: Arc::new(PluginSeries::new(name)),
             mutating: None,
             validating: Some(plugin),
         }
@@ -42,6 +45,7 @@ impl Plugin {
     {
         Plugin {
             name,
+            series: Arc::new(PluginSeries::new(name)),
             mutating: Some(plugin.clone()),
             validating: Some(plugin),
         }
@@ -106,7 +110,7 @@ impl Chain {
             {
                 let start = Instant::now();
                 let result = m.admit(attrs).await;
-                observe_plugin(plugin.name, start, &result, Step::Admit, attrs.operation);
+                observe_plugin(&plugin.series, start, &result, Step::Admit, attrs.operation);
                 result?;
             }
         }
@@ -131,7 +135,13 @@ impl Chain {
             {
                 let start = Instant::now();
                 let result = v.validate(attrs).await;
-                observe_plugin(plugin.name, start, &result, Step::Validate, attrs.operation);
+                observe_plugin(
+                    &plugin.series,
+                    start,
+                    &result,
+                    Step::Validate,
+                    attrs.operation,
+                );
                 result?;
             }
         }
@@ -141,14 +151,14 @@ impl Chain {
 
 /// `apiserver_admission_controller_admission_duration_seconds` of one call.
 fn observe_plugin(
-    name: &'static str,
+    series: &PluginSeries,
     start: Instant,
     result: &Result<(), ApiError>,
     step: Step,
     op: Operation,
 ) {
     let rejected = result.is_err();
-    metrics::global().observe_controller(name, start.elapsed(), rejected, step, op);
+    series.observe(start.elapsed(), rejected, step, op);
 }
 
 #[cfg(test)]

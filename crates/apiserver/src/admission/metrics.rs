@@ -7,7 +7,7 @@
 //! variant of the step latency is left out (prometheus-client has no
 //! summaries).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
@@ -79,6 +79,7 @@ impl Rejection {
 #[derive(Debug)]
 pub struct AdmissionMetrics {
     step: HistogramFamily<StaticLabels<3>>,
+    steps: Resolved,
     controller: HistogramFamily<StaticLabels<4>>,
     webhook: HistogramFamily<Labels<4>>,
     webhook_requests: Family<Labels<5>, Counter>,
@@ -91,6 +92,7 @@ pub struct AdmissionMetrics {
 
 static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
     step: Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS)),
+    steps: Resolved::new(),
     controller: Family::new_with_constructor(|| Histogram::new(STEP_BUCKETS)),
     webhook: Family::new_with_constructor(|| Histogram::new(WEBHOOK_BUCKETS)),
     webhook_requests: Family::default(),
@@ -106,6 +108,66 @@ static METRICS: LazyLock<AdmissionMetrics> = LazyLock::new(|| AdmissionMetrics {
 /// The process's admission series.
 pub fn global() -> &'static AdmissionMetrics {
     &METRICS
+}
+
+/// Histograms of one family by (step, operation, rejected), each looked up
+/// in the family once: a family hashes its labels on every lookup, twice
+/// per admission step and twice per plugin of every write.
+#[derive(Debug)]
+struct Resolved([OnceLock<Histogram>; 16]);
+
+impl Resolved {
+    const fn new() -> Self {
+        Resolved([const { OnceLock::new() }; 16])
+    }
+
+    fn get(
+        &self,
+        step: Step,
+        op: Operation,
+        rejected: bool,
+        resolve: impl FnOnce() -> Histogram,
+    ) -> &Histogram {
+        let op = match op {
+            Operation::Create => 0,
+            Operation::Update => 1,
+            Operation::Delete => 2,
+            Operation::Connect => 3,
+        };
+        let slot = (step as usize) * 8 + op * 2 + usize::from(rejected);
+        self.0[slot].get_or_init(resolve)
+    }
+}
+
+/// One plugin's `apiserver_admission_controller_admission_duration_seconds`
+/// series, kept with the plugin in the chain.
+pub struct PluginSeries {
+    name: &'static str,
+    resolved: Resolved,
+}
+
+impl PluginSeries {
+    pub fn new(name: &'static str) -> Self {
+        PluginSeries {
+            name,
+            resolved: Resolved::new(),
+        }
+    }
+
+    /// One call of the plugin took `elapsed`.
+    pub fn observe(&self, elapsed: Duration, rejected: bool, step: Step, op: Operation) {
+        self.resolved
+            .get(step, op, rejected, || {
+                let labels = [
+                    ("name", self.name),
+                    ("type", step.as_str()),
+                    ("operation", op.as_str()),
+                    ("rejected", bool_label(rejected)),
+                ];
+                METRICS.controller.get_or_create(&labels).clone()
+            })
+            .observe(elapsed.as_secs_f64());
+    }
 }
 
 fn bool_label(b: bool) -> &'static str {
@@ -178,33 +240,15 @@ impl AdmissionMetrics {
 
     /// One whole admission phase took `elapsed`.
     pub fn observe_step(&self, elapsed: Duration, rejected: bool, step: Step, op: Operation) {
-        let labels = [
-            ("type", step.as_str()),
-            ("operation", op.as_str()),
-            ("rejected", bool_label(rejected)),
-        ];
-        self.step
-            .get_or_create(&labels)
-            .observe(elapsed.as_secs_f64());
-    }
-
-    /// One plugin took `elapsed`.
-    pub fn observe_controller(
-        &self,
-        name: &'static str,
-        elapsed: Duration,
-        rejected: bool,
-        step: Step,
-        op: Operation,
-    ) {
-        let labels = [
-            ("name", name),
-            ("type", step.as_str()),
-            ("operation", op.as_str()),
-            ("rejected", bool_label(rejected)),
-        ];
-        self.controller
-            .get_or_create(&labels)
+        self.steps
+            .get(step, op, rejected, || {
+                let labels = [
+                    ("type", step.as_str()),
+                    ("operation", op.as_str()),
+                    ("rejected", bool_label(rejected)),
+                ];
+                self.step.get_or_create(&labels).clone()
+            })
             .observe(elapsed.as_secs_f64());
     }
 
@@ -302,4 +346,41 @@ pub struct WebhookCall<'a> {
     pub name: &'a str,
     pub step: Step,
     pub operation: Operation,
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::encoding::text::encode;
+
+    use super::*;
+
+    fn count(text: &str, series: &str) -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(series))?;
+        line.rsplit(' ').next()?.parse().ok()
+    }
+
+    #[test]
+    fn each_label_set_keeps_its_own_series() {
+        let series = PluginSeries::new("TestSeriesPlugin");
+        let ms = Duration::from_millis(1);
+        series.observe(ms, false, Step::Admit, Operation::Create);
+        series.observe(ms, false, Step::Admit, Operation::Create);
+        series.observe(ms, true, Step::Admit, Operation::Create);
+        series.observe(ms, false, Step::Validate, Operation::Connect);
+        let mut registry = Registry::default();
+        global().register(&mut registry);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let name = "apiserver_admission_controller_admission_duration_seconds_count";
+        let at = |ty: &str, op: &str, rejected: &str| {
+            let labels = format!(
+                "{{name=\"TestSeriesPlugin\",type=\"{ty}\",operation=\"{op}\",rejected=\"{rejected}\"}}"
+            );
+            count(&text, &format!("{name}{labels}"))
+        };
+        assert_eq!(at("admit", "CREATE", "false"), Some(2), "{text}");
+        assert_eq!(at("admit", "CREATE", "true"), Some(1));
+        assert_eq!(at("validate", "CONNECT", "false"), Some(1));
+        assert_eq!(at("validate", "CREATE", "false"), None);
+    }
 }
