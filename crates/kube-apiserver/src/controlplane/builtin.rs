@@ -530,9 +530,18 @@ pub fn named_groups() -> Vec<Vec<Builtin>> {
             ),
         ],
         vec![
-            builtin::<flowcontrol::FlowSchema>(defaults::flow_schemas(status()), PLAIN),
+            builtin::<flowcontrol::FlowSchema>(
+                defaults::flow_schemas(validated(
+                    validation::flowcontrol::validate_flow_schema,
+                    status(),
+                )),
+                PLAIN,
+            ),
             builtin::<flowcontrol::PriorityLevelConfiguration>(
-                defaults::priority_levels(status()),
+                defaults::priority_levels(validated(
+                    validation::flowcontrol::validate_priority_level,
+                    status(),
+                )),
                 PLAIN,
             ),
         ],

@@ -40,6 +40,7 @@ mod disk_faults;
 mod encryption_kms;
 mod etcd_backend;
 mod flowcontrol;
+mod flowcontrol_validation;
 mod go_json_shape;
 mod group_defaults;
 mod ha;

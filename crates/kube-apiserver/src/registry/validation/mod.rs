@@ -14,6 +14,7 @@ pub mod certificates;
 pub mod cluster_objects;
 pub mod cluster_trust_bundles;
 pub mod core_objects;
+pub mod flowcontrol;
 mod go_pem;
 pub mod pod;
 mod pod_claims;
