@@ -23,7 +23,7 @@ use component_base::tracing::{self, httpconv};
 use http::{Request, Response};
 use http_body_util::BodyExt as _;
 use opentelemetry::context::FutureExt as _;
-use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::trace::{Link, Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 
 use super::audit::AuditId;
@@ -35,8 +35,7 @@ pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
     let tracer = tracing::tracer(httpconv::OTELHTTP_SCOPE);
     let mut builder = tracer
         .span_builder(span_name(&req))
-        .with_kind(SpanKind::Server)
-        .with_attributes(request_attributes(&req));
+        .with_kind(SpanKind::Server);
     let parent = if privileged(&req) {
         incoming
     } else {
@@ -47,10 +46,20 @@ pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
         }
         Context::new()
     };
-    let span = builder.start_with_context(&tracer, &parent);
+    let mut span = builder.start_with_context(&tracer, &parent);
+    // The sampler (parent-based, by trace ID ratio) does not look at
+    // attributes, so an unsampled request skips building them and
+    // counting its bytes.
+    let recording = span.is_recording();
+    if recording {
+        span.set_attributes(request_attributes(&req));
+    }
     let mut cx = parent.with_span(span);
     if let Some(AuditId(id)) = req.extensions().get::<AuditId>() {
         cx = tracing::with_audit_id(cx, id.clone());
+    }
+    if !recording {
+        return next.run(req).with_context(cx).await;
     }
     // Connects traces to audit events, as upstream's.
     cx.span()
