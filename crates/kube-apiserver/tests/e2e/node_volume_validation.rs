@@ -208,3 +208,30 @@ fn nodes_are_validated_as_upstream() {
         "{err}"
     );
 }
+
+#[test]
+fn volume_attachments_check_inline_volume_specs() {
+    let s = TestServer::start();
+    let inline = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {{name: {name}}}\n\
+             spec:\n  attacher: ebs.csi.aws.com\n  nodeName: node-1\n  source:\n    inlineVolumeSpec:\n{spec}"
+        )
+    };
+    s.apply_yaml(&inline(
+        "good",
+        "      accessModes: [ReadWriteOnce]\n      csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}\n",
+    ));
+    let err = refused(
+        &s,
+        &inline(
+            "bad",
+            "      capacity: {storage: 1Gi}\n      accessModes: [ReadWriteOnce]\n      \
+             persistentVolumeReclaimPolicy: Delete\n      nfs: {server: nfs.example.com, path: /exports}\n",
+        ),
+    );
+    assert!(
+        err.contains("The VolumeAttachment \"bad\" is invalid: \n* spec.source.inlineVolumeSpec.capacity: Forbidden: may not be specified in the context of inline volumes\n* spec.source.inlineVolumeSpec.csi: Required value: has to be specified in the context of inline volumes\n* spec.source.inlineVolumeSpec.persistentVolumeReclaimPolicy: Forbidden: may only be Retain in the context of inline volumes\n"),
+        "{err}"
+    );
+}

@@ -1,9 +1,9 @@
 //! Create and update rules of PersistentVolumes (upstream's
 //! `ValidatePersistentVolume` and `ValidatePersistentVolumeSpec` in
 //! pkg/apis/core/validation/validation.go, then pkg/volume/validation's
-//! mount-option check), with upstream's paths and messages; the sources'
-//! own rules are in `persistent_volume_sources`, the update-only rules in
-//! `update_volumes`.
+//! mount-option check) and of the inline volume specs of VolumeAttachments,
+//! with upstream's paths and messages; the sources' own rules are in
+//! `persistent_volume_sources`, the update-only rules in `update_volumes`.
 //!
 //! Options as upstream has them: VolumeAttributesClass on (GA), node
 //! affinity label values checked unless the stored volume already had an
@@ -42,9 +42,32 @@ fn spec(obj: &Value) -> &Value {
     obj.get("spec").unwrap_or(&Value::Null)
 }
 
+const INLINE: &str = "may not be specified in the context of inline volumes";
+
+/// The options of upstream's `ValidatePersistentVolumeSpec`.
+#[derive(Default, Clone, Copy)]
+struct SpecOptions {
+    /// An inline spec (a VolumeAttachment's `inlineVolumeSpec`).
+    inline: bool,
+    /// Node affinity label values as lax as a stored volume's.
+    lax_affinity: bool,
+    /// VolumeAttributesClass checked (PersistentVolume objects).
+    attributes_class: bool,
+}
+
+fn name(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 /// A new PersistentVolume.
 pub fn validate_pv(obj: &Value) -> Vec<FieldError> {
-    let mut errs = validate_pv_spec(obj, false);
+    let opts = SpecOptions {
+        attributes_class: true,
+        ..SpecOptions::default()
+    };
+    let mut errs = validate_pv_spec(spec(obj), name(obj), &Path::new("spec"), opts);
     mount_options(obj, &mut errs);
     errs
 }
@@ -52,59 +75,106 @@ pub fn validate_pv(obj: &Value) -> Vec<FieldError> {
 /// An updated PersistentVolume: the new object's rules (node affinity
 /// label values as lax as the stored volume's), then the update rules.
 pub fn validate_pv_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    let lax = spec(old)
-        .pointer("/nodeAffinity/required")
-        .is_some_and(has_invalid_label_value);
-    let mut errs = validate_pv_spec(new, lax);
+    let opts = SpecOptions {
+        lax_affinity: spec(old)
+            .pointer("/nodeAffinity/required")
+            .is_some_and(has_invalid_label_value),
+        attributes_class: true,
+        ..SpecOptions::default()
+    };
+    let mut errs = validate_pv_spec(spec(new), name(new), &Path::new("spec"), opts);
     errs.extend(super::update_volumes::validate_pv_update(new, old));
     mount_options(new, &mut errs);
     errs
 }
 
-/// Upstream's `ValidatePersistentVolumeSpec` of a PersistentVolume object.
-fn validate_pv_spec(obj: &Value, lax_affinity: bool) -> Vec<FieldError> {
-    let (spec, path) = (spec(obj), Path::new("spec"));
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+/// A VolumeAttachment's `inlineVolumeSpec` (upstream passes no volume
+/// name and default options).
+pub(super) fn validate_inline_pv_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
+    let opts = SpecOptions {
+        inline: true,
+        ..SpecOptions::default()
+    };
+    validate_pv_spec(spec, "", path, opts)
+}
+
+/// Upstream's `ValidatePersistentVolumeSpec`.
+fn validate_pv_spec(spec: &Value, name: &str, path: &Path, opts: SpecOptions) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    if opts.inline {
+        // A set claim reference, or any capacity entry.
+        let capacity = spec.get("capacity").and_then(Value::as_object);
+        for (key, given) in [
+            ("claimRef", set(spec, "claimRef").is_some()),
+            ("capacity", capacity.is_some_and(|c| !c.is_empty())),
+        ] {
+            if given {
+                errs.push(FieldError::forbidden(&path.child(key), INLINE));
+            }
+        }
+        if set(spec, "csi").is_none() {
+            let msg = "has to be specified in the context of inline volumes";
+            errs.push(FieldError::required(&path.child("csi"), msg));
+        }
+    }
     let modes = items(spec, "accessModes");
     if modes.is_empty() {
         errs.push(FieldError::required(&path.child("accessModes"), ""));
     }
     access_modes(modes, &path.child("accessModes"), &mut errs);
-    capacity(spec, &path.child("capacity"), &mut errs);
-    let policy = text(spec, "persistentVolumeReclaimPolicy");
-    if !policy.is_empty() && !RECLAIM_POLICIES.contains(&policy) {
-        let at = path.child("persistentVolumeReclaimPolicy");
-        errs.push(FieldError::not_supported(&at, policy, RECLAIM_POLICIES));
+    if !opts.inline {
+        capacity(spec, &path.child("capacity"), &mut errs);
     }
-    let affinity = set(spec, "nodeAffinity");
-    if let Some(affinity) = affinity {
-        let at = path.child("nodeAffinity");
-        match set(affinity, "required") {
-            Some(required) => {
-                node_selector(required, lax_affinity, &at.child("required"), &mut errs)
-            }
-            None => errs.push(FieldError::required(
-                &at.child("required"),
-                "must specify required node constraints",
-            )),
-        }
-    }
-    if validate_sources(spec, name, &path, &mut errs) && affinity.is_none() {
+    reclaim_policy(spec, path, opts.inline, &mut errs);
+    let affinity = node_affinity(spec, path, opts, &mut errs);
+    if validate_sources(spec, name, path, &mut errs) && !affinity {
         let msg = "Local volume requires node affinity";
         errs.push(FieldError::required(&path.child("nodeAffinity"), msg));
     }
     let host = spec.pointer("/hostPath/path").and_then(Value::as_str);
-    if host.is_some_and(cleans_to_root) && policy == "Recycle" {
+    if host.is_some_and(cleans_to_root) && text(spec, "persistentVolumeReclaimPolicy") == "Recycle"
+    {
         let at = path.child("persistentVolumeReclaimPolicy");
         let msg = "may not be 'recycle' for a hostPath mount of '/'";
         errs.push(FieldError::forbidden(&at, msg));
     }
-    classes_and_mode(spec, &path, &mut errs);
+    classes_and_mode(spec, path, opts, &mut errs);
     errs
+}
+
+fn reclaim_policy(spec: &Value, path: &Path, inline: bool, errs: &mut Vec<FieldError>) {
+    let policy = text(spec, "persistentVolumeReclaimPolicy");
+    let at = path.child("persistentVolumeReclaimPolicy");
+    if policy.is_empty() {
+        return;
+    }
+    if inline && policy != "Retain" {
+        let msg = "may only be Retain in the context of inline volumes";
+        errs.push(FieldError::forbidden(&at, msg));
+    } else if !inline && !RECLAIM_POLICIES.contains(&policy) {
+        errs.push(FieldError::not_supported(&at, policy, RECLAIM_POLICIES));
+    }
+}
+
+/// Upstream's `validateVolumeNodeAffinity`; returns whether the volume
+/// has node affinity that counts (an inline spec's never does).
+fn node_affinity(spec: &Value, path: &Path, opts: SpecOptions, errs: &mut Vec<FieldError>) -> bool {
+    let Some(affinity) = set(spec, "nodeAffinity") else {
+        return false;
+    };
+    let at = path.child("nodeAffinity");
+    if opts.inline {
+        errs.push(FieldError::forbidden(&at, INLINE));
+        return false;
+    }
+    match set(affinity, "required") {
+        Some(required) => node_selector(required, opts.lax_affinity, &at.child("required"), errs),
+        None => errs.push(FieldError::required(
+            &at.child("required"),
+            "must specify required node constraints",
+        )),
+    }
+    true
 }
 
 /// `capacity` holds `storage` alone, and a positive amount of it.
@@ -148,15 +218,27 @@ fn capacity(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
 }
 
 /// Storage class, volume mode and volume attributes class.
-fn classes_and_mode(spec: &Value, path: &Path, errs: &mut Vec<FieldError>) {
-    class_name(spec, "storageClassName", path, errs);
+fn classes_and_mode(spec: &Value, path: &Path, opts: SpecOptions, errs: &mut Vec<FieldError>) {
+    if opts.inline && !text(spec, "storageClassName").is_empty() {
+        errs.push(FieldError::forbidden(
+            &path.child("storageClassName"),
+            INLINE,
+        ));
+    } else if !opts.inline {
+        class_name(spec, "storageClassName", path, errs);
+    }
     if let Some(mode) = set(spec, "volumeMode").and_then(Value::as_str) {
-        if !VOLUME_MODES.contains(&mode) {
-            let at = path.child("volumeMode");
+        let at = path.child("volumeMode");
+        if opts.inline && mode != "Filesystem" {
+            let msg =
+                "may not specify volumeMode other than Filesystem in the context of inline volumes";
+            errs.push(FieldError::forbidden(&at, msg));
+        } else if !opts.inline && !VOLUME_MODES.contains(&mode) {
             errs.push(FieldError::not_supported(&at, mode, VOLUME_MODES));
         }
     }
-    let Some(attributes) = set(spec, "volumeAttributesClassName") else {
+    let Some(attributes) = set(spec, "volumeAttributesClassName").filter(|_| opts.attributes_class)
+    else {
         return;
     };
     let attributes = attributes.as_str().unwrap_or_default();

@@ -173,3 +173,29 @@ fn mount_options_annotation_needs_a_mountable_source() {
     obj["spec"]["nfs"] = json!({"server": "localhost", "path": "/srv"});
     assert_eq!(messages(validate_pv(&obj)), Vec::<String>::new());
 }
+
+#[test]
+fn inline_specs_follow_the_inline_rules() {
+    let spec = json!({"capacity": {"storage": "1Gi"}, "claimRef": {}, "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "fast", "volumeMode": "Block",
+        "nodeAffinity": {}, "volumeAttributesClassName": "", "local": {"path": "/x"}});
+    assert_eq!(
+        messages(validate_inline_pv_spec(&spec, &Path::new("spec").child("source").child("inlineVolumeSpec"))),
+        [
+            "spec.source.inlineVolumeSpec.claimRef: Forbidden: may not be specified in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.capacity: Forbidden: may not be specified in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.csi: Required value: has to be specified in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.persistentVolumeReclaimPolicy: Forbidden: may only be Retain in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.nodeAffinity: Forbidden: may not be specified in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.nodeAffinity: Required value: Local volume requires node affinity",
+            "spec.source.inlineVolumeSpec.storageClassName: Forbidden: may not be specified in the context of inline volumes",
+            "spec.source.inlineVolumeSpec.volumeMode: Forbidden: may not specify volumeMode other than Filesystem in the context of inline volumes",
+        ]
+    );
+    let good = json!({"accessModes": ["ReadWriteOnce"],
+        "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}});
+    assert_eq!(
+        messages(validate_inline_pv_spec(&good, &Path::new("s"))),
+        Vec::<String>::new()
+    );
+}

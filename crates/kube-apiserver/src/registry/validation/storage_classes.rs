@@ -12,6 +12,7 @@ use apimachinery::validation::selectors::{validate_label_selector, LabelSelector
 use apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use serde_json::{Map, Value};
 
+use super::persistent_volumes::validate_inline_pv_spec;
 use super::pod_volumes::{csi_driver, quantity};
 use super::{int, invalid_all, items, set, text};
 
@@ -245,6 +246,10 @@ pub fn validate_volume_attachment(obj: &Value) -> Vec<FieldError> {
         (false, Some("")) => errs.push(FieldError::required(
             &source_path.child("persistentVolumeName"),
             "must specify non empty persistentVolumeName",
+        )),
+        (true, None) => errs.extend(validate_inline_pv_spec(
+            &source["inlineVolumeSpec"],
+            &source_path.child("inlineVolumeSpec"),
         )),
         _ => {}
     }
