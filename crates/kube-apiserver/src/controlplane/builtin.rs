@@ -296,6 +296,9 @@ pub fn core_v1(services: Arc<ServiceAllocator>) -> Vec<Builtin> {
             defaults::persistent_volumes(ResourceStrategy {
                 validate_create: validation::persistent_volumes::validate_pv,
                 validate_update: validation::persistent_volumes::validate_pv_update,
+                validate_status_update: Some(
+                    validation::persistent_volumes::validate_pv_status_update,
+                ),
                 ..returns_deleted(status())
             }),
             short(&["pv"]),

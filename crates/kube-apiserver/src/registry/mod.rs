@@ -71,6 +71,9 @@ pub struct ResourceStrategy {
     /// Update rules (new, old) checked beside `validate` of the new object:
     /// immutable fields and allowed transitions.
     pub validate_update: ValidateUpdate,
+    /// Rules of a write to the status subresource (new, old), when not
+    /// those of an update (`validate` and `validate_update`).
+    pub validate_status_update: Option<ValidateUpdate>,
     pub columns: Columns,
     pub row: Row,
     pub field_names: &'static [&'static str],
@@ -131,6 +134,7 @@ impl Default for ResourceStrategy {
             validate: no_errors,
             validate_create: no_errors,
             validate_update: no_update_errors,
+            validate_status_update: None,
             columns: table::default_columns,
             row: table::default_row,
             field_names: &[],
@@ -267,6 +271,13 @@ impl UpdateStrategy for ResourceStrategy {
         errors
     }
 
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        match self.validate_status_update {
+            Some(rules) => rules(new, old),
+            None => UpdateStrategy::validate_update(self, new, old),
+        }
+    }
+
     fn allow_create_on_update(&self) -> bool {
         self.create_on_update
     }
@@ -357,5 +368,26 @@ mod tests {
         s.prepare_for_update(&mut changed, &old);
         assert_eq!(changed["metadata"]["generation"], 2);
         assert_eq!(changed["status"], json!({}));
+    }
+
+    #[test]
+    fn status_writes_use_their_own_rules_when_given() {
+        fn refuse(_: &Value) -> Vec<FieldError> {
+            vec![FieldError::required(
+                &apimachinery::field_errors::Path::new("spec"),
+                "",
+            )]
+        }
+        let mut s = ResourceStrategy {
+            validate: refuse,
+            ..ResourceStrategy::spec_status()
+        };
+        let obj = json!({"spec": {}});
+        assert_eq!(
+            UpdateStrategy::validate_status_update(&s, &obj, &obj).len(),
+            1
+        );
+        s.validate_status_update = Some(no_update_errors);
+        assert!(UpdateStrategy::validate_status_update(&s, &obj, &obj).is_empty());
     }
 }
