@@ -23,11 +23,15 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use bytes::Bytes;
 use protobuf_codec::ProtobufError;
+use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use serde_json::Value;
-use storage::Object;
+use storage::{offload, Object};
 
 use super::negotiation::Encoding;
 use super::response::encode;
+
+/// Objects per piece of a list's items encoded on one core.
+const PARALLEL_RUN: usize = 128;
 
 /// Bytes of encodings kept at most.
 const CAPACITY_BYTES: usize = 64 << 20;
@@ -59,7 +63,9 @@ impl Drop for Encodings {
 
 #[derive(Default)]
 struct Table {
-    entries: HashMap<usize, Arc<Encodings>>,
+    /// Keyed by address, hashed with `foldhash` (no flooding to fear: the
+    /// keys are the server's own allocations).
+    entries: HashMap<usize, Arc<Encodings>, foldhash::fast::RandomState>,
     /// Entries and bytes at which the next sweep runs.
     sweep_at: (usize, usize),
 }
@@ -110,16 +116,26 @@ pub fn encoded(object: &Object, encoding: Encoding) -> Result<Bytes, ProtobufErr
     fill(entry.as_deref(), object, encoding)
 }
 
-/// [`encoded`] for each of `objects`, looked up together.
+/// [`encoded`] for each of `objects`, looked up together. Many objects
+/// (a list, always encoded off the async workers) are encoded on every
+/// core (rayon's pool, shared with the stores' parallel decode) in runs of
+/// [`PARALLEL_RUN`], in order.
 pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>, ProtobufError> {
     let entries: Vec<_> = {
         let mut table = table();
         objects.iter().map(|o| table.entry(o)).collect()
     };
+    let fill_one = |(object, entry): (&Object, &Option<Arc<Encodings>>)| {
+        fill(entry.as_deref(), object, encoding)
+    };
+    if objects.len() < offload::INLINE_OBJECTS {
+        return objects.iter().zip(&entries).map(fill_one).collect();
+    }
     objects
-        .iter()
-        .zip(entries)
-        .map(|(object, entry)| fill(entry.as_deref(), object, encoding))
+        .par_iter()
+        .zip(&entries)
+        .with_min_len(PARALLEL_RUN)
+        .map(fill_one)
         .collect()
 }
 

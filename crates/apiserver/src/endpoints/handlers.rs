@@ -588,5 +588,10 @@ async fn delete_collection(
         shape: Shape::Object,
         ..*neg
     };
-    Ok(response::list(&list, &neg, &store.info, &store.strategies))
+    // Off the async workers, as a list's encoding (see `list`).
+    let (info, strategies) = (store.info.clone(), store.strategies.clone());
+    Ok(offload::run_for(list.items.len(), move || {
+        response::list(&list, &neg, &info, &strategies)
+    })
+    .await)
 }
