@@ -43,13 +43,19 @@ pub async fn started(
     mut req: Request<Body>,
     next: Next,
 ) -> Response<Body> {
-    let tracer = component_base::tracing::tracer(SCOPE);
-    let parent = Context::current();
-    let cx = parent.with_span(tracer.start_with_context(name, &parent));
     req.extensions_mut().insert(Record {
         name,
         started: Instant::now(),
     });
+    let parent = Context::current();
+    // Under a span that does not record (tracing off, or the request not
+    // sampled) the filter's span would not either, as the sampler follows
+    // the parent: none is started. The first filter's span is a root.
+    if parent.has_active_span() && !parent.span().is_recording() {
+        return next.run(req).await;
+    }
+    let tracer = component_base::tracing::tracer(SCOPE);
+    let cx = parent.with_span(tracer.start_with_context(name, &parent));
     let resp = next.run(req).with_context(cx.clone()).await;
     cx.span().end();
     resp
