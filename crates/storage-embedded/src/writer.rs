@@ -254,10 +254,12 @@ impl Writer {
             Err(e) => {
                 tracing::error!(error = %e, "embedded store commit failed");
                 self.shared.record_write_failure(&e);
+                // Reopened before the writers hear of the failure, so that
+                // what they read next is not cut short by the close.
+                self.recover(&e);
                 for txn in txns {
                     let _ = txn.reply.send(Err(e.clone()));
                 }
-                self.recover(&e);
             }
         }
     }
