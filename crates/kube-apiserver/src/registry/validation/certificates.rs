@@ -21,10 +21,10 @@ use x509_parser::error::X509Error;
 use x509_parser::oid_registry::{
     OID_KEY_TYPE_EC_PUBLIC_KEY, OID_PKCS1_MD5WITHRSAENC, OID_PKCS1_RSAENCRYPTION, OID_SIG_ED25519,
 };
-use x509_parser::pem::Pem;
 use x509_parser::prelude::FromDer as _;
 
 use super::certificate_approval::validate_approval;
+use super::go_pem;
 use super::{items, text};
 
 /// Upstream's `LegacyUnknownSignerName`, refused in v1 for new requests.
@@ -224,14 +224,14 @@ fn invalid_bytes(path: &Path, bytes: Option<&[u8]>, detail: &str) -> FieldError 
 /// parser can tell the same cases apart.
 fn check_request(pem: Option<&[u8]>) -> Result<(), String> {
     let not_a_request = || "PEM block type must be CERTIFICATE REQUEST".to_owned();
-    let block = first_pem_block(pem.unwrap_or_default()).ok_or_else(not_a_request)?;
-    if block.label != "CERTIFICATE REQUEST" {
+    let (block, _) = go_pem::decode(pem.unwrap_or_default()).ok_or_else(not_a_request)?;
+    if block.kind != "CERTIFICATE REQUEST" {
         return Err(not_a_request());
     }
-    if block.contents.is_empty() {
+    if block.bytes.is_empty() {
         return Err("asn1: syntax error: sequence truncated".into());
     }
-    let (rest, csr) = X509CertificationRequest::from_der(&block.contents)
+    let (rest, csr) = X509CertificationRequest::from_der(&block.bytes)
         .map_err(|_| "asn1: syntax error: data truncated".to_owned())?;
     if !rest.is_empty() {
         return Err("asn1: syntax error: trailing data".into());
@@ -257,11 +257,6 @@ fn check_request(pem: Option<&[u8]>) -> Result<(), String> {
         }
         Err(_) => Err("x509: cannot verify signature: algorithm unimplemented".into()),
     }
-}
-
-/// The first PEM block of `data`, as Go's `pem.Decode` finds it.
-fn first_pem_block(data: &[u8]) -> Option<Pem> {
-    Pem::iter_from_buffer(data).next()?.ok()
 }
 
 /// Upstream's `ValidateSignerName`: `<domain>/<path>`, the domain made of
@@ -354,18 +349,20 @@ fn check_certificate(pem: &[u8]) -> Result<(), String> {
         return Ok(());
     }
     let mut blocks = 0;
-    for block in Pem::iter_from_buffer(pem).map_while(Result::ok) {
-        if block.label != "CERTIFICATE" {
+    let mut rest = pem;
+    while let Some((block, next)) = go_pem::decode(rest) {
+        rest = next;
+        if block.kind != "CERTIFICATE" {
             return Err(format!(
                 "only CERTIFICATE PEM blocks are allowed, found {:?}",
-                block.label
+                block.kind
             ));
         }
         blocks += 1;
-        if block.contents.is_empty() {
+        if block.bytes.is_empty() {
             return Err("found CERTIFICATE PEM block containing 0 certificates".into());
         }
-        let mut der = block.contents.as_slice();
+        let mut der = block.bytes.as_slice();
         while !der.is_empty() {
             let (rest, _) = x509_parser::parse_x509_certificate(der)
                 .map_err(|_| "x509: malformed certificate".to_owned())?;
