@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use client_go::tools::cache::{IndexFunc, Lister};
 use serde_json::Value;
+use storage::StoredObject;
 
 /// The index of EndpointSlices by `<namespace>/<service name>`.
 pub const BY_SERVICE: &str = "service";
@@ -16,9 +17,10 @@ pub const BY_SERVICE: &str = "service";
 /// Files EndpointSlices under their Service (the
 /// `kubernetes.io/service-name` label).
 pub fn by_service() -> IndexFunc {
-    Arc::new(|slice: &Value| {
-        let ns = slice["metadata"]["namespace"].as_str().unwrap_or_default();
-        let label = &slice["metadata"]["labels"]["kubernetes.io/service-name"];
+    Arc::new(|slice: &StoredObject| {
+        let meta = slice.metadata();
+        let ns = meta["namespace"].as_str().unwrap_or_default();
+        let label = &meta["labels"]["kubernetes.io/service-name"];
         label
             .as_str()
             .map(|service| vec![format!("{ns}/{service}")])
@@ -177,8 +179,8 @@ mod tests {
     fn slices_are_filed_under_their_service() {
         let slice = json!({"metadata": {"namespace": "ns",
             "labels": {"kubernetes.io/service-name": "api"}}});
-        assert_eq!(by_service()(&slice), ["ns/api"]);
-        assert!(by_service()(&json!({"metadata": {}})).is_empty());
+        assert_eq!(by_service()(&slice.into()), ["ns/api"]);
+        assert!(by_service()(&json!({"metadata": {}}).into()).is_empty());
         assert!(is_ready(&json!({"conditions": {}})));
         assert!(!is_ready(&json!({"conditions": {"ready": false}})));
     }

@@ -15,10 +15,11 @@ use futures::Stream;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::object::StoredObject;
 
 /// A stored object, shared read-only between the cache, watchers and
-/// responses.
-pub type Object = Arc<Value>;
+/// responses (see [`StoredObject`]).
+pub type Object = Arc<StoredObject>;
 
 /// Which state a read may be served from (upstream's resourceVersion and
 /// resourceVersionMatch semantics, already parsed by the API layer).
@@ -58,6 +59,20 @@ impl Predicate {
 
     pub fn matches(&self, obj: &Value) -> bool {
         self.filter.as_ref().is_none_or(|f| f(obj))
+    }
+
+    /// [`Predicate::matches`] for a stored object, whose tree is decoded
+    /// (and kept) only when there is a filter to run.
+    pub fn matches_object(&self, obj: &StoredObject) -> bool {
+        self.filter.as_ref().is_none_or(|f| f(obj.value()))
+    }
+
+    /// [`Predicate::matches_object`] without keeping a tree for an object
+    /// held as JSON (a list's selection looks at every object once).
+    pub fn matches_stored(&self, obj: &StoredObject) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| obj.peek(|tree| f(tree)))
     }
 
     pub fn is_everything(&self) -> bool {

@@ -11,6 +11,7 @@
 //!   equivalent of upstream's etcd3 store — so both backends share one
 //!   implementation of the semantics.
 //! * [`cacher`] is the watch cache in front of a [`Storage`].
+//! * [`object`]: a stored object version as a tree, its JSON, or both.
 //! * [`compactor`] compacts a [`Kv`]'s history on an interval.
 //! * [`offload`] runs the CPU-heavy part of big lists off the async workers.
 //! * [`value`] transforms stored values (encryption at rest) over any [`Kv`].
@@ -22,6 +23,7 @@ pub mod continue_token;
 pub mod error;
 pub mod interface;
 pub mod kv;
+pub mod object;
 pub mod offload;
 pub mod store;
 #[cfg(feature = "testing")]
@@ -33,3 +35,4 @@ pub use codec::{Codec, JsonCodec};
 pub use error::StorageError;
 pub use interface::*;
 pub use kv::*;
+pub use object::StoredObject;

@@ -81,7 +81,7 @@ async fn create(storage: &dyn Storage, ns: &str, name: &str, app: &str) -> Objec
 
 async fn relabel(storage: &dyn Storage, ns: &str, name: &str, app: &'static str) -> Object {
     let update = move |current: Option<Object>| {
-        let mut obj = current.map(|o| (*o).clone()).unwrap_or(Value::Null);
+        let mut obj = current.map(|o| o.to_value()).unwrap_or(Value::Null);
         obj["metadata"]["labels"]["app"] = json!(app);
         async move { Ok(obj) }.boxed()
     };

@@ -226,7 +226,7 @@ async fn watchers_joining_during_writes_see_no_gaps_or_duplicates() {
                 .unwrap(),
             Err(_) => {
                 let update = move |cur: Option<storage::Object>| {
-                    let mut next = cur.map(|o| (*o).clone()).unwrap_or_default();
+                    let mut next = cur.map(|o| o.to_value()).unwrap_or_default();
                     next["data"]["op"] = json!(op);
                     async move { Ok(next) }.boxed()
                 };

@@ -25,7 +25,7 @@ async fn write(
     let (stored, _) = crds
         .update(None, name, target, mutate, &WriteOptions::default())
         .await?;
-    Ok(serde_json::from_value((*stored).clone()).ok())
+    Ok(serde_json::from_value(stored.to_value()).ok())
 }
 
 /// Applies `change` to the CRD's status. Returns the CRD as stored.

@@ -11,6 +11,7 @@ use super::context::RequestContext;
 use super::reinvocation::ReinvocationContext;
 use crate::authentication::user::UserInfo;
 use crate::registry::resource::ResourceInfo;
+use storage::Object;
 
 /// The operation being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,7 +104,7 @@ pub struct Attributes {
     /// The new object (None for delete).
     pub object: Option<serde_json::Value>,
     /// The stored object (None for create).
-    pub old_object: Option<Arc<Value>>,
+    pub old_object: Option<Object>,
     pub kind: GroupVersionKind,
     pub resource: GroupVersionResource,
     /// Empty for the main resource, e.g. `status` for its subresource.
@@ -130,7 +131,7 @@ impl Attributes {
         info: &ResourceInfo,
         operation: Operation,
         object: Option<Value>,
-        old_object: Option<Arc<Value>>,
+        old_object: Option<Object>,
         subresource: &str,
         namespace: Option<&str>,
         name: &str,
@@ -144,7 +145,7 @@ impl Attributes {
         let meta_of = |field: &str| {
             object
                 .as_ref()
-                .or(old_object.as_deref())
+                .or(old_object.as_deref().map(|o| o.value()))
                 .and_then(|o| o.pointer(&format!("/metadata/{field}")))
                 .and_then(Value::as_str)
                 .unwrap_or_default()

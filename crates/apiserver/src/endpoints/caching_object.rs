@@ -6,7 +6,9 @@
 //! of that version and the items of LISTs from the cache (upstream encodes
 //! those per request), which then only copy them.
 //!
-//! The encodings sit beside the objects rather than in a wrapper: a table
+//! JSON is kept by the object itself ([`StoredObject::json`]; the watch
+//! cache holds its versions as that encoding alone). The other formats'
+//! encodings sit beside the objects rather than in a wrapper: a table
 //! keyed by the object's address, each entry holding a weak reference so
 //! the address cannot be reused while the entry lives. An entry lives as
 //! long as its object (the watch cache's copy of that version): entries of
@@ -24,8 +26,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use bytes::Bytes;
 use protobuf_codec::ProtobufError;
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
-use serde_json::Value;
-use storage::{offload, Object};
+use storage::{offload, Object, StoredObject};
 
 use super::negotiation::Encoding;
 use super::response::encode;
@@ -44,9 +45,9 @@ static BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The encodings of one object version, filled on first use.
 struct Encodings {
-    object: Weak<Value>,
-    /// JSON, protobuf and CBOR.
-    slots: [OnceLock<Bytes>; 3],
+    object: Weak<StoredObject>,
+    /// Protobuf and CBOR (JSON is kept by the object itself).
+    slots: [OnceLock<Bytes>; 2],
 }
 
 impl Drop for Encodings {
@@ -112,6 +113,9 @@ fn table() -> MutexGuard<'static, Table> {
 /// `json.Encoder` (newline included), protobuf as a watch event embeds it
 /// (its full body, or JSON when its kind has none), CBOR self-described.
 pub fn encoded(object: &Object, encoding: Encoding) -> Result<Bytes, ProtobufError> {
+    if encoding == Encoding::Json {
+        return Ok(object.json());
+    }
     let entry = table().entry(object);
     fill(entry.as_deref(), object, encoding)
 }
@@ -121,7 +125,10 @@ pub fn encoded(object: &Object, encoding: Encoding) -> Result<Bytes, ProtobufErr
 /// core (rayon's pool, shared with the stores' parallel decode) in runs of
 /// [`PARALLEL_RUN`], in order.
 pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>, ProtobufError> {
-    let entries: Vec<_> = {
+    let entries: Vec<_> = if encoding == Encoding::Json {
+        // Kept by the objects themselves.
+        objects.iter().map(|_| None).collect()
+    } else {
         let mut table = table();
         objects.iter().map(|o| table.entry(o)).collect()
     };
@@ -141,25 +148,26 @@ pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>
 
 fn fill(
     entry: Option<&Encodings>,
-    object: &Value,
+    object: &StoredObject,
     encoding: Encoding,
 ) -> Result<Bytes, ProtobufError> {
     let slot = match encoding {
-        Encoding::Json => 0,
-        Encoding::Protobuf => 1,
-        Encoding::Cbor => 2,
-        Encoding::Yaml => return Ok(encode(object, encoding, false)),
+        Encoding::Json => return Ok(object.json()),
+        Encoding::Protobuf => 0,
+        Encoding::Cbor => 1,
+        Encoding::Yaml => return Ok(object.peek(|tree| encode(tree, encoding, false))),
     };
     let slot = entry.map(|e| &e.slots[slot]);
     if let Some(bytes) = slot.and_then(OnceLock::get) {
         return Ok(bytes.clone());
     }
     // Encoded unlocked: readers on other threads may encode it too, once.
-    let bytes = match encoding {
-        Encoding::Protobuf => Bytes::from(protobuf_codec::watch_event_object(object)?),
-        Encoding::Cbor => Bytes::from(kube_cbor::encode(object)),
-        _ => encode(object, encoding, false),
-    };
+    // An object the cache holds as JSON gets a transient tree (see
+    // `storage::object`).
+    let bytes = object.peek(|tree| match encoding {
+        Encoding::Protobuf => protobuf_codec::watch_event_object(tree).map(Bytes::from),
+        _ => Ok(Bytes::from(kube_cbor::encode(tree))),
+    })?;
     let Some(slot) = slot else {
         return Ok(bytes);
     };
@@ -180,7 +188,7 @@ mod tests {
 
     #[test]
     fn one_encoding_per_shared_object_version_and_format() {
-        let object: Object = Arc::new(json!({"metadata": {"name": "a"}}));
+        let object: Object = Arc::new(json!({"metadata": {"name": "a"}}).into());
         let cached = object.clone();
         let first = encoded(&object, Encoding::Json).expect("JSON");
         assert_eq!(first, "{\"metadata\":{\"name\":\"a\"}}\n");
@@ -188,7 +196,9 @@ mod tests {
         assert_eq!(first.as_ptr(), again.as_ptr(), "the same bytes");
         let cbor = encoded(&object, Encoding::Cbor).expect("CBOR");
         assert_eq!(cbor, kube_cbor::encode(&object));
-        let same_content: Object = Arc::new((*object).clone());
+        let cbor_again = encoded(&object, Encoding::Cbor).expect("CBOR");
+        assert_eq!(cbor.as_ptr(), cbor_again.as_ptr(), "the same CBOR");
+        let same_content: Object = Arc::new(object.to_value().into());
         let _held = same_content.clone();
         let other = encoded(&same_content, Encoding::Json).expect("JSON");
         assert_ne!(first.as_ptr(), other.as_ptr(), "another version");
@@ -202,18 +212,35 @@ mod tests {
     }
 
     #[test]
-    fn objects_held_by_one_reader_are_not_kept() {
-        let object: Object = Arc::new(json!({"metadata": {"name": "b"}}));
+    fn objects_held_by_one_reader_keep_only_their_json() {
+        let object: Object = Arc::new(json!({"metadata": {"name": "b"}}).into());
         let first = encoded(&object, Encoding::Json).expect("JSON");
         let again = encoded(&object, Encoding::Json).expect("JSON");
-        assert_eq!(first, again);
-        assert_ne!(first.as_ptr(), again.as_ptr(), "encoded per request");
+        assert_eq!(first.as_ptr(), again.as_ptr(), "kept by the object");
+        let cbor = encoded(&object, Encoding::Cbor).expect("CBOR");
+        let cbor_again = encoded(&object, Encoding::Cbor).expect("CBOR");
+        assert_eq!(cbor, cbor_again);
+        assert_ne!(cbor.as_ptr(), cbor_again.as_ptr(), "encoded per request");
+    }
+
+    #[test]
+    fn objects_held_as_json_are_encoded_without_keeping_a_tree() {
+        let tree = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}});
+        let object: Object = Arc::new(StoredObject::from(tree.clone()).compact());
+        let _cached = object.clone();
+        let items = [object.clone()];
+        let json = encoded_each(&items, Encoding::Json).expect("JSON");
+        assert_eq!(json[0], go_json::encode::to_vec(&tree).expect("JSON"));
+        let protobuf = encoded(&object, Encoding::Protobuf).expect("protobuf");
+        let expected = protobuf_codec::watch_event_object(&tree).expect("protobuf");
+        assert_eq!(protobuf, expected);
+        assert!(!object.has_tree());
     }
 
     #[test]
     fn entries_of_dropped_objects_are_swept() {
         let mut table = Table::default();
-        let object: Object = Arc::new(json!({"metadata": {"name": "c"}}));
+        let object: Object = Arc::new(json!({"metadata": {"name": "c"}}).into());
         let held = object.clone();
         assert!(table.entry(&object).is_some());
         drop((object, held));

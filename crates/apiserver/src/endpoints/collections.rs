@@ -196,7 +196,7 @@ mod tests {
 
     fn list(items: Vec<Value>) -> ListResult {
         ListResult {
-            items: items.into_iter().map(Arc::new).collect(),
+            items: items.into_iter().map(|v| Arc::new(v.into())).collect(),
             resource_version: 12,
             continue_token: Some("next".into()),
             remaining_item_count: Some(3),

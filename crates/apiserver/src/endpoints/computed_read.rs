@@ -84,7 +84,7 @@ fn one(resource: &ComputedResource, obj: Value, neg: &Negotiated) -> bytes::Byte
     match neg.shape {
         Shape::Table(include) => {
             let table = response::table(
-                &[Arc::new(obj)],
+                &[Arc::new(obj.into())],
                 "",
                 None,
                 include,
@@ -109,11 +109,11 @@ async fn list(
     let fields = FieldSelector::parse(query.get("fieldSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let info = &resource.info;
-    let items: Vec<Arc<Value>> = (resource.list)()
+    let items: Vec<storage::Object> = (resource.list)()
         .await
         .into_iter()
         .filter(|obj| selected(obj, &labels, &fields))
-        .map(|obj| Arc::new(with_type_meta(info, obj)))
+        .map(|obj| Arc::new(with_type_meta(info, obj).into()))
         .collect();
     let body = match neg.shape {
         Shape::Table(include) => {

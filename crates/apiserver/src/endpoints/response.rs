@@ -2,8 +2,6 @@
 //! negotiated encoding. Lists are written item by item from the shared
 //! stored objects, without copying them into a new tree.
 
-use std::sync::Arc;
-
 use apimachinery::status::{ApiError, StatusReason};
 use axum::body::Body;
 use bytes::Bytes;
@@ -263,7 +261,7 @@ struct ListBody<'a> {
 /// `apiVersion` and `kind`, which only the list carries; custom resources'
 /// items with them. Serialized from the shared objects, without copies.
 struct ListItems<'a> {
-    items: &'a [Arc<Value>],
+    items: &'a [Object],
     type_meta: bool,
 }
 

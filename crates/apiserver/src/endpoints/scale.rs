@@ -355,7 +355,7 @@ mod admission_tests {
             a.name,
             a.subresource,
             replicas(a.object.as_ref()),
-            replicas(a.old_object.as_deref()),
+            replicas(a.old_object.as_deref().map(|o| o.value())),
         )
     }
 
@@ -391,8 +391,11 @@ mod admission_tests {
     async fn scale_writes_are_admitted_as_scales_of_the_scale_subresource() {
         let plugin = Arc::new(Doubler(Mutex::new(Vec::new())));
         let chain = Arc::new(Chain::new(vec![Plugin::both("doubler", plugin.clone())]));
-        let old = Arc::new(json!({"metadata": {"name": "web", "namespace": "ns"},
-            "spec": {"replicas": 1, "template": {}}, "status": {"replicas": 1}}));
+        let old: storage::Object = Arc::new(
+            json!({"metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"replicas": 1, "template": {}}, "status": {"replicas": 1}})
+            .into(),
+        );
         let mut new = Value::clone(&old);
         new["spec"]["replicas"] = json!(3);
         let context = RequestContext::new(Arc::new(UserInfo::anonymous()));

@@ -304,11 +304,14 @@ mod tests {
     /// Frames around a shared encoding are the frames encoded whole.
     #[test]
     fn shared_frames_match_whole_ones() {
-        let object: Object = Arc::new(json!({
-            "kind": "ConfigMap", "apiVersion": "v1",
-            "metadata": {"name": "a<b>", "namespace": "ns", "resourceVersion": "5"},
-            "data": {"k": "v & \u{2028}"},
-        }));
+        let object: Object = Arc::new(
+            json!({
+                "kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": "a<b>", "namespace": "ns", "resourceVersion": "5"},
+                "data": {"k": "v & \u{2028}"},
+            })
+            .into(),
+        );
         for encoding in [
             Encoding::Json,
             Encoding::Protobuf,

@@ -13,7 +13,7 @@ use client_go::util::workqueue::{run_workers, RateLimitingQueue};
 use client_go::CancellationToken;
 use k8s_openapi::api::flowcontrol::v1::{FlowSchema, PriorityLevelConfiguration};
 use serde_json::{json, Value};
-use storage::ListOptions;
+use storage::{ListOptions, Object};
 
 use super::{FlowControl, SchemaStatus};
 use crate::registry::store::{Mutate, Store, Target, WriteOptions};
@@ -89,7 +89,7 @@ pub async fn sync(control: &FlowControl, schemas: &Store, levels: &Store) -> Res
     Ok(())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(objects: &[Arc<Value>]) -> Vec<T> {
+fn parse<T: serde::de::DeserializeOwned>(objects: &[Object]) -> Vec<T> {
     objects
         .iter()
         .filter_map(|o| serde_json::from_value(Value::clone(o)).ok())

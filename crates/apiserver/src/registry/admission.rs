@@ -14,6 +14,7 @@ use crate::admission::{
     Attributes, Chain, Equivalents, GroupVersionKind, Operation, RequestContext,
 };
 use crate::authentication::user::UserInfo;
+use storage::Object;
 
 /// How a subresource with a kind of its own (autoscaling/v1 Scale) shows
 /// the stored object to admission, as upstream's scale storage does:
@@ -81,7 +82,7 @@ impl WriteAdmission {
         info: &ResourceInfo,
         operation: Operation,
         object: Option<Value>,
-        old: Option<Arc<Value>>,
+        old: Option<Object>,
     ) -> Attributes {
         let mut attrs = Attributes::new(
             info,
@@ -107,7 +108,7 @@ impl WriteAdmission {
         info: &ResourceInfo,
         operation: Operation,
         object: Value,
-        old: Option<Arc<Value>>,
+        old: Option<Object>,
     ) -> Result<Value, ApiError> {
         let Some(view) = &self.view else {
             let mut attrs = self.attributes(info, operation, Some(object), old);
@@ -129,7 +130,7 @@ impl WriteAdmission {
         info: &ResourceInfo,
         operation: Operation,
         object: Value,
-        old: Option<Arc<Value>>,
+        old: Option<Object>,
     ) -> Result<Value, ApiError> {
         let Some(view) = &self.view else {
             let attrs = self.attributes(info, operation, Some(object), old);
@@ -143,7 +144,7 @@ impl WriteAdmission {
     }
 
     /// Admits the deletion of `current`: mutating, then validating plugins.
-    pub async fn delete(&self, info: &ResourceInfo, current: Arc<Value>) -> Result<(), ApiError> {
+    pub async fn delete(&self, info: &ResourceInfo, current: Object) -> Result<(), ApiError> {
         let mut attrs = self.attributes(info, Operation::Delete, None, Some(current));
         self.chain.admit(&mut attrs).await?;
         self.chain.validate(&attrs).await
@@ -151,12 +152,11 @@ impl WriteAdmission {
 }
 
 /// The new and old objects as admission sees them through `view`.
-fn views(
-    view: &dyn AdmissionView,
-    object: &Value,
-    old: Option<Arc<Value>>,
-) -> (Value, Option<Arc<Value>>) {
-    (view.view(object), old.map(|o| Arc::new(view.view(&o))))
+fn views(view: &dyn AdmissionView, object: &Value, old: Option<Object>) -> (Value, Option<Object>) {
+    (
+        view.view(object),
+        old.map(|o| Arc::new(view.view(&o).into())),
+    )
 }
 
 /// What a create through a computed subresource (a binding, an eviction,

@@ -288,7 +288,7 @@ impl Store {
                 name,
             ));
         }
-        Ok(Arc::new(obj))
+        Ok(Arc::new(obj.into()))
     }
 
     fn validate_create(&self, obj: &Value) -> Result<(), ApiError> {
@@ -407,7 +407,7 @@ impl Store {
                 },
             };
             return Ok((
-                Arc::new(obj),
+                Arc::new(obj.into()),
                 created.load(std::sync::atomic::Ordering::SeqCst),
             ));
         }
@@ -471,7 +471,7 @@ impl UpdateStep {
     }
 
     async fn apply(&self, current: Option<Object>) -> Result<Value, ApiError> {
-        let mut new = (self.mutate)(current.as_deref())?;
+        let mut new = (self.mutate)(current.as_deref().map(|o| o.value()))?;
         let Some(old) = current else {
             return self.create_instead(new).await;
         };

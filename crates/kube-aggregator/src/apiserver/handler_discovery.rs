@@ -179,7 +179,7 @@ pub fn follow_priorities(informer: &SharedInformer, registry: &DiscoveryRegistry
     let (group, version) = ("apiregistration.k8s.io", "v1");
     registry.set_priority(group, version, Some(API_REGISTRATION));
     let set = |registry: DiscoveryRegistry, keep: bool| {
-        move |api_service: &Arc<Value>| {
+        move |api_service: &storage::Object| {
             let (group, version, priority) = self::priority(api_service);
             if group != "apiregistration.k8s.io" {
                 registry.set_priority(&group, &version, keep.then_some(priority));

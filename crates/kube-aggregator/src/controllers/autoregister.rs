@@ -161,7 +161,7 @@ impl AutoRegisterController {
             )
         };
         let current = self.lister.get(None, name);
-        let current = current.as_deref();
+        let current = current.as_deref().map(|o| o.value());
         let current_type = managed_type(current);
         match (current, desired) {
             (None, None) => Ok(()),

@@ -119,7 +119,7 @@ impl ValidationInterface for DenyServiceExternalIPs {
         let old = a
             .old_object
             .as_deref()
-            .map(external_ips)
+            .map(|o| external_ips(o))
             .unwrap_or_default();
         if new.is_subset(&old) {
             return Ok(());

@@ -95,7 +95,9 @@ impl MutationInterface for NodeRestriction {
 
 /// The object being written, or the stored one for a delete.
 fn subject_object(a: &Attributes) -> Option<&Value> {
-    a.object.as_ref().or(a.old_object.as_deref())
+    a.object
+        .as_ref()
+        .or(a.old_object.as_deref().map(|o| o.value()))
 }
 
 fn node_name_of(pod: &Value) -> &str {
@@ -107,7 +109,7 @@ impl NodeRestriction {
         match (a.subresource.as_str(), a.operation) {
             ("", Operation::Create) => self.mirror_pod(node, a).await,
             ("", Operation::Delete) => {
-                let pod = a.old_object.as_deref().unwrap_or(&Value::Null);
+                let pod = a.old_object.as_deref().map_or(&Value::Null, |o| o.value());
                 if node_name_of(pod) != node {
                     return Err(a.forbidden(format!(
                         "node {node:?} can only delete pods with spec.nodeName set to itself"
@@ -333,7 +335,7 @@ fn forbidden_reference(pod: &Value) -> Option<&'static str> {
 }
 
 fn admit_pod_status(node: &str, a: &Attributes) -> Result<(), ApiError> {
-    let old = a.old_object.as_deref().unwrap_or(&Value::Null);
+    let old = a.old_object.as_deref().map_or(&Value::Null, |o| o.value());
     let new = a.object.as_ref().unwrap_or(&Value::Null);
     if node_name_of(old) != node {
         return Err(a.forbidden(format!(
@@ -433,7 +435,7 @@ fn admit_node(node: &str, a: &Attributes) -> Result<(), ApiError> {
             }
         }
         Operation::Update => {
-            let old = a.old_object.as_deref().unwrap_or(&Value::Null);
+            let old = a.old_object.as_deref().map_or(&Value::Null, |o| o.value());
             if config_source(new).is_some_and(|c| Some(c) != config_source(old)) {
                 return Err(a.forbidden(format!(
                     "node {node:?} is not allowed to update configSource to a new non-nil configSource"
@@ -485,7 +487,8 @@ fn admit_claim_status(node: &str, a: &Attributes) -> Result<(), ApiError> {
         return Err(a.forbidden(format!("unexpected operation {:?}", a.operation.as_str())));
     }
     let new = claim_without_node_fields(a.object.as_ref().unwrap_or(&Value::Null));
-    let old = claim_without_node_fields(a.old_object.as_deref().unwrap_or(&Value::Null));
+    let old =
+        claim_without_node_fields(a.old_object.as_deref().map_or(&Value::Null, |o| o.value()));
     if new == old {
         return Ok(());
     }
@@ -545,7 +548,7 @@ fn admit_csi_node(node: &str, a: &Attributes) -> Result<(), ApiError> {
 fn admit_resource_slice(node: &str, a: &Attributes) -> Result<(), ApiError> {
     let (slice, verb) = match a.operation {
         Operation::Create => (a.object.as_ref(), "create"),
-        Operation::Delete => (a.old_object.as_deref(), "delete"),
+        Operation::Delete => (a.old_object.as_deref().map(|o| o.value()), "delete"),
         _ => return Ok(()),
     };
     let slice_node = slice

@@ -102,7 +102,7 @@ impl Priority {
                     .unwrap_or_default()
                     .to_owned()
             })
-            .map(|c| (**c).clone()))
+            .map(|c| c.to_value()))
     }
 
     async fn class(&self, name: &str) -> Result<Option<Value>, ApiError> {
@@ -111,7 +111,7 @@ impl Priority {
             .get("scheduling.k8s.io", "priorityclasses", None, name)
             .await?
         {
-            return Ok(Some((*c).clone()));
+            return Ok(Some(c.to_value()));
         }
         Ok(SYSTEM_CLASSES
             .iter()

@@ -126,8 +126,10 @@ impl RbacEscalation {
             return Ok(());
         }
         self.confirm(a, &rules_of(obj)).await?;
-        let aggregated =
-            has_aggregation_rule(obj) || a.old_object.as_deref().is_some_and(has_aggregation_rule);
+        let aggregated = has_aggregation_rule(obj)
+            || a.old_object
+                .as_deref()
+                .is_some_and(|o| has_aggregation_rule(o));
         if a.resource.resource == "clusterroles" && aggregated {
             self.confirm(a, &full_authority())
                 .await

@@ -76,7 +76,7 @@ impl ServiceAccount {
                 .get("", "serviceaccounts", Some(namespace), name)
                 .await?
             {
-                return Ok(Some((*sa).clone()));
+                return Ok(Some(sa.to_value()));
             }
         }
         Ok(None)

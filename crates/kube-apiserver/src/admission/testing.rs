@@ -148,7 +148,7 @@ impl<'a> Write<'a> {
             &info(self.group, self.resource),
             self.op,
             self.object,
-            self.old.map(Arc::new),
+            self.old.map(|v| Arc::new(v.into())),
             self.sub,
             None,
             self.name,
@@ -223,8 +223,8 @@ pub fn rbac(user: &str, rules: Value) -> Arc<Authorization> {
         "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}]});
     let authorizer = Arc::new(RbacAuthorizer::new());
     authorizer.bind(Arc::new(Grant {
-        role: Arc::new(role),
-        binding: Arc::new(binding),
+        role: Arc::new(role.into()),
+        binding: Arc::new(binding.into()),
     }));
     Arc::new(Authorization {
         modes: vec![AuthorizationMode::Named(NamedAuthorizer::new(

@@ -23,12 +23,12 @@ use apiserver::server::GenericApiServer;
 use apiserver::util::webhook::Endpoint;
 use async_trait::async_trait;
 use client_go::informers::SharedInformerFactory;
-use serde_json::Value;
 
 use crate::authorization::node::{self, NodeAuthorizer};
 use crate::authorization::node_graph::{Graph, Kind, Objects};
 use crate::authorization::rbac::RbacAuthorizer;
 use crate::options::CompletedOptions;
+use storage::Object;
 
 /// The call timeout of the `--authorization-webhook-*` webhook.
 const LEGACY_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -221,11 +221,11 @@ struct NodeObjects(Stores);
 
 #[async_trait]
 impl Objects for NodeObjects {
-    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, ApiError> {
+    async fn pods(&self, namespace: &str) -> Result<Vec<Object>, ApiError> {
         self.0.list("", "pods", Some(namespace)).await
     }
 
-    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, ApiError> {
+    async fn persistent_volumes(&self) -> Result<Vec<Object>, ApiError> {
         self.0.list("", "persistentvolumes", None).await
     }
 
@@ -234,7 +234,7 @@ impl Objects for NodeObjects {
         kind: Kind,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Arc<Value>>, ApiError> {
+    ) -> Result<Option<Object>, ApiError> {
         let (group, resource, namespace) = match kind {
             Kind::Pod => ("", "pods", Some(namespace)),
             Kind::PersistentVolume => ("", "persistentvolumes", None),

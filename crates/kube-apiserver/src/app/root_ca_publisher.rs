@@ -72,7 +72,11 @@ async fn run(
     let enqueue = queue.clone();
     let on_configmap = ResourceEventHandlerFuncs::on_any(move |cm| {
         // Publishing checks the ConfigMap; an unchanged one is left alone.
-        if let (NAME, Some(ns)) = (object_meta::name(cm), object_meta::namespace(cm)) {
+        // Only its metadata is read, so the informer's ConfigMaps (the
+        // watch cache's) stay held as JSON (see `storage::object`).
+        let meta = cm.metadata();
+        let field = |f: &str| meta.get(f).and_then(Value::as_str);
+        if let (Some(NAME), Some(ns)) = (field("name"), field("namespace")) {
             enqueue.add(ns.to_owned());
         }
     });

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use apimachinery::status::ApiError;
 use async_trait::async_trait;
 use serde_json::Value;
+use storage::Object;
 
 /// The kinds of object the graph relates to nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +34,9 @@ pub enum Kind {
 #[async_trait]
 pub trait Objects: Send + Sync {
     /// Every pod of a namespace.
-    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, ApiError>;
+    async fn pods(&self, namespace: &str) -> Result<Vec<Object>, ApiError>;
     /// Every persistent volume.
-    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, ApiError>;
+    async fn persistent_volumes(&self) -> Result<Vec<Object>, ApiError>;
     /// One object of a kind read by name (only Pod, PersistentVolume,
     /// VolumeAttachment and ResourceSlice are asked for).
     async fn get(
@@ -43,7 +44,7 @@ pub trait Objects: Send + Sync {
         kind: Kind,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Arc<Value>>, ApiError>;
+    ) -> Result<Option<Object>, ApiError>;
 }
 
 fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {

@@ -18,30 +18,35 @@ fn meta<'a>(obj: &'a Value, key: &str) -> &'a str {
 
 #[async_trait]
 impl Objects for Fixed {
-    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, ApiError> {
+    async fn pods(&self, namespace: &str) -> Result<Vec<storage::Object>, ApiError> {
         Ok(self
             .0
             .iter()
             .filter(|(k, o)| *k == Kind::Pod && meta(o, "namespace") == namespace)
-            .map(|(_, o)| Arc::new(o.clone()))
+            .map(|(_, o)| Arc::new(o.clone().into()))
             .collect())
     }
 
-    async fn persistent_volumes(&self) -> Result<Vec<Arc<Value>>, ApiError> {
+    async fn persistent_volumes(&self) -> Result<Vec<storage::Object>, ApiError> {
         Ok(self
             .0
             .iter()
             .filter(|(k, _)| *k == Kind::PersistentVolume)
-            .map(|(_, o)| Arc::new(o.clone()))
+            .map(|(_, o)| Arc::new(o.clone().into()))
             .collect())
     }
 
-    async fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Option<Arc<Value>>, ApiError> {
+    async fn get(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<storage::Object>, ApiError> {
         Ok(self
             .0
             .iter()
             .find(|(k, o)| *k == kind && meta(o, "name") == name && meta(o, "namespace") == ns)
-            .map(|(_, o)| Arc::new(o.clone())))
+            .map(|(_, o)| Arc::new(o.clone().into())))
     }
 }
 

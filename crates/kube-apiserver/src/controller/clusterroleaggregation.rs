@@ -50,7 +50,7 @@ async fn sync_cluster_role(lister: &Lister, store: &Store, name: String) -> Resu
         return Ok(());
     };
     let all = lister.list();
-    let all: Vec<&Value> = all.iter().map(AsRef::as_ref).collect();
+    let all: Vec<&Value> = all.iter().map(|o| o.value()).collect();
     let Some(rules) = aggregated_rules(&role, &all) else {
         return Ok(());
     };

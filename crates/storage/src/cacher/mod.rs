@@ -351,26 +351,26 @@ impl Cacher {
         if !self.covers(key) {
             return None;
         }
-        let cache = self.shared.read();
-        let cached = cache.get(key)?;
-        let version = cached.pointer("/metadata/resourceVersion")?.as_str()?;
-        (version.parse() == Ok(revision)).then(|| Arc::clone(cached))
+        let cached = Arc::clone(self.shared.read().get(key)?);
+        let version = cached.metadata_str("resourceVersion")?;
+        (version.parse() == Ok(revision)).then_some(cached)
     }
 
     /// The cache's copy of `fresh` (read from storage) when the cache holds
     /// that same version: equal content, and its encodings are shared with
     /// the version's watchers and lists.
     fn same_version(&self, key: &str, fresh: Object) -> Object {
-        fn version(o: &Object) -> Option<&Value> {
-            o.pointer("/metadata/resourceVersion")
-        }
         if !self.covers(key) {
             return fresh;
         }
-        let cache = self.shared.read();
-        match cache.get(key) {
-            Some(cached) if version(cached) == version(&fresh) => Arc::clone(cached),
-            _ => fresh,
+        let Some(cached) = self.shared.read().get(key).cloned() else {
+            return fresh;
+        };
+        let version = fresh.metadata_str("resourceVersion");
+        if version.is_some() && cached.metadata_str("resourceVersion") == version {
+            cached
+        } else {
+            fresh
         }
     }
 
@@ -426,7 +426,7 @@ impl Cacher {
             let found = cache.get(key);
             listed(usize::from(found.is_some()));
             let items: Vec<Object> = found
-                .filter(|obj| opts.predicate.matches(obj))
+                .filter(|obj| opts.predicate.matches_stored(obj))
                 .cloned()
                 .into_iter()
                 .collect();
@@ -526,7 +526,7 @@ fn select<'a>(
     let mut items = Vec::new();
     let mut last_key = None;
     for (key, obj) in entries.by_ref() {
-        if predicate.matches(obj) {
+        if predicate.matches_stored(obj) {
             items.push(obj.clone());
             last_key = Some(key);
             if limit.is_some_and(|l| items.len() as i64 >= l) {

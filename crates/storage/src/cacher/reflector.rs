@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use rayon::iter::{IntoParallelIterator, ParallelIterator};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::Shared;
 use crate::error::{Result, StorageError};
 use crate::interface::{ListOptions, Object, ReadVersion, Storage, WatchEvent, WatchOptions};
+use crate::offload;
 
 /// Pause before retrying a failed list or watch.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -49,15 +51,19 @@ async fn list(shared: &Shared, storage: &dyn Storage) -> Option<i64> {
             return None;
         }
     };
-    let key_func = &shared.config.key_func;
-    let items = items.into_iter().filter_map(|obj| match key_func(&obj) {
-        Some(key) => Some((key, obj)),
+    let key_func = shared.config.key_func.clone();
+    let keyed = move |obj: Object| match key_func(&obj) {
+        Some(key) => Some((key, compact(obj))),
         None => {
-            tracing::warn!(%prefix, "listed object has no key");
+            tracing::warn!("listed object has no key");
             None
         }
+    };
+    // Encoding every object holds a core: off the async workers, on all.
+    let items = offload::run_for(items.len(), move || {
+        items.into_par_iter().filter_map(keyed).collect::<Vec<_>>()
     });
-    shared.replace(items, rv);
+    shared.replace(items.await, rv);
     Some(rv)
 }
 
@@ -171,8 +177,18 @@ async fn process(shared: &Shared, obj: Object, deleted: bool, rv: &mut i64) {
         return;
     };
     *rv = (*rv).max(event_rv);
-    let event = shared.apply(&key, obj, deleted, event_rv);
+    let event = shared.apply(&key, compact(obj), deleted, event_rv);
     shared.registry.dispatch(&event, &shared.budget).await;
+}
+
+/// The version as the cache keeps it: its JSON encoding alone (see
+/// [`crate::object`]).
+fn compact(obj: Object) -> Object {
+    if obj.has_tree() {
+        Arc::new(obj.compact())
+    } else {
+        obj
+    }
 }
 
 /// The object's `metadata.resourceVersion` as a revision.

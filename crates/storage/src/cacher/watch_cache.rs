@@ -68,11 +68,13 @@ impl CacheEvent {
         match &self.change {
             Change::Delete { obj } => filter
                 .predicate
-                .matches(obj)
+                .matches_stored(obj)
                 .then(|| WatchEvent::Deleted(obj.clone())),
             Change::Put { obj, prev, .. } => {
-                let now = filter.predicate.matches(obj);
-                let before = prev.as_ref().is_some_and(|p| filter.predicate.matches(p));
+                let now = filter.predicate.matches_object(obj);
+                let before = prev
+                    .as_ref()
+                    .is_some_and(|p| filter.predicate.matches_stored(p));
                 match (now, before) {
                     (true, false) => Some(WatchEvent::Added(obj.clone())),
                     (true, true) => Some(WatchEvent::Modified(obj.clone())),
@@ -94,7 +96,10 @@ impl CacheEvent {
         };
         Some(
             prev_at_rv
-                .get_or_init(|| Arc::new(with_resource_version(prev, self.rv)))
+                .get_or_init(|| {
+                    let copy = prev.peek(|prev| with_resource_version(prev, self.rv));
+                    Arc::new(copy.into())
+                })
                 .clone(),
         )
     }
@@ -368,10 +373,13 @@ mod tests {
     use super::*;
 
     fn pod(name: &str, rv: i64, label: &str) -> Object {
-        Arc::new(json!({
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv.to_string(),
-                         "labels": {"app": label}}
-        }))
+        Arc::new(
+            json!({
+                "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv.to_string(),
+                             "labels": {"app": label}}
+            })
+            .into(),
+        )
     }
 
     fn key(name: &str) -> String {

@@ -258,7 +258,7 @@ impl CacheWatchStream {
     fn next_initial(&mut self) -> Option<WatchEvent> {
         match &mut self.initial {
             Initial::State(objects) => objects
-                .find(|obj| self.filter.predicate.matches(obj))
+                .find(|obj| self.filter.predicate.matches_stored(obj))
                 .map(WatchEvent::Added),
             Initial::Events(events) => events.find_map(|e| e.to_watch_event(&self.filter)),
         }
@@ -304,7 +304,7 @@ mod tests {
     use crate::interface::Predicate;
 
     fn obj(rv: i64) -> Object {
-        Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}))
+        Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}).into())
     }
 
     fn watcher(start_rv: i64, buffer: usize, allow_bookmarks: bool) -> NewWatcher {

@@ -189,7 +189,7 @@ mod tests {
     use super::*;
 
     fn object() -> Object {
-        Arc::new(json!({"metadata": {"name": "a"}}))
+        Arc::new(json!({"metadata": {"name": "a"}}).into())
     }
 
     #[tokio::test]

@@ -129,7 +129,7 @@ impl Store {
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut obj, revision)?;
-                let obj = Arc::new(obj);
+                let obj = Arc::new(obj.into());
                 ticket.fill(revision, &obj);
                 Ok(obj)
             }
@@ -188,7 +188,7 @@ impl Store {
                 tracing_ctx::add_event("Decode failed", attributes);
             }
         }
-        Ok(Some(Arc::new(decoded?)))
+        Ok(Some(Arc::new(decoded?.into())))
     }
 
     /// Upstream's `GetList`, in its `List(recursive=…) etcd3` span.
@@ -391,7 +391,7 @@ fn decode_batch(
     }
     let decode = |kv: KeyValue| {
         let kept = decode_object(codec, &kv.key, &kv.value, kv.mod_revision)
-            .map(|obj| predicate.matches(&obj).then(|| Arc::new(obj)));
+            .map(|obj| predicate.matches(&obj).then(|| Arc::new(obj.into())));
         (kv.key, kept)
     };
     let decoded: Vec<(String, Result<Option<Object>>)> = if kvs.len() < offload::INLINE_OBJECTS {

@@ -13,6 +13,7 @@ use super::Store;
 use crate::error::{Result, StorageError};
 use crate::interface::{Object, Preconditions, UpdateFn, ValidateDeletionFn};
 use crate::kv::{KeyValue, RangeRequest, TxnOp, TxnResponse};
+use crate::object::StoredObject;
 
 /// The key as last read: its object (None when absent), stored bytes and
 /// mod revision (0 when absent, which makes the write a create).
@@ -26,7 +27,9 @@ impl Store {
     fn state_from(&self, key: &str, kv: Option<KeyValue>, ignore_not_found: bool) -> Result<State> {
         match kv {
             Some(kv) => Ok(State {
-                obj: Some(Arc::new(self.decode(key, &kv.value, kv.mod_revision)?)),
+                obj: Some(Arc::new(
+                    self.decode(key, &kv.value, kv.mod_revision)?.into(),
+                )),
                 data: kv.value,
                 revision: kv.mod_revision,
             }),
@@ -63,7 +66,11 @@ pub(super) async fn guaranteed_update(
     let mut state = store.current_state(key, ignore_not_found).await?;
     tracing_ctx::add_event("initial value restored", Vec::new());
     loop {
-        check_preconditions(key, preconditions, state.obj.as_deref())?;
+        check_preconditions(
+            key,
+            preconditions,
+            state.obj.as_deref().map(StoredObject::value),
+        )?;
         let mut updated = update(state.obj.clone()).await?;
         prepare_for_storage(key, &mut updated)?;
         tracing_ctx::add_event("About to Encode", Vec::new());
@@ -95,7 +102,7 @@ pub(super) async fn guaranteed_update(
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
                 set_resource_version(key, &mut updated, revision)?;
-                let updated = Arc::new(updated);
+                let updated = Arc::new(updated.into());
                 ticket.fill(revision, &updated);
                 return Ok(updated);
             }
@@ -127,9 +134,9 @@ pub(super) async fn delete(
         match store.kv.txn(key, state.revision, TxnOp::Delete).await? {
             TxnResponse::Succeeded { revision, .. } => {
                 // The deleted object carries the revision of its deletion.
-                let mut deleted = Arc::unwrap_or_clone(obj);
+                let mut deleted = StoredObject::unwrap_or_clone(obj);
                 set_resource_version(key, &mut deleted, revision)?;
-                let deleted = Arc::new(deleted);
+                let deleted = Arc::new(deleted.into());
                 ticket.fill(revision, &deleted);
                 return Ok(deleted);
             }

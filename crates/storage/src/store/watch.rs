@@ -42,7 +42,7 @@ pub(super) async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Resul
         for kv in resp.kvs {
             let obj = store.decode(&kv.key, &kv.value, kv.mod_revision)?;
             if opts.predicate.matches(&obj) {
-                initial.push(WatchEvent::Added(Arc::new(obj)));
+                initial.push(WatchEvent::Added(Arc::new(obj.into())));
             }
         }
         start = resp.revision;
@@ -199,7 +199,7 @@ impl Watcher {
                     ) {
                         (true, true) => Some(WatchEvent::Modified(current)),
                         (true, false) => Some(WatchEvent::Added(current)),
-                        (false, true) => Some(WatchEvent::Deleted(Arc::new(old))),
+                        (false, true) => Some(WatchEvent::Deleted(Arc::new(old.into()))),
                         (false, false) => None,
                     },
                 )
@@ -214,7 +214,7 @@ impl Watcher {
         if let Some(obj) = self.handoff.take(key, data, revision).await {
             return Ok(obj);
         }
-        decode_object(self.codec.as_ref(), key, data, revision).map(Arc::new)
+        decode_object(self.codec.as_ref(), key, data, revision).map(|obj| Arc::new(obj.into()))
     }
 }
 

@@ -223,7 +223,7 @@ pub fn set_value(value: &str) -> impl Fn(Option<Object>) -> BoxFuture<'static, R
     move |current| {
         let value = value.clone();
         Box::pin(async move {
-            let mut obj = current.map_or_else(|| object("new", ""), |c| (*c).clone());
+            let mut obj = current.map_or_else(|| object("new", ""), |c| c.to_value());
             obj["data"]["value"] = Value::String(value);
             Ok(obj)
         })

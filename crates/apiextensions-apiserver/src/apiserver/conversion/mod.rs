@@ -91,7 +91,7 @@ mod tests {
         let stored = raw.get("/r/a", GetOptions::default()).await.expect("get");
         assert_eq!(stored.expect("stored")["apiVersion"], "example.com/v1");
         let update = |cur: Option<Object>| {
-            let mut o = cur.map(|o| (*o).clone()).unwrap_or_default();
+            let mut o = cur.map(|o| o.to_value()).unwrap_or_default();
             o["spec"] = json!({"n": 1});
             async move { Ok(o) }.boxed()
         };

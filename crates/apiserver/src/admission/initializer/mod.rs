@@ -140,7 +140,7 @@ mod tests {
             let cm = json!({"metadata": {"namespace": "ns", "name": "cached",
                 "resourceVersion": "1"}});
             Ok(ListResult {
-                items: vec![Arc::new(cm)],
+                items: vec![Arc::new(cm.into())],
                 resource_version: 1,
                 ..Default::default()
             })

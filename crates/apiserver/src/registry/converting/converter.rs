@@ -90,7 +90,9 @@ impl Converter {
         if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
             return Ok(obj);
         }
-        Ok(Arc::new(self.one((*obj).clone(), api_version).await?))
+        Ok(Arc::new(
+            self.one(obj.to_value(), api_version).await?.into(),
+        ))
     }
 }
 

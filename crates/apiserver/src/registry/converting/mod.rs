@@ -76,7 +76,7 @@ impl ConvertingStorage {
 /// The object with its schema's defaults, copied only when they change it.
 fn read_defaults(schema: Option<&dyn ReadDefaults>, obj: Object) -> Object {
     match schema.and_then(|s| s.defaulted(&obj)) {
-        Some(defaulted) => Arc::new(defaulted),
+        Some(defaulted) => Arc::new(defaulted.into()),
         None => obj,
     }
 }
@@ -143,9 +143,9 @@ impl Storage for ConvertingStorage {
             .iter()
             .all(|o| o.get("apiVersion").and_then(Value::as_str) == served);
         if !at_served {
-            let items: Vec<Value> = list.items.iter().map(|o| (**o).clone()).collect();
+            let items: Vec<Value> = list.items.iter().map(|o| o.to_value()).collect();
             let converted = self.converter.convert(items, &self.served).await?;
-            list.items = converted.into_iter().map(Arc::new).collect();
+            list.items = converted.into_iter().map(|v| Arc::new(v.into())).collect();
         }
         if let Some(schema) = self.defaults.as_deref() {
             list.items = list

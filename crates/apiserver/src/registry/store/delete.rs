@@ -152,7 +152,7 @@ impl Store {
         if let Some(a) = self.write_admission("", opts.dry_run) {
             a.delete(&self.info, current.clone()).await?;
         }
-        let mut probe = (*current).clone();
+        let mut probe = current.to_value();
         let graceful = deletion::before_delete(
             self.strategies.graceful_delete.as_ref(),
             &mut probe,
@@ -231,7 +231,7 @@ impl Store {
         };
         let result = if opts.dry_run {
             let existing = self.get_by_key(key, name).await?;
-            update(Some(existing)).await.map(Arc::new)
+            update(Some(existing)).await.map(|v| Arc::new(v.into()))
         } else {
             self.storage
                 .guaranteed_update(key, false, opts.preconditions.as_ref(), &update)
@@ -302,7 +302,7 @@ impl Store {
             }
             Err(e) => return Err(interpret(e, &self.info, object_meta::name(&emptied.obj))),
         }
-        Ok(Some(Arc::new(emptied.obj.clone())))
+        Ok(Some(Arc::new(emptied.obj.clone().into())))
     }
 
     /// Deletes every object the list options select (deletecollection),

@@ -18,12 +18,12 @@ use crate::registry::object_meta;
 impl LeaseClient for Store {
     async fn get(&self, namespace: &str, name: &str) -> Result<Value, ApiError> {
         let lease = Store::get(self, Some(namespace), name, GetOptions::default()).await?;
-        Ok((*lease).clone())
+        Ok(lease.to_value())
     }
 
     async fn create(&self, lease: Value) -> Result<Value, ApiError> {
         let created = Store::create(self, lease, &WriteOptions::default()).await?;
-        Ok((*created).clone())
+        Ok(created.to_value())
     }
 
     async fn update(&self, lease: Value) -> Result<Value, ApiError> {
@@ -41,6 +41,6 @@ impl LeaseClient for Store {
             &opts,
         )
         .await?;
-        Ok((*updated).clone())
+        Ok(updated.to_value())
     }
 }

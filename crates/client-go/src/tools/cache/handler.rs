@@ -102,9 +102,9 @@ mod tests {
             move |o| format!("upserted {}", name(&o)),
             move |o| format!("deleted {}", name(&o)),
         );
-        let (a, b) = (
-            Arc::new(json!({"name": "a"})),
-            Arc::new(json!({"name": "b"})),
+        let (a, b): (Object, Object) = (
+            Arc::new(json!({"name": "a"}).into()),
+            Arc::new(json!({"name": "b"}).into()),
         );
         handler.on_add(&a, true);
         handler.on_update(&a, &b);

@@ -6,31 +6,29 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
-use storage::Object;
+use storage::{Object, StoredObject};
 
 /// The values an object is filed under in one index.
-pub type IndexFunc = Arc<dyn Fn(&Value) -> Vec<String> + Send + Sync>;
+pub type IndexFunc = Arc<dyn Fn(&StoredObject) -> Vec<String> + Send + Sync>;
 
 /// The index every informer keeps: objects by namespace.
 pub const NAMESPACE_INDEX: &str = "namespace";
 
 /// An object's cache key (upstream's `MetaNamespaceKeyFunc`):
 /// `namespace/name`, or `name` for cluster-scoped objects.
-pub fn meta_namespace_key(obj: &Value) -> String {
-    let field = |f: &str| {
-        obj.pointer(&format!("/metadata/{f}"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
+/// Reads only the object's metadata: the watch cache's objects are shared
+/// as JSON and stay so (see `storage::object`).
+pub fn meta_namespace_key(obj: &StoredObject) -> String {
+    let meta = obj.metadata();
+    let field = |f: &str| meta.get(f).and_then(Value::as_str).unwrap_or("");
     match field("namespace") {
         "" => field("name").to_owned(),
         ns => format!("{ns}/{}", field("name")),
     }
 }
 
-fn namespace_of(obj: &Value) -> Vec<String> {
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-    ns.map(|ns| vec![ns.to_owned()]).unwrap_or_default()
+fn namespace_of(obj: &StoredObject) -> Vec<String> {
+    obj.metadata_str("namespace").into_iter().collect()
 }
 
 #[derive(Default)]
@@ -42,7 +40,7 @@ struct Inner {
 }
 
 impl Inner {
-    fn file(&mut self, key: &str, obj: &Value) {
+    fn file(&mut self, key: &str, obj: &StoredObject) {
         for (name, f) in &self.indexers {
             let index = self.indices.entry(name.clone()).or_default();
             for value in f(obj) {
@@ -51,7 +49,7 @@ impl Inner {
         }
     }
 
-    fn unfile(&mut self, key: &str, obj: &Value) {
+    fn unfile(&mut self, key: &str, obj: &StoredObject) {
         for (name, f) in &self.indexers {
             let Some(index) = self.indices.get_mut(name) else {
                 continue;
@@ -188,22 +186,35 @@ mod tests {
 
     use super::*;
 
+    /// Held as JSON, as the watch cache shares its objects.
     fn obj(ns: &str, name: &str, label: &str) -> Object {
-        Arc::new(json!({"metadata": {"namespace": ns, "name": name, "labels": {"app": label}}}))
+        let tree = json!({"metadata": {"namespace": ns, "name": name, "labels": {"app": label}}});
+        Arc::new(StoredObject::from(tree).compact())
     }
 
     #[test]
     fn keys_name_the_namespace_when_there_is_one() {
         assert_eq!(meta_namespace_key(&obj("a", "x", "")), "a/x");
-        assert_eq!(meta_namespace_key(&json!({"metadata": {"name": "n"}})), "n");
+        let cluster_scoped = json!({"metadata": {"name": "n"}}).into();
+        assert_eq!(meta_namespace_key(&cluster_scoped), "n");
+    }
+
+    #[test]
+    fn filing_objects_reads_their_metadata_without_keeping_a_tree() {
+        let cache = Indexer::default();
+        let held = obj("a", "x", "web");
+        cache.put(held.clone());
+        assert_eq!(cache.by_index(NAMESPACE_INDEX, "a").len(), 1);
+        assert!(cache.remove("a/x").is_some());
+        assert!(!held.has_tree());
     }
 
     #[test]
     fn indexes_follow_puts_removes_and_replaces() {
         let cache = Indexer::default();
-        let app = |o: &Value| {
-            let label = o.pointer("/metadata/labels/app").and_then(Value::as_str);
-            label.map(|l| vec![l.to_owned()]).unwrap_or_default()
+        let app = |o: &StoredObject| {
+            let label = o.metadata()["labels"]["app"].as_str().map(str::to_owned);
+            label.into_iter().collect()
         };
         cache.put(obj("a", "x", "web"));
         cache.add_index("app", Arc::new(app));

@@ -7,8 +7,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde_json::Value;
-use storage::{Object, StorageError, WatchEvent};
+use storage::{Object, StorageError, StoredObject, WatchEvent};
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
@@ -37,9 +36,8 @@ pub(crate) struct Reflector {
     lw: Arc<dyn ListerWatcher>,
 }
 
-fn revision_of(obj: &Value) -> Option<i64> {
-    let rv = obj.pointer("/metadata/resourceVersion")?.as_str()?;
-    rv.parse().ok()
+fn revision_of(obj: &StoredObject) -> Option<i64> {
+    obj.metadata_str("resourceVersion")?.parse().ok()
 }
 
 impl Reflector {

@@ -36,8 +36,11 @@ impl Fake {
     pub fn put(&self, ns: &str, name: &str, data: Value) {
         self.with(|s| {
             s.revision += 1;
-            let obj = Arc::new(json!({"metadata": {"namespace": ns, "name": name,
-                "resourceVersion": s.revision.to_string()}, "data": data}));
+            let obj: Object = Arc::new(
+                json!({"metadata": {"namespace": ns, "name": name,
+                "resourceVersion": s.revision.to_string()}, "data": data})
+                .into(),
+            );
             let old = s.items.insert(format!("{ns}/{name}"), obj.clone());
             let event = match old {
                 Some(_) => WatchEvent::Modified(obj),

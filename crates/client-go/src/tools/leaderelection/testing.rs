@@ -45,13 +45,13 @@ impl Leases {
     pub async fn lease(&self, namespace: &str, name: &str) -> Value {
         let key = key(namespace, name);
         let lease = self.store.get(&key, GetOptions::default()).await.unwrap();
-        (*lease.unwrap()).clone()
+        lease.unwrap().to_value()
     }
 
     /// Overwrites the stored Lease's spec, as another writer would.
     pub async fn overwrite_spec(&self, namespace: &str, name: &str, spec: Value) {
         let update = move |current: Option<storage::Object>| {
-            let mut lease = (*current.unwrap()).clone();
+            let mut lease = current.unwrap().to_value();
             lease["spec"] = spec.clone();
             async move { Ok(lease) }.boxed()
         };
@@ -97,14 +97,14 @@ impl LeaseClient for Leases {
             .store
             .get(&key(namespace, name), GetOptions::default())
             .await;
-        lease.map(|l| (*l.unwrap()).clone()).map_err(api_error)
+        lease.map(|l| l.unwrap().to_value()).map_err(api_error)
     }
 
     async fn create(&self, lease: Value) -> Result<Value, ApiError> {
         self.check()?;
         let key = key(&meta(&lease, "namespace"), &meta(&lease, "name"));
         let created = self.store.create(&key, lease).await;
-        created.map(|l| (*l).clone()).map_err(api_error)
+        created.map(|l| l.to_value()).map_err(api_error)
     }
 
     async fn update(&self, lease: Value) -> Result<Value, ApiError> {
@@ -122,6 +122,6 @@ impl LeaseClient for Leases {
             .store
             .guaranteed_update(&key, false, Some(&preconditions), &update)
             .await;
-        updated.map(|l| (*l).clone()).map_err(api_error)
+        updated.map(|l| l.to_value()).map_err(api_error)
     }
 }

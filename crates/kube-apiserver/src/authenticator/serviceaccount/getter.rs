@@ -11,6 +11,7 @@ use apimachinery::status::ApiError;
 use apiserver::admission::initializer::Stores;
 use apiserver::registry::store::Store;
 use serde_json::Value;
+use storage::Object;
 
 /// The kinds of object authentication looks up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,12 +59,7 @@ impl Objects {
     /// The object, from its informer's cache or else looked up live (as
     /// upstream's getter falls back from its listers to the client), or a
     /// NotFound error naming it like upstream.
-    pub async fn get(
-        &self,
-        kind: Kind,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Arc<Value>, ApiError> {
+    pub async fn get(&self, kind: Kind, namespace: &str, name: &str) -> Result<Object, ApiError> {
         let stores = self
             .stores
             .get()

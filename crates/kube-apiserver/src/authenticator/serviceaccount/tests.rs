@@ -91,7 +91,7 @@ impl Fixture {
             .create(obj, &WriteOptions::default())
             .await
             .unwrap();
-        (*created).clone()
+        created.to_value()
     }
 
     async fn token(

@@ -45,7 +45,8 @@ impl PolicyReader for Policy {
 fn role(kind: &str, namespace: &str, name: &str, rules: Value) -> Object {
     Arc::new(
         json!({"kind": kind, "metadata": {"name": name, "namespace": namespace},
-        "rules": rules}),
+        "rules": rules})
+        .into(),
     )
 }
 
@@ -53,7 +54,8 @@ fn binding(kind: &str, namespace: &str, name: &str, role: (&str, &str), subjects
     Arc::new(
         json!({"kind": kind, "metadata": {"name": name, "namespace": namespace},
         "roleRef": {"apiGroup": RBAC_GROUP, "kind": role.0, "name": role.1},
-        "subjects": subjects}),
+        "subjects": subjects})
+        .into(),
     )
 }
 

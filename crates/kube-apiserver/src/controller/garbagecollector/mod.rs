@@ -212,10 +212,16 @@ async fn build_graph(
 
 fn apply(graph: &mut Graph, change: Change, work: &mut Vec<graph::Work>) {
     match change {
-        Change::Upserted(store, obj) => graph.upsert(&store, &obj, work),
+        // The graph reads metadata only, which is decoded alone: the watch
+        // cache's objects stay held as JSON (see `storage::object`).
+        Change::Upserted(store, obj) => {
+            let mut head = serde_json::Map::new();
+            head.insert("metadata".to_owned(), obj.metadata().into_owned());
+            graph.upsert(&store, &serde_json::Value::Object(head), work)
+        }
         Change::Deleted(obj) => {
-            if let Some(uid) = obj.pointer("/metadata/uid").and_then(|u| u.as_str()) {
-                graph.remove(uid, work);
+            if let Some(uid) = obj.metadata_str("uid") {
+                graph.remove(&uid, work);
             }
         }
         Change::Synced(applied) => drop(applied.send(())),

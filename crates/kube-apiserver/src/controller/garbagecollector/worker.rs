@@ -218,7 +218,10 @@ impl Workers {
                 // Both wait for each other: this one stops blocking (a
                 // cycle of foreground deletions would never end).
                 let unblocked = update(store, ns, &identity.name, &identity.uid, unblock).await?;
-                rv = unblocked.as_deref().map(resource_version).unwrap_or(rv);
+                rv = unblocked
+                    .as_deref()
+                    .map(|o| resource_version(o))
+                    .unwrap_or(rv);
             }
             PropagationPolicy::Foreground
         } else if has_finalizer(latest, ORPHAN_FINALIZER) {

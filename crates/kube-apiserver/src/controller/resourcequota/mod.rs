@@ -136,7 +136,7 @@ impl Controller {
     async fn sync_namespace(&self, lister: &Lister, namespace: &str) -> Result<(), ApiError> {
         let mut failed = None;
         for quota in lister.list_namespace(namespace) {
-            if let Err(e) = self.sync_quota((*quota).clone()).await {
+            if let Err(e) = self.sync_quota(quota.to_value()).await {
                 let name = object_meta::name(&quota);
                 tracing::warn!(namespace, quota = name, error = %e.message, "quota status not updated");
                 failed = Some(e);
@@ -170,7 +170,7 @@ impl Controller {
                         .get(namespace, name, GetOptions::default())
                         .await
                     {
-                        Ok(latest) => quota = (*latest).clone(),
+                        Ok(latest) => quota = latest.to_value(),
                         Err(e) if e.code == 404 => return Ok(()),
                         Err(e) => return Err(e),
                     }

@@ -116,9 +116,12 @@ mod tests {
 
     #[test]
     fn a_group_version_is_wanted_while_some_crd_serves_it() {
-        let crd = |group: &str, versions: Value| {
-            Arc::new(json!({"metadata": {"name": format!("things.{group}")},
-                "spec": {"group": group, "versions": versions}}))
+        let crd = |group: &str, versions: Value| -> storage::Object {
+            Arc::new(
+                json!({"metadata": {"name": format!("things.{group}")},
+                "spec": {"group": group, "versions": versions}})
+                .into(),
+            )
         };
         let crds = vec![
             crd(

@@ -46,8 +46,9 @@ pub async fn guaranteed_update_concurrent_writers(h: Harness) {
                         Box::pin(async move {
                             // Yield so writers interleave and conflicts really happen.
                             tokio::task::yield_now().await;
-                            let mut obj =
-                                (*current.ok_or(StorageError::internal("no object"))?).clone();
+                            let mut obj = current
+                                .ok_or(StorageError::internal("no object"))?
+                                .to_value();
                             let n: usize =
                                 value_of(&obj).parse().map_err(StorageError::internal)?;
                             obj["data"]["value"] = Value::String((n + 1).to_string());
@@ -286,7 +287,7 @@ pub async fn guaranteed_update_retries_with_fresh_state(h: Harness) {
                     .guaranteed_update(&key, false, None, &set_value("other"))
                     .await?;
             }
-            let mut obj = (*current).clone();
+            let mut obj = current.to_value();
             obj["data"]["value"] = Value::String(format!("{}+mine", value_of(&current)));
             Ok(obj)
         })

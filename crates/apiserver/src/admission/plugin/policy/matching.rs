@@ -123,7 +123,11 @@ pub fn matches(
     let ns_selector = selector(constraints, "namespaceSelector")?;
     if !ns_selector.is_empty() {
         let ns_labels = if is_namespace {
-            labels(a.object.as_ref().or(a.old_object.as_deref()))
+            labels(
+                a.object
+                    .as_ref()
+                    .or(a.old_object.as_deref().map(|o| o.value())),
+            )
         } else if namespaced {
             labels(namespace)
         } else {

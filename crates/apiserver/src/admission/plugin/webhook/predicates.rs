@@ -112,14 +112,17 @@ pub async fn namespace_selector_matches(
         return Ok(true);
     }
     if a.is("", "namespaces") {
-        let obj = a.object.as_ref().or(a.old_object.as_deref());
+        let obj = a
+            .object
+            .as_ref()
+            .or(a.old_object.as_deref().map(|o| o.value()));
         return Ok(sel.matches(&labels(obj)));
     }
     if a.namespace.is_empty() {
         return Ok(true);
     }
     let ns = stores.get("", "namespaces", None, &a.namespace).await?;
-    Ok(sel.matches(&labels(ns.as_deref())))
+    Ok(sel.matches(&labels(ns.as_deref().map(|o| o.value()))))
 }
 
 /// Objects webhooks never see, so that a broken webhook cannot lock its

@@ -51,7 +51,10 @@ pub(super) fn review(
     let uid = uuid::Uuid::new_v4().to_string();
     let (object, old_object) = match converted {
         Some(c) => (c.object.clone(), c.old_object.clone()),
-        None => (a.object.clone(), a.old_object.as_deref().cloned()),
+        None => (
+            a.object.clone(),
+            a.old_object.as_deref().map(|o| o.to_value()),
+        ),
     };
     let mut request = json!({
         "uid": uid,

@@ -86,7 +86,7 @@ pub async fn objects_for(target: &Target, a: &Attributes) -> Result<Option<Conve
     let to = api_version(&target.kind.group, &target.kind.version);
     Ok(Some(Converted {
         object: convert(a, a.object.as_ref(), &to).await?,
-        old_object: convert(a, a.old_object.as_deref(), &to).await?,
+        old_object: convert(a, a.old_object.as_deref().map(|o| o.value()), &to).await?,
     }))
 }
 

@@ -116,7 +116,7 @@ impl Controller {
     /// the configmap holds it already.
     pub async fn sync(&self) -> Result<(), String> {
         let original = self.lister.get(Some(NAMESPACE), NAME);
-        let original_data = original.as_deref().map(data_of).unwrap_or_default();
+        let original_data = original.as_deref().map(|o| data_of(o)).unwrap_or_default();
         let uid = self.required.uid_headers;
         let existing = ClusterAuthenticationInfo::from_data(&original_data, uid)?;
         let now = chrono::Utc::now().timestamp();
@@ -129,7 +129,7 @@ impl Controller {
             .await
             .map_err(|e| e.message)?;
         let mut cm = match original {
-            Some(cm) => (*cm).clone(),
+            Some(cm) => cm.to_value(),
             None => json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": NAME, "namespace": NAMESPACE}}),
         };

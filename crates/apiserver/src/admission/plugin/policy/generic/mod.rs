@@ -103,7 +103,7 @@ pub async fn invocations<'l>(
 ) -> (Vec<Invocation<'l>>, Vec<ConfigError<'l>>) {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    let namespace = loaded.namespace.as_deref();
+    let namespace = loaded.namespace.as_deref().map(|o| o.value());
     for policy in &loaded.policies {
         let policy: &Value = policy;
         let matched = match policy.pointer("/spec/matchConstraints") {

@@ -143,7 +143,7 @@ impl MutationInterface for MutatingAdmissionPolicy {
             let types = types::types(&self.stores, self.custom_types.as_ref(), a).await;
             let cx = Context {
                 request: &request,
-                namespace: loaded.namespace.as_deref(),
+                namespace: loaded.namespace.as_deref().map(|o| o.value()),
                 types: &types,
             };
             let mut sink = |policy: &Value, e: PolicyError| errors.push((fails_closed(policy), e));
@@ -208,9 +208,9 @@ impl MutatingAdmissionPolicy {
         };
         let base = Inputs {
             object: &null,
-            old_object: a.old_object.as_deref().unwrap_or(&null),
+            old_object: a.old_object.as_deref().map_or(&null, |o| o.value()),
             request: cx.request,
-            params: invocation.param.as_deref().unwrap_or(&null),
+            params: invocation.param.as_deref().map_or(&null, |o| o.value()),
             namespace_object: cx.namespace.unwrap_or(&null),
         };
         match self.compiled.conditions_hold(

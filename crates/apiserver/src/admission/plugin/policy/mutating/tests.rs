@@ -82,7 +82,7 @@ fn run(policies: &[(Value, Option<Value>)], object: Value) -> (Value, Result<(),
         .map(|((policy, param), binding)| Invocation {
             policy,
             binding,
-            param: param.clone().map(Arc::new),
+            param: param.clone().map(|p| Arc::new(p.into())),
             target: Target::of_request(&a),
         })
         .collect();

@@ -80,7 +80,10 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
             let null = Value::Null;
             let (object, old_object) = match &converted {
                 Some(c) => (c.object.as_ref(), c.old_object.as_ref()),
-                None => (a.object.as_ref(), a.old_object.as_deref()),
+                None => (
+                    a.object.as_ref(),
+                    a.old_object.as_deref().map(|o| o.value()),
+                ),
             };
             let as_matched;
             let request = if converted.is_some() {
@@ -93,8 +96,8 @@ impl ValidationInterface for ValidatingAdmissionPolicy {
                 object: object.unwrap_or(&null),
                 old_object: old_object.unwrap_or(&null),
                 request,
-                params: invocation.param.as_deref().unwrap_or(&null),
-                namespace_object: loaded.namespace.as_deref().unwrap_or(&null),
+                params: invocation.param.as_deref().map_or(&null, |o| o.value()),
+                namespace_object: loaded.namespace.as_deref().map_or(&null, |o| o.value()),
             };
             self.run(invocation, a, &inputs, (&mut denials, &mut annotations));
         }

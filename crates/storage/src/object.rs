@@ -1,0 +1,209 @@
+//! One stored object version as the storage layer hands it out and the
+//! watch cache keeps it: its JSON tree, its JSON encoding (what a JSON
+//! response writes for it, Go's `json.Encoder` output), or both.
+//!
+//! Upstream's watch cache holds decoded Go structs and its `CachingObject`
+//! adds each version's serializations for watchers. Here a JSON tree
+//! (`serde_json::Value` with its map entries and small strings) takes
+//! about three times the bytes of the object's JSON, so the watch cache
+//! keeps each version as its JSON encoding alone ([`StoredObject::compact`])
+//! and a tree is decoded only when something reads the object's fields:
+//! responses, watch events and lists in JSON copy the encoding without a
+//! tree, and readers that only look ([`StoredObject::peek`], the metadata
+//! accessors) decode a transient tree without keeping it. Dereferencing
+//! (`&Value`) decodes the tree once and keeps it for the version's life.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+/// A stored object version, shared read-only (as [`crate::Object`]).
+pub struct StoredObject {
+    tree: OnceLock<Value>,
+    /// The JSON encoding, trailing newline included.
+    json: OnceLock<Bytes>,
+}
+
+impl StoredObject {
+    /// A version held as its JSON encoding only (`json` as
+    /// [`StoredObject::json`] gives it: from `go_json::encode::to_vec`).
+    pub fn from_json(json: Bytes) -> Self {
+        StoredObject {
+            tree: OnceLock::new(),
+            json: OnceLock::from(json),
+        }
+    }
+
+    /// The object's JSON tree, decoded from its encoding on first use and
+    /// kept from then on.
+    pub fn value(&self) -> &Value {
+        self.tree.get_or_init(|| decode(self.encoded()))
+    }
+
+    /// Whether the JSON encoding is there (kept, or made already).
+    pub fn has_json(&self) -> bool {
+        self.json.get().is_some()
+    }
+
+    /// Whether the tree is decoded (or the object was made from one).
+    pub fn has_tree(&self) -> bool {
+        self.tree.get().is_some()
+    }
+
+    /// The object's JSON as a response writes it (Go's `json.Encoder`:
+    /// Go's escaping and number format, a trailing newline), encoded from
+    /// the tree on first use and kept from then on.
+    pub fn json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| {
+                let tree = self.tree.get().expect("a stored object has a tree or JSON");
+                let mut json = go_json::encode::to_vec(tree).expect("JSON trees always serialize");
+                json.shrink_to_fit();
+                Bytes::from(json)
+            })
+            .clone()
+    }
+
+    fn encoded(&self) -> &Bytes {
+        self.json.get().expect("a stored object has a tree or JSON")
+    }
+
+    /// A copy holding only the JSON encoding (encoding it now if needed):
+    /// what the watch cache keeps.
+    pub fn compact(&self) -> StoredObject {
+        StoredObject::from_json(self.json())
+    }
+
+    /// Runs `f` on the tree without keeping one that is not decoded yet:
+    /// for readers that look once (selectors, encoders of formats other
+    /// than JSON) at objects the cache holds as JSON.
+    pub fn peek<R>(&self, f: impl FnOnce(&Value) -> R) -> R {
+        match self.tree.get() {
+            Some(tree) => f(tree),
+            None => f(&decode(self.encoded())),
+        }
+    }
+
+    /// `metadata`, borrowed from the tree when there is one, else decoded
+    /// from the encoding alone (the rest of the object is skipped).
+    pub fn metadata(&self) -> Cow<'_, Value> {
+        if let Some(tree) = self.tree.get() {
+            return match tree.get("metadata") {
+                Some(meta) => Cow::Borrowed(meta),
+                None => Cow::Owned(Value::Null),
+            };
+        }
+        // Fields other than `metadata` are skipped, not decoded.
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default)]
+            metadata: Value,
+        }
+        match serde_json::from_slice::<Head>(self.encoded()) {
+            Ok(head) => Cow::Owned(head.metadata),
+            Err(e) => panic!("a stored object's JSON decodes: {e}"),
+        }
+    }
+
+    /// `metadata.<field>` as a string, without keeping a tree.
+    pub fn metadata_str(&self, field: &str) -> Option<String> {
+        self.metadata()
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// A copy of the tree (without keeping one that is not decoded yet).
+    pub fn to_value(&self) -> Value {
+        self.peek(Value::clone)
+    }
+
+    /// The tree of a shared object: moved out when `obj` is its only
+    /// holder, else copied.
+    pub fn unwrap_or_clone(obj: Arc<StoredObject>) -> Value {
+        match Arc::try_unwrap(obj) {
+            Ok(obj) => obj.into_value(),
+            Err(shared) => shared.to_value(),
+        }
+    }
+
+    /// The tree, taken out.
+    pub fn into_value(self) -> Value {
+        match self.tree.into_inner() {
+            Some(tree) => tree,
+            None => decode(self.json.get().expect("a stored object has a tree or JSON")),
+        }
+    }
+}
+
+/// Decodes an encoding this module made: it always decodes.
+fn decode(json: &[u8]) -> Value {
+    match serde_json::from_slice(json) {
+        Ok(tree) => tree,
+        Err(e) => panic!("a stored object's JSON decodes: {e}"),
+    }
+}
+
+impl From<Value> for StoredObject {
+    fn from(tree: Value) -> Self {
+        StoredObject {
+            tree: OnceLock::from(tree),
+            json: OnceLock::new(),
+        }
+    }
+}
+
+impl Deref for StoredObject {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl AsRef<Value> for StoredObject {
+    fn as_ref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl Clone for StoredObject {
+    fn clone(&self) -> Self {
+        StoredObject {
+            tree: self.tree.clone(),
+            json: self.json.clone(),
+        }
+    }
+}
+
+impl PartialEq for StoredObject {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.json.get(), other.json.get()) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.peek(|a| other.peek(|b| a == b)),
+        }
+    }
+}
+
+impl PartialEq<Value> for StoredObject {
+    fn eq(&self, other: &Value) -> bool {
+        self.peek(|tree| tree == other)
+    }
+}
+
+impl fmt::Debug for StoredObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.peek(|tree| fmt::Debug::fmt(tree, f))
+    }
+}
+
+impl Serialize for StoredObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.peek(|tree| tree.serialize(serializer))
+    }
+}
