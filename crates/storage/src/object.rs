@@ -79,6 +79,15 @@ impl StoredObject {
         StoredObject::from_json(self.json())
     }
 
+    /// The tree, borrowed when decoded, else decoded for the caller alone
+    /// (not kept).
+    pub fn tree(&self) -> Cow<'_, Value> {
+        match self.tree.get() {
+            Some(tree) => Cow::Borrowed(tree),
+            None => Cow::Owned(decode(self.encoded())),
+        }
+    }
+
     /// Runs `f` on the tree without keeping one that is not decoded yet:
     /// for readers that look once (selectors, encoders of formats other
     /// than JSON) at objects the cache holds as JSON.
@@ -106,6 +115,29 @@ impl StoredObject {
         }
         match serde_json::from_slice::<Head>(self.encoded()) {
             Ok(head) => Cow::Owned(head.metadata),
+            Err(e) => panic!("a stored object's JSON decodes: {e}"),
+        }
+    }
+
+    /// `apiVersion` and `kind` (empty when absent), without keeping a tree.
+    pub fn type_meta(&self) -> (String, String) {
+        let field = |tree: &Value, name: &str| {
+            let text = tree.get(name).and_then(Value::as_str);
+            text.unwrap_or_default().to_owned()
+        };
+        if let Some(tree) = self.tree.get() {
+            return (field(tree, "apiVersion"), field(tree, "kind"));
+        }
+        // Fields other than these two are skipped, not decoded.
+        #[derive(Deserialize)]
+        struct Head {
+            #[serde(default, rename = "apiVersion")]
+            api_version: String,
+            #[serde(default)]
+            kind: String,
+        }
+        match serde_json::from_slice::<Head>(self.encoded()) {
+            Ok(head) => (head.api_version, head.kind),
             Err(e) => panic!("a stored object's JSON decodes: {e}"),
         }
     }

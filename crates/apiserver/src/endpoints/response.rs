@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use serde::Serialize;
 use serde_json::{json, Value};
-use storage::{ListResult, Object};
+use storage::{ListResult, Object, StoredObject};
 
 use super::caching_object;
 use super::collections::{self, Chunks};
@@ -101,15 +101,12 @@ pub fn object(
             Err(e) => encoding_failed(&e.to_string()),
         },
         Shape::Object => encode(obj.as_ref(), neg.encoding, neg.pretty),
-        Shape::PartialMetadata => encode(&partial_metadata(obj), neg.encoding, neg.pretty),
+        Shape::PartialMetadata => encode(&partial_metadata(&obj.tree()), neg.encoding, neg.pretty),
         Shape::Table(include) => {
-            let resource_version = obj
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let resource_version = obj.metadata_str("resourceVersion").unwrap_or_default();
             let table = table(
                 std::slice::from_ref(obj),
-                resource_version,
+                &resource_version,
                 None,
                 include,
                 info,
@@ -123,13 +120,13 @@ pub fn object(
 
 /// Whether a response writes `obj` in `encoding` as its shared encoding
 /// does: JSON and CBOR always, protobuf for the kinds it has a message for.
-fn shared_encoding(obj: &Value, encoding: Encoding) -> bool {
+fn shared_encoding(obj: &StoredObject, encoding: Encoding) -> bool {
     match encoding {
         Encoding::Json | Encoding::Cbor => true,
         Encoding::Yaml => false,
         Encoding::Protobuf => {
-            let field = |name| obj.get(name).and_then(Value::as_str).unwrap_or_default();
-            protobuf_codec::supports(field("apiVersion"), field("kind"))
+            let (api_version, kind) = obj.type_meta();
+            protobuf_codec::supports(&api_version, &kind)
         }
     }
 }
@@ -195,7 +192,11 @@ pub fn list(
             neg.pretty,
         ),
         Shape::PartialMetadata => {
-            let items: Vec<Value> = list.items.iter().map(|o| partial_metadata(o)).collect();
+            let items: Vec<Value> = list
+                .items
+                .iter()
+                .map(|o| partial_metadata(&o.tree()))
+                .collect();
             encode(
                 &json!({
                     "kind": "PartialObjectMetadataList",
@@ -308,7 +309,9 @@ pub fn table(
     table_convertor: &dyn TableConvertor,
 ) -> Value {
     let columns = table_convertor.table_column_definitions();
-    let mut ordered: Vec<&Object> = items.iter().collect();
+    // Trees for this table alone where the cache holds objects as JSON.
+    let trees: Vec<_> = items.iter().map(|o| o.tree()).collect();
+    let mut ordered: Vec<&Value> = trees.iter().map(|t| &**t).collect();
     if let Some(order) = table_convertor.table_order() {
         ordered.sort_by(|a, b| order(a, b));
     }
