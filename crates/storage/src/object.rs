@@ -19,6 +19,7 @@ use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
@@ -113,10 +114,7 @@ impl StoredObject {
             #[serde(default)]
             metadata: Value,
         }
-        match serde_json::from_slice::<Head>(self.encoded()) {
-            Ok(head) => Cow::Owned(head.metadata),
-            Err(e) => panic!("a stored object's JSON decodes: {e}"),
-        }
+        Cow::Owned(decode_as::<Head>(self.encoded()).metadata)
     }
 
     /// `apiVersion` and `kind` (empty when absent), without keeping a tree.
@@ -136,10 +134,8 @@ impl StoredObject {
             #[serde(default)]
             kind: String,
         }
-        match serde_json::from_slice::<Head>(self.encoded()) {
-            Ok(head) => (head.api_version, head.kind),
-            Err(e) => panic!("a stored object's JSON decodes: {e}"),
-        }
+        let head = decode_as::<Head>(self.encoded());
+        (head.api_version, head.kind)
     }
 
     /// `metadata.<field>` as a string, without keeping a tree.
@@ -173,10 +169,18 @@ impl StoredObject {
     }
 }
 
-/// Decodes an encoding this module made: it always decodes.
+/// Decodes an encoding this module made: it always decodes, at any depth
+/// (see `apimachinery::serializer::json::decode_stored`).
 fn decode(json: &[u8]) -> Value {
-    match serde_json::from_slice(json) {
-        Ok(tree) => tree,
+    decode_as(json)
+}
+
+/// Decodes `T` from an encoding this module made.
+fn decode_as<T: DeserializeOwned>(json: &[u8]) -> T {
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    deserializer.disable_recursion_limit();
+    match T::deserialize(&mut deserializer) {
+        Ok(decoded) => decoded,
         Err(e) => panic!("a stored object's JSON decodes: {e}"),
     }
 }
@@ -237,5 +241,63 @@ impl fmt::Debug for StoredObject {
 impl Serialize for StoredObject {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.peek(|tree| tree.serialize(serializer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn config_map() -> Value {
+        json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"},
+            "data": {"k": "<v>"}})
+    }
+
+    #[test]
+    fn a_compact_copy_keeps_the_json_and_decodes_the_same_tree() {
+        let written = StoredObject::from(config_map());
+        let compact = written.compact();
+        assert!(!compact.has_tree());
+        assert_eq!(compact.json(), written.json());
+        assert_eq!(compact.json().as_ptr(), written.json().as_ptr(), "shared bytes");
+        let expected = concat!(
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","#,
+            r#""resourceVersion":"7"},"data":{"k":"\u003cv\u003e"}}"#,
+            "\n"
+        );
+        assert_eq!(&compact.json()[..], expected.as_bytes());
+        assert_eq!(compact.value(), &config_map());
+        assert!(compact.has_tree(), "dereferencing keeps the tree");
+    }
+
+    #[test]
+    fn readers_that_look_leave_no_tree_behind() {
+        let compact = StoredObject::from(config_map()).compact();
+        assert_eq!(compact.metadata()["name"], "a");
+        assert_eq!(compact.metadata_str("resourceVersion").as_deref(), Some("7"));
+        assert_eq!(compact.type_meta(), ("v1".to_owned(), "ConfigMap".to_owned()));
+        assert_eq!(compact.to_value(), config_map());
+        assert_eq!(*compact.tree(), config_map());
+        assert!(compact.peek(|tree| tree["data"]["k"] == "<v>"));
+        assert_eq!(compact, config_map());
+        assert!(!compact.has_tree());
+        let shared = Arc::new(compact);
+        let _other = shared.clone();
+        assert_eq!(StoredObject::unwrap_or_clone(shared), config_map());
+    }
+
+    #[test]
+    fn objects_deeper_than_serde_jsons_default_limit_read_back() {
+        let mut deep = json!("leaf");
+        for _ in 0..300 {
+            deep = json!([deep]);
+        }
+        let tree = json!({"metadata": {"name": "deep", "annotations": {}}, "spec": deep});
+        let compact = StoredObject::from(tree.clone()).compact();
+        assert_eq!(compact.metadata()["name"], "deep");
+        assert_eq!(compact.into_value(), tree);
     }
 }
