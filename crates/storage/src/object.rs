@@ -262,7 +262,11 @@ mod tests {
         let compact = written.compact();
         assert!(!compact.has_tree());
         assert_eq!(compact.json(), written.json());
-        assert_eq!(compact.json().as_ptr(), written.json().as_ptr(), "shared bytes");
+        assert_eq!(
+            compact.json().as_ptr(),
+            written.json().as_ptr(),
+            "shared bytes"
+        );
         let expected = concat!(
             r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","#,
             r#""resourceVersion":"7"},"data":{"k":"\u003cv\u003e"}}"#,
@@ -277,8 +281,14 @@ mod tests {
     fn readers_that_look_leave_no_tree_behind() {
         let compact = StoredObject::from(config_map()).compact();
         assert_eq!(compact.metadata()["name"], "a");
-        assert_eq!(compact.metadata_str("resourceVersion").as_deref(), Some("7"));
-        assert_eq!(compact.type_meta(), ("v1".to_owned(), "ConfigMap".to_owned()));
+        assert_eq!(
+            compact.metadata_str("resourceVersion").as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            compact.type_meta(),
+            ("v1".to_owned(), "ConfigMap".to_owned())
+        );
         assert_eq!(compact.to_value(), config_map());
         assert_eq!(*compact.tree(), config_map());
         assert!(compact.peek(|tree| tree["data"]["k"] == "<v>"));

@@ -103,11 +103,15 @@ impl Controller {
         let [secrets, accounts] = informers;
         let secret_queue = RateLimitingQueue::<(String, String)>::with_default_limiter();
         let enqueue = secret_queue.clone();
+        // A look at each Secret, not a tree kept for it in the watch cache
+        // (see `storage::object`).
         let on_secret = ResourceEventHandlerFuncs::on_any(move |secret| {
-            if is_token_secret(secret) {
-                let ns = str_at(secret, "/metadata/namespace").to_owned();
-                enqueue.add((ns, str_at(secret, "/metadata/name").to_owned()));
-            }
+            secret.peek(|secret| {
+                if is_token_secret(secret) {
+                    let ns = str_at(secret, "/metadata/namespace").to_owned();
+                    enqueue.add((ns, str_at(secret, "/metadata/name").to_owned()));
+                }
+            })
         });
         secrets.add_event_handler_until(on_secret, &stop);
         let account_queue = RateLimitingQueue::<AccountKey>::with_default_limiter();

@@ -208,9 +208,11 @@ impl Monitors {
         };
         followed.insert(key);
         let queue = self.queue.clone();
+        // Reads the namespace alone: the informer's objects stay held as
+        // JSON (see `storage::object`).
         let handler = ResourceEventHandlerFuncs::on_any(move |obj| {
-            if let Some(ns) = object_meta::namespace(obj) {
-                queue.add_after(ns.to_owned(), DEBOUNCE);
+            if let Some(ns) = obj.metadata_str("namespace") {
+                queue.add_after(ns, DEBOUNCE);
             }
         });
         informer.add_event_handler_until(handler, &self.stop);
