@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::StorageError;
 use crate::interface::{Object, Predicate, WatchEvent};
+use crate::kv::KeyValue;
 
 /// One change as the cache saw it, shared by every watcher it is sent to.
 #[derive(Debug)]
@@ -98,6 +99,12 @@ impl CacheEvent {
                 .clone(),
         )
     }
+}
+
+/// The revision `obj`'s `metadata.resourceVersion` names.
+fn revision_of(obj: &Value) -> Option<i64> {
+    let version = obj.get("metadata")?.get("resourceVersion")?.as_str()?;
+    version.parse().ok()
 }
 
 /// A copy of `obj` with `metadata.resourceVersion` set to `rv`.
@@ -312,6 +319,28 @@ impl WatchCache {
         self.objects.get(key)
     }
 
+    /// For each of `kvs` (read from storage, in key order), the object held
+    /// for its key when it is the version written at the kv's mod revision
+    /// (a [`crate::KnownVersions`] answer). One walk of the held keys beside
+    /// the batch: kvs out of key order are only found less often.
+    pub fn versions_of(&self, kvs: &[KeyValue]) -> Vec<Option<Object>> {
+        let Some(first) = kvs.first() else {
+            return Vec::new();
+        };
+        let from = Bound::Included(first.key.as_str());
+        let mut held = self
+            .objects
+            .range::<str, _>((from, Bound::Unbounded))
+            .peekable();
+        let mut find = |kv: &KeyValue| {
+            while held.next_if(|(key, _)| ***key < *kv.key).is_some() {}
+            let (key, obj) = held.peek()?;
+            let same = ***key == *kv.key && revision_of(obj) == Some(kv.mod_revision);
+            same.then(|| Arc::clone(obj))
+        };
+        kvs.iter().map(&mut find).collect()
+    }
+
     /// The objects under `prefix`, in key order.
     pub fn range<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Object)> {
         self.objects
@@ -410,6 +439,51 @@ mod tests {
         let keys: Vec<_> = cache.range("/pods/").map(|(k, _)| k.to_string()).collect();
         assert_eq!(keys, vec![key("b")]);
         assert!(cache.range("/pods/other/").next().is_none());
+    }
+
+    fn kv(name: &str, mod_revision: i64) -> KeyValue {
+        KeyValue {
+            key: key(name),
+            value: bytes::Bytes::new(),
+            create_revision: 1,
+            mod_revision,
+        }
+    }
+
+    #[test]
+    fn versions_of_finds_held_objects_at_their_revisions() {
+        let mut cache = ready_cache(WindowConfig::default());
+        for (name, rv) in [("b", 11), ("c", 12), ("e", 13), ("g", 14)] {
+            cache.apply(&key(name), pod(name, rv, "x"), false, rv);
+        }
+        // "a" held at 5, "b" newer than read, "d" not held, "e" held,
+        // "f" not held, "g" held, "h" past every held key.
+        let kvs = [
+            kv("a", 5),
+            kv("b", 9),
+            kv("d", 12),
+            kv("e", 13),
+            kv("f", 13),
+            kv("g", 14),
+            kv("h", 15),
+        ];
+        let found = cache.versions_of(&kvs);
+        assert_eq!(found.len(), kvs.len());
+        let held = |name: &str| cache.get(&key(name)).cloned();
+        for (kv, found) in kvs.iter().zip(&found) {
+            let name = kv.key.rsplit('/').next().unwrap();
+            match (name, found) {
+                ("a" | "e" | "g", Some(obj)) => assert!(Arc::ptr_eq(obj, &held(name).unwrap())),
+                ("b" | "d" | "f" | "h", None) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // A batch starting past the held keys, and an empty one.
+        assert_eq!(cache.versions_of(&[kv("z", 1)]), vec![None]);
+        assert!(cache.versions_of(&[]).is_empty());
+        // Out of key order: nothing wrong is found, "a" after "g" is missed.
+        let found = cache.versions_of(&[kv("g", 14), kv("a", 5)]);
+        assert!(found[0].is_some() && found[1].is_none());
     }
 
     #[test]
