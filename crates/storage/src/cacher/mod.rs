@@ -354,10 +354,7 @@ impl Cacher {
         if !self.covers(key) {
             return None;
         }
-        let cache = self.shared.read();
-        let cached = cache.get(key)?;
-        let version = cached.pointer("/metadata/resourceVersion")?.as_str()?;
-        (version.parse() == Ok(revision)).then(|| Arc::clone(cached))
+        self.shared.read().get_at(key, revision).cloned()
     }
 
     /// The cache's copy of `fresh` (read from storage) when the cache holds

@@ -206,10 +206,19 @@ impl Window {
     }
 }
 
+/// One object the cache holds, with the revision its resourceVersion
+/// names: lists from storage compare it for every key they read, which
+/// would otherwise look into every object's metadata.
+#[derive(Debug)]
+struct Held {
+    obj: Object,
+    rv: i64,
+}
+
 /// The cached state of one resource.
 #[derive(Debug)]
 pub(crate) struct WatchCache {
-    objects: BTreeMap<Arc<str>, Object>,
+    objects: BTreeMap<Arc<str>, Held>,
     window: Window,
     /// Every event up to this revision has been applied.
     rv: i64,
@@ -250,10 +259,11 @@ impl WatchCache {
 
     /// Replaces the state with a fresh list taken at `rv` and becomes ready.
     pub fn replace(&mut self, items: impl IntoIterator<Item = (String, Object)>, rv: i64) {
-        self.objects = items
-            .into_iter()
-            .map(|(key, obj)| (Arc::from(key), obj))
-            .collect();
+        let held = |(key, obj): (String, Object)| {
+            let rv = revision_of(&obj).unwrap_or_default();
+            (Arc::from(key), Held { obj, rv })
+        };
+        self.objects = items.into_iter().map(held).collect();
         self.window.reset();
         self.rv = rv;
         self.list_rv = rv;
@@ -297,10 +307,14 @@ impl WatchCache {
             self.objects.remove(&key);
             Change::Delete { obj }
         } else {
-            let prev = self.objects.insert(key.clone(), obj.clone());
+            let held = Held {
+                obj: obj.clone(),
+                rv,
+            };
+            let prev = self.objects.insert(key.clone(), held);
             Change::Put {
                 obj,
-                prev,
+                prev: prev.map(|held| held.obj),
                 prev_at_rv: OnceLock::new(),
             }
         };
@@ -316,7 +330,14 @@ impl WatchCache {
     }
 
     pub fn get(&self, key: &str) -> Option<&Object> {
-        self.objects.get(key)
+        self.objects.get(key).map(|held| &held.obj)
+    }
+
+    /// The object held for `key` when it is the version written at
+    /// `revision`.
+    pub fn get_at(&self, key: &str, revision: i64) -> Option<&Object> {
+        let held = self.objects.get(key)?;
+        (held.rv == revision).then_some(&held.obj)
     }
 
     /// For each of `kvs` (read from storage, in key order), the object held
@@ -328,15 +349,15 @@ impl WatchCache {
             return Vec::new();
         };
         let from = Bound::Included(first.key.as_str());
-        let mut held = self
+        let mut walk = self
             .objects
             .range::<str, _>((from, Bound::Unbounded))
             .peekable();
         let mut find = |kv: &KeyValue| {
-            while held.next_if(|(key, _)| ***key < *kv.key).is_some() {}
-            let (key, obj) = held.peek()?;
-            let same = ***key == *kv.key && revision_of(obj) == Some(kv.mod_revision);
-            same.then(|| Arc::clone(obj))
+            while walk.next_if(|(key, _)| ***key < *kv.key).is_some() {}
+            let (key, held) = walk.peek()?;
+            let same = ***key == *kv.key && held.rv == kv.mod_revision;
+            same.then(|| Arc::clone(&held.obj))
         };
         kvs.iter().map(&mut find).collect()
     }
@@ -345,7 +366,7 @@ impl WatchCache {
     pub fn range<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Object)> {
         self.objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-            .map(|(key, obj)| (&**key, obj))
+            .map(|(key, held)| (&**key, &held.obj))
             .take_while(move |(key, _)| key.starts_with(prefix))
     }
 
@@ -355,7 +376,7 @@ impl WatchCache {
         self.objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix))
-            .map(|(key, obj)| (key.clone(), obj.clone()))
+            .map(|(key, held)| (key.clone(), held.obj.clone()))
             .collect()
     }
 
@@ -478,6 +499,11 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
+        assert!(Arc::ptr_eq(
+            cache.get_at(&key("e"), 13).unwrap(),
+            &held("e").unwrap()
+        ));
+        assert!(cache.get_at(&key("e"), 12).is_none() && cache.get_at(&key("d"), 12).is_none());
         // A batch starting past the held keys, and an empty one.
         assert_eq!(cache.versions_of(&[kv("z", 1)]), vec![None]);
         assert!(cache.versions_of(&[]).is_empty());
