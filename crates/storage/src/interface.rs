@@ -15,6 +15,7 @@ use futures::Stream;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::kv::KeyValue;
 use crate::object::StoredObject;
 
 /// A stored object, shared read-only between the cache, watchers and
@@ -168,6 +169,14 @@ pub type UpdateFn<'a> =
 /// revision), else `None`.
 pub type KnownVersion<'a> = &'a (dyn Fn(i64) -> Option<Object> + Send + Sync);
 
+/// The objects of stored versions the caller already holds decoded (the
+/// watch cache's copies of keys at their mod revisions): for a batch of
+/// key-values read from the KV, in key order, one answer per key-value —
+/// the caller's object of that key at that mod revision, or `None`. Asked
+/// once per batch so the caller looks them all up under one lock; shared so
+/// the lookup runs beside the decoding, off the async workers.
+pub type KnownVersions = Arc<dyn Fn(&[KeyValue]) -> Vec<Option<Object>> + Send + Sync>;
+
 /// Checks that the current object may be deleted (admission on delete).
 pub type ValidateDeletionFn<'a> =
     &'a (dyn Fn(Object) -> BoxFuture<'static, Result<()>> + Send + Sync);
@@ -212,6 +221,21 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The objects under `key` (or the one at `key` when not recursive).
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult>;
+
+    /// `get_list`, taking `known`'s copy of each version read when it has
+    /// one instead of decoding the stored bytes again: the same object, as
+    /// a key's mod revision names one write whatever revision the list
+    /// reads at. Predicate, limit, continue token, remaining count and the
+    /// list's revision are `get_list`'s. This default decodes.
+    async fn get_list_reusing(
+        &self,
+        key: &str,
+        opts: ListOptions,
+        known: KnownVersions,
+    ) -> Result<ListResult> {
+        let _ = known;
+        self.get_list(key, opts).await
+    }
 
     /// Read-modify-write with compare-on-revision, retried on conflict.
     /// If the update function returns an object equal to the current one,

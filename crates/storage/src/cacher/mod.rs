@@ -19,6 +19,8 @@
 //!   consistent read from the cache — storage's current revision, then wait
 //!   for the cache to reach it, falling back to storage on timeout; `Exact`
 //!   and continue tokens go to storage (the cache keeps no snapshots).
+//!   Lists from storage take the cache's copies of the versions they read
+//!   instead of decoding them again, as `MostRecent` gets do.
 //! * Until the first list completes (and while re-listing) reads go to
 //!   storage; watches wait for readiness briefly, then go to storage too.
 
@@ -37,9 +39,10 @@ use tokio::sync::watch;
 use crate::continue_token;
 use crate::error::{Result, StorageError};
 use crate::interface::{
-    GetOptions, ListOptions, ListResult, Object, Preconditions, Predicate, ReadVersion, Storage,
-    UpdateFn, ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
+    GetOptions, KnownVersions, ListOptions, ListResult, Object, Preconditions, Predicate,
+    ReadVersion, Storage, UpdateFn, ValidateDeletionFn, WatchEvent, WatchOptions, WatchStream,
 };
+use crate::kv::KeyValue;
 use crate::store::check_key;
 use watch_cache::{CacheEvent, WatchCache, WatchFilter};
 use watchers::{Initial, NewWatcher, Registry, TimeBudget};
@@ -351,9 +354,7 @@ impl Cacher {
         if !self.covers(key) {
             return None;
         }
-        let cached = Arc::clone(self.shared.read().get(key)?);
-        let version = cached.metadata_str("resourceVersion")?;
-        (version.parse() == Ok(revision)).then_some(cached)
+        self.shared.read().get_at(key, revision).cloned()
     }
 
     /// The cache's copy of `fresh` (read from storage) when the cache holds
@@ -363,15 +364,22 @@ impl Cacher {
         if !self.covers(key) {
             return fresh;
         }
-        let Some(cached) = self.shared.read().get(key).cloned() else {
+        let version = fresh.metadata_str("resourceVersion");
+        let Some(revision) = version.and_then(|v| v.parse().ok()) else {
             return fresh;
         };
-        let version = fresh.metadata_str("resourceVersion");
-        if version.is_some() && cached.metadata_str("resourceVersion") == version {
-            cached
-        } else {
-            fresh
-        }
+        let cached = self.shared.read().get_at(key, revision).cloned();
+        cached.unwrap_or(fresh)
+    }
+
+    /// A list from storage, taking the cache's copy of every version read
+    /// that the cache holds (the same object, and its encodings are
+    /// shared): on etcd without progress notifications every consistent
+    /// list reads storage, most of whose items the cache holds.
+    async fn list_from_storage(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
+        let shared = Arc::clone(&self.shared);
+        let known: KnownVersions = Arc::new(move |kvs: &[KeyValue]| shared.read().versions_of(kvs));
+        self.storage.get_list_reusing(key, opts, known).await
     }
 
     /// A list the cache can serve (upstream's `Cacher.GetList`, in its
@@ -389,24 +397,24 @@ impl Cacher {
             Some(rv) => rv,
             None => match self.consistent_read_revision().await? {
                 Some(rv) => rv,
-                None => return self.storage.get_list(key, opts).await,
+                None => return self.list_from_storage(key, opts).await,
             },
         };
         match self.wait_fresh(min_rv).await {
             Ok(true) => {}
-            Ok(false) => return self.storage.get_list(key, opts).await,
+            Ok(false) => return self.list_from_storage(key, opts).await,
             Err(StorageError::TooLargeResourceVersion { .. })
                 if opts.version == ReadVersion::MostRecent =>
             {
                 tracing::debug!(key, "consistent read fell back to storage");
                 self.shared.write().progress_missed();
-                return self.storage.get_list(key, opts).await;
+                return self.list_from_storage(key, opts).await;
             }
             Err(e) => return Err(e),
         }
         match self.list_from_cache(cache_key, &opts, apply_limit)? {
             Some(result) => Ok(result),
-            None => self.storage.get_list(key, opts).await,
+            None => self.list_from_storage(key, opts).await,
         }
     }
 
@@ -637,14 +645,14 @@ impl Storage for Cacher {
             .as_deref()
             .is_some_and(|t| !t.is_empty());
         let (min_rv, apply_limit) = match opts.version {
-            _ if has_continue => return self.storage.get_list(key, opts).await,
-            ReadVersion::Exact(_) => return self.storage.get_list(key, opts).await,
+            _ if has_continue => return self.list_from_storage(key, opts).await,
+            ReadVersion::Exact(_) => return self.list_from_storage(key, opts).await,
             ReadVersion::Any => (Some(0), false),
             ReadVersion::NotOlderThan(n) => (Some(n), true),
             ReadVersion::MostRecent => (None, true),
         };
         if !self.covers(&cache_key) || !self.is_ready() {
-            return self.storage.get_list(key, opts).await;
+            return self.list_from_storage(key, opts).await;
         }
         let attributes = || self.span_attributes();
         let listing = self.get_list_cached(key, &cache_key, opts, (min_rv, apply_limit));

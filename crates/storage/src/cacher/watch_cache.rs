@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::error::StorageError;
 use crate::interface::{Object, Predicate, WatchEvent};
+use crate::kv::KeyValue;
+use crate::object::StoredObject;
 
 /// One change as the cache saw it, shared by every watcher it is sent to.
 #[derive(Debug)]
@@ -103,6 +105,12 @@ impl CacheEvent {
                 .clone(),
         )
     }
+}
+
+/// The revision `obj`'s `metadata.resourceVersion` names (read without
+/// keeping a tree: the cache holds objects as JSON).
+fn revision_of(obj: &StoredObject) -> Option<i64> {
+    obj.metadata_str("resourceVersion")?.parse().ok()
 }
 
 /// A copy of `obj` with `metadata.resourceVersion` set to `rv`.
@@ -204,10 +212,19 @@ impl Window {
     }
 }
 
+/// One object the cache holds, with the revision its resourceVersion
+/// names: lists from storage compare it for every key they read, which
+/// would otherwise look into every object's metadata.
+#[derive(Debug)]
+struct Held {
+    obj: Object,
+    rv: i64,
+}
+
 /// The cached state of one resource.
 #[derive(Debug)]
 pub(crate) struct WatchCache {
-    objects: BTreeMap<Arc<str>, Object>,
+    objects: BTreeMap<Arc<str>, Held>,
     window: Window,
     /// Every event up to this revision has been applied.
     rv: i64,
@@ -248,10 +265,11 @@ impl WatchCache {
 
     /// Replaces the state with a fresh list taken at `rv` and becomes ready.
     pub fn replace(&mut self, items: impl IntoIterator<Item = (String, Object)>, rv: i64) {
-        self.objects = items
-            .into_iter()
-            .map(|(key, obj)| (Arc::from(key), obj))
-            .collect();
+        let held = |(key, obj): (String, Object)| {
+            let rv = revision_of(&obj).unwrap_or_default();
+            (Arc::from(key), Held { obj, rv })
+        };
+        self.objects = items.into_iter().map(held).collect();
         self.window.reset();
         self.rv = rv;
         self.list_rv = rv;
@@ -295,10 +313,14 @@ impl WatchCache {
             self.objects.remove(&key);
             Change::Delete { obj }
         } else {
-            let prev = self.objects.insert(key.clone(), obj.clone());
+            let held = Held {
+                obj: obj.clone(),
+                rv,
+            };
+            let prev = self.objects.insert(key.clone(), held);
             Change::Put {
                 obj,
-                prev,
+                prev: prev.map(|held| held.obj),
                 prev_at_rv: OnceLock::new(),
             }
         };
@@ -314,14 +336,43 @@ impl WatchCache {
     }
 
     pub fn get(&self, key: &str) -> Option<&Object> {
-        self.objects.get(key)
+        self.objects.get(key).map(|held| &held.obj)
+    }
+
+    /// The object held for `key` when it is the version written at
+    /// `revision`.
+    pub fn get_at(&self, key: &str, revision: i64) -> Option<&Object> {
+        let held = self.objects.get(key)?;
+        (held.rv == revision).then_some(&held.obj)
+    }
+
+    /// For each of `kvs` (read from storage, in key order), the object held
+    /// for its key when it is the version written at the kv's mod revision
+    /// (a [`crate::KnownVersions`] answer). One walk of the held keys beside
+    /// the batch: kvs out of key order are only found less often.
+    pub fn versions_of(&self, kvs: &[KeyValue]) -> Vec<Option<Object>> {
+        let Some(first) = kvs.first() else {
+            return Vec::new();
+        };
+        let from = Bound::Included(first.key.as_str());
+        let mut walk = self
+            .objects
+            .range::<str, _>((from, Bound::Unbounded))
+            .peekable();
+        let mut find = |kv: &KeyValue| {
+            while walk.next_if(|(key, _)| ***key < *kv.key).is_some() {}
+            let (key, held) = walk.peek()?;
+            let same = ***key == *kv.key && held.rv == kv.mod_revision;
+            same.then(|| Arc::clone(&held.obj))
+        };
+        kvs.iter().map(&mut find).collect()
     }
 
     /// The objects under `prefix`, in key order.
     pub fn range<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Object)> {
         self.objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-            .map(|(key, obj)| (&**key, obj))
+            .map(|(key, held)| (&**key, &held.obj))
             .take_while(move |(key, _)| key.starts_with(prefix))
     }
 
@@ -331,7 +382,7 @@ impl WatchCache {
         self.objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix))
-            .map(|(key, obj)| (key.clone(), obj.clone()))
+            .map(|(key, held)| (key.clone(), held.obj.clone()))
             .collect()
     }
 
@@ -418,6 +469,56 @@ mod tests {
         let keys: Vec<_> = cache.range("/pods/").map(|(k, _)| k.to_string()).collect();
         assert_eq!(keys, vec![key("b")]);
         assert!(cache.range("/pods/other/").next().is_none());
+    }
+
+    fn kv(name: &str, mod_revision: i64) -> KeyValue {
+        KeyValue {
+            key: key(name),
+            value: bytes::Bytes::new(),
+            create_revision: 1,
+            mod_revision,
+        }
+    }
+
+    #[test]
+    fn versions_of_finds_held_objects_at_their_revisions() {
+        let mut cache = ready_cache(WindowConfig::default());
+        for (name, rv) in [("b", 11), ("c", 12), ("e", 13), ("g", 14)] {
+            cache.apply(&key(name), pod(name, rv, "x"), false, rv);
+        }
+        // "a" held at 5, "b" newer than read, "d" not held, "e" held,
+        // "f" not held, "g" held, "h" past every held key.
+        let kvs = [
+            kv("a", 5),
+            kv("b", 9),
+            kv("d", 12),
+            kv("e", 13),
+            kv("f", 13),
+            kv("g", 14),
+            kv("h", 15),
+        ];
+        let found = cache.versions_of(&kvs);
+        assert_eq!(found.len(), kvs.len());
+        let held = |name: &str| cache.get(&key(name)).cloned();
+        for (kv, found) in kvs.iter().zip(&found) {
+            let name = kv.key.rsplit('/').next().unwrap();
+            match (name, found) {
+                ("a" | "e" | "g", Some(obj)) => assert!(Arc::ptr_eq(obj, &held(name).unwrap())),
+                ("b" | "d" | "f" | "h", None) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(Arc::ptr_eq(
+            cache.get_at(&key("e"), 13).unwrap(),
+            &held("e").unwrap()
+        ));
+        assert!(cache.get_at(&key("e"), 12).is_none() && cache.get_at(&key("d"), 12).is_none());
+        // A batch starting past the held keys, and an empty one.
+        assert_eq!(cache.versions_of(&[kv("z", 1)]), vec![None]);
+        assert!(cache.versions_of(&[]).is_empty());
+        // Out of key order: nothing wrong is found, "a" after "g" is missed.
+        let found = cache.versions_of(&[kv("g", 14), kv("a", 5)]);
+        assert!(found[0].is_some() && found[1].is_none());
     }
 
     #[test]

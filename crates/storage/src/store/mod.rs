@@ -24,8 +24,8 @@ use crate::codec::Codec;
 use crate::continue_token;
 use crate::error::{Result, StorageError};
 use crate::interface::{
-    GetOptions, KnownVersion, ListOptions, ListResult, Object, Preconditions, Predicate,
-    ReadVersion, Storage, UpdateFn, ValidateDeletionFn, WatchOptions, WatchStream,
+    GetOptions, KnownVersion, KnownVersions, ListOptions, ListResult, Object, Preconditions,
+    Predicate, ReadVersion, Storage, UpdateFn, ValidateDeletionFn, WatchOptions, WatchStream,
 };
 use crate::kv::{prefix_end, KeyValue, Kv, RangeRequest, TxnOp, TxnResponse};
 use crate::offload;
@@ -192,7 +192,16 @@ impl Store {
     }
 
     /// Upstream's `GetList`, in its `List(recursive=…) etcd3` span.
-    async fn list_traced(&self, key: &str, opts: &ListOptions) -> Result<ListResult> {
+    ///
+    /// `known` may hold some versions read already decoded; they are used
+    /// even while a trace is recorded, as upstream's span records no event
+    /// per object decoded.
+    async fn list_traced(
+        &self,
+        key: &str,
+        opts: &ListOptions,
+        known: Option<KnownVersions>,
+    ) -> Result<ListResult> {
         let start = list_start(key, opts)?;
         let limit = opts.limit.filter(|l| *l > 0);
         let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
@@ -236,9 +245,15 @@ impl Store {
                     .saturating_sub(items.len())
             });
             let (codec, predicate) = (self.codec.clone(), opts.predicate.clone());
+            let known = known.clone();
             // Decoding thousands of objects holds a core: off the async workers.
             let batch = offload::run_for(resp.kvs.len(), move || {
-                decode_batch(codec.as_ref(), resp.kvs, &predicate, wanted)
+                let select = Selection {
+                    predicate: &predicate,
+                    wanted,
+                    known: known.as_ref(),
+                };
+                decode_batch(codec.as_ref(), resp.kvs, &select)
             })
             .await?;
             let has_more = more || batch.cut;
@@ -274,6 +289,23 @@ impl Store {
             remaining_item_count: continue_token.as_ref().and(remaining),
             continue_token,
         })
+    }
+
+    /// `get_list`, reusing `known`'s versions (see [`Store::list_traced`]).
+    async fn list(
+        &self,
+        key: &str,
+        opts: ListOptions,
+        known: Option<KnownVersions>,
+    ) -> Result<ListResult> {
+        check_key(key)?;
+        let name = if opts.recursive {
+            "List(recursive=true) etcd3"
+        } else {
+            "List(recursive=false) etcd3"
+        };
+        let attributes = || list_span_attributes(key, &opts);
+        tracing_ctx::in_span(name, attributes, self.list_traced(key, &opts, known)).await
     }
 
     /// The ticket of a create or update storing `data` at `key` (see
@@ -368,17 +400,26 @@ struct Batch {
     cut: bool,
 }
 
-/// Decodes a fetched batch in key order, keeping the objects `predicate`
-/// matches, until `wanted` of them are kept. A batch too big to decode on
-/// the request's own task is decoded on every core (rayon's pool, one
-/// thread per core, shared by every list); the objects are then taken in
-/// key order, so an object past the cut that fails to decode is no error.
-fn decode_batch(
-    codec: &dyn Codec,
-    mut kvs: Vec<KeyValue>,
-    predicate: &Predicate,
+/// Which objects of a fetched batch a list keeps, and which it has.
+struct Selection<'a> {
+    predicate: &'a Predicate,
+    /// Keep at most this many.
     wanted: Option<usize>,
-) -> Result<Batch> {
+    /// The caller's decoded copies of versions read (see [`KnownVersions`]).
+    known: Option<&'a KnownVersions>,
+}
+
+/// Decodes a fetched batch in key order, keeping the objects the predicate
+/// matches, until `wanted` of them are kept; the versions `known` holds
+/// are taken from it instead (filtered all the same). A batch too big to
+/// decode on the request's own task is decoded on every core (rayon's
+/// pool, one thread per core, shared by every list); the objects are then
+/// taken in key order, so an object past the cut that fails to decode is
+/// no error.
+fn decode_batch(codec: &dyn Codec, mut kvs: Vec<KeyValue>, select: &Selection) -> Result<Batch> {
+    let Selection {
+        predicate, wanted, ..
+    } = *select;
     let mut batch = Batch {
         items: Vec::new(),
         last_key: None,
@@ -389,15 +430,22 @@ fn decode_batch(
         kvs.truncate(w);
         batch.cut = true;
     }
-    let decode = |kv: KeyValue| {
-        let kept = decode_object(codec, &kv.key, &kv.value, kv.mod_revision)
-            .map(|obj| predicate.matches(&obj).then(|| Arc::new(obj.into())));
+    let mut known = select.known.map(|known| known(&kvs)).unwrap_or_default();
+    known.resize(kvs.len(), None);
+    let decode = |(kv, known): (KeyValue, Option<Object>)| {
+        let kept = match known {
+            // The cache's copy, held as JSON: looked at, not decoded for good.
+            Some(obj) => Ok(predicate.matches_stored(&obj).then_some(obj)),
+            None => decode_object(codec, &kv.key, &kv.value, kv.mod_revision)
+                .map(|obj| predicate.matches(&obj).then(|| Arc::new(obj.into()))),
+        };
         (kv.key, kept)
     };
     let decoded: Vec<(String, Result<Option<Object>>)> = if kvs.len() < offload::INLINE_OBJECTS {
-        kvs.into_iter().map(decode).collect()
+        kvs.into_iter().zip(known).map(decode).collect()
     } else {
         kvs.into_par_iter()
+            .zip(known)
             .with_min_len(PARALLEL_DECODE_CHUNK)
             .map(decode)
             .collect()
@@ -517,14 +565,16 @@ impl Storage for Store {
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
-        check_key(key)?;
-        let name = if opts.recursive {
-            "List(recursive=true) etcd3"
-        } else {
-            "List(recursive=false) etcd3"
-        };
-        let attributes = || list_span_attributes(key, &opts);
-        tracing_ctx::in_span(name, attributes, self.list_traced(key, &opts)).await
+        self.list(key, opts, None).await
+    }
+
+    async fn get_list_reusing(
+        &self,
+        key: &str,
+        opts: ListOptions,
+        known: KnownVersions,
+    ) -> Result<ListResult> {
+        self.list(key, opts, Some(known)).await
     }
 
     async fn guaranteed_update(
@@ -616,25 +666,103 @@ mod tests {
         batch.items.iter().filter_map(|o| o["n"].as_i64()).collect()
     }
 
+    /// Decodes `kvs`, keeping what `predicate` matches up to `wanted`.
+    fn decode(
+        kvs: Vec<KeyValue>,
+        predicate: &Predicate,
+        wanted: Option<usize>,
+        known: Option<&KnownVersions>,
+    ) -> Result<Batch> {
+        let select = Selection {
+            predicate,
+            wanted,
+            known,
+        };
+        decode_batch(&JsonCodec, kvs, &select)
+    }
+
     #[test]
     fn big_batches_decode_in_key_order_up_to_the_cut() {
         let even = Predicate::new(|o| o["n"].as_i64().is_some_and(|n| n % 2 == 0));
         let n = 3 * offload::INLINE_OBJECTS;
-        let batch = decode_batch(&JsonCodec, batch_of(n, Some(n - 1)), &even, Some(100)).unwrap();
+        let batch = decode(batch_of(n, Some(n - 1)), &even, Some(100), None).unwrap();
         assert_eq!(names(&batch), (0..200).step_by(2).collect::<Vec<_>>());
         assert_eq!(batch.last_key.as_deref(), Some("/k/00198"));
         assert!(batch.cut);
         // Without a filter nothing past the cut is decoded, a corrupt object there included.
         let all = Predicate::everything();
-        let batch = decode_batch(&JsonCodec, batch_of(n, Some(n - 1)), &all, Some(n - 1)).unwrap();
+        let batch = decode(batch_of(n, Some(n - 1)), &all, Some(n - 1), None).unwrap();
         assert_eq!(names(&batch), (0..n as i64 - 1).collect::<Vec<_>>());
         assert!(batch.cut);
-        let batch = decode_batch(&JsonCodec, batch_of(n, None), &all, None).unwrap();
+        let batch = decode(batch_of(n, None), &all, None, None).unwrap();
         assert_eq!(batch.items.len(), n);
         assert!(!batch.cut);
         assert_eq!(batch.items[7]["metadata"]["resourceVersion"], "2");
         // A corrupt object before the cut fails the batch.
-        let failed = decode_batch(&JsonCodec, batch_of(n, Some(5)), &all, None);
+        let failed = decode(batch_of(n, Some(5)), &all, None, None);
         assert!(matches!(failed, Err(StorageError::Corrupt { .. })));
+    }
+
+    /// Copies of every third of `kvs` (marked `"known": true`), for the
+    /// first `answers` only, and the lookup answering with them by position.
+    fn every_third_known(kvs: &[KeyValue], answers: usize) -> (KnownVersions, Vec<Option<Object>>) {
+        let copy = |(i, kv): (usize, &KeyValue)| {
+            (i % 3 == 0 && i < answers).then(|| {
+                let mut obj: Value = serde_json::from_slice(&kv.value).unwrap_or_default();
+                obj["n"] = i.into();
+                obj["known"] = true.into();
+                Arc::new(obj.into())
+            })
+        };
+        let copies: Vec<Option<Object>> = kvs.iter().enumerate().map(copy).collect();
+        let held = copies.clone();
+        let known: KnownVersions = Arc::new(move |batch: &[KeyValue]| {
+            held.iter()
+                .take(batch.len().min(answers))
+                .cloned()
+                .collect()
+        });
+        (known, copies)
+    }
+
+    fn is_known(obj: &Value) -> bool {
+        obj.get("known").is_some()
+    }
+
+    #[test]
+    fn known_versions_are_taken_instead_of_decoded_and_filtered_alike() {
+        let all = Predicate::everything();
+        for n in [50, 3 * offload::INLINE_OBJECTS] {
+            // The corrupt value at 3 is known, so it is never decoded.
+            let kvs = batch_of(n, Some(3));
+            let (known, copies) = every_third_known(&kvs, n);
+            let batch = decode(kvs, &all, None, Some(&known)).unwrap();
+            assert_eq!(names(&batch), (0..n as i64).collect::<Vec<_>>());
+            for (i, (item, copy)) in batch.items.iter().zip(&copies).enumerate() {
+                match copy {
+                    Some(copy) => assert!(Arc::ptr_eq(item, copy), "{i}"),
+                    None => assert!(!is_known(item), "{i}"),
+                }
+            }
+            // The predicate sees the copies (which it drops here), and the
+            // cut counts what it keeps.
+            let unknown = Predicate::new(|o| !is_known(o));
+            let (known, _) = every_third_known(&batch_of(n, None), n);
+            let batch = decode(batch_of(n, None), &unknown, Some(10), Some(&known)).unwrap();
+            let kept: Vec<i64> = (0..15).filter(|i| i % 3 != 0).collect();
+            assert_eq!(names(&batch), kept);
+            assert_eq!(batch.last_key.as_deref(), Some("/k/00014"));
+            assert!(batch.cut);
+            // Without a filter the batch is cut before the lookup.
+            let batch = decode(batch_of(n, None), &all, Some(4), Some(&known)).unwrap();
+            let marked: Vec<bool> = batch.items.iter().map(|o| is_known(o)).collect();
+            assert_eq!(marked, [true, false, false, true]);
+            // Kvs the lookup gives no answer for are decoded.
+            let (short, _) = every_third_known(&batch_of(n, None), 2);
+            let batch = decode(batch_of(n, None), &all, None, Some(&short)).unwrap();
+            assert_eq!(batch.items.len(), n);
+            let marked: Vec<usize> = (0..n).filter(|i| is_known(&batch.items[*i])).collect();
+            assert_eq!(marked, [0]);
+        }
     }
 }

@@ -254,6 +254,8 @@ macro_rules! semantics_suite {
             list_empty_collection,
             list_paging_under_concurrent_writes,
             watch_concurrent_writers,
+            list_reuses_known_versions,
+            cacher_lists_from_storage_reuse_cached_versions,
         );
     };
     // The cases every wrapping of the store must pass, the watch cache too.

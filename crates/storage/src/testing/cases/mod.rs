@@ -4,11 +4,13 @@
 
 mod crud;
 mod list;
+mod reuse;
 mod update;
 mod watch;
 
 pub use crud::*;
 pub use list::*;
+pub use reuse::*;
 pub use update::*;
 pub use watch::*;
 
