@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 /// A stored object version, shared read-only (as [`crate::Object`]).
+#[derive(Clone)]
 pub struct StoredObject {
     tree: OnceLock<Value>,
     /// The JSON encoding, trailing newline included.
@@ -44,11 +45,6 @@ impl StoredObject {
     /// kept from then on.
     pub fn value(&self) -> &Value {
         self.tree.get_or_init(|| decode(self.encoded()))
-    }
-
-    /// Whether the JSON encoding is there (kept, or made already).
-    pub fn has_json(&self) -> bool {
-        self.json.get().is_some()
     }
 
     /// Whether the tree is decoded (or the object was made from one).
@@ -93,10 +89,7 @@ impl StoredObject {
     /// for readers that look once (selectors, encoders of formats other
     /// than JSON) at objects the cache holds as JSON.
     pub fn peek<R>(&self, f: impl FnOnce(&Value) -> R) -> R {
-        match self.tree.get() {
-            Some(tree) => f(tree),
-            None => f(&decode(self.encoded())),
-        }
+        f(&self.tree())
     }
 
     /// `metadata`, borrowed from the tree when there is one, else decoded
@@ -205,15 +198,6 @@ impl Deref for StoredObject {
 impl AsRef<Value> for StoredObject {
     fn as_ref(&self) -> &Value {
         self.value()
-    }
-}
-
-impl Clone for StoredObject {
-    fn clone(&self) -> Self {
-        StoredObject {
-            tree: self.tree.clone(),
-            json: self.json.clone(),
-        }
     }
 }
 
