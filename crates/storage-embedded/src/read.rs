@@ -100,6 +100,8 @@ struct Collector {
     count: i64,
     /// How many key-values to materialise.
     keep: i64,
+    /// Whether values are left out.
+    keys_only: bool,
 }
 
 impl Collector {
@@ -115,6 +117,7 @@ impl Collector {
             kvs: Vec::new(),
             count: 0,
             keep,
+            keys_only: req.keys_only,
         }
     }
 
@@ -124,7 +127,12 @@ impl Collector {
         self.count <= self.keep
     }
 
-    fn finish(self, revision: i64) -> RangeResponse {
+    fn finish(mut self, revision: i64) -> RangeResponse {
+        if self.keys_only {
+            for kv in &mut self.kvs {
+                kv.value = Bytes::new();
+            }
+        }
         RangeResponse {
             more: self.count > self.kvs.len() as i64 && self.keep != 0,
             kvs: self.kvs,

@@ -100,6 +100,7 @@ impl Kv for EtcdKv {
             revision,
             limit,
             count_only,
+            keys_only,
         } = req;
         let mut options = GetOptions::new();
         if let Some(end) = range_end {
@@ -113,6 +114,9 @@ impl Kv for EtcdKv {
         }
         if count_only {
             options = options.with_count_only();
+        }
+        if keys_only {
+            options = options.with_keys_only();
         }
         let request = (key, options);
         let sent = self.members.call(

@@ -38,6 +38,10 @@ pub struct RangeRequest {
     pub limit: i64,
     /// Return only the count, no key-values.
     pub count_only: bool,
+    /// Return the key-values without their values (empty), as etcd's
+    /// `keys_only`: keys and revisions, to tell which versions a caller
+    /// holds already.
+    pub keys_only: bool,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -170,9 +170,7 @@ fn decode(json: &[u8]) -> Value {
 
 /// Decodes `T` from an encoding this module made.
 fn decode_as<T: DeserializeOwned>(json: &[u8]) -> T {
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
-    deserializer.disable_recursion_limit();
-    match T::deserialize(&mut deserializer) {
+    match apimachinery::serializer::json::decode_stored_as(json) {
         Ok(decoded) => decoded,
         Err(e) => panic!("a stored object's JSON decodes: {e}"),
     }

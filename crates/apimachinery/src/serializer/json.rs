@@ -21,17 +21,19 @@ pub fn decode(bytes: &[u8]) -> Result<Value, DecodeError> {
 /// Decodes JSON into `T` after the depth check.
 pub fn decode_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     check_depth(bytes)?;
-    decode_unbounded(bytes).map_err(|e| DecodeError::Syntax(e.to_string()))
+    decode_stored_as(bytes).map_err(|e| DecodeError::Syntax(e.to_string()))
 }
 
 /// Decodes JSON this server wrote itself (stored objects), whatever their
 /// depth: an object accepted at upstream's limit is stored a few levels
 /// deeper (its managed fields mirror it), and must still read back.
 pub fn decode_stored(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    decode_unbounded(bytes)
+    decode_stored_as(bytes)
 }
 
-fn decode_unbounded<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+/// Decodes `T` (a whole object or the parts of it a reader wants) from
+/// JSON this server wrote itself, at any depth, as [`decode_stored`].
+pub fn decode_stored_as<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     deserializer.disable_recursion_limit();
     let value = T::deserialize(&mut deserializer)?;

@@ -143,7 +143,10 @@ impl Kv for MemoryKv {
                 .rev()
                 .find(|v| v.mod_revision <= at)
                 .and_then(|v| Inner::key_value(key, v));
-            if let Some(kv) = visible {
+            if let Some(mut kv) = visible {
+                if req.keys_only {
+                    kv.value = Bytes::new();
+                }
                 count += 1;
                 if !req.count_only && (req.limit == 0 || (kvs.len() as i64) < req.limit) {
                     kvs.push(kv);

@@ -255,6 +255,7 @@ macro_rules! semantics_suite {
             list_paging_under_concurrent_writes,
             watch_concurrent_writers,
             list_reuses_known_versions,
+            list_reuse_fetches_the_values_it_lacks,
             cacher_lists_from_storage_reuse_cached_versions,
         );
     };

@@ -145,6 +145,57 @@ pub async fn list_reuses_known_versions(h: Harness) {
     assert!(is_copy(&old, "c") && is_copy(&old, "b"));
 }
 
+/// A list reusing known versions reads the keys first and fetches only
+/// the values it lacks: a few one key each, many as one range, and either
+/// way beside copies in between and after. The list is `get_list`'s.
+pub async fn list_reuse_fetches_the_values_it_lacks(h: Harness) {
+    let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    create_all(&h, &names).await;
+    let all = h
+        .storage
+        .get_list(&h.prefix, recursive(ReadVersion::MostRecent));
+    let all = all.await.unwrap();
+    // Known: every key but those `lacking` picks.
+    let known_but = |lacking: fn(usize) -> bool| -> KnownVersions {
+        let held: HashMap<String, Object> = all
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !lacking(*i))
+            .map(|(_, o)| (h.key(name(o)), o.clone()))
+            .collect();
+        Arc::new(move |kvs: &[KeyValue]| {
+            let copy = |kv: &KeyValue| held.get(&kv.key).cloned();
+            kvs.iter().map(copy).collect()
+        })
+    };
+    let cases: [fn(usize) -> bool; 4] = [
+        |i| i % 25 == 7,           // a few
+        |i| i % 5 != 0,            // many, spread out
+        |i| (40..90).contains(&i), // many, together
+        |_| true,                  // none known
+    ];
+    for lacking in cases {
+        for opts in [
+            recursive(ReadVersion::MostRecent),
+            page(60, not_named("k003")),
+        ] {
+            let plain = h.storage.get_list(&h.prefix, opts.clone()).await.unwrap();
+            let reusing = h
+                .storage
+                .get_list_reusing(&h.prefix, opts, known_but(lacking));
+            let reusing = reusing.await.unwrap();
+            assert_eq!(reusing.items, plain.items);
+            assert_eq!(reusing.continue_token, plain.continue_token);
+            for (i, obj) in reusing.items.iter().enumerate() {
+                let n: usize = name(obj)[1..].parse().unwrap();
+                assert_eq!(Arc::ptr_eq(obj, &all.items[n]), !lacking(n), "{i}");
+            }
+        }
+    }
+}
+
 /// Lists through a watch cache that go to storage take the cache's copy
 /// of every version it holds: a consistent list while the cache is behind
 /// (a write it has not seen is decoded), its pages, and a list at an old
