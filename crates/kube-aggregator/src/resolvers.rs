@@ -18,9 +18,10 @@ pub const BY_SERVICE: &str = "service";
 /// `kubernetes.io/service-name` label).
 pub fn by_service() -> IndexFunc {
     Arc::new(|slice: &StoredObject| {
-        let meta = slice.metadata();
-        let ns = meta["namespace"].as_str().unwrap_or_default();
-        let label = &meta["labels"]["kubernetes.io/service-name"];
+        let mut read = slice.metadata_values(&["namespace", "labels"]).into_iter();
+        let (ns, labels) = (read.next().flatten(), read.next().flatten());
+        let ns = ns.as_ref().and_then(Value::as_str).unwrap_or_default();
+        let label = &labels.unwrap_or_default()["kubernetes.io/service-name"];
         label
             .as_str()
             .map(|service| vec![format!("{ns}/{service}")])

@@ -146,6 +146,10 @@ async fn store(
     };
     let conns = load::open(client, shape).await?;
     let tally = load::drive(conns, limits, StatusCode::CREATED, make).await?;
+    if let (Some(p50), Some(p99)) = load::quantiles(&tally.latency) {
+        let rate = tally.ok as f64 / tally.elapsed.as_secs_f64().max(1e-9);
+        eprintln!("[server-bench]   {rate:.0} creates/s, p50 {p50} µs, p99 {p99} µs");
+    }
     match &tally.first_error {
         Some(error) => Err(BenchError::Check(format!("storing objects: {error}"))),
         None => Ok(tally),

@@ -74,10 +74,11 @@ async fn run(
         // Publishing checks the ConfigMap; an unchanged one is left alone.
         // Only its metadata is read, so the informer's ConfigMaps (the
         // watch cache's) stay held as JSON (see `storage::object`).
-        let meta = cm.metadata();
-        let field = |f: &str| meta.get(f).and_then(Value::as_str);
-        if let (Some(NAME), Some(ns)) = (field("name"), field("namespace")) {
-            enqueue.add(ns.to_owned());
+        let mut read = cm.metadata_strs(&["name", "namespace"]).into_iter();
+        if let (Some(Some(name)), Some(Some(ns))) = (read.next(), read.next()) {
+            if name == NAME {
+                enqueue.add(ns);
+            }
         }
     });
     configmap_informer.add_event_handler_until(on_configmap, &stop);

@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use serde_json::Value;
 use storage::{Object, StoredObject};
 
 /// The values an object is filed under in one index.
@@ -19,11 +18,12 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 /// Reads only the object's metadata: the watch cache's objects are shared
 /// as JSON and stay so (see `storage::object`).
 pub fn meta_namespace_key(obj: &StoredObject) -> String {
-    let meta = obj.metadata();
-    let field = |f: &str| meta.get(f).and_then(Value::as_str).unwrap_or("");
-    match field("namespace") {
-        "" => field("name").to_owned(),
-        ns => format!("{ns}/{}", field("name")),
+    let mut read = obj.metadata_strs(&["namespace", "name"]).into_iter();
+    let (namespace, name) = (read.next().flatten(), read.next().flatten());
+    let name = name.unwrap_or_default();
+    match namespace.filter(|ns| !ns.is_empty()) {
+        None => name,
+        Some(ns) => format!("{ns}/{name}"),
     }
 }
 
@@ -213,8 +213,9 @@ mod tests {
     fn indexes_follow_puts_removes_and_replaces() {
         let cache = Indexer::default();
         let app = |o: &StoredObject| {
-            let label = o.metadata()["labels"]["app"].as_str().map(str::to_owned);
-            label.into_iter().collect()
+            let labels = o.metadata_values(&["labels"]).pop().flatten();
+            let label = labels.as_ref().and_then(|l| l["app"].as_str());
+            label.map(str::to_owned).into_iter().collect()
         };
         cache.put(obj("a", "x", "web"));
         cache.add_index("app", Arc::new(app));

@@ -210,14 +210,30 @@ async fn build_graph(
     }
 }
 
+/// The fields of `metadata` the graph reads.
+const GRAPH_FIELDS: [&str; 6] = [
+    "namespace",
+    "name",
+    "uid",
+    "ownerReferences",
+    "finalizers",
+    "deletionTimestamp",
+];
+
 fn apply(graph: &mut Graph, change: Change, work: &mut Vec<graph::Work>) {
     match change {
-        // The graph reads metadata only, which is decoded alone: the watch
-        // cache's objects stay held as JSON (see `storage::object`).
+        // The graph reads these fields of metadata only, which are decoded
+        // alone: the watch cache's objects stay held as JSON (see
+        // `storage::object`).
         Change::Upserted(store, obj) => {
-            let mut head = serde_json::Map::new();
-            head.insert("metadata".to_owned(), obj.metadata().into_owned());
-            graph.upsert(&store, &serde_json::Value::Object(head), work)
+            let values = obj.metadata_values(&GRAPH_FIELDS);
+            let metadata: serde_json::Map<String, serde_json::Value> = GRAPH_FIELDS
+                .iter()
+                .zip(values)
+                .filter_map(|(field, value)| Some(((*field).to_owned(), value?)))
+                .collect();
+            let head = serde_json::json!({ "metadata": metadata });
+            graph.upsert(&store, &head, work)
         }
         Change::Deleted(obj) => {
             if let Some(uid) = obj.metadata_str("uid") {

@@ -10,8 +10,10 @@
 //! and a tree is decoded only when something reads the object's fields:
 //! responses, watch events and lists in JSON copy the encoding without a
 //! tree, and readers that only look ([`StoredObject::peek`], the metadata
-//! accessors) decode a transient tree without keeping it. Dereferencing
+//! accessors, which scan for the fields asked for) keep no tree. Dereferencing
 //! (`&Value`) decodes the tree once and keeps it for the version's life.
+
+mod fields;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -20,8 +22,10 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
+
+use fields::Level;
 
 /// A stored object version, shared read-only (as [`crate::Object`]).
 #[derive(Clone)]
@@ -92,51 +96,52 @@ impl StoredObject {
         f(&self.tree())
     }
 
-    /// `metadata`, borrowed from the tree when there is one, else decoded
-    /// from the encoding alone (the rest of the object is skipped).
-    pub fn metadata(&self) -> Cow<'_, Value> {
-        if let Some(tree) = self.tree.get() {
-            return match tree.get("metadata") {
-                Some(meta) => Cow::Borrowed(meta),
-                None => Cow::Owned(Value::Null),
-            };
-        }
-        // Fields other than `metadata` are skipped, not decoded.
-        #[derive(Deserialize)]
-        struct Head {
-            #[serde(default)]
-            metadata: Value,
-        }
-        Cow::Owned(decode_as::<Head>(self.encoded()).metadata)
-    }
-
     /// `apiVersion` and `kind` (empty when absent), without keeping a tree.
     pub fn type_meta(&self) -> (String, String) {
-        let field = |tree: &Value, name: &str| {
-            let text = tree.get(name).and_then(Value::as_str);
-            text.unwrap_or_default().to_owned()
+        let mut read = self.values(Level::Top, &["apiVersion", "kind"]).into_iter();
+        let mut next = || match read.next().flatten() {
+            Some(Value::String(text)) => text,
+            _ => String::new(),
         };
-        if let Some(tree) = self.tree.get() {
-            return (field(tree, "apiVersion"), field(tree, "kind"));
-        }
-        // Fields other than these two are skipped, not decoded.
-        #[derive(Deserialize)]
-        struct Head {
-            #[serde(default, rename = "apiVersion")]
-            api_version: String,
-            #[serde(default)]
-            kind: String,
-        }
-        let head = decode_as::<Head>(self.encoded());
-        (head.api_version, head.kind)
+        (next(), next())
     }
 
     /// `metadata.<field>` as a string, without keeping a tree.
     pub fn metadata_str(&self, field: &str) -> Option<String> {
-        self.metadata()
-            .get(field)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        self.metadata_strs(&[field]).pop().flatten()
+    }
+
+    /// `metadata.<field>` of each of `fields` as a string, in one look that
+    /// keeps no tree.
+    pub fn metadata_strs(&self, fields: &[&str]) -> Vec<Option<String>> {
+        let string = |value: Option<Value>| match value {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        };
+        self.values(Level::Metadata, fields)
+            .into_iter()
+            .map(string)
+            .collect()
+    }
+
+    /// `metadata.<field>` of each of `fields`, in one look that keeps no
+    /// tree and decodes no other field.
+    pub fn metadata_values(&self, fields: &[&str]) -> Vec<Option<Value>> {
+        self.values(Level::Metadata, fields)
+    }
+
+    /// `fields` at `level`: copied from the tree when there is one, else
+    /// scanned for in the encoding (see [`fields`]).
+    fn values(&self, level: Level, fields: &[&str]) -> Vec<Option<Value>> {
+        let Some(tree) = self.tree.get() else {
+            return fields::values(self.encoded(), level, fields);
+        };
+        let parent = match level {
+            Level::Top => Some(tree),
+            Level::Metadata => tree.get("metadata"),
+        };
+        let value = |field: &&str| parent?.get(*field).cloned();
+        fields.iter().map(value).collect()
     }
 
     /// A copy of the tree (without keeping one that is not decoded yet).
@@ -262,7 +267,8 @@ mod tests {
     #[test]
     fn readers_that_look_leave_no_tree_behind() {
         let compact = StoredObject::from(config_map()).compact();
-        assert_eq!(compact.metadata()["name"], "a");
+        let labels = compact.metadata_values(&["name", "labels"]);
+        assert_eq!(labels, [Some(json!("a")), None]);
         assert_eq!(
             compact.metadata_str("resourceVersion").as_deref(),
             Some("7")
@@ -289,7 +295,13 @@ mod tests {
         }
         let tree = json!({"metadata": {"name": "deep", "annotations": {}}, "spec": deep});
         let compact = StoredObject::from(tree.clone()).compact();
-        assert_eq!(compact.metadata()["name"], "deep");
+        assert_eq!(compact.metadata_str("name").as_deref(), Some("deep"));
+        let spec = Some(tree["spec"].clone());
+        assert_eq!(compact.metadata_values(&["annotations"]), [Some(json!({}))]);
+        assert_eq!(
+            fields::values(&compact.json(), Level::Top, &["spec"]),
+            [spec]
+        );
         assert_eq!(compact.into_value(), tree);
     }
 }
