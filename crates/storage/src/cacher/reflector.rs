@@ -42,48 +42,52 @@ pub(super) async fn run(shared: Arc<Shared>, storage: Arc<dyn Storage>) {
 
 /// Lists the resource into the cache; returns the list's revision.
 async fn list(shared: &Shared, storage: &dyn Storage) -> Option<i64> {
-    let prefix = &shared.config.resource_prefix;
-    let page_size = shared.config.list_page_size;
-    let (items, rv) = match list_pages(prefix, page_size, storage).await {
-        Ok(listed) => listed,
-        Err(e) => {
-            tracing::warn!(%prefix, error = %e, "watch cache list failed");
-            return None;
+    match list_pages(shared, storage).await {
+        Ok((items, rv)) => {
+            shared.replace(items, rv);
+            Some(rv)
         }
-    };
-    let key_func = shared.config.key_func.clone();
-    let keyed = move |obj: Object| match key_func(&obj) {
-        Some(key) => Some((key, compact(obj))),
-        None => {
-            tracing::warn!("listed object has no key");
+        Err(e) => {
+            let prefix = &shared.config.resource_prefix;
+            tracing::warn!(%prefix, error = %e, "watch cache list failed");
             None
         }
-    };
-    // Encoding every object holds a core: off the async workers, on all.
-    let items = offload::run_for(items.len(), move || {
-        items.into_par_iter().filter_map(keyed).collect::<Vec<_>>()
-    });
-    shared.replace(items.await, rv);
-    Some(rv)
+    }
 }
 
-/// Every object under `prefix` at one revision, fetched in pages as
-/// upstream's reflector does, so one huge response never has to be built.
+/// Every object under the cache's prefix at one revision, keyed and
+/// compacted. Fetched in pages as upstream's reflector does, so one huge
+/// response never has to be built, and compacted page by page, so the
+/// trees of one page at most are alive at once (a restart lists every
+/// object stored).
 async fn list_pages(
-    prefix: &str,
-    page_size: i64,
+    shared: &Shared,
     storage: &dyn Storage,
-) -> Result<(Vec<Object>, i64)> {
+) -> Result<(Vec<(String, Object)>, i64)> {
+    let prefix = &shared.config.resource_prefix;
     let mut opts = ListOptions {
         version: ReadVersion::MostRecent,
         recursive: true,
-        limit: Some(page_size),
+        limit: Some(shared.config.list_page_size),
         ..ListOptions::default()
     };
     let mut items = Vec::new();
     loop {
         let page = storage.get_list(prefix, opts.clone()).await?;
-        items.extend(page.items);
+        let key_func = shared.config.key_func.clone();
+        let keyed = move |obj: Object| match key_func(&obj) {
+            Some(key) => Some((key, compact(obj))),
+            None => {
+                tracing::warn!("listed object has no key");
+                None
+            }
+        };
+        let listed = page.items;
+        // Encoding every object holds a core: off the async workers, on all.
+        let keyed = offload::run_for(listed.len(), move || {
+            listed.into_par_iter().filter_map(keyed).collect::<Vec<_>>()
+        });
+        items.extend(keyed.await);
         match page.continue_token {
             Some(token) => opts.continue_token = Some(token),
             None => return Ok((items, page.resource_version)),
