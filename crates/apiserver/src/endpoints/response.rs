@@ -96,11 +96,14 @@ pub fn object(
             caching_object::encoded(obj, neg.encoding)
                 .unwrap_or_else(|e| encoding_failed(&e.to_string()))
         }
-        Shape::Object if neg.encoding == Encoding::Protobuf => match protobuf_codec::encode(obj) {
-            Ok(bytes) => Bytes::from(bytes),
-            Err(e) => encoding_failed(&e.to_string()),
-        },
-        Shape::Object => encode(obj.as_ref(), neg.encoding, neg.pretty),
+        // Encoded from a transient tree: an object held as JSON stays so.
+        Shape::Object if neg.encoding == Encoding::Protobuf => {
+            match obj.peek(protobuf_codec::encode) {
+                Ok(bytes) => Bytes::from(bytes),
+                Err(e) => encoding_failed(&e.to_string()),
+            }
+        }
+        Shape::Object => obj.peek(|tree| encode(tree, neg.encoding, neg.pretty)),
         Shape::PartialMetadata => encode(&partial_metadata(&obj.tree()), neg.encoding, neg.pretty),
         Shape::Table(include) => {
             let resource_version = obj.metadata_str("resourceVersion").unwrap_or_default();

@@ -257,7 +257,7 @@ fn shared_frame(kind: &str, object: &Object, encoding: Encoding) -> Bytes {
             .and_then(|raw| protobuf_codec::encode_watch_event_with(kind, Some(&raw))),
         Encoding::Cbor => caching_object::encoded(object, encoding)
             .map(|encoded| kube_cbor::encode_watch_event_with(kind, &encoded)),
-        Encoding::Yaml => return encoded_frame(kind, object, encoding),
+        Encoding::Yaml => return object.peek(|tree| encoded_frame(kind, tree, encoding)),
     };
     framed.map_or_else(
         |e| {
