@@ -7,6 +7,7 @@
 //! elected as kube-controller-manager's (`controller_manager`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use apiserver::admission::initializer::Stores;
 use apiserver::server::GenericApiServer;
@@ -17,7 +18,7 @@ use crate::authorization::rbac::bootstrappolicy::{
     controller_roles, default_cluster_role_bindings, default_cluster_roles,
     default_namespace_role_bindings, default_namespace_roles, GROUP,
 };
-use crate::authorization::rbac::{RbacAuthorizer, RbacStores};
+use crate::authorization::rbac::{PolicyReader, RbacAuthorizer, RbacStores};
 use crate::controller::clusterroleaggregation;
 use crate::controller_manager::ControllerManager;
 
@@ -27,6 +28,41 @@ mod reconcile;
 const BOOTSTRAP_WRITES_IN_FLIGHT: usize = 64;
 
 use reconcile::ensure;
+
+/// How long the hook waits for the authorizer to see the default bindings.
+const BINDINGS_VISIBLE_WITHIN: Duration = Duration::from_secs(10);
+
+/// Waits until the RBAC authorizer's reads (its informers' caches, which
+/// follow the writes a moment later) hold every default ClusterRoleBinding,
+/// so that the hook is done (and `/readyz` ok) only once requests are
+/// authorized by the default policy: a client asking right after `/readyz`
+/// is not refused for a binding the cache has not seen yet. Gives up after
+/// [`BINDINGS_VISIBLE_WITHIN`]; the bindings are written either way.
+async fn bindings_visible(reader: &dyn PolicyReader) {
+    let wanted: Vec<String> = default_cluster_role_bindings()
+        .into_iter()
+        .chain(controller_roles::role_bindings())
+        .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned()))
+        .collect();
+    let all_seen = async {
+        loop {
+            let held = reader.cluster_role_bindings().await.unwrap_or_default();
+            let names: Vec<String> = held.iter().filter_map(|b| b.metadata_str("name")).collect();
+            if wanted.iter().all(|w| names.contains(w)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    if tokio::time::timeout(BINDINGS_VISIBLE_WITHIN, all_seen)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "the default ClusterRoleBindings are not visible to the RBAC authorizer yet"
+        );
+    }
+}
 
 /// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
 /// `server`, and installs the bootstrap hook (upstream creates the default
@@ -49,7 +85,7 @@ pub fn install(
         }
         return;
     };
-    if let Some(rbac) = rbac {
+    let reader = rbac.map(|rbac| {
         let all = [
             &roles,
             &role_bindings,
@@ -57,8 +93,10 @@ pub fn install(
             &cluster_role_bindings,
         ];
         let stores = Stores::new(all.map(|s| (*s).clone())).with_informers(informers.clone());
-        rbac.bind(Arc::new(RbacStores(stores)));
-    }
+        let reader = Arc::new(RbacStores(stores));
+        rbac.bind(reader.clone());
+        reader
+    });
     let aggregation = informers.informer_for(GROUP, "clusterroles");
     let stores = Arc::new([cluster_roles, cluster_role_bindings, roles, role_bindings]);
     let manager = manager.clone();
@@ -66,7 +104,7 @@ pub fn install(
         "rbac/bootstrap-roles",
         Arc::new(move |_ctx| {
             let (stores, aggregation) = (stores.clone(), aggregation.clone());
-            let manager = manager.clone();
+            let (manager, reader) = (manager.clone(), reader.clone());
             Box::pin(async move {
                 let [cluster_roles, cluster_role_bindings, roles, role_bindings] = &*stores;
                 let policy = [
@@ -87,6 +125,9 @@ pub fn install(
                     .buffer_unordered(BOOTSTRAP_WRITES_IN_FLIGHT)
                     .try_collect::<()>()
                     .await?;
+                if let Some(reader) = reader {
+                    bindings_visible(reader.as_ref()).await;
+                }
                 if let Some(informer) = aggregation {
                     let store = cluster_roles.clone();
                     manager.spawn(move |stop| {
