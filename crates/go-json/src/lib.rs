@@ -18,4 +18,4 @@ pub mod encode;
 pub mod normalize;
 pub mod table;
 
-pub use normalize::{normalize, normalize_as, normalize_kind};
+pub use normalize::{is_normalized, normalize, normalize_as, normalize_kind};

@@ -17,6 +17,10 @@ use serde_json::{Map, Value};
 
 use crate::table::{shapes, Field, Shape, Shapes};
 
+mod shaped;
+
+pub use shaped::is_normalized;
+
 /// Reshapes a built-in object (found by its `apiVersion` and `kind`) as
 /// upstream writes it. Returns whether the kind is a built-in one; other
 /// objects (custom resources) are left untouched.

@@ -98,7 +98,7 @@ pub(crate) fn decode_object(
 }
 
 /// `false` or a zero number: what Go's `omitempty` leaves out.
-fn is_zero(v: &Value) -> bool {
+pub(crate) fn is_zero(v: &Value) -> bool {
     match v {
         Value::Bool(b) => !b,
         Value::Number(n) => n.as_f64() == Some(0.0),
@@ -191,7 +191,7 @@ fn decode_value(
 
 /// A double in upstream's JSON form: Go writes integral values without a
 /// fraction (`1`, not `1.0`).
-fn double(n: f64) -> Result<Value, ProtobufError> {
+pub(crate) fn double(n: f64) -> Result<Value, ProtobufError> {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
     if n.fract() == 0.0 && n.abs() < EXACT {
         return Ok(Value::from(n as i64));

@@ -1,9 +1,11 @@
 //! JSON → protobuf: walks a `serde_json::Value` along a message's schema
-//! and writes the protobuf encoding of the fields it knows.
+//! and writes the protobuf encoding of the fields it knows, noting on the
+//! way whether decoding gives the value back ([`Exact`]).
 
 use base64::Engine;
 use serde_json::{Map, Value};
 
+use crate::exact::Exact;
 use crate::generated::MESSAGES;
 use crate::schema::{FieldDesc, MessageDesc, Shape, Special, Ty};
 use crate::time::parse_time;
@@ -20,38 +22,63 @@ fn invalid(desc: &MessageDesc, field: &str, message: &'static str) -> ProtobufEr
     }
 }
 
-/// Appends the fields of message `idx` taken from the JSON object `obj`.
-pub(crate) fn encode_object(
+/// Appends the fields of message `idx` taken from the JSON object `obj`
+/// (all of its members, for an exact encoding).
+fn encode_object(
     idx: usize,
     obj: &Map<String, Value>,
     buf: &mut Vec<u8>,
     depth: usize,
+    exact: &mut Exact,
 ) -> Result<(), ProtobufError> {
+    let used = encode_fields(idx, obj, buf, depth, exact)?;
+    exact.all_used(used, obj.len());
+    Ok(())
+}
+
+/// Appends the fields of message `idx` taken from the JSON object `obj`
+/// (which may have other members: the type fields, or those of the
+/// enclosing message of an embedded one). Returns how many members of
+/// `obj` were encoded.
+pub(crate) fn encode_fields(
+    idx: usize,
+    obj: &Map<String, Value>,
+    buf: &mut Vec<u8>,
+    depth: usize,
+    exact: &mut Exact,
+) -> Result<usize, ProtobufError> {
     if depth > MAX_DEPTH {
         return Err(ProtobufError::TooDeep);
     }
     let desc = &MESSAGES[idx];
+    let mut used = 0;
     for f in desc.fields {
         if f.inline {
             if let Ty::Message(inner) = f.ty {
-                put_nested(buf, f.tag, |b| encode_object(inner, obj, b, depth + 1))?;
+                put_nested(buf, f.tag, |b| {
+                    used += encode_fields(inner, obj, b, depth + 1, exact)?;
+                    Ok(())
+                })?;
             }
             continue;
         }
         let Some(v) = obj.get(f.json).filter(|v| !v.is_null()) else {
+            exact.absent(f);
             if f.always {
                 encode_zero(f, buf, depth)?;
             }
             continue;
         };
+        used += 1;
+        exact.present(f, v);
         match f.shape {
-            Shape::Single => encode_value(desc, f, v, buf, depth)?,
+            Shape::Single => encode_value(desc, f, v, buf, depth, exact)?,
             Shape::Repeated => {
                 let items = v
                     .as_array()
                     .ok_or_else(|| invalid(desc, f.json, "expected an array"))?;
                 for item in items {
-                    encode_value(desc, f, item, buf, depth)?;
+                    encode_value(desc, f, item, buf, depth, exact)?;
                 }
             }
             Shape::Map => {
@@ -73,13 +100,13 @@ pub(crate) fn encode_object(
                             return Ok(());
                         }
                         let value_field = FieldDesc { tag: 2, ..*f };
-                        encode_value(desc, &value_field, value, b, depth)
+                        encode_value(desc, &value_field, value, b, depth, exact)
                     })?;
                 }
             }
         }
     }
-    Ok(())
+    Ok(used)
 }
 
 /// Writes the zero value of single field `f`, as Go's marshaller writes
@@ -105,7 +132,10 @@ fn encode_zero(f: &FieldDesc, buf: &mut Vec<u8>, depth: usize) -> Result<(), Pro
                 // Zero times, raw JSON and the unions write no fields.
                 _ => return put_nested(buf, f.tag, |_| Ok(())),
             };
-            put_nested(buf, f.tag, |b| encode_message(idx, &zero, b, depth + 1))?;
+            let mut unchecked = Exact::unchecked();
+            put_nested(buf, f.tag, |b| {
+                encode_message(idx, &zero, b, depth + 1, &mut unchecked)
+            })?;
         }
     }
     Ok(())
@@ -131,7 +161,9 @@ impl ListBody {
                 &mut before
             };
             match f.json {
-                "metadata" if !metadata.is_null() => encode_value(desc, f, metadata, buf, 0)?,
+                "metadata" if !metadata.is_null() => {
+                    encode_value(desc, f, metadata, buf, 0, &mut Exact::unchecked())?;
+                }
                 "metadata" if f.always => encode_zero(f, buf, 0)?,
                 "items" => items_tag = Some(f.tag),
                 _ => {}
@@ -183,6 +215,7 @@ fn encode_value(
     v: &Value,
     buf: &mut Vec<u8>,
     depth: usize,
+    exact: &mut Exact,
 ) -> Result<(), ProtobufError> {
     match f.ty {
         Ty::String => {
@@ -224,21 +257,25 @@ fn encode_value(
             let n = v
                 .as_f64()
                 .ok_or_else(|| invalid(desc, f.json, "expected a number"))?;
+            exact.double(v, n);
             put_key(buf, f.tag, WIRE_FIXED64);
             buf.extend_from_slice(&n.to_bits().to_le_bytes());
         }
-        Ty::Message(idx) => put_nested(buf, f.tag, |b| encode_message(idx, v, b, depth + 1))?,
+        Ty::Message(idx) => {
+            put_nested(buf, f.tag, |b| encode_message(idx, v, b, depth + 1, exact))?;
+        }
     }
     Ok(())
 }
 
 /// Appends the body of message `idx` for the JSON value `v`, honouring the
 /// special JSON forms of Time, IntOrString, Quantity and friends.
-pub(crate) fn encode_message(
+fn encode_message(
     idx: usize,
     v: &Value,
     buf: &mut Vec<u8>,
     depth: usize,
+    exact: &mut Exact,
 ) -> Result<(), ProtobufError> {
     let desc = &MESSAGES[idx];
     let wrong = |what| ProtobufError::InvalidField {
@@ -249,7 +286,7 @@ pub(crate) fn encode_message(
     match desc.special {
         Special::None => {
             let obj = v.as_object().ok_or_else(|| wrong("expected an object"))?;
-            encode_object(idx, obj, buf, depth)
+            encode_object(idx, obj, buf, depth, exact)
         }
         Special::Time | Special::MicroTime => {
             let s = v
@@ -257,6 +294,7 @@ pub(crate) fn encode_message(
                 .ok_or_else(|| wrong("expected an RFC 3339 time string"))?;
             let (seconds, nanos) =
                 parse_time(s).ok_or_else(|| wrong("expected an RFC 3339 time string"))?;
+            exact.time(s, (seconds, nanos), desc.special == Special::MicroTime);
             put_key(buf, 1, WIRE_VARINT);
             put_varint(buf, seconds as u64);
             put_key(buf, 2, WIRE_VARINT);
@@ -287,6 +325,8 @@ pub(crate) fn encode_message(
             let s = v
                 .as_str()
                 .ok_or_else(|| wrong("expected a quantity string"))?;
+            // An empty quantity decodes as "0".
+            exact.require(!s.is_empty());
             put_bytes(buf, 1, s.as_bytes());
             Ok(())
         }
@@ -311,7 +351,7 @@ pub(crate) fn encode_message(
             Ok(())
         }
         Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {
-            encode_schema_union(desc, v, buf, depth)
+            encode_schema_union(desc, v, buf, depth, exact)
         }
     }
 }
@@ -332,6 +372,7 @@ fn encode_schema_union(
     v: &Value,
     buf: &mut Vec<u8>,
     depth: usize,
+    exact: &mut Exact,
 ) -> Result<(), ProtobufError> {
     let wrong = |what| ProtobufError::InvalidField {
         message_type: desc.name,
@@ -356,21 +397,26 @@ fn encode_schema_union(
             put_key(buf, 1, WIRE_VARINT);
             put_varint(buf, 1);
             put_nested(buf, schema_field.tag, |b| {
-                encode_message(schema, v, b, depth + 1)
+                encode_message(schema, v, b, depth + 1, exact)
             })
         }
         (Special::SchemaOrArray | Special::SchemaOrStringArray, Value::Object(_)) => {
             put_nested(buf, schema_field.tag, |b| {
-                encode_message(schema, v, b, depth + 1)
+                encode_message(schema, v, b, depth + 1, exact)
             })
         }
         (Special::SchemaOrArray, Value::Array(items)) => {
+            // An empty array decodes as no value at all.
+            exact.require(!items.is_empty());
             for item in items {
-                put_nested(buf, 2, |b| encode_message(schema, item, b, depth + 1))?;
+                put_nested(buf, 2, |b| {
+                    encode_message(schema, item, b, depth + 1, exact)
+                })?;
             }
             Ok(())
         }
         (Special::SchemaOrStringArray, Value::Array(items)) => {
+            exact.require(!items.is_empty());
             for item in items {
                 let s = item
                     .as_str()

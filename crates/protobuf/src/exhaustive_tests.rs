@@ -191,7 +191,7 @@ fn kinds_are_sorted_for_lookup() {
 /// of each field's type (zero, negative and extreme numbers, non-ASCII and
 /// escaped text, several list elements and map entries, random embedded
 /// JSON), so the round trip is checked beyond one hand-picked sample.
-mod random {
+pub(crate) mod random {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use serde_json::{json, Map, Value};
@@ -220,7 +220,7 @@ mod random {
         s
     }
 
-    fn object(rng: &mut StdRng, idx: usize, depth: usize, out: &mut Map<String, Value>) {
+    pub(crate) fn object(rng: &mut StdRng, idx: usize, depth: usize, out: &mut Map<String, Value>) {
         for f in MESSAGES[idx].fields {
             if let (true, Ty::Message(inner)) = (f.inline, f.ty) {
                 object(rng, inner, depth + 1, out);

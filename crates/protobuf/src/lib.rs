@@ -14,6 +14,9 @@
 
 mod decode;
 mod encode;
+mod exact;
+#[cfg(test)]
+mod exact_tests;
 #[cfg(test)]
 mod exhaustive_tests;
 #[rustfmt::skip]
@@ -24,6 +27,7 @@ mod wire;
 
 use serde_json::{Map, Value};
 
+use exact::Exact;
 use generated::KINDS;
 use schema::KindDesc;
 use wire::{put_bytes, put_key, put_nested, put_varint, Reader, WireValue, WIRE_LEN};
@@ -231,7 +235,38 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, ProtobufError> {
 /// Like [`encode`], appending to `buf`.
 pub fn encode_into(value: &Value, buf: &mut Vec<u8>) -> Result<(), ProtobufError> {
     let (api_version, kind) = type_meta(value)?;
-    encode_kind(value, (api_version, kind), (api_version, kind), buf)
+    let mut unchecked = Exact::unchecked();
+    encode_kind(
+        value,
+        (api_version, kind),
+        (api_version, kind),
+        buf,
+        &mut unchecked,
+    )
+}
+
+/// Like [`encode`], also telling whether [`decode`] gives back exactly
+/// `value` (as `serde_json` compares trees: the order of an object's
+/// members aside), found while encoding. Conservative: `false` whenever
+/// the encoder cannot be sure (see `exact` for what decoding reshapes).
+pub fn encode_checked(value: &Value) -> Result<(Vec<u8>, bool), ProtobufError> {
+    let (api_version, kind) = type_meta(value)?;
+    let mut buf = Vec::with_capacity(256);
+    // A list's items and a watch event's object decode with type fields
+    // the encoding does not carry.
+    let mut exact = if kind.ends_with("List") || kind == WATCH_EVENT {
+        Exact::unchecked()
+    } else {
+        Exact::checked()
+    };
+    encode_kind(
+        value,
+        (api_version, kind),
+        (api_version, kind),
+        &mut buf,
+        &mut exact,
+    )?;
+    Ok((buf, exact.holds()))
 }
 
 /// Encodes `value` as the message of `(api_version, kind)`: what
@@ -248,16 +283,20 @@ pub fn encode_as(
         Err(e) => return Err(e),
     };
     let mut buf = Vec::with_capacity(256);
-    encode_kind(value, (api_version, kind), own, &mut buf)?;
+    let mut unchecked = Exact::unchecked();
+    encode_kind(value, (api_version, kind), own, &mut buf, &mut unchecked)?;
     Ok(buf)
 }
 
-/// Writes the envelope naming `written` around the message of `schema`.
+/// Writes the envelope naming `written` around the message of `schema`;
+/// `exact` (when checked) requires the envelope to name the value's own
+/// type fields, decoded as the object's `apiVersion` and `kind`.
 fn encode_kind(
     value: &Value,
     (api_version, kind): (&str, &str),
     written: (&str, &str),
     buf: &mut Vec<u8>,
+    exact: &mut Exact,
 ) -> Result<(), ProtobufError> {
     let desc = lookup(api_version, kind).ok_or_else(|| ProtobufError::UnknownKind {
         api_version: api_version.to_owned(),
@@ -279,7 +318,12 @@ fn encode_kind(
             Ok::<(), ProtobufError>(())
         })?;
     } else {
-        put_nested(buf, 2, |b| encode::encode_object(desc.message, obj, b, 0))?;
+        put_nested(buf, 2, |b| {
+            let used = encode::encode_fields(desc.message, obj, b, 0, exact)?;
+            // The other members are the type fields (two, as type_meta found).
+            exact.all_used(used + 2, obj.len());
+            Ok(())
+        })?;
     }
     // contentEncoding and contentType are written empty, as upstream does.
     put_bytes(buf, 3, b"");

@@ -7,17 +7,29 @@ use serde_json::Value;
 
 use crate::error::{Result, StorageError};
 
+/// Stored bytes, and what decoding them gives.
+pub struct Encoded {
+    pub data: Bytes,
+    /// [`Codec::decode`] gives back exactly the tree encoded, member order
+    /// included: a writer's tree then stands for the decoded object (as
+    /// its answer, and as the object of its watches' event: see
+    /// `store::handoff`), so nothing decodes it.
+    pub exact: bool,
+}
+
 pub trait Codec: Send + Sync + 'static {
     fn encode(&self, obj: &Value) -> Result<Bytes>;
     fn decode(&self, key: &str, data: &[u8]) -> Result<Value>;
 
-    /// Whether decoding what [`Codec::encode`] wrote always gives back the
-    /// tree that was encoded, field order included; then a watch of this
-    /// process may take a writer's object instead of decoding its event
-    /// (see `store::handoff`). Not for codecs that reshape on decoding
-    /// (protobuf drops empty lists and orders fields as Go's structs).
-    fn decodes_as_written(&self) -> bool {
-        false
+    /// Encodes an object a writer stores, telling whether decoding gives
+    /// it back exactly; conservative, and cheap (known while encoding, as
+    /// no decode is made to find out). The default claims nothing: the
+    /// writer then decodes what it stored, as upstream's store always does.
+    fn encode_checked(&self, obj: &Value) -> Result<Encoded> {
+        Ok(Encoded {
+            data: self.encode(obj)?,
+            exact: false,
+        })
     }
 }
 
@@ -40,8 +52,11 @@ impl Codec for JsonCodec {
     }
 
     /// serde_json keeps field order and writes numbers that parse back
-    /// to the same values.
-    fn decodes_as_written(&self) -> bool {
-        true
+    /// to the same values: every tree decodes as it was written.
+    fn encode_checked(&self, obj: &Value) -> Result<Encoded> {
+        Ok(Encoded {
+            data: self.encode(obj)?,
+            exact: true,
+        })
     }
 }

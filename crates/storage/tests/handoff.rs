@@ -62,8 +62,8 @@ async fn next(stream: &mut WatchStream) -> Object {
     }
 }
 
-/// JSON storage that does not promise to decode trees as written (as
-/// protobuf storage, which reshapes them).
+/// JSON storage whose decoding reshapes what it stored (as protobuf
+/// storage may), and which does not say which trees it gives back.
 struct Reshaping;
 
 impl Codec for Reshaping {
@@ -71,7 +71,9 @@ impl Codec for Reshaping {
         JsonCodec.encode(obj)
     }
     fn decode(&self, key: &str, data: &[u8]) -> storage::error::Result<Value> {
-        JsonCodec.decode(key, data)
+        let mut obj = JsonCodec.decode(key, data)?;
+        obj["decoded"] = json!(true);
+        Ok(obj)
     }
 }
 
@@ -158,15 +160,27 @@ async fn the_cache_keeps_the_written_objects_encodings() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reshaping_codec_hands_over_deleted_objects_only() {
+async fn writers_answer_and_hand_over_what_decoding_gives() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let kv = encrypted_kv(dir.path());
     let (cacher, mut watch) = cache(&kv, Arc::new(Reshaping)).await;
+    // As upstream's store, a create answers with the stored bytes decoded.
     let created = cacher.create(&key("a"), secret("a", "one")).await;
     let created = created.unwrap_or_else(|e| panic!("{e}"));
-    let event = next(&mut watch).await;
-    assert!(!shares_encoding(&event, &created), "decoded from the event");
-    assert_eq!(event, created);
+    assert_eq!(created["decoded"], true);
+    assert_eq!(created["data"]["k"], "one");
+    assert!(shares_encoding(&next(&mut watch).await, &created), "create");
+
+    let update = |_: Option<Object>| async { Ok(secret("a", "two")) }.boxed();
+    let a = key("a");
+    let updated = cacher.guaranteed_update(&a, false, None, &update).await;
+    let updated = updated.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (&updated["decoded"], &updated["data"]["k"]),
+        (&json!(true), &json!("two"))
+    );
+    assert!(shares_encoding(&next(&mut watch).await, &updated), "update");
+
     let allow = |_: Object| async { Ok(()) }.boxed();
     let deleted = cacher.delete(&key("a"), None, &allow).await;
     let deleted = deleted.unwrap_or_else(|e| panic!("{e}"));

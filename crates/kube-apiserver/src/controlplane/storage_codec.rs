@@ -14,6 +14,7 @@
 use apimachinery::serializer::json;
 use bytes::Bytes;
 use serde_json::Value;
+use storage::codec::Encoded;
 use storage::{Codec, StorageError};
 
 /// `--storage-media-type` values.
@@ -55,6 +56,25 @@ impl Codec for StorageCodec {
                 .map(Bytes::from)
                 .map_err(StorageError::internal),
         }
+    }
+
+    /// Decoding protobuf gives back a tree the encoder found it gives back
+    /// (`protobuf_codec::encode_checked`, member order aside), which the
+    /// decoder then normalizes: the tree itself when it already has Go's
+    /// shape (normalizing orders members whatever order they came in).
+    /// JSON and YAML are not checked (Go writes whole floats as integers).
+    fn encode_checked(&self, obj: &Value) -> storage::error::Result<Encoded> {
+        if self.media_type != StorageMediaType::Protobuf || !has_protobuf(obj) {
+            return Ok(Encoded {
+                data: self.encode(obj)?,
+                exact: false,
+            });
+        }
+        let (data, exact) = protobuf_codec::encode_checked(obj).map_err(StorageError::internal)?;
+        Ok(Encoded {
+            data: Bytes::from(data),
+            exact: exact && go_json::is_normalized(obj),
+        })
     }
 
     /// Objects come back in Go's shape whatever encoding stored them
@@ -191,5 +211,70 @@ mod tests {
         bytes.truncate(bytes.len() - 3);
         let err = StorageCodec::default().decode("/k", &bytes).unwrap_err();
         assert!(matches!(err, StorageError::Corrupt { .. }), "{err:?}");
+    }
+
+    /// Upstream's fixture objects of every kind (`testdata/kubernetes-api`),
+    /// in Go's shape as the registry stores objects.
+    fn fixtures() -> Vec<(String, Value)> {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/kubernetes-api/HEAD");
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if let Some(name) = name.strip_suffix(".json") {
+                let mut obj: Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                go_json::normalize(&mut obj);
+                out.push((name.to_owned(), obj));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn objects_found_exact_decode_to_themselves_in_order() {
+        let codec = StorageCodec::default();
+        let (mut exact, mut decoded) = (0, 0);
+        for (name, obj) in fixtures() {
+            let Ok(encoded) = codec.encode_checked(&obj) else {
+                continue; // kinds that are never stored (reviews, options)
+            };
+            let back = codec.decode("/k", &encoded.data).unwrap();
+            let same = back.to_string() == obj.to_string();
+            if encoded.exact {
+                assert!(same, "{name}: found exact, decodes to\n{back}\nnot\n{obj}");
+                exact += 1;
+            } else {
+                decoded += 1;
+            }
+        }
+        assert!(exact > 60, "{exact} of {} found exact", exact + decoded);
+    }
+
+    #[test]
+    fn objects_written_by_the_registry_are_exact_unless_decoding_reshapes_them() {
+        let codec = StorageCodec::default();
+        let mut map = config_map();
+        go_json::normalize(&mut map);
+        assert!(codec.encode_checked(&map).unwrap().exact);
+        // Decoding would normalize: the member order counts.
+        let mut reordered = map.clone();
+        if let Some(obj) = reordered.as_object_mut() {
+            let kind = obj.shift_remove("kind").unwrap();
+            obj.insert("kind".into(), kind);
+        }
+        assert!(!codec.encode_checked(&reordered).unwrap().exact);
+        // An empty finalizer list is not on the wire.
+        let mut finalizers = map.clone();
+        finalizers["metadata"]["finalizers"] = json!([]);
+        assert!(!codec.encode_checked(&finalizers).unwrap().exact);
+        // JSON storage and kinds without protobuf are not checked.
+        let json = StorageCodec {
+            media_type: StorageMediaType::Json,
+        };
+        assert!(!json.encode_checked(&map).unwrap().exact);
     }
 }

@@ -6,18 +6,18 @@
 //! While a watch of the store is open, a writer takes a [`Ticket`] for the
 //! key and the plaintext bytes it is about to store (for a delete, the bytes
 //! it is removing) and fills it with the object and the revision once its
-//! transaction has succeeded. Only objects equal to what decoding the event
-//! gives are handed over: a deleted object (decoded by the delete from the
-//! very bytes the event carries), and written ones when the codec decodes
-//! every tree as it was written ([`crate::Codec::decodes_as_written`]; the
-//! server's protobuf storage does not, so its creates and updates are still
-//! decoded: a writer's tree may keep an empty list protobuf drops, or
-//! fields in another order than Go's). A watch translating an event looks for a
-//! ticket with the event's key and bytes; when one is there the transaction
-//! has committed, so it waits (briefly) for the writer to fill it and uses
-//! the object if the revisions match. Everything else decodes as before:
-//! writes of other API servers on etcd, events replayed after a restart, a
-//! writer that failed or was cancelled before filling its ticket.
+//! transaction has succeeded. That object is what decoding the event gives:
+//! a writer answers, as upstream's store, with the object decoding the
+//! stored bytes gives (and decodes them, unless the codec found while
+//! encoding that decoding gives back the tree written:
+//! [`crate::codec::Encoded::exact`]), and a delete with the object decoded
+//! from the very bytes the event carries. A watch translating an event
+//! looks for a ticket with the event's key and bytes; when one is there the
+//! transaction has committed, so it waits (briefly) for the writer to fill
+//! it and uses the object if the revisions match. Everything else decodes
+//! as before: writes of other API servers on etcd, events replayed after a
+//! restart, a writer that failed or was cancelled before filling its
+//! ticket.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -129,7 +129,7 @@ struct Held {
 
 impl Ticket {
     /// A ticket nobody takes.
-    pub(super) fn none() -> Self {
+    fn none() -> Self {
         Ticket(None)
     }
 

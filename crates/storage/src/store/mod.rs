@@ -16,11 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use component_base::tracing::{self as tracing_ctx, Attribute};
 use serde_json::Value;
 
-use crate::codec::Codec;
+use crate::codec::{Codec, Encoded};
 use crate::error::{Result, StorageError};
 use crate::interface::{
     GetOptions, KnownVersion, KnownVersions, ListOptions, ListResult, Object, Preconditions,
@@ -105,21 +104,20 @@ impl Store {
     async fn create_traced(&self, key: &str, mut obj: Value) -> Result<Object> {
         prepare_for_storage(key, &mut obj)?;
         tracing_ctx::add_event("About to Encode", Vec::new());
-        let data = self.encode(&obj)?;
+        let Encoded { data, exact } = self.encode(&obj)?;
         tracing_ctx::add_event(
             "Encode succeeded",
             vec![Attribute::new("len", length(&data))],
         );
-        let ticket = self.written_ticket(key, &data);
-        let txn = self.kv.txn(key, 0, TxnOp::Put(data)).await;
+        let ticket = self.handoff.expect(key, &data);
+        let txn = self.kv.txn(key, 0, TxnOp::Put(data.clone())).await;
         match &txn {
             Ok(_) => tracing_ctx::add_event("Txn call succeeded", Vec::new()),
             Err(e) => tracing_ctx::add_event("Txn call failed", error_attributes(e)),
         }
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
-                set_resource_version(key, &mut obj, revision)?;
-                let obj = Arc::new(obj.into());
+                let obj = self.written(key, obj, (&data, exact), revision)?;
                 ticket.fill(revision, &obj);
                 Ok(obj)
             }
@@ -181,25 +179,46 @@ impl Store {
         Ok(Some(Arc::new(decoded?.into())))
     }
 
-    /// The ticket of a create or update storing `data` at `key` (see
-    /// [`handoff`]): an empty one unless the codec decodes as written.
-    fn written_ticket(&self, key: &str, data: &Bytes) -> handoff::Ticket {
-        if self.codec.decodes_as_written() {
-            self.handoff.expect(key, data)
+    /// What the write of `obj`, stored as `data` at `revision`, answers:
+    /// as upstream's store, the object decoding `data` gives (in the
+    /// `decode succeeded` event of the write's span), which is `obj` itself
+    /// when the codec found the encoding `exact`.
+    fn written(
+        &self,
+        key: &str,
+        obj: Value,
+        (data, exact): (&[u8], bool),
+        revision: i64,
+    ) -> Result<Object> {
+        let decoded = if exact {
+            Ok(obj)
         } else {
-            handoff::Ticket::none()
-        }
+            self.codec.decode(key, data)
+        };
+        let mut attributes = vec![Attribute::new("len", length(data))];
+        let mut obj = match decoded {
+            Ok(obj) => obj,
+            Err(e) => {
+                attributes.extend(error_attributes(&e));
+                tracing_ctx::add_event("decode failed", attributes);
+                return Err(e);
+            }
+        };
+        tracing_ctx::add_event("decode succeeded", attributes);
+        set_resource_version(key, &mut obj, revision)?;
+        Ok(Arc::new(obj.into()))
     }
 
-    fn encode(&self, obj: &Value) -> Result<Bytes> {
-        let data = self.codec.encode(obj)?;
-        if data.len() > self.max_object_bytes {
+    /// Encodes `obj`, refusing it when it is larger than the KV takes.
+    fn encode(&self, obj: &Value) -> Result<Encoded> {
+        let encoded = self.codec.encode_checked(obj)?;
+        if encoded.data.len() > self.max_object_bytes {
             return Err(StorageError::TooLarge {
-                size: data.len(),
+                size: encoded.data.len(),
                 limit: self.max_object_bytes,
             });
         }
-        Ok(data)
+        Ok(encoded)
     }
 
     fn decode(&self, key: &str, data: &[u8], revision: i64) -> Result<Value> {

@@ -10,6 +10,7 @@ use component_base::tracing::{self as tracing_ctx, Attribute};
 
 use super::object::{check_preconditions, prepare_for_storage, set_resource_version};
 use super::Store;
+use crate::codec::Encoded;
 use crate::error::{Result, StorageError};
 use crate::interface::{Object, Preconditions, UpdateFn, ValidateDeletionFn};
 use crate::kv::{KeyValue, RangeRequest, TxnOp, TxnResponse};
@@ -74,7 +75,7 @@ pub(super) async fn guaranteed_update(
         let mut updated = update(state.obj.clone()).await?;
         prepare_for_storage(key, &mut updated)?;
         tracing_ctx::add_event("About to Encode", Vec::new());
-        let data = store.codec.encode(&updated)?;
+        let Encoded { data, exact } = store.codec.encode_checked(&updated)?;
         let len = i64::try_from(data.len()).unwrap_or(i64::MAX);
         tracing_ctx::add_event("Encode succeeded", vec![Attribute::new("len", len)]);
         if let Some(current) = &state.obj {
@@ -90,8 +91,11 @@ pub(super) async fn guaranteed_update(
             });
         }
         tracing_ctx::add_event("Transaction prepared", Vec::new());
-        let ticket = store.written_ticket(key, &data);
-        let txn = store.kv.txn(key, state.revision, TxnOp::Put(data)).await;
+        let ticket = store.handoff.expect(key, &data);
+        let txn = store
+            .kv
+            .txn(key, state.revision, TxnOp::Put(data.clone()))
+            .await;
         let events: &[&'static str] = match &txn {
             Ok(_) => &["Txn call completed", "Transaction committed"],
             Err(_) => &["Txn call failed"],
@@ -101,8 +105,7 @@ pub(super) async fn guaranteed_update(
         }
         match txn? {
             TxnResponse::Succeeded { revision, .. } => {
-                set_resource_version(key, &mut updated, revision)?;
-                let updated = Arc::new(updated.into());
+                let updated = store.written(key, updated, (&data, exact), revision)?;
                 ticket.fill(revision, &updated);
                 return Ok(updated);
             }
