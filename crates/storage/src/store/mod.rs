@@ -369,6 +369,8 @@ impl Storage for Store {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     #[test]

@@ -64,7 +64,7 @@ const EDITS: usize = 7;
 
 fn edit(obj: &mut serde_json::Map<String, Value>, which: usize) {
     let first = obj.keys().next().cloned();
-    let last = obj.keys().last().cloned();
+    let last = obj.keys().next_back().cloned();
     match (which, first, last) {
         (0, Some(first), _) => {
             // The first member moved to the end.
