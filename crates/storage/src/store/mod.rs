@@ -369,8 +369,6 @@ impl Storage for Store {
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
-
     use super::*;
 
     #[test]
