@@ -16,6 +16,8 @@
 
 pub mod encode;
 pub mod normalize;
+mod shaped;
 pub mod table;
 
-pub use normalize::{is_normalized, normalize, normalize_as, normalize_kind};
+pub use normalize::{normalize, normalize_as, normalize_kind};
+pub use shaped::is_normalized;

@@ -17,10 +17,6 @@ use serde_json::{Map, Value};
 
 use crate::table::{shapes, Field, Shape, Shapes};
 
-mod shaped;
-
-pub use shaped::is_normalized;
-
 /// Reshapes a built-in object (found by its `apiVersion` and `kind`) as
 /// upstream writes it. Returns whether the kind is a built-in one; other
 /// objects (custom resources) are left untouched.
@@ -157,7 +153,7 @@ fn element(shapes: &Shapes, item: &mut Value, shape: &Shape) {
 }
 
 /// Go's zero value of a shape, as `encoding/json` writes it.
-fn zero(shapes: &Shapes, shape: &Shape) -> Value {
+pub(crate) fn zero(shapes: &Shapes, shape: &Shape) -> Value {
     match shape {
         Shape::String => Value::from(""),
         Shape::Int | Shape::Float | Shape::IntOrString => Value::from(0),
@@ -181,7 +177,7 @@ fn zero(shapes: &Shapes, shape: &Shape) -> Value {
 
 /// Whether `omitempty` leaves out a field holding its zero value: not
 /// for structs (and the types that marshal themselves from a struct).
-fn zero_is_empty(shape: &Shape) -> bool {
+pub(crate) fn zero_is_empty(shape: &Shape) -> bool {
     !matches!(
         shape,
         Shape::Struct(_)
@@ -194,7 +190,7 @@ fn zero_is_empty(shape: &Shape) -> bool {
 }
 
 /// Go's `isEmptyValue` of a decoded, present value.
-fn is_empty(v: &Value, shape: &Shape) -> bool {
+pub(crate) fn is_empty(v: &Value, shape: &Shape) -> bool {
     match shape {
         Shape::String | Shape::Bytes => v.as_str() == Some(""),
         Shape::Int | Shape::Float => v.as_f64() == Some(0.0),
@@ -208,7 +204,7 @@ fn is_empty(v: &Value, shape: &Shape) -> bool {
 /// Go's `IsZero` of a decoded, present value: nil-able values that are
 /// present are not zero; scalars and structs are when they equal their
 /// zero value.
-fn is_zero(shapes: &Shapes, v: &Value, shape: &Shape) -> bool {
+pub(crate) fn is_zero(shapes: &Shapes, v: &Value, shape: &Shape) -> bool {
     match shape {
         Shape::String | Shape::Int | Shape::Float | Shape::Bool => is_empty(v, shape),
         Shape::Quantity => apimachinery::quantity::canonicalize_json(v).is_ok_and(|q| q == "0"),

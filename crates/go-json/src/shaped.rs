@@ -1,14 +1,14 @@
-//! Whether a tree already has the shape [`super::normalize`] gives it,
+//! Whether a tree already has the shape [`crate::normalize()`] gives it,
 //! answered by reading it (no copy, no allocation): the storage codec asks
 //! it to know that decoding what it stores, which normalizes, gives back
 //! the very tree it was handed.
 
 use serde_json::{Map, Value};
 
-use super::{is_empty, is_zero, zero, zero_is_empty};
+use crate::normalize::{is_empty, is_zero, zero, zero_is_empty};
 use crate::table::{shapes, Field, Shape, Shapes};
 
-/// Whether [`super::normalize`] would leave `obj` as it is, member order
+/// Whether [`crate::normalize()`] would leave `obj` as it is, member order
 /// included (objects that are not built-in kinds, which it leaves alone,
 /// count as normalized).
 pub fn is_normalized(obj: &Value) -> bool {
