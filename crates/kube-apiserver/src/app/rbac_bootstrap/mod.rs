@@ -6,6 +6,7 @@
 //! ClusterRole aggregation controller (`controller::clusterroleaggregation`),
 //! elected as kube-controller-manager's (`controller_manager`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,16 +39,12 @@ const BINDINGS_VISIBLE_WITHIN: Duration = Duration::from_secs(10);
 /// authorized by the default policy: a client asking right after `/readyz`
 /// is not refused for a binding the cache has not seen yet. Gives up after
 /// [`BINDINGS_VISIBLE_WITHIN`]; the bindings are written either way.
-async fn bindings_visible(reader: &dyn PolicyReader) {
-    let wanted: Vec<String> = default_cluster_role_bindings()
-        .into_iter()
-        .chain(controller_roles::role_bindings())
-        .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned()))
-        .collect();
+async fn bindings_visible(reader: &dyn PolicyReader, wanted: &[String]) {
     let all_seen = async {
         loop {
             let held = reader.cluster_role_bindings().await.unwrap_or_default();
-            let names: Vec<String> = held.iter().filter_map(|b| b.metadata_str("name")).collect();
+            let names: HashSet<String> =
+                held.iter().filter_map(|b| b.metadata_str("name")).collect();
             if wanted.iter().all(|w| names.contains(w)) {
                 return;
             }
@@ -118,7 +115,13 @@ pub fn install(
                 // Concurrently: the store commits concurrent writes together,
                 // so the whole policy costs a few commits instead of one each.
                 let mut writes = Vec::new();
+                let mut bindings = Vec::new();
                 for (store, objects) in policy {
+                    if Arc::ptr_eq(store, cluster_role_bindings) {
+                        bindings.extend(objects.iter().filter_map(|b| {
+                            Some(b.pointer("/metadata/name")?.as_str()?.to_owned())
+                        }));
+                    }
                     writes.extend(objects.into_iter().map(|obj| ensure(store, obj)));
                 }
                 futures::stream::iter(writes)
@@ -126,7 +129,7 @@ pub fn install(
                     .try_collect::<()>()
                     .await?;
                 if let Some(reader) = reader {
-                    bindings_visible(reader.as_ref()).await;
+                    bindings_visible(reader.as_ref(), &bindings).await;
                 }
                 if let Some(informer) = aggregation {
                     let store = cluster_roles.clone();
