@@ -90,7 +90,11 @@ async fn measure(server: &Server, args: &Args) -> Result<Scale, BenchError> {
     eprintln!("[server-bench] storing {} services", args.scale_services);
     let make = spread(client, "services", Bodies::services("svc"), namespaces);
     fill.merge(store(client, shape(args.steps_max()), args.scale_services, make).await?)?;
-    eprintln!("[server-bench] storing {} pods", args.scale_pods);
+    let accounts = service_accounts(client).await?;
+    eprintln!(
+        "[server-bench] storing {} pods ({accounts} ServiceAccounts stored)",
+        args.scale_pods
+    );
     let make = spread(client, "pods", Bodies::pods("p"), namespaces);
     fill.merge(store(client, shape(args.steps_max()), args.scale_pods, make).await?)?;
     fill.elapsed = started.elapsed();
@@ -131,6 +135,19 @@ fn spread(client: &Client, resource: &'static str, bodies: Bodies, namespaces: u
             .target(Protocol::H2, &path)?
             .request(Method::POST, JSON, Some(bodies.body(i)))
     })
+}
+
+/// How many ServiceAccounts are stored: a pod waits in admission for its
+/// namespace's `default` one, which the service-account controller makes.
+async fn service_accounts(client: &Client) -> Result<usize, BenchError> {
+    let mut conn = client.connect(Protocol::H2).await?;
+    let list = client.target(Protocol::H2, "/api/v1/serviceaccounts")?;
+    let body = conn
+        .get_body(list.request(Method::GET, JSON, None)?)
+        .await?;
+    let list: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| BenchError::Check(format!("listing ServiceAccounts: {e}")))?;
+    Ok(list["items"].as_array().map_or(0, Vec::len))
 }
 
 /// Makes `count` creates; a failure ends the run.
