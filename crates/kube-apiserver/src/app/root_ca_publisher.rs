@@ -22,6 +22,12 @@ use serde_json::{json, Value};
 
 use crate::controller_manager::ControllerManager;
 
+/// Namespaces handled at once. Upstream's controller-manager runs one
+/// worker; here the store commits concurrent writes together, so a burst of
+/// new namespaces gets its ConfigMaps several times sooner (a pod's
+/// service-account volume projects this one).
+const WORKERS: usize = 8;
+
 const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver \
     when using internal endpoints such as the internal service IP or kubernetes.default.svc. \
@@ -84,7 +90,7 @@ async fn run(
     configmap_informer.add_event_handler_until(on_configmap, &stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
-    run_workers(queue, 1, stop, move |ns: String| {
+    run_workers(queue, WORKERS, stop, move |ns: String| {
         let (lister, configmaps, ca) = (lister.clone(), configmaps.clone(), ca.clone());
         async move {
             // A namespace already gone needs nothing.

@@ -20,6 +20,12 @@ use serde_json::{json, Value};
 
 use crate::controller_manager::ControllerManager;
 
+/// Namespaces handled at once. Upstream's controller-manager runs one
+/// worker; here the store commits concurrent writes together, so a burst of
+/// new namespaces gets its accounts several times sooner (pods wait in
+/// admission for their namespace's `default` account).
+const WORKERS: usize = 8;
+
 pub fn install(
     server: &mut GenericApiServer,
     informers: &SharedInformerFactory,
@@ -66,7 +72,7 @@ async fn run(informers: [Arc<SharedInformer>; 2], accounts: Arc<Store>, stop: Ca
     account_informer.add_event_handler_until(on_account, &stop);
     namespace_informer.wait_for_sync().await;
     let lister = namespace_informer.lister();
-    run_workers(queue, 1, stop, move |ns: String| {
+    run_workers(queue, WORKERS, stop, move |ns: String| {
         let (lister, accounts) = (lister.clone(), accounts.clone());
         async move {
             // A namespace already gone needs no account.
