@@ -27,10 +27,13 @@ const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// Lifetime of the projected token (an hour, plus seven seconds so that
 /// kubelets can tell admission-injected tokens apart).
 const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
-/// Lookups of the default account, which a controller is expected to
-/// create shortly after its namespace.
-const DEFAULT_ACCOUNT_ATTEMPTS: u32 = 10;
-const RETRY_INTERVAL: Duration = Duration::from_millis(150);
+/// How long a pod waits for its namespace's default account, which a
+/// controller creates shortly after the namespace: upstream's ten lookups
+/// 100–200 ms apart. The store is read in-process, so it is read every
+/// [`DEFAULT_ACCOUNT_POLL`] and the pod goes on as soon as the account is
+/// there, not at the next of upstream's lookups.
+const DEFAULT_ACCOUNT_WAIT: Duration = Duration::from_millis(1350);
+const DEFAULT_ACCOUNT_POLL: Duration = Duration::from_millis(10);
 /// The (deprecated, still honoured) opt-in to mountable-secret limits.
 const ENFORCE_MOUNTABLE_SECRETS: &str = "kubernetes.io/enforce-mountable-secrets";
 const EPHEMERAL_CONTAINERS: &str = "ephemeralcontainers";
@@ -60,17 +63,15 @@ fn is_mirror(pod: &Value) -> bool {
 }
 
 impl ServiceAccount {
-    /// The account, retried for a while when it is the default one.
+    /// The account, waited for a while when it is the default one.
     async fn account(&self, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
-        let attempts = if name == DEFAULT_ACCOUNT {
-            DEFAULT_ACCOUNT_ATTEMPTS
+        let wait = if name == DEFAULT_ACCOUNT {
+            DEFAULT_ACCOUNT_WAIT
         } else {
-            1
+            Duration::ZERO
         };
-        for attempt in 0..attempts {
-            if attempt > 0 {
-                tokio::time::sleep(RETRY_INTERVAL).await;
-            }
+        let until = tokio::time::Instant::now() + wait;
+        loop {
             if let Some(sa) = self
                 .stores
                 .get("", "serviceaccounts", Some(namespace), name)
@@ -78,8 +79,11 @@ impl ServiceAccount {
             {
                 return Ok(Some(sa.to_value()));
             }
+            if tokio::time::Instant::now() >= until {
+                return Ok(None);
+            }
+            tokio::time::sleep(DEFAULT_ACCOUNT_POLL).await;
         }
-        Ok(None)
     }
 
     /// The pod's account, refused as upstream when it does not exist.
@@ -451,6 +455,47 @@ fn mount_token(spec: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::testing;
+    use apiserver::registry::store::WriteOptions;
+
+    /// A pod goes on as soon as its namespace's default account is made,
+    /// and is refused once the wait is over without it; another account is
+    /// not waited for.
+    #[tokio::test]
+    async fn the_default_account_is_waited_for_until_it_exists() {
+        let plugin = ServiceAccount {
+            stores: testing::stores(Vec::new()).await,
+        };
+        let started = tokio::time::Instant::now();
+        assert_eq!(plugin.account("late", "other").await, Ok(None));
+        assert!(started.elapsed() < DEFAULT_ACCOUNT_POLL * 5);
+        let started = tokio::time::Instant::now();
+        assert_eq!(plugin.account("late", DEFAULT_ACCOUNT).await, Ok(None));
+        assert!(started.elapsed() >= DEFAULT_ACCOUNT_WAIT);
+
+        let accounts = plugin.stores.store("", "serviceaccounts");
+        let make = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": DEFAULT_ACCOUNT, "namespace": "late"}});
+            let store = accounts.expect("the fixture serves serviceaccounts");
+            assert!(store.create(sa, &WriteOptions::default()).await.is_ok());
+        };
+        let started = tokio::time::Instant::now();
+        let (found, ()) = tokio::join!(plugin.account("late", DEFAULT_ACCOUNT), make);
+        let waited = started.elapsed();
+        assert_eq!(
+            found
+                .ok()
+                .flatten()
+                .and_then(|sa| sa["metadata"]["namespace"].as_str().map(String::from)),
+            Some("late".to_string())
+        );
+        assert!(
+            waited >= Duration::from_millis(200) && waited < DEFAULT_ACCOUNT_WAIT,
+            "waited {waited:?}"
+        );
+    }
 
     #[test]
     fn every_container_mounts_one_projected_volume() {
