@@ -30,7 +30,8 @@ use fields::Level;
 /// A stored object version, shared read-only (as [`crate::Object`]).
 #[derive(Clone)]
 pub struct StoredObject {
-    tree: OnceLock<Value>,
+    /// Boxed: most held versions have none, and the cache holds many.
+    tree: OnceLock<Box<Value>>,
     /// The JSON encoding, trailing newline included.
     json: OnceLock<Bytes>,
 }
@@ -48,7 +49,7 @@ impl StoredObject {
     /// The object's JSON tree, decoded from its encoding on first use and
     /// kept from then on.
     pub fn value(&self) -> &Value {
-        self.tree.get_or_init(|| decode(self.encoded()))
+        self.tree.get_or_init(|| Box::new(decode(self.encoded())))
     }
 
     /// Whether the tree is decoded (or the object was made from one).
@@ -63,7 +64,8 @@ impl StoredObject {
         self.json
             .get_or_init(|| {
                 let tree = self.tree.get().expect("a stored object has a tree or JSON");
-                let mut json = go_json::encode::to_vec(tree).expect("JSON trees always serialize");
+                let mut json =
+                    go_json::encode::to_vec(&**tree).expect("JSON trees always serialize");
                 json.shrink_to_fit();
                 Bytes::from(json)
             })
@@ -84,7 +86,7 @@ impl StoredObject {
     /// (not kept).
     pub fn tree(&self) -> Cow<'_, Value> {
         match self.tree.get() {
-            Some(tree) => Cow::Borrowed(tree),
+            Some(tree) => Cow::Borrowed(&**tree),
             None => Cow::Owned(decode(self.encoded())),
         }
     }
@@ -137,7 +139,7 @@ impl StoredObject {
             return fields::values(self.encoded(), level, fields);
         };
         let parent = match level {
-            Level::Top => Some(tree),
+            Level::Top => Some(&**tree),
             Level::Metadata => tree.get("metadata"),
         };
         let value = |field: &&str| parent?.get(*field).cloned();
@@ -161,7 +163,7 @@ impl StoredObject {
     /// The tree, taken out.
     pub fn into_value(self) -> Value {
         match self.tree.into_inner() {
-            Some(tree) => tree,
+            Some(tree) => *tree,
             None => decode(self.json.get().expect("a stored object has a tree or JSON")),
         }
     }
@@ -184,7 +186,7 @@ fn decode_as<T: DeserializeOwned>(json: &[u8]) -> T {
 impl From<Value> for StoredObject {
     fn from(tree: Value) -> Self {
         StoredObject {
-            tree: OnceLock::from(tree),
+            tree: OnceLock::from(Box::new(tree)),
             json: OnceLock::new(),
         }
     }
@@ -262,6 +264,13 @@ mod tests {
         assert_eq!(&compact.json()[..], expected.as_bytes());
         assert_eq!(compact.value(), &config_map());
         assert!(compact.has_tree(), "dereferencing keeps the tree");
+    }
+
+    #[test]
+    fn a_held_version_without_a_tree_is_small() {
+        // The cache holds one per object: its JSON's `Bytes` and an empty
+        // slot for a tree, not room for a tree inline.
+        assert!(std::mem::size_of::<StoredObject>() <= 64);
     }
 
     #[test]
