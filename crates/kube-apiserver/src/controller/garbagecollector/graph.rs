@@ -2,6 +2,11 @@
 //! every object seen by the watches, keyed by uid, with its owners and
 //! dependents. Owners referenced but not (yet) seen are virtual nodes whose
 //! existence a worker checks. Applying a change yields the work it causes.
+//!
+//! The graph holds a node for every object the server stores, so nodes are
+//! kept small: boxed (the map's slots stay one pointer wide), with each uid
+//! shared by its node's key and its dependents' sets, and group versions,
+//! kinds and namespaces shared by every node that names them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -56,35 +61,22 @@ pub fn being_deleted(obj: &Value) -> bool {
 /// Where an object lives: enough to read it again.
 #[derive(Clone)]
 pub struct Identity {
-    pub api_version: String,
-    pub kind: String,
+    pub api_version: Arc<str>,
+    pub kind: Arc<str>,
     /// The namespace of the object, or for a virtual node the namespace of
     /// the dependent that named it (used if the owner's kind is namespaced).
-    pub namespace: Option<String>,
-    pub name: String,
-    pub uid: String,
+    pub namespace: Option<Arc<str>>,
+    pub name: Box<str>,
+    pub uid: Arc<str>,
     /// The store the object was seen in; `None` for virtual nodes.
     pub store: Option<Arc<Store>>,
 }
 
-impl Identity {
-    fn of(store: &Arc<Store>, obj: &Value) -> Option<Self> {
-        let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_owned);
-        Some(Identity {
-            api_version: store.info.api_version(),
-            kind: store.info.kind.clone(),
-            namespace: text("/metadata/namespace").filter(|n| !n.is_empty()),
-            name: text("/metadata/name")?,
-            uid: text("/metadata/uid")?,
-            store: Some(store.clone()),
-        })
-    }
-}
-
 pub struct Node {
     pub identity: Identity,
-    pub owners: Vec<OwnerRef>,
-    pub dependents: HashSet<String>,
+    pub owners: Box<[OwnerRef]>,
+    /// The uids of the objects naming this one as an owner.
+    pub dependents: HashSet<Arc<str>>,
     pub being_deleted: bool,
     /// Being deleted with `foregroundDeletion`: waits for its dependents.
     pub deleting_dependents: bool,
@@ -108,12 +100,66 @@ pub enum Work {
 
 #[derive(Default)]
 pub struct Graph {
-    nodes: HashMap<String, Node>,
+    nodes: HashMap<Arc<str>, Box<Node>>,
+    /// One copy of each group version, kind and namespace named.
+    names: HashSet<Arc<str>>,
 }
 
 impl Graph {
     pub fn node(&self, uid: &str) -> Option<&Node> {
-        self.nodes.get(uid)
+        self.nodes.get(uid).map(|n| &**n)
+    }
+
+    /// The shared copy of `text`.
+    fn intern(&mut self, text: &str) -> Arc<str> {
+        if let Some(held) = self.names.get(text) {
+            return held.clone();
+        }
+        let held: Arc<str> = Arc::from(text);
+        self.names.insert(held.clone());
+        held
+    }
+
+    /// Forgets the shared copies of a gone node's names that no other node
+    /// holds (namespaces come and go).
+    fn release(&mut self, identity: Identity) {
+        let Identity {
+            api_version,
+            kind,
+            namespace,
+            ..
+        } = identity;
+        for name in [Some(api_version), Some(kind), namespace]
+            .into_iter()
+            .flatten()
+        {
+            // Held by `names` and by this node alone.
+            if Arc::strong_count(&name) == 2 {
+                self.names.remove(&name);
+            }
+        }
+    }
+
+    /// The node's uid as the graph holds it (shared), or a new copy.
+    fn uid(&self, uid: &str) -> Arc<str> {
+        match self.nodes.get_key_value(uid) {
+            Some((held, _)) => held.clone(),
+            None => Arc::from(uid),
+        }
+    }
+
+    fn identity(&mut self, store: &Arc<Store>, obj: &Value) -> Option<Identity> {
+        let text = |p: &str| obj.pointer(p).and_then(Value::as_str);
+        let (name, uid) = (text("/metadata/name")?, text("/metadata/uid")?);
+        let namespace = text("/metadata/namespace").filter(|n| !n.is_empty());
+        Some(Identity {
+            api_version: self.intern(&store.info.api_version()),
+            kind: self.intern(&store.info.kind),
+            namespace: namespace.map(|ns| self.intern(ns)),
+            name: name.into(),
+            uid: self.uid(uid),
+            store: Some(store.clone()),
+        })
     }
 
     /// The dependents of `uid` whose reference to it blocks its deletion.
@@ -123,7 +169,7 @@ impl Graph {
         };
         node.dependents
             .iter()
-            .filter_map(|d| self.nodes.get(d))
+            .filter_map(|d| self.node(d))
             .filter(|d| {
                 d.owners
                     .iter()
@@ -134,7 +180,7 @@ impl Graph {
 
     /// An object was added or changed.
     pub fn upsert(&mut self, store: &Arc<Store>, obj: &Value, work: &mut Vec<Work>) {
-        let Some(identity) = Identity::of(store, obj) else {
+        let Some(identity) = self.identity(store, obj) else {
             return;
         };
         let uid = identity.uid.clone();
@@ -143,24 +189,24 @@ impl Graph {
         let foreground = deleting && has_finalizer(obj, FOREGROUND_FINALIZER);
         let (old_owners, dependents, was_virtual) = match self.nodes.remove(&uid) {
             Some(n) => (n.owners, n.dependents, n.identity.store.is_none()),
-            None => (Vec::new(), HashSet::new(), false),
+            None => (Box::default(), HashSet::new(), false),
         };
         if was_virtual {
             // Dependents named this object by a guessed identity: recheck them.
-            work.extend(dependents.iter().cloned().map(Work::Delete));
+            work.extend(dependents.iter().map(|d| Work::Delete(d.to_string())));
         }
         let namespace = identity.namespace.clone();
         self.nodes.insert(
             uid.clone(),
-            Node {
+            Box::new(Node {
                 identity,
-                owners: owners.clone(),
+                owners: owners.clone().into_boxed_slice(),
                 dependents,
                 being_deleted: deleting,
                 deleting_dependents: foreground,
-            },
+            }),
         );
-        for old in &old_owners {
+        for old in old_owners.iter() {
             let kept = owners.iter().find(|o| o.uid == old.uid);
             if kept.is_none() {
                 self.unlink(&uid, &old.uid, work);
@@ -172,23 +218,23 @@ impl Graph {
             .iter()
             .filter(|o| !old_owners.iter().any(|x| x.uid == o.uid))
         {
-            self.link(&uid, owner, namespace.as_deref(), work);
+            self.link(&uid, owner, namespace.as_ref(), work);
         }
         if owners.iter().any(|o| {
             self.nodes
-                .get(&o.uid)
+                .get(o.uid.as_str())
                 .is_some_and(|n| n.deleting_dependents)
         }) {
-            work.push(Work::Delete(uid.clone()));
+            work.push(Work::Delete(uid.to_string()));
         }
         if deleting && has_finalizer(obj, ORPHAN_FINALIZER) {
-            work.push(Work::Orphan(uid.clone()));
+            work.push(Work::Orphan(uid.to_string()));
         }
         if foreground {
             if let Some(node) = self.nodes.get(&uid) {
-                work.extend(node.dependents.iter().cloned().map(Work::Delete));
+                work.extend(node.dependents.iter().map(|d| Work::Delete(d.to_string())));
             }
-            work.push(Work::Delete(uid));
+            work.push(Work::Delete(uid.to_string()));
         }
     }
 
@@ -196,29 +242,33 @@ impl Graph {
     /// checked) when the owner has not been seen.
     fn link(
         &mut self,
-        dependent: &str,
+        dependent: &Arc<str>,
         owner: &OwnerRef,
-        namespace: Option<&str>,
+        namespace: Option<&Arc<str>>,
         work: &mut Vec<Work>,
     ) {
-        let node = self.nodes.entry(owner.uid.clone()).or_insert_with(|| {
-            work.push(Work::Delete(owner.uid.clone()));
-            Node {
-                identity: Identity {
-                    api_version: owner.api_version.clone(),
-                    kind: owner.kind.clone(),
-                    namespace: namespace.map(str::to_owned),
-                    name: owner.name.clone(),
-                    uid: owner.uid.clone(),
-                    store: None,
-                },
-                owners: Vec::new(),
-                dependents: HashSet::new(),
-                being_deleted: false,
-                deleting_dependents: false,
-            }
-        });
-        node.dependents.insert(dependent.to_owned());
+        if let Some(node) = self.nodes.get_mut(owner.uid.as_str()) {
+            node.dependents.insert(dependent.clone());
+            return;
+        }
+        work.push(Work::Delete(owner.uid.clone()));
+        let uid: Arc<str> = Arc::from(owner.uid.as_str());
+        let identity = Identity {
+            api_version: self.intern(&owner.api_version),
+            kind: self.intern(&owner.kind),
+            namespace: namespace.cloned(),
+            name: owner.name.as_str().into(),
+            uid: uid.clone(),
+            store: None,
+        };
+        let node = Node {
+            identity,
+            owners: Box::default(),
+            dependents: HashSet::from([dependent.clone()]),
+            being_deleted: false,
+            deleting_dependents: false,
+        };
+        self.nodes.insert(uid, Box::new(node));
     }
 
     fn unlink(&mut self, dependent: &str, owner: &str, work: &mut Vec<Work>) {
@@ -227,7 +277,9 @@ impl Graph {
         };
         node.dependents.remove(dependent);
         if node.is_virtual() && node.dependents.is_empty() {
-            self.nodes.remove(owner);
+            if let Some(gone) = self.nodes.remove(owner) {
+                self.release(gone.identity);
+            }
             return;
         }
         self.recheck_if_waiting(owner, work);
@@ -247,26 +299,28 @@ impl Graph {
         let Some(node) = self.nodes.remove(uid) else {
             return;
         };
-        for owner in &node.owners {
+        for owner in node.owners.iter() {
             self.unlink(uid, &owner.uid, work);
         }
         if node.dependents.is_empty() {
+            self.release(node.identity);
             return;
         }
-        work.extend(node.dependents.iter().cloned().map(Work::Delete));
+        work.extend(node.dependents.iter().map(|d| Work::Delete(d.to_string())));
         // The dependents still name it: keep it as a virtual node, which
         // the workers find absent, until they let go of it.
         let mut identity = node.identity;
         identity.store = None;
+        let uid = identity.uid.clone();
         self.nodes.insert(
-            uid.to_owned(),
-            Node {
+            uid,
+            Box::new(Node {
                 identity,
-                owners: Vec::new(),
+                owners: Box::default(),
                 dependents: node.dependents,
                 being_deleted: false,
                 deleting_dependents: false,
-            },
+            }),
         );
     }
 
@@ -275,7 +329,7 @@ impl Graph {
         let Some(node) = self.nodes.get(uid) else {
             return;
         };
-        work.extend(node.dependents.iter().cloned().map(Work::Delete));
+        work.extend(node.dependents.iter().map(|d| Work::Delete(d.to_string())));
         if node.is_virtual() {
             return;
         }

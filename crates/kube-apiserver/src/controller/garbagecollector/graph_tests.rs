@@ -71,7 +71,7 @@ fn foreground_owners_queue_dependents_and_are_rechecked() {
     let blocking: Vec<&str> = g
         .blocking_dependents("o1")
         .iter()
-        .map(|n| n.identity.name.as_str())
+        .map(|n| &*n.identity.name)
         .collect();
     assert_eq!(blocking, vec!["a"]);
     // The blocking dependent goes: the owner is checked again.
@@ -94,4 +94,49 @@ fn orphaning_owners_are_queued_and_deletions_make_them_virtual() {
     g.remove("o1", &mut work);
     assert!(work.contains(&Work::Delete("d1".into())));
     assert!(g.node("o1").is_some_and(Node::is_virtual));
+}
+
+/// Nodes share what they name in common: one copy of a namespace, kind
+/// and group version for all nodes, one of each uid for its node's key and
+/// the owners' dependent sets.
+#[test]
+fn nodes_share_names_and_uids() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    g.upsert(&s, &cm("owner-o1", "o1", &[]), &mut work);
+    g.upsert(&s, &cm("dep", "d1", &[("o1", true)]), &mut work);
+    let (owner, dependent) = (g.node("o1").expect("owner"), g.node("d1").expect("dep"));
+    let shared = |a: &Option<Arc<str>>, b: &Option<Arc<str>>| match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    assert!(shared(
+        &owner.identity.namespace,
+        &dependent.identity.namespace
+    ));
+    assert!(Arc::ptr_eq(&owner.identity.kind, &dependent.identity.kind));
+    assert!(Arc::ptr_eq(
+        &owner.identity.api_version,
+        &dependent.identity.api_version
+    ));
+    let named = owner
+        .dependents
+        .get("d1")
+        .expect("the dependent is recorded");
+    assert!(Arc::ptr_eq(named, &dependent.identity.uid));
+    assert_eq!(&*dependent.identity.uid, "d1");
+}
+
+/// A namespace's shared name goes with the last node in it.
+#[test]
+fn names_no_node_holds_are_forgotten() {
+    let (s, mut g, mut work) = (store(), Graph::default(), Vec::new());
+    let in_ns = |name: &str, uid: &str, ns: &str| json!({"metadata": {"name": name, "namespace": ns, "uid": uid}});
+    g.upsert(&s, &in_ns("a", "u1", "gone-soon"), &mut work);
+    g.upsert(&s, &in_ns("b", "u2", "gone-soon"), &mut work);
+    g.remove("u1", &mut work);
+    assert!(g.names.contains("gone-soon"));
+    g.remove("u2", &mut work);
+    assert!(!g.names.contains("gone-soon"));
+    // No node left: the kind and group version went too.
+    assert!(g.names.is_empty());
 }

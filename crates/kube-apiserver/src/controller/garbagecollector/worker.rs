@@ -233,7 +233,7 @@ impl Workers {
         };
         let opts = DeleteOptions {
             preconditions: Some(Preconditions {
-                uid: Some(identity.uid.clone()),
+                uid: Some(identity.uid.to_string()),
                 resource_version: rv,
             }),
             propagation_policy: Some(policy),
@@ -253,7 +253,7 @@ impl Workers {
             .as_deref()
             .filter(|_| store.info.namespaced);
         if store.info.namespaced && ns.is_none() {
-            return Err(GcError::NamespacedOwner(dependent.name.clone()));
+            return Err(GcError::NamespacedOwner(dependent.name.to_string()));
         }
         let key = format!("{}/{}", ns.unwrap_or_default(), r.uid);
         if self.absent.lock().is_ok_and(|a| a.contains(&key)) {
@@ -323,7 +323,7 @@ impl Workers {
         // The owner is checked again as each blocking dependent goes.
         for (dependent, deleting) in blocking {
             if !deleting {
-                self.deletes.add(dependent);
+                self.deletes.add(dependent.to_string());
             }
         }
         Ok(())
