@@ -30,10 +30,10 @@ use crate::schema::{
 
 /// redb's page cache and write buffer. Reads are served by the watch
 /// caches, so the store's own reads are point reads of recent pages and the
-/// start's one pass over every object: 8 MiB keeps create and restart rates
-/// (measured against 256 and 32 MiB in docs/benchmarks.md) for ≈ 3 KB less
-/// resident memory per object than 256 MiB, at 10,000 objects as at 100,000.
-const CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// start's one pass over every object. 2 MiB keeps the create rate of 8 MiB
+/// (and 8 MiB that of 32 and 256 MiB, docs/benchmarks.md) for ≈ 0.6 KB less
+/// resident memory per object at 10,000 objects.
+const CACHE_BYTES: usize = 2 * 1024 * 1024;
 
 /// The store's current and compacted revision, as found on disk.
 pub(crate) type Bookkeeping = (i64, i64);
