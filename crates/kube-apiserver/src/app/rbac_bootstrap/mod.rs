@@ -6,11 +6,12 @@
 //! ClusterRole aggregation controller (`controller::clusterroleaggregation`),
 //! elected as kube-controller-manager's (`controller_manager`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::admission::initializer::Stores;
+use apiserver::registry::store::Store;
 use apiserver::server::GenericApiServer;
 use client_go::informers::SharedInformerFactory;
 use futures::{StreamExt, TryStreamExt};
@@ -61,6 +62,72 @@ async fn bindings_visible(reader: &dyn PolicyReader, wanted: &[String]) {
     }
 }
 
+/// `(namespace, name)` of an object.
+type ObjectKey = (String, String);
+
+fn object_key(obj: &serde_json::Value) -> ObjectKey {
+    let text = |field: &str| {
+        let value = obj.pointer(&format!("/metadata/{field}"));
+        value
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (text("namespace"), text("name"))
+}
+
+/// Every object `store` holds, by namespace and name.
+async fn stored(store: &Arc<Store>) -> Result<HashMap<ObjectKey, storage::Object>, String> {
+    let list = store.list(None, Default::default()).await;
+    let list = list.map_err(|e| format!("listing {}: {}", store.info.resource, e.message))?;
+    let key = |obj: &storage::Object| {
+        let [namespace, name] = [obj.metadata_str("namespace"), obj.metadata_str("name")];
+        (namespace.unwrap_or_default(), name.unwrap_or_default())
+    };
+    Ok(list.items.into_iter().map(|obj| (key(&obj), obj)).collect())
+}
+
+/// Creates the default policy where missing and reconciles it where stored;
+/// returns the names of the default ClusterRoleBindings.
+async fn write_policy(stores: &[Arc<Store>; 4]) -> Result<Vec<String>, String> {
+    let [cluster_roles, cluster_role_bindings, roles, role_bindings] = stores;
+    let policy = [
+        (cluster_roles, default_cluster_roles()),
+        (cluster_roles, controller_roles::roles()),
+        (cluster_role_bindings, default_cluster_role_bindings()),
+        (cluster_role_bindings, controller_roles::role_bindings()),
+        (roles, default_namespace_roles()),
+        (role_bindings, default_namespace_role_bindings()),
+    ];
+    // What is stored, one list per resource rather than a read per object
+    // (on etcd each is a round trip).
+    let listed = futures::future::try_join_all(stores.iter().map(stored)).await?;
+    // Concurrently: the store commits concurrent writes together, so the
+    // whole policy costs a few commits instead of one each.
+    let mut writes = Vec::new();
+    let mut bindings = Vec::new();
+    for (store, objects) in policy {
+        if Arc::ptr_eq(store, cluster_role_bindings) {
+            bindings.extend(
+                objects
+                    .iter()
+                    .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned())),
+            );
+        }
+        let mut held = stores.iter().zip(listed.iter());
+        let held = held.find(|(s, _)| Arc::ptr_eq(s, store)).map(|(_, h)| h);
+        for obj in objects {
+            let existing = held.and_then(|h| h.get(&object_key(&obj))).cloned();
+            writes.push(ensure(store, obj, existing));
+        }
+    }
+    futures::stream::iter(writes)
+        .buffer_unordered(BOOTSTRAP_WRITES_IN_FLIGHT)
+        .try_collect::<()>()
+        .await?;
+    Ok(bindings)
+}
+
 /// Binds the RBAC authorizer, when RBAC is a mode, to the RBAC stores of
 /// `server`, and installs the bootstrap hook (upstream creates the default
 /// policy whatever the authorization modes).
@@ -103,35 +170,12 @@ pub fn install(
             let (stores, aggregation) = (stores.clone(), aggregation.clone());
             let (manager, reader) = (manager.clone(), reader.clone());
             Box::pin(async move {
-                let [cluster_roles, cluster_role_bindings, roles, role_bindings] = &*stores;
-                let policy = [
-                    (cluster_roles, default_cluster_roles()),
-                    (cluster_roles, controller_roles::roles()),
-                    (cluster_role_bindings, default_cluster_role_bindings()),
-                    (cluster_role_bindings, controller_roles::role_bindings()),
-                    (roles, default_namespace_roles()),
-                    (role_bindings, default_namespace_role_bindings()),
-                ];
-                // Concurrently: the store commits concurrent writes together,
-                // so the whole policy costs a few commits instead of one each.
-                let mut writes = Vec::new();
-                let mut bindings = Vec::new();
-                for (store, objects) in policy {
-                    if Arc::ptr_eq(store, cluster_role_bindings) {
-                        bindings.extend(objects.iter().filter_map(|b| {
-                            Some(b.pointer("/metadata/name")?.as_str()?.to_owned())
-                        }));
-                    }
-                    writes.extend(objects.into_iter().map(|obj| ensure(store, obj)));
-                }
-                futures::stream::iter(writes)
-                    .buffer_unordered(BOOTSTRAP_WRITES_IN_FLIGHT)
-                    .try_collect::<()>()
-                    .await?;
+                let bindings = write_policy(&stores).await?;
                 if let Some(reader) = reader {
                     bindings_visible(reader.as_ref(), &bindings).await;
                 }
                 if let Some(informer) = aggregation {
+                    let [cluster_roles, ..] = &*stores;
                     let store = cluster_roles.clone();
                     manager.spawn(move |stop| {
                         clusterroleaggregation::run(informer.clone(), store.clone(), stop)

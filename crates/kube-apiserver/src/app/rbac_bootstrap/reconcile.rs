@@ -154,7 +154,11 @@ pub fn reconciled(existing: &Value, expected: &Value) -> Option<Value> {
 }
 
 /// Creates `expected` when missing, else reconciles the stored object.
-pub async fn ensure(store: &Store, expected: Value) -> Result<(), String> {
+pub async fn ensure(
+    store: &Store,
+    expected: Value,
+    existing: Option<storage::Object>,
+) -> Result<(), String> {
     let name = expected
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -165,19 +169,15 @@ pub async fn ensure(store: &Store, expected: Value) -> Result<(), String> {
         .and_then(Value::as_str)
         .map(str::to_owned);
     let failed = |e: ApiError| format!("reconciling {} {name:?}: {}", store.info.kind, e.message);
-    let found = store.get(namespace.as_deref(), &name, Default::default());
-    let existing = match found.await {
-        Ok(existing) => existing,
-        Err(e) if e.code == 404 => {
-            return match store.create(expected, &WriteOptions::default()).await {
-                Ok(_) => Ok(()),
-                Err(e) if e.code == 409 => Ok(()),
-                Err(e) => Err(failed(e)),
-            };
-        }
-        Err(e) => return Err(failed(e)),
+    let Some(existing) = existing else {
+        return match store.create(expected, &WriteOptions::default()).await {
+            Ok(_) => Ok(()),
+            // Created since the list: a later start reconciles it.
+            Err(e) if e.code == 409 => Ok(()),
+            Err(e) => Err(failed(e)),
+        };
     };
-    if reconciled(existing.as_ref(), &expected).is_none() {
+    if existing.peek(|existing| reconciled(existing, &expected).is_none()) {
         return Ok(());
     }
     let mutate: Mutate = Arc::new(move |current: Option<&Value>| {
