@@ -6,7 +6,7 @@
 //! ClusterRole aggregation controller (`controller::clusterroleaggregation`),
 //! elected as kube-controller-manager's (`controller_manager`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,48 +76,55 @@ fn object_key(obj: &serde_json::Value) -> ObjectKey {
     (text("namespace"), text("name"))
 }
 
-/// Every object `store` holds, by namespace and name.
-async fn stored(store: &Arc<Store>) -> Result<HashMap<ObjectKey, storage::Object>, String> {
-    let list = store.list(None, Default::default()).await;
-    let list = list.map_err(|e| format!("listing {}: {}", store.info.resource, e.message))?;
+/// What `store` holds in the namespaces `objects` are in (all of it for a
+/// cluster-scoped resource), by namespace and name: one list per namespace
+/// rather than a read per object (on etcd each is a round trip), and not
+/// every user's Roles.
+async fn stored(
+    store: &Store,
+    objects: &[serde_json::Value],
+) -> Result<HashMap<ObjectKey, storage::Object>, String> {
+    let namespaces: BTreeSet<String> = objects.iter().map(|o| object_key(o).0).collect();
     let key = |obj: &storage::Object| {
         let [namespace, name] = [obj.metadata_str("namespace"), obj.metadata_str("name")];
         (namespace.unwrap_or_default(), name.unwrap_or_default())
     };
-    Ok(list.items.into_iter().map(|obj| (key(&obj), obj)).collect())
+    let mut held = HashMap::new();
+    for namespace in namespaces {
+        let namespace = Some(namespace.as_str()).filter(|ns| !ns.is_empty());
+        let list = store.list(namespace, Default::default()).await;
+        let list = list.map_err(|e| format!("listing {}: {}", store.info.resource, e.message))?;
+        held.extend(list.items.into_iter().map(|obj| (key(&obj), obj)));
+    }
+    Ok(held)
 }
 
 /// Creates the default policy where missing and reconciles it where stored;
 /// returns the names of the default ClusterRoleBindings.
 async fn write_policy(stores: &[Arc<Store>; 4]) -> Result<Vec<String>, String> {
     let [cluster_roles, cluster_role_bindings, roles, role_bindings] = stores;
+    let mut roles_wanted = default_cluster_roles();
+    roles_wanted.extend(controller_roles::roles());
+    let mut bindings_wanted = default_cluster_role_bindings();
+    bindings_wanted.extend(controller_roles::role_bindings());
+    let bindings = bindings_wanted
+        .iter()
+        .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned()))
+        .collect();
     let policy = [
-        (cluster_roles, default_cluster_roles()),
-        (cluster_roles, controller_roles::roles()),
-        (cluster_role_bindings, default_cluster_role_bindings()),
-        (cluster_role_bindings, controller_roles::role_bindings()),
+        (cluster_roles, roles_wanted),
+        (cluster_role_bindings, bindings_wanted),
         (roles, default_namespace_roles()),
         (role_bindings, default_namespace_role_bindings()),
     ];
-    // What is stored, one list per resource rather than a read per object
-    // (on etcd each is a round trip).
-    let listed = futures::future::try_join_all(stores.iter().map(stored)).await?;
+    let listed = policy.iter().map(|(store, objects)| stored(store, objects));
+    let listed = futures::future::try_join_all(listed).await?;
     // Concurrently: the store commits concurrent writes together, so the
     // whole policy costs a few commits instead of one each.
     let mut writes = Vec::new();
-    let mut bindings = Vec::new();
-    for (store, objects) in policy {
-        if Arc::ptr_eq(store, cluster_role_bindings) {
-            bindings.extend(
-                objects
-                    .iter()
-                    .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned())),
-            );
-        }
-        let mut held = stores.iter().zip(listed.iter());
-        let held = held.find(|(s, _)| Arc::ptr_eq(s, store)).map(|(_, h)| h);
+    for ((store, objects), held) in policy.into_iter().zip(listed) {
         for obj in objects {
-            let existing = held.and_then(|h| h.get(&object_key(&obj))).cloned();
+            let existing = held.get(&object_key(&obj)).cloned();
             writes.push(ensure(store, obj, existing));
         }
     }
