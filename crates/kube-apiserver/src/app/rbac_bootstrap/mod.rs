@@ -107,10 +107,7 @@ async fn write_policy(stores: &[Arc<Store>; 4]) -> Result<Vec<String>, String> {
     roles_wanted.extend(controller_roles::roles());
     let mut bindings_wanted = default_cluster_role_bindings();
     bindings_wanted.extend(controller_roles::role_bindings());
-    let bindings = bindings_wanted
-        .iter()
-        .filter_map(|b| Some(b.pointer("/metadata/name")?.as_str()?.to_owned()))
-        .collect();
+    let bindings = bindings_wanted.iter().map(|b| object_key(b).1).collect();
     let policy = [
         (cluster_roles, roles_wanted),
         (cluster_role_bindings, bindings_wanted),
