@@ -26,7 +26,8 @@ fn permits() -> &'static Semaphore {
 /// Admits one big read from storage (a list fetched and decoded whole) of
 /// at most one per core at once, held until the read is decoded: the
 /// fetched bytes and decoded objects of many lists never wait in memory
-/// together for a core.
+/// together for a core. A list asks once its first small batch showed more
+/// to come, so small lists never wait for big ones.
 pub async fn admit_read() -> SemaphorePermit<'static> {
     static READS: OnceLock<Semaphore> = OnceLock::new();
     let reads = READS.get_or_init(|| Semaphore::new(cores()));

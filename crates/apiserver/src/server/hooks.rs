@@ -61,8 +61,12 @@ impl PostStartHook {
     pub fn spawn(&self, context: PostStartHookContext) {
         let hook = self.clone();
         tokio::spawn(async move {
+            let started = std::time::Instant::now();
             match (hook.run)(context).await {
-                Ok(()) => hook.done.store(true, Ordering::SeqCst),
+                Ok(()) => {
+                    tracing::debug!(hook = %hook.name, took = ?started.elapsed(), "post-start hook done");
+                    hook.done.store(true, Ordering::SeqCst)
+                }
                 Err(e) => {
                     tracing::error!(hook = %hook.name, error = %e, "post-start hook failed");
                     std::process::exit(1);

@@ -68,15 +68,19 @@ impl Store {
         let range_end = opts.recursive.then(|| prefix_end(&start.key_prefix));
         let mut revision = start.revision;
         let mut fetch_from = start.start_key;
-        let mut fetch_limit = limit.unwrap_or(0);
+        // A list that may be big first fetches a small batch, unadmitted:
+        // most lists (a start's, of empty resources) end there, and those
+        // that go on wait for a per-core admission before fetching the rest.
+        let big = limit.is_none_or(|l| l >= offload::INLINE_OBJECTS as i64);
+        let mut fetch_limit = if big {
+            offload::INLINE_OBJECTS as i64
+        } else {
+            limit.unwrap_or(0)
+        };
+        let mut admitted = None;
         let mut items: Vec<Object> = Vec::new();
         let mut last_key: Option<String> = None;
-        let big = limit.is_none_or(|l| l >= offload::INLINE_OBJECTS as i64);
-        let _admitted = if big {
-            Some(offload::admit_read().await)
-        } else {
-            None
-        };
+        let mut count_from_start = None;
         let (has_more, remaining) = loop {
             let resp = self
                 .kv
@@ -100,7 +104,9 @@ impl Store {
             if revision == 0 {
                 revision = resp.revision;
             }
-            let (more, count, mut kvs) = (resp.more, resp.count, resp.kvs);
+            // The first fetch's count covers the whole range from the start.
+            let count = *count_from_start.get_or_insert(resp.count);
+            let (more, mut kvs) = (resp.more, resp.kvs);
             let wanted = limit.map(|l| {
                 usize::try_from(l)
                     .unwrap_or(usize::MAX)
@@ -129,20 +135,27 @@ impl Store {
             let has_more = more || batch.cut;
             items.extend(batch.items);
             last_key = batch.last_key.or(last_key);
-            let Some(limit) = limit else {
-                break (false, None);
+            let done = match limit {
+                None => !more,
+                Some(limit) => !has_more || items.len() as i64 >= limit,
             };
-            if !has_more || items.len() as i64 >= limit {
-                // The KV's count covers the range from this fetch's start, so it
-                // is exact only when nothing was filtered out.
-                let remaining = opts.predicate.is_everything().then(|| count - limit);
+            if done {
+                // The count is exact only when nothing was filtered out.
+                let remaining = limit
+                    .filter(|_| opts.predicate.is_everything())
+                    .map(|limit| count - limit);
                 break (has_more, remaining);
             }
-            // Filtering dropped items: fetch bigger batches (upstream doubles).
-            fetch_limit = fetch_limit
-                .saturating_mul(2)
-                .min(MAX_FETCH_LIMIT)
-                .max(fetch_limit);
+            if big && admitted.is_none() {
+                admitted = Some(offload::admit_read().await);
+                fetch_limit = limit.unwrap_or(0);
+            } else {
+                // Filtering dropped items: fetch bigger batches (upstream doubles).
+                fetch_limit = fetch_limit
+                    .saturating_mul(2)
+                    .min(MAX_FETCH_LIMIT)
+                    .max(fetch_limit);
+            }
             fetch_from = format!("{}\0", last_key.as_deref().unwrap_or_default());
         };
         let continue_token = match (has_more, last_key) {
