@@ -276,6 +276,11 @@ fn not_found_subresource(store: &Store, req: &ResourceRequest) -> ApiError {
 }
 
 pub async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    // Most requests (GETs, LISTs, WATCHes) end with their headers: nothing
+    // to poll the connection for.
+    if axum::body::HttpBody::is_end_stream(&body) {
+        return Ok(Bytes::new());
+    }
     axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
         .map_err(|_| ApiError::request_entity_too_large("limit is 3145728"))

@@ -51,7 +51,8 @@ pub async fn started(
     // Under a span that does not record (tracing off, or the request not
     // sampled) the filter's span would not either, as the sampler follows
     // the parent: none is started. The first filter's span is a root.
-    if parent.has_active_span() && !parent.span().is_recording() {
+    let unrecorded = parent.has_active_span() && !parent.span().is_recording();
+    if unrecorded || !component_base::tracing::enabled() {
         return next.run(req).await;
     }
     let tracer = component_base::tracing::tracer(SCOPE);

@@ -31,6 +31,17 @@ use super::handler::Next;
 use crate::authentication::user::{UserInfo, MONITORING_GROUP, PRIVILEGED_GROUP};
 
 pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
+    if !tracing::enabled() {
+        // No provider: the span would be a no-op carrying its parent's
+        // context, so the request runs in that context.
+        let parent = if privileged(&req) {
+            tracing::extract(req.headers())
+        } else {
+            Context::new()
+        };
+        let cx = with_audit_id(&req, parent);
+        return next.run(req).with_context(cx).await;
+    }
     let incoming = tracing::extract(req.headers());
     let tracer = tracing::tracer(httpconv::OTELHTTP_SCOPE);
     let mut builder = tracer
@@ -54,10 +65,7 @@ pub async fn filter(req: Request<Body>, next: Next) -> Response<Body> {
     if recording {
         span.set_attributes(request_attributes(&req));
     }
-    let mut cx = parent.with_span(span);
-    if let Some(AuditId(id)) = req.extensions().get::<AuditId>() {
-        cx = tracing::with_audit_id(cx, id.clone());
-    }
+    let cx = with_audit_id(&req, parent.with_span(span));
     if !recording {
         return next.run(req).with_context(cx).await;
     }
@@ -127,6 +135,14 @@ impl Drop for SpanEnd {
             span.set_status(Status::error(""));
         }
         span.end();
+    }
+}
+
+/// `cx` carrying the request's audit ID, when it has one.
+fn with_audit_id(req: &Request<Body>, cx: Context) -> Context {
+    match req.extensions().get::<AuditId>() {
+        Some(AuditId(id)) => tracing::with_audit_id(cx, id.clone()),
+        None => cx,
     }
 }
 

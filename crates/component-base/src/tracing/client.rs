@@ -29,6 +29,10 @@ impl ClientSpan {
     /// `HTTP/1.1` whatever the connection speaks, hence the fixed version.
     pub fn start(method: &Method, url: &Uri, headers: &mut HeaderMap) -> ClientSpan {
         let parent = Context::current();
+        if !super::enabled() {
+            super::inject_context(&parent, headers);
+            return ClientSpan { cx: parent };
+        }
         let tracer = super::tracer(OTELHTTP_SCOPE);
         let name = match httpconv::standard_method(method) {
             Some(name) => format!("HTTP {name}"),

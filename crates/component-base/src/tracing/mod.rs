@@ -16,7 +16,8 @@ pub mod otelgrpc;
 mod provider;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use http::HeaderMap;
 use opentelemetry::baggage::BaggageExt as _;
@@ -40,6 +41,17 @@ pub const INSTRUMENTATION_SCOPE: &str = "k8s.io/component-base/tracing";
 /// pass an incoming trace context on, as upstream's no-op provider does.
 pub fn set_provider(provider: opentelemetry_sdk::trace::SdkTracerProvider) {
     global::set_tracer_provider(provider);
+    PROVIDER_SET.store(true, Ordering::Release);
+}
+
+static PROVIDER_SET: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`set_provider`] was called. Until then every span is a no-op
+/// that carries its parent's trace context on, so code may skip starting
+/// spans (and building their names and attributes) and run in its
+/// parent's context instead: what it passes on is the same.
+pub fn enabled() -> bool {
+    PROVIDER_SET.load(Ordering::Acquire)
 }
 
 /// A tracer of the process's provider with the instrumentation scope `name`.
@@ -48,11 +60,14 @@ pub fn tracer(name: &'static str) -> BoxedTracer {
 }
 
 /// Upstream's `Propagators()`: W3C `traceparent`/`tracestate` and `baggage`.
-pub fn propagator() -> TextMapCompositePropagator {
-    TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ])
+pub fn propagator() -> &'static TextMapCompositePropagator {
+    static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
+        TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ])
+    });
+    &PROPAGATOR
 }
 
 /// The trace context (and baggage) a request carries in its headers, over
@@ -96,7 +111,7 @@ where
     A: FnOnce() -> Vec<KeyValue>,
 {
     let parent = Context::current();
-    if !parent.has_active_span() {
+    if !enabled() || !parent.has_active_span() {
         return Started {
             cx: parent,
             own: false,

@@ -34,6 +34,12 @@ impl GrpcClientSpan {
     /// leading slash) to the server at `hostport`.
     pub fn start(method: &'static str, hostport: &str) -> GrpcClientSpan {
         let parent = Context::current();
+        if !super::enabled() {
+            return GrpcClientSpan {
+                cx: parent,
+                ended: false,
+            };
+        }
         let tracer = super::tracer(OTELGRPC_SCOPE);
         let (host, port) = split_host_port(hostport);
         let mut attributes = vec![
