@@ -28,6 +28,14 @@ pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// How long filling the listed namespace may take.
 const FILL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// A load phase starts once the server used less than this share of one
+/// core over [`SETTLE_WINDOW`]: work left over from before (a restart's
+/// informers listing every object, say) is not charged to the phase.
+const SETTLED_CPU_SHARE: f64 = 0.1;
+const SETTLE_WINDOW: Duration = Duration::from_millis(250);
+/// How long a phase waits for the server to settle before starting anyway.
+const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+
 /// A load phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Phase {
@@ -310,6 +318,7 @@ pub async fn timed(
     expect: StatusCode,
     make: MakeRequest,
 ) -> Result<Load, BenchError> {
+    settle(server).await?;
     let conns = load::open(&server.client, shape).await?;
     let cpu = server.process.cpu().await?;
     let limits = Limits {
@@ -319,6 +328,31 @@ pub async fn timed(
     let tally = load::drive(conns, limits, expect, make).await?;
     let cpu = server.process.cpu().await?.saturating_sub(cpu);
     Ok(Load::new(tally, cpu))
+}
+
+/// Waits until the server is idle (see [`SETTLED_CPU_SHARE`]), for at most
+/// [`SETTLE_LIMIT`]; says so when that took more than one window.
+async fn settle(server: &Server) -> Result<(), BenchError> {
+    let started = Instant::now();
+    let mut windows = 0;
+    loop {
+        let before = server.process.cpu().await?;
+        tokio::time::sleep(SETTLE_WINDOW).await;
+        let used = server.process.cpu().await?.saturating_sub(before);
+        windows += 1;
+        let settled = used.as_secs_f64() < SETTLE_WINDOW.as_secs_f64() * SETTLED_CPU_SHARE;
+        if settled || started.elapsed() >= SETTLE_LIMIT {
+            if windows > 1 {
+                eprintln!(
+                    "[server-bench]   waited {:.1} s for the server to settle ({} ms of CPU in the last {} ms)",
+                    started.elapsed().as_secs_f64(),
+                    used.as_millis(),
+                    SETTLE_WINDOW.as_millis()
+                );
+            }
+            return Ok(());
+        }
+    }
 }
 
 /// The fan-out phase: events received are its requests, events missed its
