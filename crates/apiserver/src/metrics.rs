@@ -8,7 +8,7 @@
 
 use std::fmt::{self, Write as _};
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::request_info::RequestInfo;
@@ -45,16 +45,6 @@ fn response_size_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1000.0, 10.0, 7))
 }
 
-/// The filters whose latency the handler chain tracks (upstream's
-/// `filterlatency` names).
-const TRACKED_FILTERS: [&str; 5] = [
-    "authentication",
-    "audit",
-    "impersonation",
-    "priorityandfairness",
-    "authorization",
-];
-
 type HistogramFamily<K> = Family<K, Histogram, fn() -> Histogram>;
 
 /// Every metric the server exposes, behind one registry. Shared (in an
@@ -76,10 +66,6 @@ pub struct Metrics {
     deprecated_apis: Family<[(&'static str, String); 5], Gauge>,
     etcd_durations: HistogramFamily<[(&'static str, String); 3]>,
     filter_durations: HistogramFamily<[(&'static str, &'static str); 1]>,
-    /// The series of each of [`TRACKED_FILTERS`], once observed: resolved
-    /// once rather than hashed and looked up for every filter of every
-    /// request.
-    filter_series: [OnceLock<Histogram>; TRACKED_FILTERS.len()],
     /// Reloads of `--authorization-config`.
     pub authorization_config: config_reload::ConfigReloadMetrics,
     /// API Priority and Fairness series.
@@ -115,7 +101,6 @@ impl Metrics {
             deprecated_apis: Family::default(),
             etcd_durations: Family::new_with_constructor(latency_histogram),
             filter_durations: Family::new_with_constructor(filter_latency_histogram),
-            filter_series: Default::default(),
             authorization_config: Default::default(),
             apf: Default::default(),
             extra: Default::default(),
@@ -195,20 +180,13 @@ impl Metrics {
         registry.register_collector(Box::new(process::ProcessCollector::new()));
     }
 
-    /// Records how long a filter of the handler chain took
-    /// (`apiserver_request_filter_duration_seconds`, upstream's
+    /// The series of `apiserver_request_filter_duration_seconds` that
+    /// records how long `filter` of the handler chain took (upstream's
     /// `RecordFilterLatency`).
-    pub fn observe_filter_latency(&self, filter: &'static str, latency: Duration) {
-        let series = || {
-            self.filter_durations
-                .get_or_create(&[("filter", filter)])
-                .clone()
-        };
-        let seconds = latency.as_secs_f64();
-        match TRACKED_FILTERS.iter().position(|f| *f == filter) {
-            Some(i) => self.filter_series[i].get_or_init(series).observe(seconds),
-            None => series().observe(seconds),
-        }
+    pub fn filter_latency(&self, filter: &'static str) -> Histogram {
+        self.filter_durations
+            .get_or_create(&[("filter", filter)])
+            .clone()
     }
 
     /// The `apiserver_current_inflight_requests` gauge of one request kind.

@@ -8,7 +8,7 @@
 //! request on goes to `apiserver_request_filter_duration_seconds` and, at
 //! V(3) when over 100 ms, to the request log as `fl_<name>`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use apimachinery::go_duration::GoDuration;
@@ -18,6 +18,7 @@ use http::{Request, Response};
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
 use opentelemetry::Context;
+use prometheus_client::metrics::histogram::Histogram;
 
 use super::handler::Next;
 use super::httplog;
@@ -29,22 +30,39 @@ pub const SCOPE: &str = "k8s.op/apiserver/pkg/endpoints/filterlatency";
 /// Upstream's `minFilterLatencyToLog`.
 const MIN_LATENCY_TO_LOG: Duration = Duration::from_millis(100);
 
-/// The filter a request is in, since when.
-#[derive(Clone, Copy)]
-struct Record {
+/// One tracked filter of a handler chain: its name and its latency series,
+/// looked up once, on its first request, rather than on every request.
+pub struct Tracked {
     name: &'static str,
+    series: OnceLock<Histogram>,
+}
+
+impl Tracked {
+    pub fn new(name: &'static str) -> Arc<Tracked> {
+        Arc::new(Tracked {
+            name,
+            series: OnceLock::new(),
+        })
+    }
+}
+
+/// The filter a request is in, since when.
+#[derive(Clone)]
+struct Record {
+    filter: Arc<Tracked>,
     started: Instant,
 }
 
-/// Upstream's `TrackStarted`: the span `name` around the filter and what
-/// follows it, and the filter's start time.
+/// Upstream's `TrackStarted`: the span named after the filter around it
+/// and what follows it, and the filter's start time.
 pub async fn started(
-    State(name): State<&'static str>,
+    State(filter): State<Arc<Tracked>>,
     mut req: Request<Body>,
     next: Next,
 ) -> Response<Body> {
+    let name = filter.name;
     req.extensions_mut().insert(Record {
-        name,
+        filter,
         started: Instant::now(),
     });
     let parent = Context::current();
@@ -79,10 +97,12 @@ pub fn record(req: &Request<Body>, metrics: &Metrics) {
         return;
     };
     let latency = record.started.elapsed();
-    metrics.observe_filter_latency(record.name, latency);
+    let Tracked { name, series } = record.filter.as_ref();
+    let series = series.get_or_init(|| metrics.filter_latency(name));
+    series.observe(latency.as_secs_f64());
     if latency > MIN_LATENCY_TO_LOG {
         let nanos = i64::try_from(latency.as_nanos()).unwrap_or(i64::MAX);
         let text = GoDuration::from_nanos(nanos).to_string();
-        httplog::add_filter_latency(req.extensions(), record.name, text);
+        httplog::add_filter_latency(req.extensions(), name, text);
     }
 }

@@ -35,7 +35,7 @@ pub fn build_handler_chain(
     // just outside it, completed just inside.
     let tracked = |next: Next, name: &'static str, wrap: &dyn Fn(Next) -> Next| {
         let inner = next.layer(config.metrics.clone(), filterlatency::completed);
-        wrap(inner).layer(name, filterlatency::started)
+        wrap(inner).layer(filterlatency::Tracked::new(name), filterlatency::started)
     };
     // Each `layer` wraps what is built so far, so the list reads inside out.
     let next = tracked(Next::new(handler), "authorization", &|next| {

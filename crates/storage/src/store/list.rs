@@ -148,7 +148,8 @@ impl Store {
             }
             if big && admitted.is_none() {
                 admitted = Some(offload::admit_read().await);
-                fetch_limit = limit.unwrap_or(0);
+                // The rest of the page (or everything, without a limit).
+                fetch_limit = limit.map_or(0, |l| l - items.len() as i64);
             } else {
                 // Filtering dropped items: fetch bigger batches (upstream doubles).
                 fetch_limit = fetch_limit
