@@ -344,6 +344,72 @@ async fn cipher_suite_restriction_applies_to_tls12() {
     assert!(connect(server.addr, only13).await.is_ok());
 }
 
+/// A client offering only `suites`, in that order.
+fn offering(pki: &Pki, suites: &[rustls::SupportedCipherSuite]) -> Arc<ClientConfig> {
+    let provider = rustls::crypto::CryptoProvider {
+        cipher_suites: suites.to_vec(),
+        ..rustls::crypto::ring::default_provider()
+    };
+    let mut roots = RootCertStore::empty();
+    roots.add(pki.ca_der.clone()).unwrap();
+    let config = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+/// As Go's server: the server's order decides, AES-128-GCM first for a
+/// client that prefers AES-GCM, ChaCha20 first for one that does not.
+#[tokio::test]
+async fn the_server_chooses_the_cipher_suite_in_gos_order() {
+    use rustls::crypto::ring::cipher_suite::*;
+    let pki = pki();
+    let server = start(pki.tls_options(), ServeOptions::default()).await;
+    // Go prefers ChaCha20 always on a machine without AES hardware.
+    let aes_hardware =
+        apiserver::serving::aes_gcm_preferred(&[rustls::CipherSuite::TLS13_AES_128_GCM_SHA256]);
+    let chacha_first = [TLS13_CHACHA20_POLY1305_SHA256, TLS13_AES_128_GCM_SHA256];
+    let cases = [
+        (
+            vec![
+                TLS13_AES_256_GCM_SHA384,
+                TLS13_AES_128_GCM_SHA256,
+                TLS13_CHACHA20_POLY1305_SHA256,
+            ],
+            if aes_hardware {
+                TLS13_AES_128_GCM_SHA256
+            } else {
+                TLS13_CHACHA20_POLY1305_SHA256
+            },
+        ),
+        (chacha_first.to_vec(), TLS13_CHACHA20_POLY1305_SHA256),
+        (
+            vec![
+                TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+                TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            ],
+            if aes_hardware {
+                TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+            } else {
+                TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+            },
+        ),
+    ];
+    for (offered, chosen) in cases {
+        let tls = connect(server.addr, offering(&pki, &offered))
+            .await
+            .unwrap();
+        assert_eq!(
+            tls.get_ref().1.negotiated_cipher_suite().map(|s| s.suite()),
+            Some(chosen.suite()),
+            "offered {offered:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn unknown_cipher_suite_is_a_config_error() {
     let pki = pki();

@@ -10,10 +10,12 @@ mod server;
 mod sni;
 mod tls;
 
-pub use ciphers::{cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion};
+pub use ciphers::{
+    aes_gcm_preferred, cipher_suites, TlsVersion, UnknownCipherSuite, UnknownTlsVersion,
+};
 pub use reload::{ServerTls, DEFAULT_RELOAD_INTERVAL};
 pub use server::{
     serve, ServeError, ServeOptions, DEFAULT_HTTP2_MAX_STREAMS, DEFAULT_IDLE_TIMEOUT,
 };
 pub use sni::SniCertKey;
-pub use tls::{TlsConfigError, TlsOptions};
+pub use tls::{ServerConfigs, TlsConfigError, TlsOptions};

@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::ServerConfig;
 use tokio::sync::watch;
 
-use super::tls::{TlsConfigError, TlsOptions};
+use super::tls::{ServerConfigs, TlsConfigError, TlsOptions};
 use crate::authentication::x509::any_reloaded;
 
 /// How often the files are checked (upstream resyncs file content every minute).
@@ -21,14 +20,14 @@ pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub enum ServerTls {
     /// One configuration for the server's lifetime.
-    Fixed(Arc<ServerConfig>),
+    Fixed(Arc<ServerConfigs>),
     /// The latest configuration published by [`TlsOptions::reloading`].
-    Reloading(watch::Receiver<Arc<ServerConfig>>),
+    Reloading(watch::Receiver<Arc<ServerConfigs>>),
 }
 
 impl ServerTls {
     /// The configuration for a connection accepted now.
-    pub fn current(&self) -> Arc<ServerConfig> {
+    pub fn current(&self) -> Arc<ServerConfigs> {
         match self {
             Self::Fixed(config) => config.clone(),
             Self::Reloading(latest) => latest.borrow().clone(),
@@ -36,14 +35,14 @@ impl ServerTls {
     }
 }
 
-impl From<Arc<ServerConfig>> for ServerTls {
-    fn from(config: Arc<ServerConfig>) -> Self {
+impl From<Arc<ServerConfigs>> for ServerTls {
+    fn from(config: Arc<ServerConfigs>) -> Self {
         Self::Fixed(config)
     }
 }
 
-impl From<watch::Receiver<Arc<ServerConfig>>> for ServerTls {
-    fn from(latest: watch::Receiver<Arc<ServerConfig>>) -> Self {
+impl From<watch::Receiver<Arc<ServerConfigs>>> for ServerTls {
+    fn from(latest: watch::Receiver<Arc<ServerConfigs>>) -> Self {
         Self::Reloading(latest)
     }
 }
@@ -63,7 +62,7 @@ impl TlsOptions {
     pub async fn reloading(
         self,
         interval: Duration,
-    ) -> Result<watch::Receiver<Arc<ServerConfig>>, TlsConfigError> {
+    ) -> Result<watch::Receiver<Arc<ServerConfigs>>, TlsConfigError> {
         // Subscribed before the first build, so no reload goes unseen.
         let ca_changes = self.client_cas.iter().map(|ca| ca.subscribe()).collect();
         let options = Arc::new(self);
@@ -119,7 +118,7 @@ struct Watched {
 async fn watch_files(
     options: Arc<TlsOptions>,
     mut watched: Watched,
-    publish: watch::Sender<Arc<ServerConfig>>,
+    publish: watch::Sender<Arc<ServerConfigs>>,
     interval: Duration,
 ) {
     // A reloaded CA bundle not yet in a published configuration.
@@ -164,6 +163,8 @@ mod tests {
     use rustls::pki_types::ServerName;
     use rustls::sign::CertifiedKey;
     use rustls::{ClientConfig, RootCertStore, SignatureScheme};
+
+    use rustls::ServerConfig;
 
     use super::*;
     use crate::authentication::x509::ClientCa;
@@ -259,7 +260,7 @@ mod tests {
         let mut roots = RootCertStore::empty();
         roots.add(serving_ca.der().clone()).unwrap();
         let names = ["first-ca", "second-ca", "proxy-ca"];
-        let current = latest.borrow_and_update().clone();
+        let current = latest.borrow_and_update().for_client(&[]);
         assert_eq!(
             hinted(current, &roots, &names).await,
             ["first-ca", "proxy-ca"]
@@ -272,7 +273,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        let current = latest.borrow_and_update().clone();
+        let current = latest.borrow_and_update().for_client(&[]);
         assert_eq!(
             hinted(current, &roots, &names).await,
             ["second-ca", "proxy-ca"]

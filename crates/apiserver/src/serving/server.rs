@@ -15,16 +15,18 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
+use rustls::server::Acceptor;
 use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::LazyConfigAcceptor;
 use tower::{Service, ServiceExt};
 
 use super::idle::{Activity, TrackedBody};
 use super::reload::ServerTls;
+use super::tls::ServerConfigs;
 use crate::authentication::client_cert::{ClientCert, PeerCertificates};
 
 /// Upstream's stream limit when `--http2-max-streams-per-connection` is 0:
@@ -229,8 +231,7 @@ async fn serve_connection<S, B>(
     B::Error: Into<BoxError>,
 {
     tune_socket(&stream, peer);
-    let acceptor = TlsAcceptor::from(context.tls.current());
-    let Some(tls) = handshake(stream, peer, &acceptor, &mut stop).await else {
+    let Some(tls) = handshake(stream, peer, context.tls.current(), &mut stop).await else {
         return;
     };
     let peer_chain = tls
@@ -314,14 +315,20 @@ fn tune_socket(stream: &TcpStream, peer: SocketAddr) {
 }
 
 /// The TLS handshake, bounded like Go bounds it (by the header timeout) and
-/// abandoned when shutdown begins.
+/// abandoned when shutdown begins. The client's hello picks the cipher
+/// suites' order, as in Go ([`ServerConfigs::for_client`]).
 async fn handshake(
     stream: TcpStream,
     peer: SocketAddr,
-    acceptor: &TlsAcceptor,
+    configs: Arc<ServerConfigs>,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<TlsStream<TcpStream>> {
-    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(stream));
+    let accept = async move {
+        let start = LazyConfigAcceptor::new(Acceptor::default(), stream).await?;
+        let config = configs.for_client(start.client_hello().cipher_suites());
+        start.into_stream(config).await
+    };
+    let handshake = tokio::time::timeout(READ_HEADER_TIMEOUT, accept);
     tokio::select! {
         result = handshake => match result {
             Ok(Ok(tls)) => Some(tls),

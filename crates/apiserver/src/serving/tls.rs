@@ -3,7 +3,8 @@
 //! whose subjects are hinted to clients when a certificate is requested (as
 //! Go's `tls.RequestClientCert`: the chain is verified by the x509
 //! authenticator per request, so a bad certificate gets a 401 rather than
-//! a failed handshake), minimum version, cipher suites and ALPN.
+//! a failed handshake), minimum version, cipher suites (chosen by the server, in Go's order) and
+//! ALPN.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,10 +16,11 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::UnixTime;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::sign::CertifiedKey;
+use rustls::server::ResolvesServerCert;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme,
-    SupportedProtocolVersion,
+    CipherSuite, DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme,
+    SupportedCipherSuite, SupportedProtocolVersion,
 };
 
 use crate::authentication::x509::ClientCa;
@@ -72,13 +74,56 @@ pub struct TlsOptions {
     pub sni_cert_keys: Vec<SniCertKey>,
 }
 
+/// The serving configuration in both of Go's cipher-suite orders. As in
+/// Go, the server picks the suite: AES-128-GCM first for a client that
+/// prefers AES-GCM, ChaCha20-Poly1305 first for one that does not
+/// ([`ciphers::aes_gcm_preferred`]).
+#[derive(Debug)]
+pub struct ServerConfigs {
+    aes_first: Arc<ServerConfig>,
+    chacha_first: Arc<ServerConfig>,
+}
+
+impl ServerConfigs {
+    /// The configuration for a client whose hello offered `suites`.
+    pub fn for_client(&self, suites: &[CipherSuite]) -> Arc<ServerConfig> {
+        if ciphers::aes_gcm_preferred(suites) {
+            self.aes_first.clone()
+        } else {
+            self.chacha_first.clone()
+        }
+    }
+}
+
 impl TlsOptions {
-    /// Builds the rustls server configuration (ring provider).
+    /// Builds the rustls server configurations (ring provider).
     ///
     /// Blocking (reads files): call it at start-up or via `spawn_blocking`.
-    pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsConfigError> {
+    pub fn server_config(&self) -> Result<Arc<ServerConfigs>, TlsConfigError> {
+        let suites = ciphers::cipher_suites(&self.cipher_suites)?;
+        let provider = rustls::crypto::ring::default_provider();
+        let (certs, key) = (load_certs(&self.cert_file)?, load_key(&self.key_file)?);
+        let default = Arc::new(CertifiedKey::from_der(certs, key, &provider)?);
+        let certs: Arc<dyn ResolvesServerCert> = if self.sni_cert_keys.is_empty() {
+            Arc::new(SingleCertAndKey::from(default))
+        } else {
+            Arc::new(SniResolver::new(default, &self.sni_cert_keys, &provider)?)
+        };
+        let build = |suites| self.build(suites, certs.clone());
+        Ok(Arc::new(ServerConfigs {
+            chacha_first: build(ciphers::chacha_first(&suites))?,
+            aes_first: build(suites)?,
+        }))
+    }
+
+    /// One configuration, choosing among `suites` in their order.
+    fn build(
+        &self,
+        suites: Vec<SupportedCipherSuite>,
+        certs: Arc<dyn ResolvesServerCert>,
+    ) -> Result<Arc<ServerConfig>, TlsConfigError> {
         let provider = Arc::new(CryptoProvider {
-            cipher_suites: ciphers::cipher_suites(&self.cipher_suites)?,
+            cipher_suites: suites,
             ..rustls::crypto::ring::default_provider()
         });
         let versions: &[&'static SupportedProtocolVersion] = match self.min_version {
@@ -95,14 +140,8 @@ impl TlsOptions {
                 algorithms: provider.signature_verification_algorithms,
             }))
         };
-        let (certs, key) = (load_certs(&self.cert_file)?, load_key(&self.key_file)?);
-        let mut config = if self.sni_cert_keys.is_empty() {
-            builder.with_single_cert(certs, key)?
-        } else {
-            let default = Arc::new(CertifiedKey::from_der(certs, key, &provider)?);
-            let resolver = SniResolver::new(default, &self.sni_cert_keys, &provider)?;
-            builder.with_cert_resolver(Arc::new(resolver))
-        };
+        let mut config = builder.with_cert_resolver(certs);
+        config.ignore_client_order = true;
         config.alpn_protocols = if self.http2 {
             vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
         } else {
