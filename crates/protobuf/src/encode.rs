@@ -12,7 +12,7 @@ use crate::time::parse_time;
 use crate::wire::{
     put_bytes, put_key, put_nested, put_varint, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT,
 };
-use crate::{ProtobufError, MAX_DEPTH};
+use crate::{ListPart, ProtobufError, MAX_DEPTH};
 
 fn invalid(desc: &MessageDesc, field: &str, message: &'static str) -> ProtobufError {
     ProtobufError::InvalidField {
@@ -188,15 +188,20 @@ impl ListBody {
     }
 
     /// Writes `head` followed by the body with these `items`.
-    pub(crate) fn write(self, items: &[&[u8]], head: &mut Vec<u8>, write: &mut impl FnMut(&[u8])) {
+    pub(crate) fn write(
+        self,
+        items: &[&[u8]],
+        head: &mut Vec<u8>,
+        write: &mut impl FnMut(ListPart<'_>),
+    ) {
         head.extend_from_slice(&self.before);
-        write(head);
+        write(ListPart::Framing(head));
         let mut prefix = Vec::with_capacity(16);
-        for item in items {
-            write(self.item_prefix(item, &mut prefix));
-            write(item);
+        for (i, item) in items.iter().enumerate() {
+            write(ListPart::Framing(self.item_prefix(item, &mut prefix)));
+            write(ListPart::Item(i, item));
         }
-        write(&self.after);
+        write(ListPart::Framing(&self.after));
     }
 
     /// The key and length written before `item`, in `buf`.

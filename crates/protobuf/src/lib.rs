@@ -331,30 +331,31 @@ fn encode_kind(
     Ok(())
 }
 
+/// The part of an object's encoding (as [`encode`] wrote it) that a list
+/// carries as the item: its message, after the type fields.
+pub fn list_item_message(item: &[u8]) -> Result<&[u8], ProtobufError> {
+    let body = item.strip_prefix(MAGIC).ok_or(ProtobufError::BadMagic)?;
+    Unknown::parse(body).map(|unknown| unknown.raw)
+}
+
 /// Encodes a list of `list_kind` from its metadata and items, as
 /// [`encode`] would encode the assembled list, without assembling it: each
-/// item is given as [`encode`] wrote it (an object's encoding shared by
-/// every reader of that version), and its message is copied from there.
-/// The encoding is handed to `write` piece by piece (the items' messages
-/// as they are, never copied into one buffer here); nothing is written
-/// when it fails.
-pub fn encode_list<'a>(
+/// item is given as its message ([`list_item_message`] of the object's
+/// encoding, shared by every reader of that version). The encoding is
+/// handed to `write` piece by piece (the messages as they are, never
+/// copied into one buffer here, each marked as its item's so a writer can
+/// share rather than copy it); nothing is written when it fails.
+pub fn encode_list_of(
     api_version: &str,
     list_kind: &str,
     metadata: &Value,
-    items: impl Iterator<Item = &'a [u8]>,
-    mut write: impl FnMut(&[u8]),
+    messages: &[&[u8]],
+    mut write: impl FnMut(ListPart<'_>),
 ) -> Result<(), ProtobufError> {
     let desc = lookup(api_version, list_kind).ok_or_else(|| ProtobufError::UnknownKind {
         api_version: api_version.to_owned(),
         kind: list_kind.to_owned(),
     })?;
-    let messages = items
-        .map(|item| {
-            let body = item.strip_prefix(MAGIC).ok_or(ProtobufError::BadMagic)?;
-            Unknown::parse(body).map(|unknown| unknown.raw)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let body = encode::ListBody::new(desc.message, metadata)?;
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(MAGIC);
@@ -364,13 +365,23 @@ pub fn encode_list<'a>(
         Ok::<(), ProtobufError>(())
     })?;
     put_key(&mut head, 2, WIRE_LEN);
-    put_varint(&mut head, body.len(&messages) as u64);
-    body.write(&messages, &mut head, &mut write);
+    put_varint(&mut head, body.len(messages) as u64);
+    body.write(messages, &mut head, &mut write);
     let mut tail = Vec::with_capacity(4);
     put_bytes(&mut tail, 3, b"");
     put_bytes(&mut tail, 4, b"");
-    write(&tail);
+    write(ListPart::Framing(&tail));
     Ok(())
+}
+
+/// A piece of a list's encoding handed out by [`encode_list_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPart<'a> {
+    /// Bytes of the list itself (its type, metadata, the items' keys and
+    /// lengths).
+    Framing(&'a [u8]),
+    /// The message of the item at this index, as it was given.
+    Item(usize, &'a [u8]),
 }
 
 /// The `metav1.WatchEvent` message: `type` and the object (`raw`, see

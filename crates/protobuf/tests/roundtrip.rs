@@ -488,22 +488,31 @@ fn lists_encoded_from_their_parts_match_the_assembled_list() {
         .iter()
         .map(|item| encode(item).expect("encode an item"))
         .collect();
-    let parts_of = || encoded.iter().map(Vec::as_slice);
-    let encode_list = |kind, items: &mut dyn Iterator<Item = &[u8]>| {
+    let messages: Vec<&[u8]> = encoded
+        .iter()
+        .map(|item| protobuf_codec::list_item_message(item).expect("an item's message"))
+        .collect();
+    let encode_list = |kind| {
         let mut out = Vec::new();
-        let written = |bytes: &[u8]| out.extend_from_slice(bytes);
-        protobuf_codec::encode_list("v1", kind, &metadata, items, written).map(|()| out)
+        let written = |part: protobuf_codec::ListPart<'_>| match part {
+            protobuf_codec::ListPart::Framing(bytes) => out.extend_from_slice(bytes),
+            protobuf_codec::ListPart::Item(i, bytes) => {
+                // Each item is handed out as it was given.
+                assert_eq!(bytes.as_ptr_range(), messages[i].as_ptr_range());
+                out.extend_from_slice(bytes)
+            }
+        };
+        protobuf_codec::encode_list_of("v1", kind, &metadata, &messages, written).map(|()| out)
     };
-    let parts = encode_list("ConfigMapList", &mut parts_of()).expect("encode from parts");
+    let parts = encode_list("ConfigMapList").expect("encode from parts");
     assert!(parts == whole, "the two encodings differ");
     let back = decode(&parts).expect("decode");
     assert_eq!(back["metadata"], metadata);
     assert_eq!(back["items"].as_array().map(Vec::len), Some(200));
     assert_eq!(back["items"][199]["data"], items[199]["data"]);
-    assert!(encode_list("NoSuchList", &mut parts_of()).is_err());
-    let truncated = [&encoded[0][..3]];
-    let corrupt = encode_list("ConfigMapList", &mut truncated.into_iter());
-    assert!(corrupt.is_err(), "an item that is not an encoded object");
+    assert!(encode_list("NoSuchList").is_err());
+    let truncated = protobuf_codec::list_item_message(&encoded[0][..3]);
+    assert!(truncated.is_err(), "an item that is not an encoded object");
 }
 
 /// A Deployment whose wire form has no spec (found by the fuzzer): the

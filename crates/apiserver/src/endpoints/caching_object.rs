@@ -20,10 +20,11 @@
 //! encoded per request as before, until dropped objects free some.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use protobuf_codec::ProtobufError;
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use storage::{offload, Object, StoredObject};
@@ -44,10 +45,13 @@ const MIN_SWEEP: (usize, usize) = (1024, 16 << 20);
 static BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The encodings of one object version, filled on first use.
-struct Encodings {
+pub struct Encodings {
     object: Weak<StoredObject>,
     /// Protobuf and CBOR (JSON is kept by the object itself).
     slots: [OnceLock<Bytes>; 2],
+    /// Where in the protobuf encoding a list's item lies
+    /// (`protobuf_codec::list_item_message`), found on the first list.
+    message: OnceLock<Range<usize>>,
 }
 
 impl Drop for Encodings {
@@ -90,6 +94,7 @@ impl Table {
         let entry = Arc::new(Encodings {
             object: Arc::downgrade(object),
             slots: Default::default(),
+            message: OnceLock::new(),
         });
         self.entries.insert(key, entry.clone());
         Some(entry)
@@ -143,6 +148,105 @@ pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>
         .zip(&entries)
         .with_min_len(PARALLEL_RUN)
         .map(fill_one)
+        .collect()
+}
+
+/// An object's protobuf message as a list's item carries it, read from the
+/// encoding kept for that version (the list holds the entry, and touches
+/// no other reference count) or made for this list alone.
+pub enum ListItem {
+    Kept(Arc<Encodings>, Range<usize>),
+    Made(Bytes),
+}
+
+impl ListItem {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            ListItem::Kept(entry, range) => match entry.slots[0].get() {
+                Some(kept) => &kept[range.clone()],
+                None => unreachable!("a kept item's encoding is kept"),
+            },
+            ListItem::Made(bytes) => bytes,
+        }
+    }
+
+    /// The item without its first `n` bytes.
+    pub fn advance(&mut self, n: usize) {
+        match self {
+            ListItem::Kept(_, range) => range.start += n,
+            ListItem::Made(bytes) => bytes.advance(n),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            ListItem::Kept(entry, range) => match entry.slots[0].get() {
+                Some(kept) => kept.slice(range.clone()),
+                None => unreachable!("a kept item's encoding is kept"),
+            },
+            ListItem::Made(bytes) => bytes.clone(),
+        }
+    }
+}
+
+/// The protobuf message of each of `objects` as a list's item, in order
+/// (on every core for many, as [`encoded_each`]).
+pub fn protobuf_list_items(objects: &[Object]) -> Result<Vec<ListItem>, ProtobufError> {
+    let entries: Vec<_> = {
+        let mut table = table();
+        objects.iter().map(|o| table.entry(o)).collect()
+    };
+    let item = |(object, entry): (&Object, Option<Arc<Encodings>>)| {
+        let kept = |e: &Encodings| e.slots[0].get().is_some();
+        let made = match &entry {
+            Some(e) if kept(e) => None,
+            _ => Some(fill(entry.as_deref(), object, Encoding::Protobuf)?),
+        };
+        if let Some(entry) = entry.filter(|e| kept(e)) {
+            let range = message_range(&entry)?;
+            return Ok(ListItem::Kept(entry, range));
+        }
+        let made = made.unwrap_or_default();
+        let range = part_of(&made, protobuf_codec::list_item_message(&made)?);
+        Ok(ListItem::Made(made.slice(range)))
+    };
+    if objects.len() < offload::INLINE_OBJECTS {
+        return objects.iter().zip(entries).map(item).collect();
+    }
+    objects
+        .par_iter()
+        .zip(entries)
+        .with_min_len(PARALLEL_RUN)
+        .map(item)
+        .collect()
+}
+
+/// Where a list's item lies in the protobuf encoding kept in `entry`.
+fn message_range(entry: &Encodings) -> Result<Range<usize>, ProtobufError> {
+    if let Some(range) = entry.message.get() {
+        return Ok(range.clone());
+    }
+    let kept = entry.slots[0].get().map_or(&[][..], |b| &b[..]);
+    let range = part_of(kept, protobuf_codec::list_item_message(kept)?);
+    Ok(entry.message.get_or_init(|| range).clone())
+}
+
+/// Where `part`, a part of `whole`, lies in it.
+fn part_of(whole: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// `f` of each of `objects`, in order, on every core for many (as
+/// [`encoded_each`]).
+pub fn map_each<T: Send>(objects: &[Object], f: impl Fn(&Object) -> T + Sync + Send) -> Vec<T> {
+    if objects.len() < offload::INLINE_OBJECTS {
+        return objects.iter().map(f).collect();
+    }
+    objects
+        .par_iter()
+        .with_min_len(PARALLEL_RUN)
+        .map(f)
         .collect()
 }
 

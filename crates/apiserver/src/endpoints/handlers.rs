@@ -300,7 +300,7 @@ async fn list(
     // them from health checks, watches and small requests.
     let (info, strategies, neg) = (store.info.clone(), store.strategies.clone(), *neg);
     Ok(offload::run_for(list.items.len(), move || {
-        response::list(&list, &neg, &info, &strategies)
+        response::list(list, &neg, &info, &strategies)
     })
     .await)
 }
@@ -596,7 +596,7 @@ async fn delete_collection(
     // Off the async workers, as a list's encoding (see `list`).
     let (info, strategies) = (store.info.clone(), store.strategies.clone());
     Ok(offload::run_for(list.items.len(), move || {
-        response::list(&list, &neg, &info, &strategies)
+        response::list(list, &neg, &info, &strategies)
     })
     .await)
 }

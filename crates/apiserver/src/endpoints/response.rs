@@ -6,11 +6,12 @@ use apimachinery::status::{ApiError, StatusReason};
 use axum::body::Body;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
+use protobuf_codec::ListPart;
 use serde::Serialize;
 use serde_json::{json, Value};
 use storage::{ListResult, Object, StoredObject};
 
-use super::caching_object;
+use super::caching_object::{self, ListItem};
 use super::collections::{self, Chunks};
 use super::negotiation::{Encoding, Negotiated, Shape};
 use crate::registry::rest::table::IncludeObject;
@@ -155,11 +156,17 @@ pub(super) fn list_metadata(list: &ListResult) -> Value {
 
 /// A list in the negotiated shape.
 pub fn list(
-    list: &ListResult,
+    list: ListResult,
     neg: &Negotiated,
     info: &ResourceInfo,
     strategies: &Strategies,
 ) -> Response<Body> {
+    if matches!(neg.shape, Shape::Object) && neg.encoding == Encoding::Json && !neg.pretty {
+        let type_meta = strategies.scheme.list_items_keep_type_meta();
+        let body = collections::json(list, &info.list_kind, &info.api_version(), type_meta);
+        return respond_body(StatusCode::OK, body.into_body(), neg.encoding);
+    }
+    let list = &list;
     let body = match neg.shape {
         Shape::Object if neg.encoding == Encoding::Protobuf => {
             return respond_body(StatusCode::OK, protobuf_list(list, info), neg.encoding);
@@ -175,11 +182,6 @@ pub fn list(
                 ],
                 items.iter().map(|item| &item[..]),
             ))
-        }
-        Shape::Object if neg.encoding == Encoding::Json && !neg.pretty => {
-            let type_meta = strategies.scheme.list_items_keep_type_meta();
-            let body = collections::json(list, &info.list_kind, &info.api_version(), type_meta);
-            return respond_body(StatusCode::OK, body.into_body(), neg.encoding);
         }
         Shape::Object => encode(
             &ListBody {
@@ -228,23 +230,44 @@ pub fn list(
 }
 
 /// A protobuf list written from the items' shared encodings (no copy of
-/// the list as a JSON tree first).
+/// the list as a JSON tree first, and the items' messages shared rather
+/// than copied into the body).
 fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Body {
     let api_version = info.api_version();
     if !protobuf_codec::supports(&api_version, &info.list_kind) {
         let message = format!("no protobuf message for {}", info.list_kind);
         return Body::from(encoding_failed(&message));
     }
-    let mut out = Chunks::default();
-    let encoded = caching_object::encoded_each(&list.items, Encoding::Protobuf).and_then(|items| {
-        let items = items.iter().map(|item| &item[..]);
-        let (kind, metadata) = (&info.list_kind, &list_metadata(list));
-        protobuf_codec::encode_list(&api_version, kind, metadata, items, |b| out.write(b))
-    });
-    match encoded {
-        Ok(()) => out.into_body(),
-        Err(e) => Body::from(encoding_failed(&e.to_string())),
+    let items = match caching_object::protobuf_list_items(&list.items) {
+        Ok(items) => items,
+        Err(e) => return Body::from(encoding_failed(&e.to_string())),
+    };
+    // The list's own bytes, and where each item goes among them.
+    let (mut framing, mut parts) = (Vec::new(), Vec::with_capacity(2 * items.len() + 2));
+    let messages: Vec<&[u8]> = items.iter().map(ListItem::bytes).collect();
+    let written = |part: ListPart<'_>| match part {
+        ListPart::Framing(bytes) => {
+            let start = framing.len();
+            framing.extend_from_slice(bytes);
+            parts.push(Err(start..framing.len()));
+        }
+        ListPart::Item(i, _) => parts.push(Ok(i)),
+    };
+    let (kind, metadata) = (&info.list_kind, &list_metadata(list));
+    let encoded = protobuf_codec::encode_list_of(&api_version, kind, metadata, &messages, written);
+    if let Err(e) = encoded {
+        return Body::from(encoding_failed(&e.to_string()));
     }
+    drop(messages);
+    let mut items: Vec<Option<ListItem>> = items.into_iter().map(Some).collect();
+    let mut out = Chunks::default();
+    for part in parts {
+        match part {
+            Err(range) => out.write(&framing[range]),
+            Ok(i) => out.share_item(items[i].take().expect("each item is written once")),
+        }
+    }
+    out.into_body()
 }
 
 /// Stored objects always encode; keep a valid body anyway.

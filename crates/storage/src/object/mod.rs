@@ -18,6 +18,8 @@ mod fields;
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -28,12 +30,29 @@ use serde_json::Value;
 use fields::Level;
 
 /// A stored object version, shared read-only (as [`crate::Object`]).
-#[derive(Clone)]
 pub struct StoredObject {
     /// Boxed: most held versions have none, and the cache holds many.
     tree: OnceLock<Box<Value>>,
     /// The JSON encoding, trailing newline included.
     json: OnceLock<Bytes>,
+    /// A part of the JSON a reader found once ([`StoredObject::json_part`]),
+    /// as `start << 32 | end`; [`UNKNOWN`] until found, [`NO_PART`] when
+    /// there is none. In the allocation's padding: the cache's `Arc`s keep
+    /// their size class.
+    part: AtomicU64,
+}
+
+const UNKNOWN: u64 = 0;
+const NO_PART: u64 = u64::MAX;
+
+impl Clone for StoredObject {
+    fn clone(&self) -> Self {
+        StoredObject {
+            tree: self.tree.clone(),
+            json: self.json.clone(),
+            part: AtomicU64::new(self.part.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl StoredObject {
@@ -43,6 +62,7 @@ impl StoredObject {
         StoredObject {
             tree: OnceLock::new(),
             json: OnceLock::from(json),
+            part: AtomicU64::new(UNKNOWN),
         }
     }
 
@@ -61,15 +81,47 @@ impl StoredObject {
     /// Go's escaping and number format, a trailing newline), encoded from
     /// the tree on first use and kept from then on.
     pub fn json(&self) -> Bytes {
-        self.json
-            .get_or_init(|| {
-                let tree = self.tree.get().expect("a stored object has a tree or JSON");
-                let mut json =
-                    go_json::encode::to_vec(&**tree).expect("JSON trees always serialize");
-                json.shrink_to_fit();
-                Bytes::from(json)
-            })
-            .clone()
+        self.json_bytes().clone()
+    }
+
+    /// [`StoredObject::json`], borrowed.
+    pub fn json_bytes(&self) -> &Bytes {
+        self.json.get_or_init(|| {
+            let tree = self.tree.get().expect("a stored object has a tree or JSON");
+            let mut json = go_json::encode::to_vec(&**tree).expect("JSON trees always serialize");
+            json.shrink_to_fit();
+            Bytes::from(json)
+        })
+    }
+
+    /// The part of [`StoredObject::json`] that `find` picks from it (a
+    /// byte range, `None` for none), found on the first call only: later
+    /// callers read neither the JSON nor `find`'s result again. One reader
+    /// uses it (a typed list's items, written without their leading type
+    /// fields), so every caller must pass the same `find`.
+    pub fn json_part(
+        &self,
+        find: impl FnOnce(&[u8]) -> Option<Range<usize>>,
+    ) -> Option<Range<usize>> {
+        let known = match self.part.load(Ordering::Relaxed) {
+            UNKNOWN => {
+                let json = self.json_bytes();
+                let found = find(json).and_then(|r| {
+                    let start = u32::try_from(r.start).ok().filter(|s| *s < u32::MAX)?;
+                    let end = u32::try_from(r.end).ok()?;
+                    let valid = r.start < r.end && r.end <= json.len();
+                    valid.then_some(u64::from(start) << 32 | u64::from(end))
+                });
+                let known = found.unwrap_or(NO_PART);
+                self.part.store(known, Ordering::Relaxed);
+                known
+            }
+            known => known,
+        };
+        if known == NO_PART {
+            return None;
+        }
+        Some((known >> 32) as usize..(known & u64::from(u32::MAX)) as usize)
     }
 
     fn encoded(&self) -> &Bytes {
@@ -188,6 +240,7 @@ impl From<Value> for StoredObject {
         StoredObject {
             tree: OnceLock::from(Box::new(tree)),
             json: OnceLock::new(),
+            part: AtomicU64::new(UNKNOWN),
         }
     }
 }
@@ -238,6 +291,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_held_version_takes_no_more_than_its_fields() {
+        // The watch cache holds one `Arc<StoredObject>` per version: 16
+        // bytes of counts and this, in jemalloc's 80-byte class.
+        assert!(std::mem::size_of::<StoredObject>() <= 64);
+    }
+
+    #[test]
+    fn a_json_part_is_found_once() {
+        let object = StoredObject::from(config_map()).compact();
+        let json = object.json();
+        let mut calls = 0;
+        let mut find = |json: &[u8]| {
+            calls += 1;
+            let start = json.iter().position(|b| *b == b':')? + 1;
+            Some(start..json.len() - 1)
+        };
+        let first = object.json_part(&mut find).expect("a part");
+        let colon = json.iter().position(|b| *b == b':').unwrap();
+        assert_eq!(first, colon + 1..json.len() - 1);
+        assert_eq!(object.json_part(&mut find), Some(first));
+        assert_eq!(calls, 1);
+        // None is kept too.
+        let other = StoredObject::from(config_map()).compact();
+        assert_eq!(other.json_part(|_| None), None);
+        assert_eq!(other.json_part(|_| Some(0..1)), None);
+    }
 
     fn config_map() -> Value {
         json!({"kind": "ConfigMap", "apiVersion": "v1",
