@@ -155,7 +155,9 @@ pub fn encoded_each(objects: &[Object], encoding: Encoding) -> Result<Vec<Bytes>
 /// encoding kept for that version (the list holds the entry, and touches
 /// no other reference count) or made for this list alone.
 pub enum ListItem {
+    /// A range of the protobuf encoding kept in the entry.
     Kept(Arc<Encodings>, Range<usize>),
+    /// The message, encoded for this list alone.
     Made(Bytes),
 }
 
