@@ -3,8 +3,8 @@
 //! whose subjects are hinted to clients when a certificate is requested (as
 //! Go's `tls.RequestClientCert`: the chain is verified by the x509
 //! authenticator per request, so a bad certificate gets a 401 rather than
-//! a failed handshake), minimum version, cipher suites (chosen by the server, in Go's order) and
-//! ALPN.
+//! a failed handshake), minimum version, cipher suites (chosen by the
+//! server, in Go's order) and ALPN.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
