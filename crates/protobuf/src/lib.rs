@@ -342,9 +342,9 @@ pub fn list_item_message(item: &[u8]) -> Result<&[u8], ProtobufError> {
 /// [`encode`] would encode the assembled list, without assembling it: each
 /// item is given as its message ([`list_item_message`] of the object's
 /// encoding, shared by every reader of that version). The encoding is
-/// handed to `write` piece by piece (the messages as they are, never
-/// copied into one buffer here, each marked as its item's so a writer can
-/// share rather than copy it); nothing is written when it fails.
+/// handed to `write` piece by piece (the messages as they are, in
+/// order, never copied into one buffer here, each marked as its item's so
+/// a writer can share rather than copy it); nothing is written when it fails.
 pub fn encode_list_of(
     api_version: &str,
     list_kind: &str,

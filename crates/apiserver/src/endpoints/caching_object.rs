@@ -234,7 +234,7 @@ fn message_range(entry: &Encodings) -> Result<Range<usize>, ProtobufError> {
 }
 
 /// Where `part`, a part of `whole`, lies in it.
-fn part_of(whole: &[u8], part: &[u8]) -> Range<usize> {
+pub(super) fn part_of(whole: &[u8], part: &[u8]) -> Range<usize> {
     let start = part.as_ptr() as usize - whole.as_ptr() as usize;
     start..start + part.len()
 }

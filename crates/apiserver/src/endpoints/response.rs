@@ -242,16 +242,22 @@ fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Body {
         Ok(items) => items,
         Err(e) => return Body::from(encoding_failed(&e.to_string())),
     };
-    // The list's own bytes, and where each item goes among them.
+    // The list's own bytes, and where the items (handed out in order) go
+    // among them; the items are moved into the body once the messages
+    // borrowed from them are written.
+    enum Part {
+        Framing(std::ops::Range<usize>),
+        Item,
+    }
     let (mut framing, mut parts) = (Vec::new(), Vec::with_capacity(2 * items.len() + 2));
     let messages: Vec<&[u8]> = items.iter().map(ListItem::bytes).collect();
     let written = |part: ListPart<'_>| match part {
         ListPart::Framing(bytes) => {
             let start = framing.len();
             framing.extend_from_slice(bytes);
-            parts.push(Err(start..framing.len()));
+            parts.push(Part::Framing(start..framing.len()));
         }
-        ListPart::Item(i, _) => parts.push(Ok(i)),
+        ListPart::Item(..) => parts.push(Part::Item),
     };
     let (kind, metadata) = (&info.list_kind, &list_metadata(list));
     let encoded = protobuf_codec::encode_list_of(&api_version, kind, metadata, &messages, written);
@@ -259,12 +265,12 @@ fn protobuf_list(list: &ListResult, info: &ResourceInfo) -> Body {
         return Body::from(encoding_failed(&e.to_string()));
     }
     drop(messages);
-    let mut items: Vec<Option<ListItem>> = items.into_iter().map(Some).collect();
+    let mut items = items.into_iter();
     let mut out = Chunks::default();
     for part in parts {
         match part {
-            Err(range) => out.write(&framing[range]),
-            Ok(i) => out.share_item(items[i].take().expect("each item is written once")),
+            Part::Framing(range) => out.write(&framing[range]),
+            Part::Item => out.share_item(items.next().expect("one part per item")),
         }
     }
     out.into_body()
